@@ -1,0 +1,57 @@
+"""jitbench: NumPy vs JAX eager vs JAX jit, measured under one honest protocol."""
+
+from __future__ import annotations
+
+from jitbench.api import run
+from jitbench.errors import (
+    ConfigError,
+    JitbenchError,
+    OutputError,
+    ResultsFormatError,
+    SuiteError,
+    WorkloadError,
+)
+from jitbench.registry import Registry, discover
+from jitbench.results import (
+    Case,
+    CompileInfo,
+    Diagnostic,
+    Measurement,
+    Mode,
+    Run,
+    Status,
+    load_run,
+    save_run,
+)
+from jitbench.runner import RunConfig, run_workloads
+from jitbench.timer import SamplingPlan
+from jitbench.workload import Workload, workload
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Case",
+    "CompileInfo",
+    "ConfigError",
+    "Diagnostic",
+    "JitbenchError",
+    "Measurement",
+    "Mode",
+    "OutputError",
+    "Registry",
+    "ResultsFormatError",
+    "Run",
+    "RunConfig",
+    "SamplingPlan",
+    "Status",
+    "SuiteError",
+    "Workload",
+    "WorkloadError",
+    "__version__",
+    "discover",
+    "load_run",
+    "run",
+    "run_workloads",
+    "save_run",
+    "workload",
+]

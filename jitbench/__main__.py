@@ -1,0 +1,3 @@
+from jitbench.cli import main
+
+main()

@@ -1,0 +1,92 @@
+"""What every command shares: the two consoles, the error boundary and option parsing."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from jitbench.errors import ConfigError, JitbenchError
+from jitbench.registry import unknown_name_message
+
+# Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns,
+# so the summary table is not truncated.
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+_debug = False
+
+
+def set_debug(flag: bool) -> None:
+    global _debug
+    _debug = flag
+
+
+def handles_errors(fn: F) -> F:
+    """The one error boundary: a JitbenchError becomes a red one-line message and its exit
+    code; any other exception too, with a traceback only under --debug."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except JitbenchError as exc:
+            if _debug:
+                err.print_exception()
+            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("[yellow]interrupted[/]")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Exception as exc:
+            if _debug:
+                err.print_exception()
+            err.print(
+                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+                "(rerun with --debug for the traceback, and please report it)"
+            )
+            raise typer.Exit(EXIT_USAGE) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as _escape
+
+    return _escape(text)
+
+
+def split_list(values: Sequence[str] | None) -> list[str]:
+    """Accept both repeated options and comma-separated values: `-s S,M -s L`."""
+    items: list[str] = []
+    for v in values or ():
+        items.extend(p.strip() for p in v.split(",") if p.strip())
+    return items
+
+
+def parse_choices(values: Sequence[str], known: Sequence[str], *, kind: str) -> list[str]:
+    """Validate names against `known` (case-insensitive), suggesting close matches."""
+    lookup = {k.lower(): k for k in known}
+    chosen = []
+    for v in values:
+        if v.lower() not in lookup:
+            raise ConfigError(unknown_name_message(kind, v, known))
+        chosen.append(lookup[v.lower()])
+    return list(dict.fromkeys(chosen))
+
+
+def is_interactive() -> bool:
+    return out.is_terminal and sys.stdout.isatty()

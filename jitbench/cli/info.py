@@ -1,0 +1,48 @@
+"""`jitbench list` and `jitbench env`: what would be measured, and on what."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from jitbench import console, environment
+from jitbench.cli import app
+from jitbench.cli.common import err, handles_errors, out
+from jitbench.cli.options import KeywordOpt, SuiteOpt
+from jitbench.registry import discover
+
+
+@app.command("list")
+@handles_errors
+def list_cmd(
+    names: Annotated[list[str] | None, typer.Argument(help="Workload names.")] = None,
+    suite: SuiteOpt = None,
+    keyword: KeywordOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List workloads with their sizes, tags and descriptions."""
+    registry = discover(suite or ())
+    for e in registry.errors:
+        err.print(f"[yellow]suite error:[/] {e}")
+    chosen = registry.select(names or (), keyword)
+    if as_json:
+        out.print_json(json.dumps([console.workload_dict(w) for w in chosen]))
+    else:
+        out.print(console.workloads_table(chosen))
+    if registry.errors:
+        raise typer.Exit(2 if not chosen else 0)
+
+
+@app.command("env")
+@handles_errors
+def env_cmd(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show what a measurement would see: devices, versions, flags."""
+    env = environment.capture()
+    if as_json:
+        out.print_json(json.dumps(env))
+    else:
+        out.print(console.environment_table(env))

@@ -1,0 +1,216 @@
+"""Cold compilation: AOT stage timings, compile-event counting and compiled-program analysis.
+
+Compiles are counted with `jax.monitoring` duration events. With the persistent cache off,
+every `backend_compile_duration` event is a real XLA compile, and an in-memory cache hit
+emits none, so a cache hit is never reported as a compile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+
+BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+
+
+@dataclass
+class CompileEvents:
+    """Compile events seen while a `count_compiles()` block was active."""
+
+    compile_count: int = 0
+    durations_s: dict[str, float] = field(default_factory=dict)
+
+    def add(self, event: str, duration_s: float) -> None:
+        self.durations_s[event] = self.durations_s.get(event, 0.0) + duration_s
+        if event == BACKEND_COMPILE_EVENT:
+            self.compile_count += 1
+
+
+_active: list[CompileEvents] = []
+_lock = threading.Lock()
+_listener_installed = False
+
+
+def _listener(event: str, duration_secs: float, **_kwargs: Any) -> None:
+    # jax.monitoring passes extra keyword arguments in newer versions; accept and ignore.
+    for sink in _active:
+        sink.add(event, duration_secs)
+
+
+def _install_listener() -> None:
+    # One process-wide listener that feeds whichever counters are active; registering
+    # and unregistering per block would need an unregister API JAX 0.5 lacks.
+    global _listener_installed
+    with _lock:
+        if not _listener_installed:
+            jax.monitoring.register_event_duration_secs_listener(_listener)
+            _listener_installed = True
+
+
+@contextmanager
+def count_compiles() -> Iterator[CompileEvents]:
+    """Count XLA compiles (and sum trace/lower/compile durations) inside the block."""
+    _install_listener()
+    events = CompileEvents()
+    _active.append(events)
+    try:
+        yield events
+    finally:
+        _active.remove(events)
+
+
+@contextmanager
+def persistent_cache_disabled() -> Iterator[None]:
+    """Turn the persistent compilation cache off so compile times are real compiles."""
+    try:
+        before = jax.config.jax_enable_compilation_cache
+    except AttributeError:  # pragma: no cover - very old JAX
+        yield
+        return
+    jax.config.update("jax_enable_compilation_cache", False)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_compilation_cache", before)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AotBreakdown:
+    """Seconds per AOT stage of one cold compile, plus what the compiled program says."""
+
+    trace_s: float
+    lower_s: float
+    compile_s: float
+    compile_count: int
+    jaxpr_eqn_count: int | None
+    flops: float | None
+    transcendentals: float | None
+    bytes_accessed: float | None
+    memory: dict[str, int] | None
+    hlo_fingerprint: str | None
+    hlo_text: str | None = None
+    jaxpr_text: str | None = None
+
+
+def count_jaxpr_eqns(jaxpr: Any) -> int:
+    """Equations in a jaxpr, including those of nested jaxprs (loop bodies, branches)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    total = 0
+    for eqn in getattr(inner, "eqns", ()):
+        total += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
+                    total += count_jaxpr_eqns(sub)
+    return total
+
+
+def cost_figures(compiled: Any) -> tuple[float | None, float | None, float | None]:
+    """(flops, transcendentals, bytes accessed) from XLA's cost analysis, None if absent.
+
+    `cost_analysis()` returns a dict (newer JAX), a one-element list of dicts (older JAX),
+    or None / raises where a backend has no cost model.
+    """
+    try:
+        cost = compiled.cost_analysis()
+    except Exception:
+        return None, None, None
+    if isinstance(cost, (list, tuple)):
+        cost = cost[0] if cost else None
+    if not isinstance(cost, Mapping):
+        return None, None, None
+
+    def pick(key: str) -> float | None:
+        value = cost.get(key)
+        return float(value) if value is not None and value >= 0 else None
+
+    return pick("flops"), pick("transcendentals"), pick("bytes accessed")
+
+
+_MEMORY_FIELDS = {
+    "argument_bytes": "argument_size_in_bytes",
+    "output_bytes": "output_size_in_bytes",
+    "alias_bytes": "alias_size_in_bytes",
+    "temp_bytes": "temp_size_in_bytes",
+    "generated_code_bytes": "generated_code_size_in_bytes",
+    "peak_bytes": "peak_memory_in_bytes",
+}
+
+
+def memory_figures(compiled: Any) -> dict[str, int] | None:
+    """Argument/output/temp/peak bytes from `memory_analysis()`, None where unsupported."""
+    try:
+        mem = compiled.memory_analysis()
+    except Exception:
+        return None
+    if mem is None:
+        return None
+    out = {ours: int(getattr(mem, theirs)) for ours, theirs in _MEMORY_FIELDS.items()
+           if getattr(mem, theirs, None) is not None}
+    return out or None
+
+
+def cold_aot_breakdown(
+    fn: Callable[..., Any],
+    *,
+    static_argnames: tuple[str, ...],
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    keep_text: bool = False,
+) -> AotBreakdown:
+    """Trace, lower and compile `fn` with caches cleared, timing each stage on its own.
+
+    Raises whatever tracing or compiling raises (e.g. a ConcretizationTypeError).
+    """
+    jax.clear_caches()
+    jitted = jax.jit(fn, static_argnames=static_argnames or None)
+    with persistent_cache_disabled(), count_compiles() as events:
+        t0 = time.perf_counter()
+        traced = jitted.trace(*args, **kwargs)
+        t1 = time.perf_counter()
+        lowered = traced.lower()
+        t2 = time.perf_counter()
+        compiled = lowered.compile()
+        t3 = time.perf_counter()
+    flops, transcendentals, bytes_accessed = cost_figures(compiled)
+    try:
+        hlo = compiled.as_text()
+    except Exception:
+        hlo = None
+    jaxpr = getattr(traced, "jaxpr", None)
+    return AotBreakdown(
+        trace_s=t1 - t0,
+        lower_s=t2 - t1,
+        compile_s=t3 - t2,
+        compile_count=events.compile_count,
+        jaxpr_eqn_count=count_jaxpr_eqns(jaxpr) if jaxpr is not None else None,
+        flops=flops,
+        transcendentals=transcendentals,
+        bytes_accessed=bytes_accessed,
+        memory=memory_figures(compiled),
+        hlo_fingerprint=hashlib.sha256(hlo.encode()).hexdigest()[:16] if hlo else None,
+        hlo_text=hlo if keep_text else None,
+        jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
+    )
+
+
+def cold_first_call(call: Callable[[], Any]) -> tuple[float, int, Any]:
+    """Time one call with in-memory caches cleared: (seconds, compiles seen, output).
+
+    The call must block on its output (the modes module's calls do).
+    """
+    jax.clear_caches()
+    with persistent_cache_disabled(), count_compiles() as events:
+        t0 = time.perf_counter()
+        out = call()
+        elapsed = time.perf_counter() - t0
+    return elapsed, events.compile_count, out

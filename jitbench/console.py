@@ -1,0 +1,152 @@
+"""Rich renderables for the terminal: the run summary table, workload and environment tables.
+
+Builders return rich objects; printing is the CLI's job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+
+from jitbench import format as fmt
+from jitbench.results import Measurement, Mode, Run, Status
+from jitbench.workload import Workload
+
+_STATUS_STYLE = {
+    Status.OK: "green",
+    Status.ERROR: "bold red",
+    Status.MISMATCH: "bold magenta",
+    Status.SKIPPED: "dim",
+    Status.TIMEOUT: "bold yellow",
+}
+
+
+def _time_cell(m: Measurement | None) -> Text:
+    if m is None:
+        return Text("")
+    if m.status is Status.OK and m.median_s is not None:
+        return Text(fmt.seconds(m.median_s))
+    text = m.status.value
+    if m.status is Status.MISMATCH and m.median_s is not None:
+        text = f"{fmt.seconds(m.median_s)} mismatch"
+    return Text(text, style=_STATUS_STYLE[m.status])
+
+
+def summary_table(run: Run) -> Table:
+    """One row per case: median per mode, speedups over NumPy with CI, compile, status."""
+    table = Table(title=f"jitbench run {run.run_id}", title_justify="left", expand=False)
+    for col, justify in (
+        ("workload", "left"), ("size", "left"), ("device", "left"),
+        ("numpy", "right"), ("eager", "right"), ("jit", "right"),
+        ("eager ×", "right"), ("jit ×", "right"), ("jit compile", "right"),
+        ("break-even", "right"), ("notes", "left"),
+    ):
+        table.add_column(col, justify=justify, no_wrap=col not in ("notes",))  # type: ignore[arg-type]
+    for case in run.cases():
+        by_mode = {m: run.get(case.key, m) for m in Mode}
+        speed = {m: run.speedup(case.key, m) for m in (Mode.EAGER, Mode.JIT)}
+        jit = by_mode[Mode.JIT]
+        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        notes = []
+        for m in by_mode.values():
+            if m is None:
+                continue
+            if m.error is not None:
+                notes.append(f"{m.mode.value}: {m.error.type}")
+            notes.extend(f"{m.mode.value}: {d.code}" for d in m.diagnostics
+                         if not (m.error is not None and d.code in ("traced-control-flow",)))
+        table.add_row(
+            case.workload, case.size, case.device,
+            _time_cell(by_mode[Mode.NUMPY]), _time_cell(by_mode[Mode.EAGER]),
+            _time_cell(by_mode[Mode.JIT]),
+            *(Text(fmt.ratio_ci(r.value, r.low, r.high) if r else "—") for r in speed.values()),
+            fmt.seconds(compile_s),
+            fmt.count(run.break_even_calls(case.key)),
+            Text("; ".join(dict.fromkeys(notes)), style="yellow"),
+        )
+    return table
+
+
+def problems(run: Run) -> list[str]:
+    """One line per failed or mismatched measurement: what happened and the hint."""
+    lines = []
+    for m in run.measurements:
+        if m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT):
+            what = (
+                f"{m.error.type}: {m.error.message.splitlines()[0] if m.error.message else ''}"
+                if m.error
+                else "; ".join(d.message for d in m.diagnostics) or m.status.value
+            )
+            hint = (m.error.hint if m.error else "") or next(
+                (d.hint for d in m.diagnostics if d.hint), ""
+            )
+            lines.append(f"{m.case.label} {m.mode.value}: {m.status.value}: {what}"
+                         + (f" — hint: {hint}" if hint else ""))
+    return lines
+
+
+def workloads_table(workloads: Iterable[Workload]) -> Table:
+    table = Table(title="workloads", title_justify="left")
+    for col in ("name", "sizes", "sweep", "tags", "description"):
+        table.add_column(col, no_wrap=col in ("name",))
+    for wl in workloads:
+        sizes = ", ".join(
+            f"{k}({', '.join(f'{pk}={pv}' for pk, pv in v.items())})" for k, v in wl.sizes.items()
+        )
+        table.add_row(
+            wl.name, sizes, str(len(wl.sweep)) if wl.sweep else "—", ", ".join(wl.tags),
+            wl.description,
+        )
+    return table
+
+
+def workload_dict(wl: Workload) -> dict[str, Any]:
+    return {
+        "name": wl.name,
+        "description": wl.description,
+        "tags": list(wl.tags),
+        "sizes": {k: dict(v) for k, v in wl.sizes.items()},
+        "sweep": [dict(p) for p in wl.sweep],
+        "static_argnames": list(wl.static_argnames),
+        "rtol": wl.rtol,
+        "atol": wl.atol,
+        "source": wl.source,
+    }
+
+
+def environment_table(env: Mapping[str, Any]) -> Table:
+    table = Table(title="environment", title_justify="left", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+
+    def add(key: str, value: Any) -> None:
+        table.add_row(key, "—" if value in (None, "", {}, []) else str(value))
+
+    for key in ("host", "os", "cpu", "cpu_count", "cpu_affinity_count", "python", "backend", "x64"):
+        add(key, env.get(key))
+    for name, version in (env.get("versions") or {}).items():
+        add(name, version)
+    for d in env.get("devices") or []:
+        add(f"device {d.get('label')}", d.get("kind"))
+    git = env.get("git") or {}
+    add("git", f"{git.get('commit')}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else None)
+    for k, v in (env.get("env") or {}).items():
+        add(f"${k}", v)
+    return table
+
+
+def plain_case_line(measurements: Sequence[Measurement]) -> str:
+    """A one-line progress record for a finished case (non-TTY output)."""
+    if not measurements:
+        return ""
+    case = measurements[0].case
+    parts = []
+    for m in measurements:
+        if m.status is Status.OK and m.median_s is not None:
+            parts.append(f"{m.mode.value} {fmt.seconds(m.median_s)}")
+        else:
+            parts.append(f"{m.mode.value} {m.status.value}")
+    return f"{case.label}: " + ", ".join(parts)

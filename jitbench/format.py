@@ -1,0 +1,63 @@
+"""Turn numbers carried in SI units (seconds, bytes, ratios) into short human strings.
+
+Only renderers (console, HTML, markdown) call this module; the data keeps raw floats.
+"""
+
+from __future__ import annotations
+
+import math
+
+_TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
+
+
+def seconds(value: float | None, *, digits: int = 3) -> str:
+    """Format a duration in seconds with an SI prefix, e.g. ``2.51e-5 -> '25.1 µs'``."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if math.isinf(value):
+        return "∞"
+    if value == 0:
+        return "0 s"
+    for scale, unit in _TIME_UNITS:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {unit}"
+    return f"{value / 1e-9:.{digits}g} ns"
+
+
+def bytes_(value: float | None) -> str:
+    """Format a byte count with binary prefixes, e.g. ``4_000_000 -> '3.81 MiB'``."""
+    if value is None:
+        return "—"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(size) < 1024 or unit == "TiB":
+            return f"{size:.3g} {unit}" if unit != "B" else f"{int(size)} B"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def ratio(value: float | None, *, digits: int = 3) -> str:
+    """Format a speedup or ratio, e.g. ``12.345 -> '12.3×'``."""
+    if value is None or math.isnan(value):
+        return "—"
+    if math.isinf(value):
+        return "∞"
+    return f"{value:.{digits}g}×"
+
+
+def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
+    """Format a ratio with its confidence interval, e.g. ``'12.3× [12.1–12.5]'``."""
+    if value is None:
+        return "—"
+    if low is None or high is None:
+        return ratio(value)
+    return f"{ratio(value)} [{low:.3g}–{high:.3g}]"
+
+
+def count(value: float | None) -> str:
+    """Format a possibly infinite count (break-even calls), e.g. ``1234.5 -> '1,235'``."""
+    if value is None:
+        return "—"
+    if math.isinf(value):
+        return "never"
+    return f"{math.ceil(value):,}"

@@ -1,0 +1,144 @@
+"""The three execution modes: stage inputs, build a synchronised call, guard the timed region.
+
+- numpy: the NumPy side on host arrays. NumPy is synchronous, so nothing to wait for.
+- eager: the JAX side called directly: JAX dispatches one small compiled program per
+  primitive (op-by-op). Calls block on the output with `block_until_ready`.
+- jit: the JAX side under `jax.jit`, called the way users call it (`jitted(*args)`).
+
+Timed regions run under JAX's transfer guard so a hidden host↔device copy is an error,
+not a slowdown. Eager mode guards device→host only: op-by-op dispatch uploads every
+Python scalar operand (`2.0 * x`) to the device, which is inherent to eager execution.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+from jitbench.results import Mode
+from jitbench.workload import Inputs, Workload
+
+JAX_MODES = (Mode.EAGER, Mode.JIT)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """Inputs placed on one JAX device, and what the transfer cost."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    static: dict[str, Any]
+    transfer_s: float
+    transfer_bytes: int
+
+
+def nbytes_of(tree: Any) -> int:
+    return int(sum(getattr(leaf, "nbytes", 0) for leaf in jax.tree_util.tree_leaves(tree)))
+
+
+def nelements_of(tree: Any) -> int:
+    return int(sum(getattr(leaf, "size", 0) for leaf in jax.tree_util.tree_leaves(tree)))
+
+
+def stage(inputs: Inputs, device: jax.Device) -> Staged:
+    """Copy the input arrays to `device` and wait, timing the transfer on its own."""
+    host = (inputs.args, dict(inputs.kwargs))
+    t0 = time.perf_counter()
+    on_device = jax.device_put(host, device)
+    jax.block_until_ready(on_device)
+    elapsed = time.perf_counter() - t0
+    args, kwargs = on_device
+    return Staged(
+        args=tuple(args),
+        kwargs=dict(kwargs),
+        static=dict(inputs.static),
+        transfer_s=elapsed,
+        transfer_bytes=nbytes_of(host),
+    )
+
+
+def jit_function(wl: Workload) -> Callable[..., Any]:
+    """`jax.jit` of the workload's JAX side with its static argument names."""
+    return jax.jit(wl.jax_fn, static_argnames=wl.static_argnames or None)
+
+
+def _synchronised(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]):
+    """A zero-argument call of `fn` that returns only when its output is ready."""
+    block = jax.block_until_ready
+    if kwargs:
+        return lambda: block(fn(*args, **kwargs))
+    return lambda: block(fn(*args))
+
+
+def _single_array_fast_path(fn: Callable[..., Any], args: tuple[Any, ...]):
+    # Same work as jax.block_until_ready for one array, without flattening a pytree on
+    # every call, which would add ~1 µs to the smallest cases.
+    return lambda: fn(*args).block_until_ready()
+
+
+def build_call(
+    mode: Mode,
+    wl: Workload,
+    *,
+    host: Inputs,
+    staged: Staged | None,
+    jitted: Callable[..., Any] | None = None,
+) -> Callable[[], Any]:
+    """Return the zero-argument call that is timed for `mode`.
+
+    For numpy it calls the NumPy side on host arrays; for eager the JAX side on staged
+    arrays; for jit `jitted` (from `jit_function`) on staged arrays. JAX calls block on
+    their output inside the call, so the timed region includes the device work.
+    """
+    if mode is Mode.NUMPY:
+        kwargs = {**host.kwargs, **host.static}
+        fn_np = wl.numpy_fn
+        args_np = host.args
+        if kwargs:
+            return lambda: fn_np(*args_np, **kwargs)
+        return lambda: fn_np(*args_np)
+    assert staged is not None, "JAX modes need staged inputs"
+    fn = wl.jax_fn if mode is Mode.EAGER else jitted
+    assert fn is not None, "jit mode needs the jitted function"
+    return _synchronised(fn, staged.args, {**staged.kwargs, **staged.static})
+
+
+def specialise_call(
+    mode: Mode,
+    call: Callable[[], Any],
+    output: Any,
+    *,
+    staged: Staged | None,
+    jitted: Callable[..., Any] | None,
+) -> Callable[[], Any]:
+    """Swap in the single-array fast path once the output is known to be one jax.Array."""
+    if (
+        mode is Mode.JIT
+        and jitted is not None
+        and staged is not None
+        and not staged.kwargs
+        and not staged.static
+        and isinstance(output, jax.Array)
+    ):
+        return _single_array_fast_path(jitted, staged.args)
+    return call
+
+
+def timed_region(mode: Mode) -> AbstractContextManager[object]:
+    """The transfer guard the timed loop of `mode` runs under."""
+    if mode is Mode.JIT:
+        return jax.transfer_guard("disallow")
+    if mode is Mode.EAGER:
+        return jax.transfer_guard_device_to_host("disallow")
+    return nullcontext()
+
+
+def to_host(tree: Any) -> Any:
+    """Copy every leaf of an output pytree to NumPy (outside any timed region)."""
+    return jax.tree_util.tree_map(np.asarray, tree)

@@ -1,0 +1,188 @@
+"""Discover suite files by path, collect their workloads, and select workloads by name or tag.
+
+A folder is searched for `*.py` files not starting with `_`; a file that sets
+``__jitbench_collect__ = False`` is loaded only when named explicitly (`--suite FILE`).
+A file that fails to import is recorded as a `SuiteLoadError` and the others still load.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib.util
+import re
+import sys
+import traceback
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jitbench.errors import SuiteError
+from jitbench.workload import Workload
+
+DEFAULT_SUITE = Path("suites")
+
+
+@dataclass(frozen=True)
+class SuiteLoadError:
+    """A suite file that could not be imported."""
+
+    path: str
+    line: int | None
+    exc_type: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.exc_type}: {self.message}"
+
+
+@dataclass
+class Registry:
+    """Workloads by name, in discovery order, plus the suite files that failed."""
+
+    workloads: dict[str, Workload] = field(default_factory=dict)
+    errors: list[SuiteLoadError] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+    def add(self, wl: Workload, *, path: str) -> None:
+        existing = self.workloads.get(wl.name)
+        if existing is wl:
+            return
+        if existing is not None:
+            self.errors.append(
+                SuiteLoadError(
+                    path,
+                    None,
+                    "SuiteError",
+                    f"duplicate workload name {wl.name!r} (first defined at {existing.source}); "
+                    "rename one of them with @workload(name=...).",
+                )
+            )
+            return
+        self.workloads[wl.name] = wl
+
+    def get(self, name: str) -> Workload:
+        """Return a workload by exact name. Raises SuiteError with a close match."""
+        try:
+            return self.workloads[name]
+        except KeyError:
+            raise SuiteError(unknown_name_message("workload", name, self.workloads)) from None
+
+    def select(self, names: Sequence[str] = (), keyword: str | None = None) -> list[Workload]:
+        """Workloads named in `names` (all when empty) that match the `-k` expression."""
+        chosen = [self.get(n) for n in names] if names else list(self.workloads.values())
+        if keyword:
+            matcher = compile_keyword(keyword)
+            chosen = [w for w in chosen if matcher(w)]
+        return chosen
+
+
+def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
+    """'unknown workload 'x'; did you mean 'y'? …' with the closest known names."""
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    listing = "`jitbench list` shows all." if kind == "workload" else f"known: {', '.join(known)}."
+    return f"unknown {kind} {name!r}{hint} {listing}"
+
+
+_TOKEN_RE = re.compile(r"\s*(\(|\)|[^\s()]+)")
+
+
+def compile_keyword(expression: str):  # type: ignore[no-untyped-def]
+    """Compile a pytest-style `-k` expression (`and`, `or`, `not`, parentheses).
+
+    An identifier matches a workload whose name contains it or that has it as a tag.
+    Raises SuiteError for a malformed expression.
+    """
+    tokens = _TOKEN_RE.findall(expression)
+    parts: list[str] = []
+    idents: list[str] = []
+    for tok in tokens:
+        if tok in ("and", "or", "not", "(", ")"):
+            parts.append(tok)
+        else:
+            parts.append(f"_m[{len(idents)}]")
+            idents.append(tok)
+    code_text = " ".join(parts)
+    try:
+        code = compile(code_text, "<-k>", "eval")
+    except SyntaxError:
+        raise SuiteError(
+            f"invalid -k expression {expression!r}; use names or tags joined by "
+            "'and', 'or', 'not' and parentheses."
+        ) from None
+
+    def matches(wl: Workload) -> bool:
+        hits = [(i in wl.name) or (i in wl.tags) for i in idents]
+        return bool(eval(code, {"__builtins__": {}}, {"_m": hits}))
+
+    return matches
+
+
+def _suite_files(path: Path, *, explicit: bool) -> list[tuple[Path, bool]]:
+    if path.is_dir():
+        return [(p, False) for p in sorted(path.glob("*.py")) if not p.name.startswith("_")]
+    return [(path, explicit)]
+
+
+def _line_in(path: Path, exc: BaseException) -> int | None:
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename) == path:
+        return exc.lineno
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if Path(frame.filename).resolve() == path.resolve():
+            line = frame.lineno
+    return line
+
+
+def import_suite_file(path: Path) -> object:
+    """Import a suite file under a unique module name (kept in sys.modules)."""
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
+    mod_name = f"jitbench_suite_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, resolved)
+    if spec is None or spec.loader is None:  # pragma: no cover - not a .py file
+        raise ImportError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[mod_name]
+        raise
+    return module
+
+
+def discover(paths: Sequence[str | Path] = ()) -> Registry:
+    """Load every suite file under `paths` (default `./suites`) into a Registry.
+
+    Raises:
+        SuiteError: a path does not exist (import failures are collected, not raised).
+    """
+    registry = Registry()
+    roots = [Path(p) for p in paths] or [DEFAULT_SUITE]
+    for root in roots:
+        if not root.exists():
+            raise SuiteError(
+                f"suite path {str(root)!r} does not exist; pass a suite file or folder "
+                "with --suite, or run from a folder that has ./suites."
+            )
+        for file, explicit in _suite_files(root, explicit=True):
+            try:
+                module = import_suite_file(file)
+            except Exception as exc:  # a broken suite must not stop the others
+                registry.errors.append(
+                    SuiteLoadError(str(file), _line_in(file, exc), type(exc).__name__, str(exc))
+                )
+                continue
+            if not explicit and getattr(module, "__jitbench_collect__", True) is False:
+                continue
+            registry.files.append(str(file))
+            for value in vars(module).values():
+                if isinstance(value, Workload):
+                    registry.add(value, path=str(file))
+    return registry

@@ -1,0 +1,186 @@
+"""Clock, warm-up, calibration and adaptive interleaved sampling.
+
+Nothing here knows about JAX: a "call" is any zero-argument callable that returns only when
+its work is finished (the modes module makes JAX calls synchronous). The clock is injected,
+so the logic is tested with a fake clock and exact assertions.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from collections.abc import Callable, Hashable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import repeat
+from typing import Generic, Protocol, TypeVar
+
+from jitbench import stats
+
+K = TypeVar("K", bound=Hashable)
+
+
+class Clock(Protocol):
+    """Returns monotonic seconds."""
+
+    def __call__(self) -> float: ...
+
+
+DEFAULT_CLOCK: Clock = time.perf_counter
+
+
+@dataclass(frozen=True, kw_only=True)
+class SamplingPlan:
+    """How long and how precisely to sample.
+
+    Attributes:
+        min_sample_s: calibration target: one sample lasts at least this long.
+        warmup_s: after at least `warmup_calls` calls, keep calling until this much time.
+        min_samples: never declare convergence with fewer samples.
+        max_samples: stop a mode at this many samples.
+        precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
+        budget_s: time budget for sampling all modes of one case together.
+        floor_samples: samples every mode gets even when the budget is spent.
+    """
+
+    min_sample_s: float = 0.01
+    warmup_s: float = 0.05
+    warmup_calls: int = 2
+    min_samples: int = 10
+    max_samples: int = 500
+    precision: float = 0.01
+    budget_s: float = 2.0
+    floor_samples: int = 3
+    max_calls_per_sample: int = 10_000_000
+
+
+def time_calls(fn: Callable[[], object], n: int, clock: Clock = DEFAULT_CLOCK) -> float:
+    """Seconds taken by `n` back-to-back calls of `fn` (the timed region is only the loop)."""
+    t0 = clock()
+    for _ in repeat(None, n):
+        fn()
+    return clock() - t0
+
+
+def warm_up(
+    fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK
+) -> int:
+    """Call `fn` at least `plan.warmup_calls` times, then until `plan.warmup_s` has passed.
+
+    Returns the number of calls made.
+    """
+    start = clock()
+    calls = 0
+    while calls < plan.warmup_calls or clock() - start < plan.warmup_s:
+        fn()
+        calls += 1
+    return calls
+
+
+def calibrate(
+    fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK
+) -> int:
+    """Grow the calls per sample until one sample lasts at least `plan.min_sample_s`."""
+    n = 1
+    while n < plan.max_calls_per_sample:
+        elapsed = time_calls(fn, n, clock)
+        if elapsed >= plan.min_sample_s:
+            return n
+        if elapsed <= 0:
+            grow = 10
+        else:
+            # Jump most of the way to the target, but at least double.
+            grow = max(2, math.ceil(plan.min_sample_s / elapsed * 1.2))
+        n = min(n * grow, plan.max_calls_per_sample)
+    return plan.max_calls_per_sample
+
+
+@lru_cache(maxsize=1024)
+def _ci_indices(n: int) -> tuple[int, int] | None:
+    return stats.median_ci_indices(n)
+
+
+def relative_ci_halfwidth(samples: list[float]) -> float:
+    """Half-width of the 95 % CI of the median relative to the median (inf if undefined)."""
+    idx = _ci_indices(len(samples))
+    if idx is None:
+        return math.inf
+    xs = sorted(samples)
+    n = len(xs)
+    median = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    if median <= 0:
+        return math.inf
+    return (xs[idx[1]] - xs[idx[0]]) / 2 / median
+
+
+@dataclass
+class SampleSeries(Generic[K]):
+    """Samples of one callable (seconds per call) and why sampling stopped."""
+
+    key: K
+    calls_per_sample: int
+    samples_s: list[float] = field(default_factory=list)
+    stop_reason: str = ""  # "converged", "max_samples", "budget", "error"
+    error: BaseException | None = None
+
+    @property
+    def converged(self) -> bool:
+        return self.stop_reason == "converged"
+
+
+def sample_interleaved(
+    calls: Mapping[K, Callable[[], object]],
+    calls_per_sample: Mapping[K, int],
+    *,
+    plan: SamplingPlan,
+    clock: Clock = DEFAULT_CLOCK,
+    region: Callable[[K], AbstractContextManager[object]] | None = None,
+) -> dict[K, SampleSeries[K]]:
+    """Sample several callables in alternating rounds until each is precise enough.
+
+    Each round takes one sample of every callable still active (A, B, C, A, B, C, …), so
+    slow drift of the machine affects all of them alike. A callable stops when it has
+    `min_samples` and its CI is within `precision`, at `max_samples`, or when the case's
+    budget is spent and it has `floor_samples`. Garbage collection is off while sampling.
+    `region(key)` is entered around each sample, outside the timed loop (the transfer guard).
+    An exception stops that callable only; it is kept in `SampleSeries.error`.
+    """
+    series = {k: SampleSeries(key=k, calls_per_sample=calls_per_sample[k]) for k in calls}
+    active = list(calls)
+    enter = region or (lambda _k: nullcontext())
+    start = clock()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        while active:
+            for k in active:
+                s = series[k]
+                try:
+                    with enter(k):
+                        elapsed = time_calls(calls[k], s.calls_per_sample, clock)
+                except Exception as exc:  # a failing mode must not stop the others
+                    s.error, s.stop_reason = exc, "error"
+                    continue
+                s.samples_s.append(elapsed / s.calls_per_sample)
+            over_budget = clock() - start >= plan.budget_s
+            still = []
+            for k in active:
+                s = series[k]
+                if s.stop_reason:
+                    continue
+                n = len(s.samples_s)
+                if n >= plan.min_samples and relative_ci_halfwidth(s.samples_s) <= plan.precision:
+                    s.stop_reason = "converged"
+                elif n >= plan.max_samples:
+                    s.stop_reason = "max_samples"
+                elif over_budget and n >= plan.floor_samples:
+                    s.stop_reason = "budget"
+                else:
+                    still.append(k)
+            active = still
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return series

@@ -1,0 +1,25 @@
+"""Reductions: a pass over the data that jit can fuse with the elementwise work around it."""
+
+from __future__ import annotations
+
+from jitbench import workload
+
+
+def matrix(rng, *, dtype, rows, cols):
+    return (rng.standard_normal((rows, cols)).astype(dtype),)
+
+
+@workload(
+    inputs=matrix,
+    sizes={
+        "S": {"rows": 300, "cols": 1000},
+        "M": {"rows": 3000, "cols": 1000},
+        "L": {"rows": 30_000, "cols": 1000},
+    },
+    sweep=[{"rows": r, "cols": 1000} for r in (1, 10, 100, 1000, 10_000)],
+    tags=("reduction",),
+)
+def logsumexp(xp, x):
+    """Row-wise log-sum-exp with the max subtracted for stability."""
+    m = xp.max(x, axis=1, keepdims=True)
+    return (m + xp.log(xp.sum(xp.exp(x - m), axis=1, keepdims=True)))[:, 0]
