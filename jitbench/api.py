@@ -17,9 +17,12 @@ def select_workloads(
     """Workloads to run; raises SuiteError when nothing is left to run."""
     chosen = registry.select(names, keyword)
     if not chosen:
-        broken = f" ({len(registry.errors)} suite file(s) failed to import)" if registry.errors else ""
+        failed = len(registry.errors)
+        broken = f" ({failed} suite file(s) failed to import)" if failed else ""
         what = f" matching -k {keyword!r}" if keyword else ""
-        raise SuiteError(f"no workloads{what} to run{broken}; `jitbench list` shows what was found.")
+        raise SuiteError(
+            f"no workloads{what} to run{broken}; `jitbench list` shows what was found."
+        )
     return chosen
 
 

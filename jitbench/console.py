@@ -132,7 +132,8 @@ def environment_table(env: Mapping[str, Any]) -> Table:
     for d in env.get("devices") or []:
         add(f"device {d.get('label')}", d.get("kind"))
     git = env.get("git") or {}
-    add("git", f"{git.get('commit')}{' (dirty)' if git.get('dirty') else ''}" if git.get("commit") else None)
+    dirty = " (dirty)" if git.get("dirty") else ""
+    add("git", f"{git['commit']}{dirty}" if git.get("commit") else None)
     for k, v in (env.get("env") or {}).items():
         add(f"${k}", v)
     return table

@@ -8,6 +8,8 @@
 Timed regions run under JAX's transfer guard so a hidden host↔device copy is an error,
 not a slowdown. Eager mode guards device→host only: op-by-op dispatch uploads every
 Python scalar operand (`2.0 * x`) to the device, which is inherent to eager execution.
+On the CPU backend device memory is host memory, so JAX sees no device→host transfer to
+guard; those copies are caught on GPU and TPU.
 """
 
 from __future__ import annotations

@@ -88,11 +88,8 @@ def calibrate(
         elapsed = time_calls(fn, n, clock)
         if elapsed >= plan.min_sample_s:
             return n
-        if elapsed <= 0:
-            grow = 10
-        else:
-            # Jump most of the way to the target, but at least double.
-            grow = max(2, math.ceil(plan.min_sample_s / elapsed * 1.2))
+        # Jump most of the way to the target, but at least double (x10 below resolution).
+        grow = 10 if elapsed <= 0 else max(2, math.ceil(plan.min_sample_s / elapsed * 1.2))
         n = min(n * grow, plan.max_calls_per_sample)
     return plan.max_calls_per_sample
 

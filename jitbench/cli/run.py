@@ -27,8 +27,15 @@ from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
 from jitbench.results import Mode, Run, Status, save_run
-from jitbench.runner import CaseFinished, CaseStarted, RunConfig, RunEvent, RunStarted, new_run_id
-from jitbench.runner import run_workloads
+from jitbench.runner import (
+    CaseFinished,
+    CaseStarted,
+    RunConfig,
+    RunEvent,
+    RunStarted,
+    new_run_id,
+    run_workloads,
+)
 
 
 def run_path(out_dir: Path, run_id: str) -> Path:

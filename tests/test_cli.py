@@ -1,0 +1,93 @@
+"""The command line as users drive it: real subprocesses, exit codes, files on disk."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from jitbench import load_run
+from jitbench.cli import app
+
+
+@pytest.fixture(scope="module")
+def tiny_run_result(tmp_path_factory):
+    from tests.conftest import TINY_SUITE, run_cli
+
+    root = tmp_path_factory.mktemp("cli")
+    suite = root / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    plain = run_cli("run", "--quick", "--suite", str(suite), "--out", str(root / "out"))
+    strict = run_cli("run", "--quick", "--strict", "--suite", str(suite), "-k", "broken",
+                     "--out", str(root / "strict"))
+    return root, plain, strict
+
+
+def test_run_writes_a_loadable_run_and_exits_0(tiny_run_result):
+    root, result, _ = tiny_run_result
+    assert result.returncode == 0, result.stderr
+    [path] = (root / "out" / "runs").glob("*.json")
+    run = load_run(path)
+    assert run.complete and {m.case.workload for m in run.measurements} == {
+        "double", "wrong_in_jit", "value_branch"}
+    assert "run saved to" in result.stdout and "double" in result.stdout
+    # Problems are listed with their hint on stderr.
+    assert "mismatch" in result.stderr and "TracerBoolConversionError" in result.stderr
+
+
+def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
+    _, _, strict = tiny_run_result
+    assert strict.returncode == 1, strict.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "nosuchwork"], "unknown workload 'nosuchwork'"),
+        (["run", "selux"], "did you mean 'selu'"),
+        (["run", "--suite", "does/not/exist"], "does not exist"),
+        (["run", "--modes", "jitt"], "unknown mode 'jitt'; did you mean 'jit'"),
+        (["run", "--sizes", "XXL", "selu"], "unknown size 'XXL'"),
+        (["run", "--devices", "tpu:7", "selu"], "unknown device 'tpu:7'"),
+        (["run", "--precision", "5", "selu"], "--precision is a fraction"),
+    ],
+)
+def test_bad_usage_exits_2_with_one_line_cause(cli, args, message):
+    result = cli(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_broken_suite_only_exits_2_and_names_file_and_line(cli, tmp_path):
+    (tmp_path / "broken.py").write_text("import jitbench\n\n1 / 0\n")
+    result = cli("run", "--quick", "--suite", str(tmp_path))
+    assert result.returncode == 2
+    assert "broken.py:3: ZeroDivisionError" in result.stderr
+    assert "no workloads to run" in result.stderr
+
+
+def test_list_json_and_keyword(tiny_suite):
+    runner = CliRunner()
+    result = runner.invoke(app, ["list", "--json", "--suite", str(tiny_suite), "-k", "broken"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [w["name"] for w in data] == ["wrong_in_jit", "value_branch"]
+    assert data[0]["tags"] == ["tiny", "broken"] and data[0]["sizes"] == {"S": {"n": 64}}
+
+
+def test_list_default_suite_table():
+    result = CliRunner().invoke(app, ["list"])
+    assert result.exit_code == 0
+    for name in ("selu", "centred_product", "log2", "logsumexp", "jacobi2d"):
+        assert name in result.output
+
+
+def test_env_json_describes_devices():
+    result = CliRunner().invoke(app, ["env", "--json"])
+    assert result.exit_code == 0
+    env = json.loads(result.output)
+    assert env["backend"] == "cpu" and env["devices"][0]["label"] == "cpu:0"
+    assert env["versions"]["jax"]

@@ -1,0 +1,82 @@
+"""Discovery of suite files by path, broken files, selection by name and -k."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitbench import SuiteError, discover
+
+GOOD = '''
+from jitbench import workload
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+@workload(inputs=vec, sizes={"S": {"n": 4}}, tags=("fast", "elementwise"))
+def alpha(xp, x):
+    return x + 1
+@workload(inputs=vec, sizes={"S": {"n": 4}}, tags=("slow",))
+def beta(xp, x):
+    return x * 2
+'''
+
+
+@pytest.fixture
+def suite_dir(tmp_path):
+    (tmp_path / "good.py").write_text(GOOD)
+    (tmp_path / "_helper.py").write_text("raise RuntimeError('never imported')\n")
+    return tmp_path
+
+
+def test_discovers_folder_skipping_underscore_files(suite_dir):
+    reg = discover([suite_dir])
+    assert list(reg.workloads) == ["alpha", "beta"]
+    assert reg.errors == []
+
+
+def test_broken_file_is_reported_with_line_and_others_still_load(suite_dir):
+    (suite_dir / "broken.py").write_text("x = 1\ndef f(:\n    pass\n")
+    (suite_dir / "raises.py").write_text("import math\n\nraise ValueError('bad suite')\n")
+    reg = discover([suite_dir])
+    assert set(reg.workloads) == {"alpha", "beta"}
+    by_file = {e.path.rsplit("/", 1)[-1]: e for e in reg.errors}
+    assert by_file["broken.py"].exc_type == "SyntaxError" and by_file["broken.py"].line == 2
+    assert by_file["raises.py"].exc_type == "ValueError" and by_file["raises.py"].line == 3
+    assert "raises.py:3: ValueError: bad suite" in str(by_file["raises.py"])
+
+
+def test_collect_false_files_load_only_when_named(suite_dir):
+    extra = suite_dir / "extra.py"
+    extra.write_text(GOOD.replace("alpha", "gamma").replace("beta", "delta")
+                     + "\n__jitbench_collect__ = False\n")
+    assert "gamma" not in discover([suite_dir]).workloads
+    assert set(discover([extra]).workloads) == {"gamma", "delta"}
+
+
+def test_missing_path_is_a_suite_error(tmp_path):
+    with pytest.raises(SuiteError, match="does not exist"):
+        discover([tmp_path / "nope"])
+
+
+def test_duplicate_names_are_reported(suite_dir):
+    (suite_dir / "zdup.py").write_text(GOOD)
+    reg = discover([suite_dir])
+    assert any("duplicate workload name 'alpha'" in e.message for e in reg.errors)
+
+
+def test_unknown_name_suggests_close_match(suite_dir):
+    reg = discover([suite_dir])
+    with pytest.raises(SuiteError, match="did you mean 'alpha'"):
+        reg.get("alpah")
+
+
+@pytest.mark.parametrize(
+    ("expr", "expected"),
+    [("fast", ["alpha"]), ("not fast", ["beta"]), ("alpha or slow", ["alpha", "beta"]),
+     ("elementwise and not beta", ["alpha"]), ("(slow)", ["beta"]), ("lph", ["alpha"])],
+)
+def test_keyword_expressions(suite_dir, expr, expected):
+    assert [w.name for w in discover([suite_dir]).select(keyword=expr)] == expected
+
+
+def test_bad_keyword_expression(suite_dir):
+    with pytest.raises(SuiteError, match="invalid -k expression"):
+        discover([suite_dir]).select(keyword="fast and")

@@ -1,0 +1,105 @@
+"""Run JSON: round trip, schema checks and refusal of bad files."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jitbench import ResultsFormatError, load_run, save_run
+from jitbench.results import (
+    SCHEMA_VERSION,
+    Case,
+    CompileInfo,
+    Diagnostic,
+    Measurement,
+    Mode,
+    Run,
+    Severity,
+    Status,
+    dump_run,
+)
+
+
+def make_run(**overrides) -> Run:
+    case = Case(workload="w", size="S", device="cpu:0", dtype="float32", params={"n": 4})
+    ms = (
+        Measurement(case=case, mode=Mode.NUMPY, status=Status.OK,
+                    samples_s=(2e-3, 2.1e-3, 1.9e-3), calls_per_sample=5),
+        Measurement(case=case, mode=Mode.JIT, status=Status.OK,
+                    samples_s=(1e-3, 1.1e-3, 0.9e-3), calls_per_sample=10,
+                    compile=CompileInfo(first_call_s=0.05, compile_count=1, trace_s=0.01,
+                                        lower_s=0.01, compile_s=0.02),
+                    diagnostics=(Diagnostic(code="noisy", severity=Severity.INFO,
+                                            message="m", hint="h"),)),
+    )
+    fields = dict(run_id="r1", started_at="2026-01-01T00:00:00+00:00", finished_at=None,
+                  complete=True, environment={"host": "h"}, config={}, measurements=ms)
+    fields.update(overrides)
+    return Run(**fields)
+
+
+def test_round_trip(tmp_path):
+    run = make_run()
+    path = save_run(run, tmp_path / "sub" / "run.json")
+    loaded = load_run(path)
+    assert loaded == run
+    assert loaded.speedup(("w", "S", "cpu:0", "float32"), Mode.JIT).value == pytest.approx(2.0)
+    assert loaded.break_even_calls(("w", "S", "cpu:0", "float32")) == pytest.approx(40.0)
+
+
+def test_json_carries_schema_and_summary(tmp_path):
+    data = json.loads(dump_run(make_run()))
+    assert data["schema"] == "jitbench.run" and data["schema_version"] == SCHEMA_VERSION
+    assert data["measurements"][0]["summary"]["median"] == pytest.approx(2e-3)
+
+
+def test_break_even_is_infinite_when_jit_is_slower():
+    case = ("w", "S", "cpu:0", "float32")
+    run = make_run()
+    slow = tuple(
+        m if m.mode is Mode.NUMPY else Measurement(**{**m.__dict__, "samples_s": (5e-3,) * 3})
+        for m in run.measurements
+    )
+    assert make_run(measurements=slow).break_even_calls(case) == float("inf")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"schema": "jitbench.run", "schema_version": "1.0", "run_id"', "not valid JSON"),
+        ("hello", "not valid JSON"),
+        ('{"name": "some-package", "version": "1.0"}', "not a jitbench run"),
+        ('[1, 2, 3]', "not a jitbench run"),
+        ('{"schema": "jitbench.run", "schema_version": "99.0"}', "newer than this jitbench"),
+        ('{"schema": "jitbench.run", "schema_version": "1.0", "run_id": "x"}',
+         "not a valid jitbench run"),
+    ],
+)
+def test_bad_files_are_refused_with_one_line_cause(tmp_path, content, message):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(ResultsFormatError, match=message) as info:
+        load_run(path)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ResultsFormatError, match="does not exist"):
+        load_run(tmp_path / "nope.json")
+
+
+def test_invalid_measurement_names_the_path(tmp_path):
+    data = json.loads(dump_run(make_run()))
+    data["measurements"][1]["mode"] = "turbo"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultsFormatError, match="measurements/1/mode"):
+        load_run(path)
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    save_run(make_run(), tmp_path / "run.json")
+    save_run(make_run(run_id="r2"), tmp_path / "run.json")
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
+    assert load_run(tmp_path / "run.json").run_id == "r2"

@@ -1,0 +1,177 @@
+"""Calibration, warm-up and interleaved sampling, driven by a fake clock (exact asserts)."""
+
+from __future__ import annotations
+
+import gc
+import itertools
+
+import pytest
+
+from jitbench.timer import (
+    SamplingPlan,
+    calibrate,
+    relative_ci_halfwidth,
+    sample_interleaved,
+    time_calls,
+    warm_up,
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, dt: float) -> None:
+        self.t += dt
+
+
+def work(clock: FakeClock, dt: float):
+    return lambda: clock.advance(dt)
+
+
+def test_time_calls_counts_only_the_loop():
+    clock = FakeClock()
+    assert time_calls(work(clock, 0.25), 4, clock) == pytest.approx(1.0)
+
+
+def test_calibrate_reaches_min_sample_time_in_few_steps():
+    clock = FakeClock()
+    plan = SamplingPlan(min_sample_s=0.01)
+    # 1 call takes 1e-4 s: jump to ceil(0.01 / 1e-4 * 1.2) = 120 calls (12 ms) at once.
+    assert calibrate(work(clock, 1e-4), plan=plan, clock=clock) == 120
+
+
+def test_calibrate_slow_call_needs_one_call_per_sample():
+    clock = FakeClock()
+    assert calibrate(work(clock, 0.5), plan=SamplingPlan(min_sample_s=0.01), clock=clock) == 1
+
+
+def test_calibrate_zero_time_grows_tenfold_until_cap():
+    clock = FakeClock()
+    plan = SamplingPlan(min_sample_s=0.01, max_calls_per_sample=1000)
+    assert calibrate(lambda: None, plan=plan, clock=clock) == 1000
+
+
+def test_warm_up_makes_at_least_min_calls_then_until_time():
+    clock = FakeClock()
+    assert warm_up(work(clock, 1.0), plan=SamplingPlan(warmup_s=0.0), clock=clock) == 2
+    # 1/64 s per call is exact in binary: 3 calls = 0.047 s < 0.05 s <= 4 calls.
+    assert warm_up(work(clock, 1 / 64), plan=SamplingPlan(warmup_s=0.05), clock=clock) == 4
+
+
+def test_constant_samples_converge_at_min_samples():
+    clock = FakeClock()
+    plan = SamplingPlan(min_samples=10, max_samples=100, precision=0.01, budget_s=100)
+    series = sample_interleaved({"a": work(clock, 1e-3)}, {"a": 10}, plan=plan, clock=clock)
+    assert series["a"].stop_reason == "converged"
+    assert series["a"].samples_s == [pytest.approx(1e-3)] * 10
+
+
+def test_rounds_alternate_between_modes():
+    clock = FakeClock()
+    order: list[str] = []
+
+    def call(name: str, dt: float):
+        def f():
+            order.append(name)
+            clock.advance(dt)
+        return f
+
+    plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.0, budget_s=100)
+    sample_interleaved(
+        {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)},
+        {"numpy": 1, "jit": 1}, plan=plan, clock=clock,
+    )
+    assert order == ["numpy", "jit"] * 3
+
+
+def test_noisy_series_stops_at_budget_with_floor_samples():
+    clock = FakeClock()
+    noise = itertools.cycle([1.0, 3.0, 2.0, 5.0, 1.5])  # far from ±1 %
+    plan = SamplingPlan(min_samples=5, max_samples=1000, precision=0.01, budget_s=20,
+                        floor_samples=3)
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
+    )
+    assert series["a"].stop_reason == "budget"
+    assert 3 <= len(series["a"].samples_s) < 1000
+    assert sum(series["a"].samples_s) >= 20
+
+
+def test_noisy_series_stops_at_max_samples():
+    clock = FakeClock()
+    noise = itertools.cycle([1.0, 3.0])
+    plan = SamplingPlan(min_samples=2, max_samples=7, precision=0.001, budget_s=1e9)
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
+    )
+    assert series["a"].stop_reason == "max_samples"
+    assert len(series["a"].samples_s) == 7
+
+
+def test_error_in_one_callable_does_not_stop_the_others():
+    clock = FakeClock()
+
+    def boom():
+        raise RuntimeError("broken mode")
+
+    plan = SamplingPlan(min_samples=6, precision=0.01, budget_s=100)
+    series = sample_interleaved(
+        {"bad": boom, "good": work(clock, 1e-3)}, {"bad": 1, "good": 1}, plan=plan, clock=clock
+    )
+    assert series["bad"].stop_reason == "error"
+    assert isinstance(series["bad"].error, RuntimeError)
+    assert series["good"].converged and len(series["good"].samples_s) == 6
+
+
+def test_gc_is_off_while_sampling_and_restored():
+    clock = FakeClock()
+    seen: list[bool] = []
+
+    def f():
+        seen.append(gc.isenabled())
+        clock.advance(1e-3)
+
+    assert gc.isenabled()
+    plan = SamplingPlan(min_samples=3, precision=0.5, budget_s=100)
+    sample_interleaved({"a": f}, {"a": 1}, plan=plan, clock=clock)
+    assert seen and not any(seen)
+    assert gc.isenabled()
+
+
+def test_region_is_entered_around_each_sample_outside_the_timed_loop():
+    clock = FakeClock()
+    entered: list[str] = []
+
+    class Region:
+        def __init__(self, key):
+            self.key = key
+
+        def __enter__(self):
+            entered.append(self.key)
+            clock.advance(100.0)  # must not be charged to the sample
+
+        def __exit__(self, *exc):
+            clock.advance(100.0)
+
+    plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.5, budget_s=1e9)
+    series = sample_interleaved({"a": work(clock, 1e-3)}, {"a": 2}, plan=plan, clock=clock,
+                                region=Region)
+    assert entered == ["a"] * 3
+    assert series["a"].samples_s == [pytest.approx(1e-3)] * 3
+
+
+def test_convergence_needs_a_defined_ci_even_below_min_samples():
+    # A 95 % CI of the median needs 6 samples, so min_samples=3 still samples 6 times.
+    clock = FakeClock()
+    plan = SamplingPlan(min_samples=3, precision=0.01, budget_s=100)
+    series = sample_interleaved({"a": work(clock, 1e-3)}, {"a": 1}, plan=plan, clock=clock)
+    assert series["a"].converged and len(series["a"].samples_s) == 6
+
+
+def test_relative_ci_halfwidth_undefined_below_six_samples():
+    assert relative_ci_halfwidth([1.0] * 5) == float("inf")
+    assert relative_ci_halfwidth([1.0] * 6) == 0.0
