@@ -6,7 +6,9 @@ a NumPy side that raises, memory exhaustion on either side, sys.exit, a hang, a 
 
 from __future__ import annotations
 
+import gc
 import os
+import signal
 import sys
 import time
 
@@ -100,3 +102,25 @@ def hangs(xp, x):
 @workload(inputs=vec, sizes=TINY)
 def aborts(xp, x):
     os.abort()
+
+
+def _interrupt_self() -> None:
+    os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, delivered to this process
+
+
+@workload(inputs=vec, sizes=TINY)
+def interrupted_in_trace(xp, x):
+    """Sends itself SIGINT while JAX traces it (the start of a compile)."""
+    import jax
+
+    if isinstance(x, jax.core.Tracer):
+        _interrupt_self()
+    return x * 2
+
+
+@workload(inputs=vec, sizes=TINY)
+def interrupted_in_sampling(xp, x):
+    """Sends itself SIGINT inside the timed sampling loop (the only place gc is off)."""
+    if not gc.isenabled():
+        _interrupt_self()
+    return x * 2

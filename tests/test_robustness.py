@@ -9,6 +9,7 @@ run because every child process imports JAX afresh.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -395,6 +397,25 @@ def test_interrupt_carries_the_partial_run() -> None:
     assert statuses(partial) == {"ok_double[S]": OK}
 
 
+@pytest.mark.parametrize("workload", ["interrupted_in_trace", "interrupted_in_sampling"])
+def test_real_sigint_during_compile_or_sampling_leaves_clean_state(workload: str) -> None:
+    from jitbench import compile as jcompile
+
+    registry = discover([FAULT_SUITE])
+    wls = [registry.get("ok_double"), registry.get(workload)]
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(RunInterrupted) as info:
+            run_workloads(wls, RunConfig.quick_settings())
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert statuses(info.value.partial) == {"ok_double[S]": OK}
+    assert gc.isenabled()  # sampling turned it back on
+    assert jcompile._active == []  # no compile counter left registered
+    # JAX still works normally afterwards (no transfer guard or trace left behind).
+    assert float(jax.jit(lambda v: v + 1)(jax.numpy.ones(2)).sum()) == 4.0
+
+
 def test_config_round_trips_through_the_run_file() -> None:
     config = RunConfig.quick_settings(sizes=("S", "M"), modes=(Mode.JIT,), timeout_s=3.0,
                                       isolate=True, x64=True, seed=7)
@@ -490,8 +511,8 @@ def test_fault_matrix_isolated(name: str, isolated_run: tuple[object, Run]) -> N
 # --- real signals to a real `jitbench run` --------------------------------------------------
 
 
-def _start_run(out: Path, *args: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "JITBENCH_TEST_TAG": tag}
     # A job started in the background (CI, a non-interactive shell) inherits SIGINT
     # ignored, and so would the child; a terminal's Ctrl-C reaches a process whose SIGINT
     # is not ignored. A Python-level handler becomes SIG_DFL across exec, so install one
@@ -524,20 +545,45 @@ def _wait_for_first_case(proc: subprocess.Popen[str], out: Path, limit_s: float 
 SIGNAL_RUN = ("ok_double", "ok_sleepy", "-s", "S,M")  # 3 cases, the last two slower
 
 
+def _processes_tagged(tag: str) -> list[int]:
+    """Live processes whose environment holds JITBENCH_TEST_TAG=tag (children inherit it)."""
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"JITBENCH_TEST_TAG={tag}".encode() in environ.read_bytes().split(b"\0"):
+                pids.append(int(environ.parent.name))
+        except OSError:
+            pass
+    return pids
+
+
 @pytest.mark.parametrize(
-    ("sig", "exit_code", "word"),
-    [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
-    ids=["sigint-then-resume", "sigterm"],
+    ("sig", "exit_code", "word", "extra"),
+    [
+        (signal.SIGINT, 130, "interrupted", ()),
+        (signal.SIGTERM, 143, "terminated", ("--isolate",)),
+    ],
+    ids=["sigint-then-resume", "sigterm-isolated"],
 )
 def test_real_signal_saves_a_resumable_run(sig: signal.Signals, exit_code: int, word: str,
-                                           tmp_path: Path) -> None:
+                                           extra: tuple[str, ...], tmp_path: Path) -> None:
     out = tmp_path / "out"
-    proc = _start_run(out, *SIGNAL_RUN)
+    tag = f"{os.getpid()}-{tmp_path.name}"
+    proc = _start_run(out, *SIGNAL_RUN, *extra, tag=tag)
     path = _wait_for_first_case(proc, out)
+    if "--isolate" in extra:  # signal the parent while a child is measuring a case
+        end = time.monotonic() + 60
+        while len(_processes_tagged(tag)) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+    assert proc.pid in _processes_tagged(tag)  # the orphan check below can see processes
+    # With --isolate: the parent, the child and multiprocessing's resource tracker.
+    assert len(_processes_tagged(tag)) >= (2 if "--isolate" in extra else 1)
     proc.send_signal(sig)
     _stdout, stderr = proc.communicate(timeout=120)
     stderr = " ".join(stderr.split())  # undo rich's line wrapping
     assert proc.returncode == exit_code, stderr
+    time.sleep(0.2)
+    assert _processes_tagged(tag) == [], "a child process outlived the run"
     assert f"{word}: partial run" in stderr and f"--resume {path}" in stderr
     assert "Traceback" not in stderr
     partial = load_run(path)  # valid, loadable, marked incomplete
