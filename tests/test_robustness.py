@@ -508,6 +508,20 @@ def test_fault_matrix_isolated(name: str, isolated_run: tuple[object, Run]) -> N
             assert m.samples_s and m.case.platform == "cpu"  # measured in the child, sent back
 
 
+@pytest.mark.parametrize(
+    ("exitcode", "message", "hint"),
+    [
+        (-signal.SIGKILL, "child process died with SIGKILL", "out-of-memory killer"),
+        (-signal.SIGSEGV, "child process died with SIGSEGV", "native code"),
+        (3, "child process exited with code 3 before sending results", "sys.exit"),
+    ],
+    ids=["oom-kill", "segfault", "exit-code"],
+)
+def test_child_death_messages(exitcode: int, message: str, hint: str) -> None:
+    info = isolate._death_message(exitcode)
+    assert info.message == message and hint in info.hint
+
+
 # --- real signals to a real `jitbench run` --------------------------------------------------
 
 
