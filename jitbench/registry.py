@@ -82,7 +82,7 @@ def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
     """'unknown workload 'x'; did you mean 'y'? …' with the closest known names."""
     known = list(known)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
     listing = "`jitbench list` shows all." if kind == "workload" else f"known: {', '.join(known)}."
     return f"unknown {kind} {name!r}{hint} {listing}"
 

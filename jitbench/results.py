@@ -321,6 +321,11 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
     )
 
 
+def measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
+    """Build a Measurement from `measurement_to_dict` output (used across processes)."""
+    return _measurement_from_dict(d)
+
+
 def _schema() -> dict[str, Any]:
     text = resources.files("jitbench").joinpath("schema/run.schema.json").read_text("utf-8")
     return json.loads(text)
@@ -430,6 +435,26 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise OutputError(
             f"cannot write {str(path)!r}: {exc.strerror or exc}; choose another folder with --out."
         ) from None
+
+
+def ensure_writable_dir(folder: str | os.PathLike[str]) -> Path:
+    """Create `folder` if needed and check a file can be written there (before measuring).
+
+    Raises:
+        OutputError: the folder cannot be created or is not writable.
+    """
+    p = Path(folder)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".jitbench-write-check.", dir=p)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise OutputError(
+            f"output folder {str(p)!r} is not writable ({exc.strerror or exc}); "
+            "choose another folder with --out."
+        ) from None
+    return p
 
 
 def save_run(run: Run, path: str | os.PathLike[str]) -> Path:

@@ -9,17 +9,18 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import secrets
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
 from jitbench import compile as jcompile
-from jitbench import diagnose, environment, modes, validate
-from jitbench.errors import ConfigError
-from jitbench.registry import unknown_name_message
+from jitbench import diagnose, environment, isolate, modes, validate
+from jitbench.errors import ConfigError, SuiteError, WorkloadError
+from jitbench.registry import import_suite_file, unknown_name_message
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -29,6 +30,7 @@ from jitbench.results import (
     Mode,
     Run,
     Status,
+    measurement_from_dict,
 )
 from jitbench.timer import SamplingPlan, calibrate, relative_ci_halfwidth, sample_interleaved
 from jitbench.timer import warm_up as warm_up_call
@@ -50,6 +52,8 @@ class RunConfig:
     seed: int = 0
     quick: bool = False
     plan: SamplingPlan = field(default_factory=SamplingPlan)
+    timeout_s: float | None = None
+    isolate: bool = False
 
     @classmethod
     def quick_settings(cls, **overrides: Any) -> RunConfig:
@@ -69,11 +73,37 @@ class RunConfig:
         d["modes"] = [m.value for m in self.modes]
         return d
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
+        """Rebuild a config from `to_dict` output (a run file's "config"); unknown keys are
+        ignored so files written by other versions still load.
+
+        Raises:
+            ConfigError: a value cannot be read back (e.g. an unknown mode).
+        """
+        known = {f.name for f in fields(cls)}
+        plan_known = {f.name for f in fields(SamplingPlan)}
+        kwargs = {k: v for k, v in data.items() if k in known}
+        try:
+            if "plan" in kwargs:
+                kwargs["plan"] = SamplingPlan(
+                    **{k: v for k, v in dict(kwargs["plan"]).items() if k in plan_known}
+                )
+            for key in ("sizes", "devices"):
+                if key in kwargs:
+                    kwargs[key] = tuple(str(x) for x in kwargs[key])
+            if "modes" in kwargs:
+                kwargs["modes"] = tuple(Mode(m) for m in kwargs["modes"])
+            return cls(**kwargs)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"cannot read the recorded run configuration: {exc}") from None
+
 
 @dataclass(frozen=True)
 class RunStarted:
     run_id: str
     total_cases: int
+    done_cases: int = 0  # cases already in the file when resuming
 
 
 @dataclass(frozen=True)
@@ -92,6 +122,19 @@ class CaseFinished:
 
 
 RunEvent = RunStarted | CaseStarted | CaseFinished
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """The run was interrupted (Ctrl-C, or a signal the caller turned into an interrupt).
+
+    `partial` holds every case measured before (complete=False), so the caller can save
+    it; `cause` is the original KeyboardInterrupt (or subclass).
+    """
+
+    def __init__(self, partial: Run, cause: BaseException) -> None:
+        super().__init__("run interrupted")
+        self.partial = partial
+        self.cause = cause
 
 
 def new_run_id() -> str:
@@ -182,7 +225,17 @@ def _error_info(exc: BaseException) -> ErrorInfo:
     text = str(exc)
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS] + " …"
-    return ErrorInfo(type=type(exc).__name__, message=text, hint=diagnose.hint_for_exception(exc))
+    hint = diagnose.hint_for_exception(exc) or getattr(exc, _HINT_ATTR, "")
+    return ErrorInfo(type=type(exc).__name__, message=text, hint=hint)
+
+
+_HINT_ATTR = "_jitbench_hint"
+
+
+def _add_hint(exc: BaseException, hint: str) -> None:
+    """Attach where a fault came from, for `_error_info` (Python 3.10 lacks add_note)."""
+    with contextlib.suppress(AttributeError, TypeError):  # a type with __slots__
+        setattr(exc, _HINT_ATTR, hint)
 
 
 @dataclass
@@ -246,6 +299,36 @@ def _prepare_eager(state: _ModeState, wl: Workload, host: Inputs, staged: modes.
     return out
 
 
+_ARRAY_LEAF_TYPES = (np.ndarray, np.generic, jax.Array, int, float, complex)
+
+
+def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
+    """Return `output` if it is an array or a pytree of arrays (or numbers).
+
+    Raises:
+        WorkloadError: no array at all (None, an empty tuple) or a leaf such as a string.
+    """
+    leaves = jax.tree_util.tree_leaves(output)
+    fix = "return an array or a tuple, list or dict of arrays."
+    if not leaves:
+        raise WorkloadError(
+            f"the {mode.value} side of {wl.name!r} returned {_short_repr(output)}, "
+            f"which holds no array; {fix}"
+        )
+    for leaf in leaves:
+        if not isinstance(leaf, _ARRAY_LEAF_TYPES):
+            raise WorkloadError(
+                f"the {mode.value} side of {wl.name!r} returned a {type(leaf).__name__} "
+                f"({_short_repr(leaf)}) where an array was expected; {fix}"
+            )
+    return output
+
+
+def _short_repr(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _validate(state: _ModeState, wl: Workload, reference: Any, output: Any) -> bool:
     """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider."""
     result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
@@ -266,6 +349,8 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     try:
         host = wl.make_inputs(pc.params, dtype=pc.dtype, seed=config.seed)
     except Exception as exc:
+        _add_hint(exc, f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
+                  "fix it, or check it alone with Workload.make_inputs.")
         for s in states.values():
             s.fail(exc)
         return _finish(base_case, states, {}, plan, None)
@@ -280,7 +365,7 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     numpy_state = states.get(Mode.NUMPY)
     try:
         numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-        reference = numpy_call()
+        reference = require_array_tree(numpy_call(), wl, Mode.NUMPY)
         if numpy_state:
             numpy_state.call = numpy_call
     except Exception as exc:
@@ -305,7 +390,7 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
         for s in jax_states:
             prepare = _prepare_jit if s.mode is Mode.JIT else _prepare_eager
             try:
-                out = prepare(s, wl, host, staged)
+                out = require_array_tree(prepare(s, wl, host, staged), wl, s.mode)
             except Exception as exc:
                 s.fail(exc)
                 continue
@@ -390,6 +475,120 @@ def x64_enabled(flag: bool) -> Iterator[None]:
         jax.config.update("jax_enable_x64", before)
 
 
+def _base_case(pc: PlannedCase) -> Case:
+    return Case(
+        workload=pc.workload.name, size=pc.size, device=device_label(pc.device),
+        dtype=pc.dtype, params=pc.params, platform=pc.device.platform,
+        device_kind=pc.device.device_kind,
+    )
+
+
+def failed_case(
+    pc: PlannedCase, config: RunConfig, status: Status, error: ErrorInfo
+) -> list[Measurement]:
+    """One measurement per configured mode, all with `status` and `error` (no samples)."""
+    case = _base_case(pc)
+    return [Measurement(case=case, mode=m, status=status, error=error) for m in config.modes]
+
+
+def child_spec(pc: PlannedCase, config: RunConfig, suite: str) -> dict[str, Any]:
+    """What a child process needs to find and measure `pc` again (JSON-able)."""
+    return {
+        "suite": suite, "workload": pc.workload.name, "size": pc.size,
+        "params": dict(pc.params), "device": device_label(pc.device), "dtype": pc.dtype,
+        "config": config.to_dict(),
+    }
+
+
+def _timeout_error(seconds: float | None) -> ErrorInfo:
+    return ErrorInfo(
+        type="Timeout",
+        message=f"case exceeded --timeout {seconds:g} s and was stopped",
+        hint="raise --timeout or choose a smaller --sizes preset; a single long native call "
+        "(one huge compile or BLAS call) is only cut short with --isolate.",
+    )
+
+
+def measure_guarded(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
+    """`measure_case` that never raises an Exception: a timeout, a crash of the child
+    (with `config.isolate`) or an error escaping the protocol is recorded on the case.
+
+    KeyboardInterrupt still propagates (the run is being stopped).
+    """
+    if config.isolate:
+        suite = isolate.suite_file_of(pc.workload)
+        if suite is None:
+            return failed_case(pc, config, Status.ERROR, ErrorInfo(
+                type="IsolationError",
+                message=f"workload {pc.workload.name!r} is not defined in a suite file, "
+                "so a child process cannot find it",
+                hint="define it in a suite file (discovered with --suite), or run without "
+                "--isolate.",
+            ))
+        outcome = isolate.run_in_child(child_spec(pc, config, suite), timeout_s=config.timeout_s)
+        if isinstance(outcome, isolate.ChildFailure):
+            return failed_case(pc, config, outcome.status, outcome.error)
+        return [measurement_from_dict(d) for d in outcome]
+    try:
+        with isolate.deadline(config.timeout_s) as limit:
+            result = measure_case(pc, config)
+        if limit.expired:  # the alarm fired but native code swallowed the CaseTimeout
+            return failed_case(pc, config, Status.TIMEOUT, _timeout_error(config.timeout_s))
+        return result
+    except isolate.CaseTimeout:
+        return failed_case(pc, config, Status.TIMEOUT, _timeout_error(config.timeout_s))
+    except ConfigError:
+        raise
+    except (Exception, SystemExit) as exc:  # a fault the per-mode handlers did not catch
+        if isinstance(exc, SystemExit):
+            _add_hint(exc, "the workload called sys.exit(); return a value instead.")
+        return failed_case(pc, config, Status.ERROR, _error_info(exc))
+
+
+def workloads_for_resume(run: Run) -> list[Workload]:
+    """The workloads a partial run was started with, found again by suite file and name.
+
+    Raises:
+        SuiteError: the run does not record its workloads, a suite file is missing or
+            fails to import, or a workload is no longer in its file.
+    """
+    selection = run.config.get("selection")
+    if not isinstance(selection, list) or not selection:
+        raise SuiteError(
+            f"run {run.run_id} does not record which workloads it ran (written by an older "
+            "jitbench?); it cannot be resumed, start a new run."
+        )
+    found: list[Workload] = []
+    for entry in selection:
+        name, suite = entry.get("workload"), entry.get("suite")
+        if not suite:
+            raise SuiteError(
+                f"workload {name!r} of run {run.run_id} was not loaded from a suite file; "
+                "it cannot be resumed, start a new run."
+            )
+        if not Path(suite).is_file():
+            raise SuiteError(
+                f"suite file {suite!r} of run {run.run_id} no longer exists; restore it "
+                "or start a new run."
+            )
+        try:
+            module = import_suite_file(Path(suite))
+        except Exception as exc:
+            raise SuiteError(
+                f"suite file {suite!r} fails to import ({type(exc).__name__}: {exc}); "
+                "fix it, then resume again."
+            ) from None
+        by_name = {v.name: v for v in vars(module).values() if isinstance(v, Workload)}
+        if name not in by_name:
+            raise SuiteError(
+                unknown_name_message("workload", str(name), by_name).replace(
+                    "`jitbench list` shows all.", f"(it is no longer in {suite})."
+                )
+            )
+        found.append(by_name[name])
+    return found
+
+
 def run_workloads(
     workloads: Sequence[Workload],
     config: RunConfig | None = None,
@@ -397,43 +596,77 @@ def run_workloads(
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
     run_id: str | None = None,
+    resume: Run | None = None,
 ) -> Run:
     """Measure `workloads` under `config` and return the Run.
+
+    Each case is measured by `measure_guarded`: an error, a timeout (`config.timeout_s`)
+    or, with `config.isolate`, a crash of the child process is recorded on that case and
+    the run goes on.
 
     Args:
         on_event: receives RunStarted, CaseStarted and CaseFinished events (progress).
         checkpoint: receives the partial Run (complete=False) after every case, so the
             caller can save it; a run interrupted later keeps what was measured.
+        resume: a partial run to finish: its id, start time, environment and recorded
+            configuration are kept, and cases it already holds are not measured again.
 
     Raises:
         ConfigError: unknown device or size names.
+        RunInterrupted: on KeyboardInterrupt; it carries the partial run.
     """
     config = config or RunConfig()
     emit = on_event or (lambda _e: None)
-    started = utc_now()
-    rid = run_id or new_run_id()
+    started = resume.started_at if resume else utc_now()
+    rid = resume.run_id if resume else (run_id or new_run_id())
     with x64_enabled(config.x64):
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
-        env = environment.capture()
-        warm_up_process(devices)
-        emit(RunStarted(rid, len(cases)))
-        measured: list[Measurement] = []
+        if resume is not None:
+            env = resume.environment
+            config_record = dict(resume.config)
+            config_record["resumed_at"] = [*config_record.get("resumed_at", ()), utc_now()]
+            measured = list(resume.measurements)
+        else:
+            env = environment.capture()
+            config_record = {
+                **config.to_dict(),
+                "selection": [
+                    {"workload": wl.name, "suite": isolate.suite_file_of(wl)} for wl in workloads
+                ],
+            }
+            measured = []
+        done = {m.case.key for m in measured}
+        todo = [pc for pc in cases if _key(pc) not in done]
 
         def snapshot(complete: bool) -> Run:
             return Run(
                 run_id=rid, started_at=started, finished_at=utc_now() if complete else None,
-                complete=complete, environment=env, config=config.to_dict(),
+                complete=complete, environment=env, config=config_record,
                 measurements=tuple(measured),
             )
 
-        for i, pc in enumerate(cases):
-            case = Case(workload=pc.workload.name, size=pc.size,
-                        device=device_label(pc.device), dtype=pc.dtype, params=pc.params)
-            emit(CaseStarted(case, i, len(cases)))
-            result = measure_case(pc, config)
-            measured.extend(result)
-            emit(CaseFinished(result[0].case if result else case, i, len(cases), tuple(result)))
-            if checkpoint is not None:
-                checkpoint(snapshot(False))
+        try:
+            if not config.isolate:
+                warm_up_process(devices)
+            emit(RunStarted(rid, len(cases), len(cases) - len(todo)))
+            offset = len(cases) - len(todo)
+            for i, pc in enumerate(todo, start=offset):
+                case = Case(workload=pc.workload.name, size=pc.size,
+                            device=device_label(pc.device), dtype=pc.dtype, params=pc.params)
+                emit(CaseStarted(case, i, len(cases)))
+                result = measure_guarded(pc, config)
+                measured.extend(result)
+                emit(CaseFinished(result[0].case if result else case, i, len(cases),
+                                  tuple(result)))
+                if checkpoint is not None:
+                    checkpoint(snapshot(False))
+        except RunInterrupted:
+            raise
+        except KeyboardInterrupt as exc:
+            raise RunInterrupted(snapshot(False), exc) from exc
         return snapshot(True)
+
+
+def _key(pc: PlannedCase) -> tuple[str, str, str, str]:
+    return (pc.workload.name, pc.size, device_label(pc.device), pc.dtype)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated
@@ -26,16 +30,20 @@ from jitbench.cli.common import (
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
-from jitbench.results import Mode, Run, Status, save_run
+from jitbench.results import Mode, Run, Status, ensure_writable_dir, load_run, save_run
 from jitbench.runner import (
     CaseFinished,
     CaseStarted,
     RunConfig,
     RunEvent,
+    RunInterrupted,
     RunStarted,
     new_run_id,
     run_workloads,
+    workloads_for_resume,
 )
+
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
 
 
 def run_path(out_dir: Path, run_id: str) -> Path:
@@ -104,8 +112,14 @@ class _Reporter:
 
     def __call__(self, event: RunEvent) -> None:
         if isinstance(event, RunStarted):
+            done = event.done_cases
             if self.progress is not None:
-                self.task = self.progress.add_task("measuring", total=event.total_cases)
+                self.task = self.progress.add_task(
+                    "measuring", total=event.total_cases, completed=done
+                )
+            elif done:
+                err.print(f"resuming run {event.run_id}: {done} of {event.total_cases} "
+                          "case(s) already measured")
             else:
                 err.print(f"run {event.run_id}: {event.total_cases} case(s)")
         elif isinstance(event, CaseStarted):
@@ -155,38 +169,104 @@ def run_cmd(
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 if any case errors or mismatches.")
     ] = False,
+    isolate: Annotated[
+        bool,
+        typer.Option(
+            "--isolate",
+            help="Measure each case in a child process: a crash, hang or out-of-memory kill "
+            "costs only that case (slower start per case).",
+        ),
+    ] = False,
+    timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--timeout",
+            help="Seconds a case may take before it is stopped (status timeout). Without "
+            "--isolate a single long native call is only stopped when it returns.",
+        ),
+    ] = None,
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            help="Finish an interrupted run file; cases it holds are not measured again.",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
-    """Measure workloads in NumPy, JAX eager and JAX jit and write the run JSON."""
-    config = build_config(
-        quick=quick, sizes=split_list(sizes), modes=split_list(modes), devices=split_list(devices),
-        x64=x64, sweep=sweep, budget=budget, precision=precision, min_samples=min_samples,
-        seed=seed,
-    )
-    registry = discover(suite or ())
-    for e in registry.errors:
-        err.print(f"[yellow]suite error:[/] {escape(str(e))}")
-    workloads = select_workloads(registry, names or (), keyword)
+    """Measure workloads in NumPy, JAX eager and JAX jit and write the run JSON.
 
-    run_id = new_run_id()
-    path = run_path(out_dir, run_id)
-    saved: list[Run] = []
+    The run file is rewritten atomically after every case, so Ctrl-C (exit 130) or SIGTERM
+    (exit 143) leaves a valid partial run that `--resume` finishes.
+    """
+    if timeout is not None and not timeout > 0:
+        raise ConfigError(f"--timeout is a positive number of seconds, got {timeout}.")
+    previous: Run | None = None
+    registry_errors: list[object] = []
+    if resume is not None:
+        given = [
+            flag for flag, value in (
+                ("NAMES", names), ("--suite", suite), ("-k", keyword), ("--sizes", sizes),
+                ("--modes", modes), ("--devices", devices), ("--x64", x64),
+                ("--sweep", sweep), ("--budget", budget), ("--precision", precision),
+                ("--min-samples", min_samples), ("--quick", quick), ("--seed", seed),
+            ) if value
+        ]
+        if given:
+            raise ConfigError(
+                "--resume finishes a run with the settings recorded in it; "
+                f"drop {', '.join(given)}."
+            )
+        previous = load_run(resume)
+        if previous.complete:
+            raise ConfigError(
+                f"{str(resume)!r} is a complete run; nothing to resume. Start a new run "
+                "without --resume."
+            )
+        recorded = RunConfig.from_dict(previous.config)
+        config = replace(
+            recorded,
+            isolate=isolate or recorded.isolate,
+            timeout_s=timeout if timeout is not None else recorded.timeout_s,
+        )
+        workloads = workloads_for_resume(previous)
+        run_id, path = previous.run_id, resume
+    else:
+        config = build_config(
+            quick=quick, sizes=split_list(sizes), modes=split_list(modes),
+            devices=split_list(devices), x64=x64, sweep=sweep, budget=budget,
+            precision=precision, min_samples=min_samples, seed=seed,
+        )
+        config = replace(config, isolate=isolate, timeout_s=timeout)
+        registry = discover(suite or ())
+        registry_errors = list(registry.errors)
+        for e in registry.errors:
+            err.print(f"[yellow]suite error:[/] {escape(str(e))} (skipped; the other suite files still run)")
+        workloads = select_workloads(registry, names or (), keyword)
+        run_id = new_run_id()
+        path = run_path(out_dir, run_id)
+    ensure_writable_dir(path.parent)  # fail before measuring, not after an hour
 
     def checkpoint(partial: Run) -> None:
         save_run(partial, path)
-        saved.append(partial)
 
     try:
-        with _Reporter() as reporter:
+        with _Reporter() as reporter, _stop_signals():
             run = run_workloads(
-                workloads, config, on_event=reporter, checkpoint=checkpoint, run_id=run_id
+                workloads, config, on_event=reporter, checkpoint=checkpoint, run_id=run_id,
+                resume=previous,
             )
-    except KeyboardInterrupt:
-        if saved:
-            err.print(f"[yellow]interrupted:[/] partial run saved to {path}")
-        else:
-            err.print("[yellow]interrupted[/] before any case finished; nothing saved")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
-    save_run(run, path)
+    except RunInterrupted as exc:
+        _save_shielded(exc.partial, path)
+        cases = len(exc.partial.cases())
+        what = "terminated" if isinstance(exc.cause, _Terminated) else "interrupted"
+        err.print(
+            f"[yellow]{what}:[/] partial run ({cases} case(s) measured) saved to "
+            f"{escape(str(path))}; finish it with `jitbench run --resume {escape(str(path))}`"
+        )
+        code = EXIT_TERMINATED if isinstance(exc.cause, _Terminated) else EXIT_INTERRUPTED
+        raise typer.Exit(code) from None
+    _save_shielded(run, path)
 
     out.print(console.summary_table(run))
     if config.quick:
@@ -195,4 +275,47 @@ def run_cmd(
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")
     failed = any(m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT) for m in run.measurements)
-    raise typer.Exit(EXIT_FAILED if (strict and (failed or registry.errors)) else EXIT_OK)
+    raise typer.Exit(EXIT_FAILED if (strict and (failed or registry_errors)) else EXIT_OK)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an interrupt so the partial run is saved the same way."""
+
+
+def _on_sigterm(_signum: int, _frame: object) -> None:
+    raise _Terminated
+
+
+@contextmanager
+def _stop_signals() -> Iterator[None]:
+    """Turn SIGTERM into an interrupt while measuring (SIGINT already is one).
+
+    An inherited SIG_IGN for SIGINT (a background job) is left alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """Ignore SIGINT and SIGTERM for the block, so a second Ctrl-C cannot cut a save short."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _save_shielded(run: Run, path: Path) -> None:
+    with _signals_ignored():
+        save_run(run, path)

@@ -1,0 +1,126 @@
+"""Workloads that fail on purpose, for tests/test_robustness.py (not a default suite).
+
+Each one injects one fault: an input function that raises, outputs that are not arrays,
+a NumPy side that raises, memory exhaustion on either side, sys.exit, a hang, a crash.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+from jitbench import workload
+
+__jitbench_collect__ = False
+
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+def raising_inputs(rng, *, dtype, n):
+    raise ValueError(f"input function broke at n={n}")
+
+
+def huge_inputs(rng, *, dtype, n):
+    return (np.ones(n, dtype=dtype),)
+
+
+TINY = {"S": {"n": 32}}
+
+
+@workload(inputs=vec, sizes={"S": {"n": 32}, "M": {"n": 64}})
+def ok_double(xp, x):
+    """A healthy workload."""
+    return 2 * x
+
+
+@workload(inputs=vec, sizes=TINY)
+def ok_sleepy(xp, x):
+    """Healthy but slow in Python (about 20 ms a call), so a run lasts long enough to stop."""
+    time.sleep(0.02)
+    return x + 1
+
+
+@workload(inputs=raising_inputs, sizes=TINY)
+def inputs_raise(xp, x):
+    return x
+
+
+@workload(inputs=vec, sizes=TINY)
+def returns_string(xp, x):
+    return "not an array"
+
+
+@workload(inputs=vec, sizes=TINY)
+def returns_none(xp, x):
+    return None
+
+
+def _numpy_raises(x):
+    raise RuntimeError("numpy side failed")
+
+
+@workload(inputs=vec, sizes=TINY, numpy=_numpy_raises)
+def numpy_raises(x):
+    return x * 3
+
+
+# 10**13 float32 elements (40 TB): no machine allocates that.
+@workload(inputs=huge_inputs, sizes={"S": {"n": 32}, "XXL": {"n": 10**13}})
+def too_big(xp, x):
+    return x + 1
+
+
+def _numpy_small(x):
+    return x * 1
+
+
+@workload(inputs=vec, sizes=TINY, numpy=_numpy_small)
+def jax_oom(x):
+    import jax.numpy as jnp
+
+    return jnp.ones(10**12, dtype=x.dtype) * x[0]  # a 4 TB output buffer
+
+
+@workload(inputs=vec, sizes=TINY)
+def calls_exit(xp, x):
+    sys.exit(3)
+
+
+@workload(inputs=vec, sizes=TINY)
+def hangs(xp, x):
+    while True:  # a Python loop that never returns
+        pass
+
+
+@workload(inputs=vec, sizes=TINY)
+def aborts(xp, x):
+    os.abort()
+
+
+def _interrupt_self() -> None:
+    os.kill(os.getpid(), signal.SIGINT)  # a real Ctrl-C, delivered to this process
+
+
+@workload(inputs=vec, sizes=TINY)
+def interrupted_in_trace(xp, x):
+    """Sends itself SIGINT while JAX traces it (the start of a compile)."""
+    import jax
+
+    if isinstance(x, jax.core.Tracer):
+        _interrupt_self()
+    return x * 2
+
+
+@workload(inputs=vec, sizes=TINY)
+def interrupted_in_sampling(xp, x):
+    """Sends itself SIGINT inside the timed sampling loop (the only place gc is off)."""
+    if not gc.isenabled():
+        _interrupt_self()
+    return x * 2
