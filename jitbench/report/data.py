@@ -35,7 +35,9 @@ def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
     s = str(text)
     if limit and len(s) > limit:
         s = s[: limit - 1] + "…"
-    return html.escape(s, quote=True)
+    # Quotes stay as they are: plotly decodes &lt; &gt; &amp; but shows &quot; literally,
+    # and without < no tag (so no attribute) can start.
+    return html.escape(s, quote=False)
 
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
