@@ -159,6 +159,19 @@ def test_crossovers_interpolate_on_log_log_axes() -> None:
     assert "faster than NumPy at every size" in data.sweep_verdict(series, Mode.JIT)
 
 
+def test_crossovers_ignore_noise_around_parity() -> None:
+    numpy = [data.SweepPoint(f"n={x}", x, 1.0, 0.5, 2.0) for x in (10, 100, 1000, 10_000)]
+    jit = _pts([10, 100, 1000, 10_000], [1.2, 0.9, 1.1, 0.95])  # inside NumPy's CI
+    series = {Mode.NUMPY: numpy, Mode.JIT: jit}
+    assert data.crossovers(series, Mode.JIT) == []
+    assert "no clear crossover" in data.sweep_verdict(series, Mode.JIT)
+    # a real change with a noisy wobble on the way is one crossover, not three
+    jit = _pts([10, 100, 1000, 10_000], [3.0, 0.9, 1.1, 0.1])
+    series[Mode.JIT] = jit
+    (c,) = data.crossovers(series, Mode.JIT)
+    assert c.overtakes and 10 < c.elements < 100
+
+
 def test_geomean_leaves_failures_out(run: Run) -> None:
     jit = next(g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT)
     ok = [data.speedup_value(run, c, Mode.JIT) for c in run.cases()]

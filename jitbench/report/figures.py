@@ -277,8 +277,12 @@ def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
             hoverinfo="text",
         ))
     ylo, yhi = _log_range(ys_all, pad=1.3)
+    xlo, xhi = _log_range(xs_all, pad=1.5)
     for mode in data.JAX_MODES:
         for cross in data.crossovers(series, mode):
+            # Labels near the right edge go left of their line, so they are not clipped.
+            side = "left" if math.log(cross.elements / xlo) > 0.6 * math.log(xhi / xlo) \
+                else "right"
             verb = "overtakes" if cross.overtakes else "falls behind"
             label = f"{mode.value} {verb} ≈ {data.approx_elements(cross.elements)}"
             fig.add_trace(go.Scatter(
@@ -286,7 +290,7 @@ def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
                 name=plot_text(cross.text), showlegend=True,
                 line={"color": COLORS[mode], "dash": "dot", "width": 2},
                 text=(["", label] if mode is Mode.JIT else [label, ""]),
-                textposition="bottom right" if mode is Mode.JIT else "top right",
+                textposition=f"bottom {side}" if mode is Mode.JIT else f"top {side}",
                 textfont={"color": COLORS[mode], "size": 11},
                 hovertext=[plot_text(cross.text)] * 2, hoverinfo="text",
             ))
@@ -297,7 +301,6 @@ def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
         more = f" (+{len(failures) - 4} more)" if len(failures) > 4 else ""
         subtitle = f"<br><span style='font-size:11px;color:{FAIL_COLOR}'>left out: " \
                    f"{plot_text(shown, limit=200)}{more}</span>"
-    xlo, xhi = _log_range(xs_all, pad=1.5)
     yt = log_ticks(ylo, yhi)
     _layout(fig, title=f"{plot_text(workload)} on {plot_text(device)} — time vs size{subtitle}",
             height=380)

@@ -196,17 +196,23 @@ def render_multi_page(runs: Sequence[Run]) -> str:
     hosts = {data.host(r) for r in runs}
     with_host = len(hosts) > 1 or len(runs) > 1
     charts = []
+    seen = [(data.host(r), d) for r in runs for d in data.device_labels(r)]
     for run in runs:
         for device in data.device_labels(run):
             title = data.device_title(run, device, with_host=with_host)
+            if seen.count((data.host(run), device)) > 1:  # same device in several runs
+                title += f" · run {run.run_id}"
             charts.append({
                 "run": run, "device": device, "title": title,
                 "page": f"{RUNS_DIR}/{data.safe_file_stem(run.run_id)}.html",
                 "geomeans": data.geomean_speedups(run, device),
                 "figure": figures.speedup_figure(run, device, title=title, y_range=y_range),
             })
+    crowded = any(len(data.cases_on(c["run"], c["device"])) > figures.MAX_ANNOTATED
+                  for c in charts)
     return _env().get_template("multi.html").render(
         root="", title=f"jitbench: {len(runs)} runs side by side", runs=runs, charts=charts,
+        grid_class="stack" if crowded else "grid",
         data=data, Mode=Mode,
     )
 
