@@ -183,7 +183,8 @@ def test_geomean_leaves_failures_out(run: Run) -> None:
 def test_plot_text_and_file_names_are_safe() -> None:
     assert data.plot_text('<a href="javascript:x">s</a>') == \
         '&lt;a href="javascript:x"&gt;s&lt;/a&gt;'
-    assert len(data.plot_text("x" * 500)) == data.MAX_LABEL_CHARS
+    clipped = data.plot_text("a" * 100 + "[n=1000]")
+    assert len(clipped) == data.MAX_LABEL_CHARS and clipped.endswith("a[n=1000]")
     for bad in ("../../evil", "/abs/path", "..", "a b\\c"):
         stem = data.safe_file_stem(bad)
         assert "/" not in stem and "\\" not in stem and stem not in ("", ".", "..")
@@ -270,3 +271,18 @@ def test_status_values_in_run(run: Run) -> None:
     assert got[("wrong_in_jit", Mode.JIT)] is Status.MISMATCH
     assert got[("value_branch", Mode.JIT)] is Status.ERROR
     assert got[("double", Mode.JIT)] is Status.OK
+
+
+@pytest.mark.parametrize("keep", ["numpy", "jit", "none"])
+def test_pages_for_partial_runs(run: Run, keep: str, tmp_path: Path) -> None:
+    """Runs measured with fewer modes (or nothing) still render, saying what is missing."""
+    ms = tuple(m for m in run.measurements if m.mode.value == keep)
+    partial = replace(run, measurements=ms, run_id=f"only-{keep}", complete=False)
+    html = write_run_page(partial, tmp_path).read_text()
+    assert "incomplete" in html
+    if keep == "none":
+        assert "No measurements" in html
+    else:
+        assert "No speedups" in html and 'id="speedup-1"' not in html
+        assert ("jit was not measured" in html) == (keep != "jit")
+    assert f"only-{keep}" in write_index(tmp_path).read_text()

@@ -30,11 +30,13 @@ def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
 
     Plotly renders a subset of HTML (`<a href>`, `<b>`, `<br>`, …) in labels, so every
     character it could read as markup is turned into an entity, which plotly displays as the
-    literal character. Long text is clipped to `limit` characters.
+    literal character. Long text is clipped to `limit` characters in the middle, keeping
+    both ends (names often differ only at the end, e.g. the size).
     """
     s = str(text)
     if limit and len(s) > limit:
-        s = s[: limit - 1] + "…"
+        head = (limit - 1) // 2
+        s = s[:head] + "…" + s[len(s) - (limit - 1 - head):]
     # Quotes stay as they are: plotly decodes &lt; &gt; &amp; but shows &quot; literally,
     # and without < no tag (so no attribute) can start.
     return html.escape(s, quote=False)
@@ -83,6 +85,20 @@ def cases_on(run: Run, device: str) -> list[Case]:
 def case_label(case: Case) -> str:
     """'workload[size]', the category a case is shown under. Not escaped."""
     return f"{case.workload}[{case.size}]"
+
+
+def case_categories(cases: Sequence[Case]) -> list[str]:
+    """Chart categories for `cases`: escaped, clipped and still distinct (clipping long
+    names must not merge two cases into one category)."""
+    out: list[str] = []
+    for case in cases:
+        label = plot_text(case_label(case))
+        n = 1
+        while label in out:
+            n += 1
+            label = plot_text(case_label(case), limit=MAX_LABEL_CHARS - 4) + f" #{n}"
+        out.append(label)
+    return out
 
 
 def speedup_value(run: Run, case: Case, mode: Mode) -> float | None:

@@ -97,7 +97,7 @@ def speedup_figure(
         y_range: (low, high) in × to share an axis between charts; default fits the data.
     """
     cases = data.cases_on(run, device)
-    labels = [plot_text(data.case_label(c)) for c in cases]
+    labels = data.case_categories(cases)
     categories = [*labels, GEOMEAN]
     modes_present = {m.mode for m in run.measurements}
     fig = go.Figure()
@@ -181,7 +181,7 @@ def compile_figure(run: Run, device: str, *, title: str | None = None) -> go.Fig
     steady-state time per call, per case on `device`, in milliseconds, with the break-even
     call count above each group. Failed or mismatched jit cases get a red note, no bars."""
     cases = data.cases_on(run, device)
-    labels = [plot_text(data.case_label(c)) for c in cases]
+    labels = data.case_categories(cases)
     stages: dict[str, list[float | None]] = {"trace": [], "lower": [], "compile": []}
     first: list[float | None] = []
     steady: list[float | None] = []

@@ -124,9 +124,12 @@ def _device_sections(runs: Sequence[Run], *, with_host: bool) -> list[dict[str, 
                     "verdicts": [data.sweep_verdict(series, m) for m in data.JAX_MODES
                                  if m in series],
                 })
+            modes = {m.mode for m in run.measurements if m.case.device == device}
             sections.append({
                 "run": run,
                 "device": device,
+                "has_speedup": Mode.NUMPY in modes and bool(modes & set(data.JAX_MODES)),
+                "has_jit": Mode.JIT in modes,
                 "title": data.device_title(run, device, with_host=with_host),
                 "geomeans": data.geomean_speedups(run, device),
                 "speedup": figures.speedup_figure(
