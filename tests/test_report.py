@@ -286,3 +286,17 @@ def test_pages_for_partial_runs(run: Run, keep: str, tmp_path: Path) -> None:
         assert "No speedups" in html and 'id="speedup-1"' not in html
         assert ("jit was not measured" in html) == (keep != "jit")
     assert f"only-{keep}" in write_index(tmp_path).read_text()
+
+
+@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning",
+                            "ignore:invalid value:RuntimeWarning")  # stats.ratio_of_medians
+def test_zero_times_from_a_crafted_file_do_not_break_the_chart(run: Run) -> None:
+    key = _case(run, "double").key
+    ms = tuple(replace(m, samples_s=(0.0,) * len(m.samples_s))
+               if m.case.key == key and m.mode is Mode.JIT else m for m in run.measurements)
+    fig = figures.speedup_figure(replace(run, measurements=ms), "cpu:0")
+    label = data.case_label(_case(run, "double"))
+    jit = next(t for t in fig.data if t.name == "jit vs NumPy")
+    assert label not in list(jit.x)
+    assert any(a.x == label and "jit no ratio" in a.text for a in fig.layout.annotations)
+    assert "Infinity" not in fig.to_json() and "NaN" not in fig.to_json()

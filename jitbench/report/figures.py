@@ -77,7 +77,8 @@ def speedup_range(runs: Sequence[Run]) -> tuple[float, float]:
             for mode in data.JAX_MODES:
                 r = run.speedup(case.key, mode)
                 if r is not None:
-                    values += [r.value, r.low or r.value, r.high or r.value]
+                    values += [r.value, r.low or r.value, r.high or r.value]  # non-finite
+                    # and non-positive values are dropped by _log_range
     return _log_range(values)
 
 
@@ -114,6 +115,10 @@ def speedup_figure(
         for case, label in zip(cases, labels, strict=True):
             r = run.speedup(case.key, mode)
             m = run.get(case.key, mode)
+            if r is not None and not (math.isfinite(r.value) and r.value > 0):
+                notes.setdefault(label, {})[f"✗ {mode.value} no ratio"] = (
+                    f"{mode.value}: speedup {r.value} cannot be drawn on a log axis")
+                continue
             if r is None:
                 failed = [x for x in (m, run.get(case.key, Mode.NUMPY))
                           if x is not None and x.status in data.FAILED]
@@ -121,8 +126,8 @@ def speedup_figure(
                     notes.setdefault(label, {})[f"✗ {x.mode.value} {x.status.value}"] = (
                         f"{x.mode.value}: {plot_text(data.failure_text(x), limit=120)}")
                 continue
-            lo = r.low if r.low is not None else r.value
-            hi = r.high if r.high is not None else r.value
+            lo = r.low if r.low is not None and 0 < r.low <= r.value else r.value
+            hi = r.high if r.high is not None and math.isfinite(r.high) else r.value
             xs.append(label)
             ys.append(r.value)
             plus.append(hi - r.value)
