@@ -187,7 +187,7 @@ def run_cmd(
     for line in console.problems(run):
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")
-    from jitbench.report import write_index, write_run_page
+    from jitbench.report import write_index, write_run_page  # plotly/jinja2 only when needed
 
     page = write_run_page(run, out_dir)
     write_index(out_dir)
