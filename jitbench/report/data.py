@@ -250,7 +250,7 @@ def crossovers(series: Mapping[Mode, Sequence[SweepPoint]], mode: Mode) -> list[
     base = {p.elements: p for p in series.get(Mode.NUMPY, ()) if p.median_s > 0}
     pts = [(p, base[p.elements]) for p in series.get(mode, ()) if p.elements in base]
     order = [_order(p, b) for p, b in pts]
-    out = []
+    out: list[Crossover] = []
     for i, ((p0, b0), (p1, b1)) in enumerate(itertools.pairwise(pts)):
         l0, l1 = math.log(p0.median_s / b0.median_s), math.log(p1.median_s / b1.median_s)
         if (l0 > 0) == (l1 > 0) or l0 == l1 or p0.elements == p1.elements:
