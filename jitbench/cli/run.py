@@ -274,6 +274,11 @@ def run_cmd(
     for line in console.problems(run):
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")
+    from jitbench.report import write_index, write_run_page  # plotly/jinja2 only when needed
+
+    page = write_run_page(run, out_dir)
+    write_index(out_dir)
+    out.print(f"report written to {page}")
     failed = any(m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT) for m in run.measurements)
     raise typer.Exit(EXIT_FAILED if (strict and (failed or registry_errors)) else EXIT_OK)
 
