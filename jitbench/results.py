@@ -425,8 +425,10 @@ def write_text_atomic(path: Path, text: str) -> None:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(text)
-                fh.flush()
-                os.fsync(fh.fileno())
+            # mkstemp makes 0600 files; results are meant to be shared like any output.
+            os.chmod(tmp, 0o666 & ~_umask())
+            # No fsync: the rename protects against an interrupted or killed run (the
+            # case that matters here); an fsync per checkpoint cost seconds on slow disks.
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
@@ -455,6 +457,12 @@ def ensure_writable_dir(folder: str | os.PathLike[str]) -> Path:
             "choose another folder with --out."
         ) from None
     return p
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def save_run(run: Run, path: str | os.PathLike[str]) -> Path:

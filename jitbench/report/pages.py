@@ -22,9 +22,9 @@ import jinja2
 from markupsafe import Markup
 
 from jitbench import format as fmt
-from jitbench.errors import ConfigError, OutputError, ResultsFormatError
+from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.report import data, figures
-from jitbench.results import Mode, Run, dump_run, load_run, save_run
+from jitbench.results import Mode, Run, dump_run, load_run, save_run, write_text_atomic
 
 PLOTLY_JS = "plotly.min.js"
 RUNS_DIR = "runs"
@@ -59,24 +59,8 @@ def _env() -> jinja2.Environment:
 
 
 def _write(path: Path, text: str) -> Path:
-    """Write a derived file (page, index, plotly.js) through a temp file and a rename.
-
-    Unlike run data (`results.write_text_atomic`), no fsync: these files are re-created from
-    the run JSON, and an fsync costs seconds for plotly.js on some disks.
-    """
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        try:
-            tmp.write_text(text, encoding="utf-8")
-            tmp.chmod(0o644)  # pages are meant to be shared (served, uploaded as artifacts)
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-    except OSError as exc:
-        raise OutputError(
-            f"cannot write {str(path)!r}: {exc.strerror or exc}; choose another folder with --out."
-        ) from None
+    """Write a page, index or plotly.js atomically (temp file + rename) and return its path."""
+    write_text_atomic(path, text)
     return path
 
 
