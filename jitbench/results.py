@@ -156,11 +156,31 @@ class Measurement:
     def ok(self) -> bool:
         return self.status is Status.OK and bool(self.samples_s)
 
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        """XLA's flop count of the compiled program over the steady-state median time.
+
+        None without a cost analysis or samples. For while loops (lax.fori_loop, scan)
+        XLA counts the body once, so this underestimates such programs.
+        """
+        return _per_second(self.compile.flops if self.compile else None, self.median_s)
+
+    @property
+    def achieved_bytes_per_s(self) -> float | None:
+        """XLA's bytes-accessed estimate over the steady-state median time (None if unknown)."""
+        return _per_second(self.compile.bytes_accessed if self.compile else None, self.median_s)
+
     def with_diagnostics(self, extra: Iterable[Diagnostic]) -> Measurement:
         """Return a copy with `extra` diagnostics appended (duplicates by code dropped)."""
         seen = {d.code for d in self.diagnostics}
         added = tuple(d for d in extra if d.code not in seen)
         return replace(self, diagnostics=self.diagnostics + added) if added else self
+
+
+def _per_second(amount: float | None, seconds: float | None) -> float | None:
+    if amount is None or seconds is None or not seconds > 0:
+        return None
+    return amount / seconds
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -248,7 +248,9 @@ def _validate(state: _ModeState, wl: Workload, reference: Any, output: Any) -> b
     result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
     if not result.ok:
         state.status = Status.MISMATCH
-        state.diagnostics.append(diagnose.mismatch(result.message, nonfinite=result.nonfinite))
+        state.diagnostics.append(
+            diagnose.mismatch(result.message, nonfinite=result.nonfinite, mode=state.mode)
+        )
     return result.reference_wider
 
 
@@ -344,7 +346,8 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
             width = relative_ci_halfwidth(ser.samples_s)
             if width > plan.precision:
                 s.diagnostics.append(diagnose.noisy(width, plan.precision))
-    return _finish(case, states, samples, plan, transfer)
+    # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
+    return diagnose.case_diagnostics(_finish(case, states, samples, plan, transfer))
 
 
 def _finish(
