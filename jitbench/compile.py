@@ -74,7 +74,7 @@ def count_compiles() -> Iterator[CompileEvents]:
 def persistent_cache_disabled() -> Iterator[None]:
     """Turn the persistent compilation cache off so compile times are real compiles."""
     try:
-        before = jax.config.jax_enable_compilation_cache
+        before = jax.config.jax_enable_compilation_cache  # type: ignore[attr-defined]
     except AttributeError:  # pragma: no cover - very old JAX
         yield
         return

@@ -39,7 +39,7 @@ CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY}
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
 LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
-SLOW_COMPILE_S = 2.0  # trace + lower + compile; the default suite compiles in < 0.5 s
+SLOW_COMPILE_S = 5.0  # trace + lower + compile; the default suite needs < 0.5 s (~3 s when loaded)
 EAGER_FAR_SLOWER = 10.0  # eager / jit median ratio (lower CI bound) that counts as "far"
 DISPATCH_BOUND_S = 50e-6  # a jit call this short is dominated by per-call dispatch
 
@@ -52,11 +52,23 @@ TRACER_ERRORS = {
 }
 
 
+def _is_tracer_error(exc: BaseException) -> bool:
+    # The named tracer errors, plus the TypeError / IndexError JAX raises when a traced
+    # value is used where a concrete one is needed (a shape, a slice bound).
+    if type(exc).__name__ in TRACER_ERRORS:
+        return True
+    text = str(exc)
+    return (
+        isinstance(exc, (TypeError, IndexError))
+        and ("Tracer(" in text or "Traced<" in text)
+        and ("concrete" in text or "static" in text)
+    )
+
+
 def hint_for_exception(exc: BaseException) -> str:
     """A one-line fix for exceptions whose cause is a known JAX pitfall, else ''."""
-    name = type(exc).__name__
     text = str(exc)
-    if name in TRACER_ERRORS:
+    if _is_tracer_error(exc):
         return (
             "Python control flow or conversion depends on a traced value: mark the argument "
             "static (static_argnames), or use jnp.where, lax.cond or lax.while_loop."
@@ -73,9 +85,8 @@ def hint_for_exception(exc: BaseException) -> str:
 
 def code_for_exception(exc: BaseException) -> str | None:
     """The diagnostic code an exception maps to, if it is a known pitfall."""
-    name = type(exc).__name__
     text = str(exc)
-    if name in TRACER_ERRORS:
+    if _is_tracer_error(exc):
         return TRACED_CONTROL_FLOW
     if "Disallowed" in text and "transfer" in text:
         return IMPLICIT_TRANSFER
