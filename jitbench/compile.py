@@ -99,6 +99,7 @@ class AotBreakdown:
     bytes_accessed: float | None
     memory: dict[str, int] | None
     hlo_fingerprint: str | None
+    while_loop_count: int | None = None
     hlo_text: str | None = None
     jaxpr_text: str | None = None
 
@@ -208,6 +209,15 @@ def hlo_fingerprint(text: str) -> str:
     return hashlib.sha256(normalised_hlo(text).encode()).hexdigest()[:16]
 
 
+_WHILE_RE = re.compile(r"\swhile\(")
+
+
+def while_loop_count(hlo_text: str) -> int:
+    """While loops in optimised HLO. XLA's cost analysis counts each loop body once, so
+    flops and bytes of a program with loops are per iteration, not per call."""
+    return len(_WHILE_RE.findall(normalised_hlo(hlo_text)))
+
+
 def cold_aot_breakdown(
     fn: Callable[..., Any],
     *,
@@ -247,6 +257,7 @@ def cold_aot_breakdown(
         bytes_accessed=bytes_accessed,
         memory=memory_figures(compiled),
         hlo_fingerprint=hlo_fingerprint(hlo) if hlo else None,
+        while_loop_count=while_loop_count(hlo) if hlo else None,
         hlo_text=hlo if keep_text else None,
         jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
     )

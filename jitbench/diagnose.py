@@ -11,6 +11,7 @@ it guessed from the source.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from jitbench import format as fmt
@@ -128,11 +129,15 @@ def recompiled_during_timing(count: int) -> Diagnostic:
 
 
 def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
+    width = (
+        "could not be estimated from so few samples"
+        if math.isinf(rel_halfwidth)
+        else f"is ±{rel_halfwidth:.1%}, wider than the ±{target:.1%} target,"
+    )
     return Diagnostic(
         code=NOISY,
         severity=Severity.INFO,
-        message=f"the median's 95 % CI is ±{rel_halfwidth:.1%}, wider than the ±{target:.1%} "
-        "target, when the budget ran out",
+        message=f"the median's 95 % CI {width} when the budget ran out",
         hint="raise --budget, close other programs, or pin the process to idle cores.",
     )
 

@@ -231,6 +231,7 @@ def _prepare_jit(state: _ModeState, wl: Workload, host: Inputs, staged: modes.St
         bytes_accessed=aot.bytes_accessed,
         memory=aot.memory,
         hlo_fingerprint=aot.hlo_fingerprint,
+        while_loop_count=aot.while_loop_count,
     )
     return out
 

@@ -329,3 +329,15 @@ def test_summary_shows_codes_rates_and_warning_messages() -> None:
     again = run_from_dict(json.loads(dump_run(run)))
     assert [d.code for x in again.measurements for d in x.diagnostics] == [
         "eager-dispatch-bound", "large-jaxpr"]
+
+
+def test_loops_are_counted_and_their_rates_withheld() -> None:
+    x = jnp.ones(64)
+    looped = jcompile.cold_aot_breakdown(
+        lambda v: lax.fori_loop(0, 10, _body, v), static_argnames=(), args=(x,), kwargs={})
+    straight = jcompile.cold_aot_breakdown(lambda v: _body(0, v), static_argnames=(),
+                                           args=(x,), kwargs={})
+    assert looped.while_loop_count == 1 and straight.while_loop_count == 0
+    c = CompileInfo(flops=looped.flops, bytes_accessed=looped.bytes_accessed,
+                    while_loop_count=looped.while_loop_count)
+    assert c.has_loops and m(Mode.JIT, [1e-3], compile=c).achieved_flops_per_s is None

@@ -23,7 +23,8 @@ _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Sever
 
 
 def _kv_table(title: str) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False, box=None, padding=(0, 2))
+    table = Table(title=title, title_justify="left", show_header=False, box=None,
+                  padding=(0, 2), min_width=60)
     table.add_column("what", style="bold", no_wrap=True)
     table.add_column("value")
     return table
@@ -64,23 +65,29 @@ def _compile_section(p: Profile) -> RenderableType:
 
 
 def _analysis_section(p: Profile) -> RenderableType:
-    table = _kv_table("XLA analysis of the compiled program")
+    table = _kv_table("XLA analysis of the compiled program (jit)")
     c = p.jit_compile
     jit = p.get(Mode.JIT)
     if c is None:
         table.add_row("—", "no compiled program")
         return table
-    table.add_row("flops", _number(c.flops))
+    per_iteration = ""
+    if c.has_loops:
+        per_iteration = f"  (XLA counts a loop body once; {c.while_loop_count} while loop(s))"
+    table.add_row("flops", _number(c.flops) + per_iteration)
     table.add_row("transcendentals", _number(c.transcendentals))
-    table.add_row("bytes accessed", fmt.bytes_(c.bytes_accessed))
+    table.add_row("bytes accessed", fmt.bytes_(c.bytes_accessed) + per_iteration)
     if c.flops is not None and c.bytes_accessed:
         table.add_row("arithmetic intensity", f"{c.flops / c.bytes_accessed:.3g} flop/byte")
     for key, value in (c.memory or {}).items():
         table.add_row(key.replace("_bytes", "").replace("_", " ") + " memory", fmt.bytes_(value))
     ok = jit is not None and jit.ok
-    table.add_row("achieved (steady state)",
-                  f"{_rate(jit.achieved_flops_per_s if jit and ok else None, 'FLOP')}, "
-                  f"{_rate(jit.achieved_bytes_per_s if jit and ok else None, 'B')}")
+    if c.has_loops:
+        achieved = "— (the program loops; XLA's counts are per iteration)"
+    else:
+        achieved = (f"{_rate(jit.achieved_flops_per_s if jit and ok else None, 'FLOP')}, "
+                    f"{_rate(jit.achieved_bytes_per_s if jit and ok else None, 'B')}")
+    table.add_row("achieved (steady state)", achieved)
     table.add_row("break-even vs NumPy", f"{fmt.count(p.break_even_calls)} calls")
     return table
 
