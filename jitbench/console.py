@@ -39,8 +39,8 @@ def _rate(value: float | None, scale: float) -> str:
     return "—" if value is None else f"{value / scale:.3g}"
 
 
-def case_notes(measurements: Iterable[Measurement | None]) -> str:
-    """'jit: large-jaxpr; eager: eager-dispatch-bound' — diagnostic codes grouped by mode.
+def case_notes(measurements: Iterable[Measurement | None], *, sep: str = "; ") -> str:
+    """'eager: eager-dispatch-bound; jit: large-jaxpr' — diagnostic codes grouped by mode.
 
     An error with a diagnostic code shows the code with the exception type after it.
     """
@@ -56,21 +56,25 @@ def case_notes(measurements: Iterable[Measurement | None]) -> str:
                 codes.insert(0, m.error.type)
         if codes:
             parts.append(f"{m.mode.value}: {', '.join(dict.fromkeys(codes))}")
-    return "; ".join(parts)
+    return sep.join(parts)
 
 
 def summary_table(run: Run) -> Table:
     """One row per case: median per mode, speedups over NumPy with CI, compile, jit's
-    achieved GFLOP/s and GB/s, break-even calls and diagnostic codes."""
+    achieved GFLOP/s, break-even calls and diagnostic codes (`jitbench profile` shows the
+    achieved GB/s and the rest of the analysis)."""
     table = Table(title=f"jitbench run {run.run_id}", title_justify="left", expand=False)
     for col, justify in (
         ("workload", "left"), ("size", "left"), ("device", "left"),
         ("numpy", "right"), ("eager", "right"), ("jit", "right"),
         ("eager ×", "right"), ("jit ×", "right"), ("jit compile", "right"),
-        ("GFLOP/s", "right"), ("GB/s", "right"),
-        ("break-even", "right"), ("notes", "left"),
+        ("GFLOP/s", "right"), ("break-even", "right"), ("notes", "left"),
     ):
-        table.add_column(col, justify=justify, no_wrap=col not in ("notes",))  # type: ignore[arg-type]
+        # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
+        table.add_column(  # type: ignore[arg-type]
+            col, justify=justify, no_wrap=col != "notes",
+            overflow="fold" if col == "notes" else "ellipsis",
+        )
     for case in run.cases():
         by_mode = {m: run.get(case.key, m) for m in Mode}
         speed = {m: run.speedup(case.key, m) for m in (Mode.EAGER, Mode.JIT)}
@@ -84,9 +88,8 @@ def summary_table(run: Run) -> Table:
             *(Text(fmt.ratio_ci(r.value, r.low, r.high) if r else "—") for r in speed.values()),
             fmt.seconds(compile_s),
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
-            _rate(jit.achieved_bytes_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
-            Text(case_notes(by_mode.values()), style="yellow"),
+            Text(case_notes(by_mode.values(), sep="\n"), style="yellow"),
         )
     return table
 

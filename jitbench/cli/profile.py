@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated
 
 import typer
@@ -14,7 +15,8 @@ from jitbench import format as fmt
 from jitbench.cli import app
 from jitbench.cli.common import err, escape, handles_errors, out
 from jitbench.cli.options import SuiteOpt
-from jitbench.profile import Profile, profile_to_dict, profile_workload
+from jitbench.errors import ConfigError
+from jitbench.profile import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
 from jitbench.registry import discover
 from jitbench.results import Mode, Severity, Status
 from jitbench.timer import SamplingPlan
@@ -169,15 +171,10 @@ def profile_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Profile one workload: compile breakdown, XLA analyses, timings and diagnostics."""
-    from jitbench.errors import ConfigError
-    from jitbench.profile import PROFILE_PLAN
-
     plan: SamplingPlan | None = None
     if budget is not None:
         if budget <= 0:
             raise ConfigError(f"--budget must be positive, got {budget}.")
-        from dataclasses import replace
-
         plan = replace(PROFILE_PLAN, budget_s=budget)
     registry = discover(suite or ())
     for e in registry.errors:
