@@ -142,9 +142,16 @@ def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
     )
 
 
-def mismatch(message: str, *, nonfinite: bool, mode: Mode | None = None) -> Diagnostic:
-    """A JAX output that does not match the NumPy reference (`message` says where)."""
+def mismatch(
+    message: str, *, nonfinite: bool, mode: Mode | None = None, against: str = "numpy"
+) -> Diagnostic:
+    """A JAX output that does not match the reference (`message` says where).
+
+    `against` is the mode that served as reference: "numpy", or "eager" when the NumPy
+    side failed and jit was checked against eager instead.
+    """
     who = f"{mode.value} output" if mode is not None else "output"
+    reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
     if nonfinite:
         return Diagnostic(
             code=NONFINITE,
@@ -166,7 +173,7 @@ def mismatch(message: str, *, nonfinite: bool, mode: Mode | None = None) -> Diag
     return Diagnostic(
         code=OUTPUT_MISMATCH,
         severity=Severity.ERROR,
-        message=f"{who} differs from the NumPy reference: {message}",
+        message=f"{who} differs from {reference}: {message}",
         hint=hint,
     )
 
@@ -260,8 +267,10 @@ def case_diagnostics(
         extra[Mode.JIT].append(jit_slower(slower.value, jit_m.median_s, numpy_m.median_s))
 
     eager_ratio = _ratio(eager_m, jit_m)  # eager / jit
+    recompiling = eager_m is not None and any(d.code == RECOMPILED for d in eager_m.diagnostics)
     if (
-        eager_ratio is not None
+        not recompiling  # then compiling, not dispatch, is what makes eager slow
+        and eager_ratio is not None
         and eager_ratio.low is not None
         and eager_ratio.low >= eager_far_slower
     ):

@@ -244,14 +244,16 @@ def _prepare_eager(state: _ModeState, wl: Workload, host: Inputs, staged: modes.
     return out
 
 
-def _validate(state: _ModeState, wl: Workload, reference: Any, output: Any) -> bool:
+def _validate(
+    state: _ModeState, wl: Workload, reference: Any, output: Any, *, against: str = "numpy"
+) -> bool:
     """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider."""
     result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
     if not result.ok:
         state.status = Status.MISMATCH
-        state.diagnostics.append(
-            diagnose.mismatch(result.message, nonfinite=result.nonfinite, mode=state.mode)
-        )
+        state.diagnostics.append(diagnose.mismatch(
+            result.message, nonfinite=result.nonfinite, mode=state.mode, against=against
+        ))
     return result.reference_wider
 
 
@@ -301,6 +303,7 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
 
     # 3. Cold compile and cold first call (jit first, then eager), then validation.
     reference_wider = False
+    outputs: dict[Mode, Any] = {}
     if staged is not None:
         for s in jax_states:
             prepare = _prepare_jit if s.mode is Mode.JIT else _prepare_eager
@@ -309,8 +312,13 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
             except Exception as exc:
                 s.fail(exc)
                 continue
+            outputs[s.mode] = out
             if reference is not None:
                 reference_wider |= _validate(s, wl, reference, out)
+    if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
+        # No NumPy reference (its side failed): jit must at least agree with eager.
+        _validate(states[Mode.JIT], wl, modes.to_host(outputs[Mode.EAGER]), outputs[Mode.JIT],
+                  against="eager")
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 

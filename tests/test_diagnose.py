@@ -122,6 +122,13 @@ def test_eager_far_slower_than_jit() -> None:
     assert ms[0].diagnostics == ()
 
 
+def test_eager_slowed_by_recompiling_is_not_called_dispatch_bound() -> None:
+    eager = m(Mode.EAGER, [x * 50 for x in STEADY]).with_diagnostics(
+        [diagnose.recompiled_during_timing(7)])
+    ms = diagnose.case_diagnostics([eager, m(Mode.JIT, STEADY)])
+    assert codes(ms, Mode.EAGER) == ["recompiled-during-timing"]
+
+
 def test_case_diagnostics_is_pure_and_idempotent() -> None:
     inputs = [m(Mode.EAGER, [x * 50 for x in STEADY]),
               m(Mode.JIT, STEADY, compile=jit_compile(2000))]

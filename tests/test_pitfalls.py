@@ -107,3 +107,32 @@ def test_impure_global_differs_under_jit(pitfalls_run: Run) -> None:
     assert jit.status is Status.MISMATCH
     (d,) = [d for d in jit.diagnostics if d.code == "output-mismatch"]
     assert "trace time" in d.hint
+
+
+def test_without_a_numpy_reference_jit_is_checked_against_eager() -> None:
+    import numpy as np
+
+    from jitbench import workload
+
+    def vec(rng, *, dtype, n):  # type: ignore[no-untyped-def]
+        return (rng.standard_normal(n).astype(dtype),)
+
+    def no_numpy(x):  # type: ignore[no-untyped-def]
+        raise RuntimeError("no NumPy version of this one")
+
+    calls = {"count": 0}
+
+    def bumps_a_global(x):  # type: ignore[no-untyped-def]
+        calls["count"] += 1
+        return x + calls["count"]
+
+    impure = workload(bumps_a_global, inputs=vec, numpy=no_numpy, sizes={"S": {"n": 8}})
+    pure = workload(lambda x: x * 2, name="pure", inputs=vec, numpy=no_numpy,
+                    sizes={"S": {"n": 8}})
+    run = run_workloads([impure, pure], quick_config())
+    by = {(m.case.workload, m.mode): m for m in run.measurements}
+    assert by["bumps_a_global", Mode.NUMPY].status is Status.ERROR
+    jit = by["bumps_a_global", Mode.JIT]
+    assert jit.status is Status.MISMATCH, describe(run)
+    assert "differs from the eager output" in jit.diagnostics[0].message
+    assert by["pure", Mode.JIT].status is Status.OK and np.isfinite(by["pure", Mode.JIT].median_s)
