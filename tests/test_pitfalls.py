@@ -93,7 +93,14 @@ def test_unrolled_loop_is_many_times_larger_and_slower_to_compile(pitfalls_run: 
     unrolled, twin = jit_compile("unrolled_loop"), jit_compile("fori_loop_twin")
     assert unrolled.compile.jaxpr_eqn_count >= 1000
     eqn_ratio = unrolled.compile.jaxpr_eqn_count / twin.compile.jaxpr_eqn_count
-    compile_ratio = unrolled.compile.total_compile_s / twin.compile.total_compile_s
+
+    def cold_compile_s(m) -> float:  # type: ignore[no-untyped-def]
+        # Best of the two cold compiles the protocol makes (AOT stages, and the first call,
+        # whose single run is negligible next to compiling), so one preemption on a busy
+        # machine does not decide the ratio.
+        return min(m.compile.total_compile_s, m.compile.first_call_s)
+
+    compile_ratio = cold_compile_s(unrolled) / cold_compile_s(twin)
     print(f"jaxpr {eqn_ratio:.0f}x larger, compile {compile_ratio:.1f}x slower")
     assert eqn_ratio >= 50, describe(pitfalls_run)
     assert compile_ratio >= 3, describe(pitfalls_run)
