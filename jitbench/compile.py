@@ -8,6 +8,8 @@ emits none, so a cache hit is never reported as a compile.
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -72,7 +74,7 @@ def count_compiles() -> Iterator[CompileEvents]:
 def persistent_cache_disabled() -> Iterator[None]:
     """Turn the persistent compilation cache off so compile times are real compiles."""
     try:
-        before = jax.config.jax_enable_compilation_cache
+        before = jax.config.jax_enable_compilation_cache  # type: ignore[attr-defined]
     except AttributeError:  # pragma: no cover - very old JAX
         yield
         return
@@ -97,6 +99,7 @@ class AotBreakdown:
     bytes_accessed: float | None
     memory: dict[str, int] | None
     hlo_fingerprint: str | None
+    while_loop_count: int | None = None
     hlo_text: str | None = None
     jaxpr_text: str | None = None
 
@@ -114,26 +117,41 @@ def count_jaxpr_eqns(jaxpr: Any) -> int:
     return total
 
 
+def _cost_dict(cost: Any) -> Mapping[str, Any] | None:
+    # A dict in newer JAX; a list with one dict per computation (the first is the
+    # entry computation) in older JAX; None where the backend has no cost model.
+    if isinstance(cost, (list, tuple)):
+        cost = next((c for c in cost if isinstance(c, Mapping)), None)
+    return cost if isinstance(cost, Mapping) else None
+
+
+def _non_negative(value: Any) -> float | None:
+    # XLA reports -1 (or nothing) for a figure it could not estimate.
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
 def cost_figures(compiled: Any) -> tuple[float | None, float | None, float | None]:
     """(flops, transcendentals, bytes accessed) from XLA's cost analysis, None if absent.
 
-    `cost_analysis()` returns a dict (newer JAX), a one-element list of dicts (older JAX),
-    or None / raises where a backend has no cost model.
+    `cost_analysis()` returns a dict (newer JAX), a list of dicts (older JAX), or None /
+    raises where a backend has no cost model. XLA counts a while loop's body once, so for
+    `lax.fori_loop` / `lax.scan` programs the figures are per iteration, not per call.
     """
     try:
-        cost = compiled.cost_analysis()
+        cost = _cost_dict(compiled.cost_analysis())
     except Exception:
         return None, None, None
-    if isinstance(cost, (list, tuple)):
-        cost = cost[0] if cost else None
-    if not isinstance(cost, Mapping):
+    if cost is None:
         return None, None, None
-
-    def pick(key: str) -> float | None:
-        value = cost.get(key)
-        return float(value) if value is not None and value >= 0 else None
-
-    return pick("flops"), pick("transcendentals"), pick("bytes accessed")
+    return (
+        _non_negative(cost.get("flops")),
+        _non_negative(cost.get("transcendentals")),
+        _non_negative(cost.get("bytes accessed")),
+    )
 
 
 _MEMORY_FIELDS = {
@@ -154,9 +172,50 @@ def memory_figures(compiled: Any) -> dict[str, int] | None:
         return None
     if mem is None:
         return None
-    out = {ours: int(getattr(mem, theirs)) for ours, theirs in _MEMORY_FIELDS.items()
-           if getattr(mem, theirs, None) is not None}
+    out = {}
+    for ours, theirs in _MEMORY_FIELDS.items():
+        value = _non_negative(getattr(mem, theirs, None))
+        if value is not None:
+            out[ours] = int(value)
     return out or None
+
+
+# Source locations in the HLO text (metadata={...} on each instruction and the
+# FileNames/FunctionNames/FileLocations/StackFrames tables) change when the code merely
+# moves; they are dropped so the fingerprint changes only when the program does.
+_METADATA_RE = re.compile(r',\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
+_LOCATION_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+def normalised_hlo(text: str) -> str:
+    """HLO text without source-location metadata (what the fingerprint hashes)."""
+    kept: list[str] = []
+    in_table = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped in _LOCATION_TABLES:
+            in_table = True
+            continue
+        if in_table:
+            if not stripped:
+                in_table = False
+            continue
+        kept.append(_METADATA_RE.sub("", line))
+    return "\n".join(kept).strip()
+
+
+def hlo_fingerprint(text: str) -> str:
+    """A short hash of the optimised HLO, stable across runs and source-line moves."""
+    return hashlib.sha256(normalised_hlo(text).encode()).hexdigest()[:16]
+
+
+_WHILE_RE = re.compile(r"\swhile\(")
+
+
+def while_loop_count(hlo_text: str) -> int:
+    """While loops in optimised HLO. XLA's cost analysis counts each loop body once, so
+    flops and bytes of a program with loops are per iteration, not per call."""
+    return len(_WHILE_RE.findall(normalised_hlo(hlo_text)))
 
 
 def cold_aot_breakdown(
@@ -197,7 +256,8 @@ def cold_aot_breakdown(
         transcendentals=transcendentals,
         bytes_accessed=bytes_accessed,
         memory=memory_figures(compiled),
-        hlo_fingerprint=hashlib.sha256(hlo.encode()).hexdigest()[:16] if hlo else None,
+        hlo_fingerprint=hlo_fingerprint(hlo) if hlo else None,
+        while_loop_count=while_loop_count(hlo) if hlo else None,
         hlo_text=hlo if keep_text else None,
         jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
     )

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import format as fmt
-from jitbench.results import Measurement, Mode, Run, Status
+from jitbench.results import Measurement, Mode, Run, Severity, Status
 from jitbench.workload import Workload
 
 _STATUS_STYLE = {
@@ -35,43 +35,68 @@ def _time_cell(m: Measurement | None) -> Text:
     return Text(text, style=_STATUS_STYLE[m.status])
 
 
+def _rate(value: float | None, scale: float) -> str:
+    return "—" if value is None else f"{value / scale:.3g}"
+
+
+def case_notes(measurements: Iterable[Measurement | None], *, sep: str = "; ") -> str:
+    """'eager: eager-dispatch-bound; jit: large-jaxpr' — diagnostic codes grouped by mode.
+
+    An error with a diagnostic code shows the code with the exception type after it.
+    """
+    parts = []
+    for m in measurements:
+        if m is None:
+            continue
+        codes = [d.code for d in m.diagnostics]
+        if m.error is not None:
+            if codes:
+                codes[0] = f"{codes[0]} ({m.error.type})"
+            else:
+                codes.insert(0, m.error.type)
+        if codes:
+            parts.append(f"{m.mode.value}: {', '.join(dict.fromkeys(codes))}")
+    return sep.join(parts)
+
+
 def summary_table(run: Run) -> Table:
-    """One row per case: median per mode, speedups over NumPy with CI, compile, status."""
+    """One row per case: median per mode, speedups over NumPy with CI, compile, jit's
+    achieved GFLOP/s, break-even calls and diagnostic codes (`jitbench profile` shows the
+    achieved GB/s and the rest of the analysis)."""
     table = Table(title=f"jitbench run {run.run_id}", title_justify="left", expand=False)
     for col, justify in (
         ("workload", "left"), ("size", "left"), ("device", "left"),
         ("numpy", "right"), ("eager", "right"), ("jit", "right"),
         ("eager ×", "right"), ("jit ×", "right"), ("jit compile", "right"),
-        ("break-even", "right"), ("notes", "left"),
+        ("GFLOP/s", "right"), ("break-even", "right"), ("notes", "left"),
     ):
-        table.add_column(col, justify=justify, no_wrap=col not in ("notes",))  # type: ignore[arg-type]
+        # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
+        table.add_column(  # type: ignore[arg-type]
+            col, justify=justify, no_wrap=col != "notes",
+            overflow="fold" if col == "notes" else "ellipsis",
+        )
     for case in run.cases():
         by_mode = {m: run.get(case.key, m) for m in Mode}
         speed = {m: run.speedup(case.key, m) for m in (Mode.EAGER, Mode.JIT)}
         jit = by_mode[Mode.JIT]
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
-        notes = []
-        for m in by_mode.values():
-            if m is None:
-                continue
-            if m.error is not None:
-                notes.append(f"{m.mode.value}: {m.error.type}")
-            notes.extend(f"{m.mode.value}: {d.code}" for d in m.diagnostics
-                         if not (m.error is not None and d.code in ("traced-control-flow",)))
+        jit_ok = jit is not None and jit.ok
         table.add_row(
             case.workload, case.size, case.device,
             _time_cell(by_mode[Mode.NUMPY]), _time_cell(by_mode[Mode.EAGER]),
             _time_cell(by_mode[Mode.JIT]),
             *(Text(fmt.ratio_ci(r.value, r.low, r.high) if r else "—") for r in speed.values()),
             fmt.seconds(compile_s),
+            _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
-            Text("; ".join(dict.fromkeys(notes)), style="yellow"),
+            Text(case_notes(by_mode.values(), sep="\n"), style="yellow"),
         )
     return table
 
 
 def problems(run: Run) -> list[str]:
-    """One line per failed or mismatched measurement: what happened and the hint."""
+    """One line per failed or mismatched measurement (what happened and the hint), then one
+    per warning diagnostic of the others (e.g. a large jaxpr), with its figures and hint."""
     lines = []
     for m in run.measurements:
         if m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT):
@@ -85,6 +110,13 @@ def problems(run: Run) -> list[str]:
             )
             lines.append(f"{m.case.label} {m.mode.value}: {m.status.value}: {what}"
                          + (f" — hint: {hint}" if hint else ""))
+    for m in run.measurements:
+        if m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT):
+            continue
+        for d in m.diagnostics:
+            if d.severity in (Severity.WARNING, Severity.ERROR):
+                lines.append(f"{m.case.label} {m.mode.value}: {d.code}: {d.message}"
+                             + (f" — hint: {d.hint}" if d.hint else ""))
     return lines
 
 

@@ -1,12 +1,51 @@
 """Turn what the runner saw into diagnostics: a stable code, a severity, a message, a hint.
 
 Each detector is a small pure function of measurements and observations, so it can be
-tested alone and extended without touching the runner.
+tested alone and extended without touching the runner. Detectors that need several modes
+of one case (speed comparisons, compile figures) run in `case_diagnostics`, which the
+runner calls once per case on the finished measurements.
+
+Stable codes (see `CODES`): a pitfall code means jitbench saw the pitfall happen, not that
+it guessed from the source.
 """
 
 from __future__ import annotations
 
-from jitbench.results import Diagnostic, Severity
+import math
+from collections.abc import Sequence
+
+from jitbench import format as fmt
+from jitbench import stats
+from jitbench.results import Diagnostic, Measurement, Mode, Severity, Status
+
+# Pitfall codes: each means the measurement was affected by a known JAX pitfall.
+TRACED_CONTROL_FLOW = "traced-control-flow"
+IMPLICIT_TRANSFER = "implicit-transfer"
+RECOMPILED = "recompiled-during-timing"
+LARGE_JAXPR = "large-jaxpr"
+SLOW_COMPILE = "slow-compile"
+OUTPUT_MISMATCH = "output-mismatch"
+NONFINITE = "nonfinite-output"
+NUMPY_FLOAT64 = "numpy-float64"
+# Observations: true statements about speed at this size, not mistakes in the code.
+JIT_SLOWER = "jit-slower-than-numpy"
+EAGER_DISPATCH = "eager-dispatch-bound"
+NOISY = "noisy"
+
+PITFALL_CODES = frozenset({
+    TRACED_CONTROL_FLOW, IMPLICIT_TRANSFER, RECOMPILED, LARGE_JAXPR, SLOW_COMPILE,
+    OUTPUT_MISMATCH, NONFINITE, NUMPY_FLOAT64,
+})
+CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY}
+
+# Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
+LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
+SLOW_COMPILE_S = 5.0  # trace + lower + compile; the default suite needs < 0.5 s (~3 s when loaded)
+EAGER_FAR_SLOWER = 10.0  # eager / jit median ratio that counts as "far slower"
+# ... and the ratio's lower 95 % bound must exceed this: with the few samples of a quick
+# run one preempted jit sample drags the bound far below the median ratio.
+EAGER_SURELY_SLOWER = 2.0
+DISPATCH_BOUND_S = 50e-6  # a jit call this short is dominated by per-call dispatch
 
 TRACER_ERRORS = {
     "ConcretizationTypeError",
@@ -17,11 +56,23 @@ TRACER_ERRORS = {
 }
 
 
+def _is_tracer_error(exc: BaseException) -> bool:
+    # The named tracer errors, plus the TypeError / IndexError JAX raises when a traced
+    # value is used where a concrete one is needed (a shape, a slice bound).
+    if type(exc).__name__ in TRACER_ERRORS:
+        return True
+    text = str(exc)
+    return (
+        isinstance(exc, (TypeError, IndexError))
+        and ("Tracer(" in text or "Traced<" in text)
+        and ("concrete" in text or "static" in text)
+    )
+
+
 def hint_for_exception(exc: BaseException) -> str:
     """A one-line fix for exceptions whose cause is a known JAX pitfall, else ''."""
-    name = type(exc).__name__
     text = str(exc)
-    if name in TRACER_ERRORS:
+    if _is_tracer_error(exc):
         return (
             "Python control flow or conversion depends on a traced value: mark the argument "
             "static (static_argnames), or use jnp.where, lax.cond or lax.while_loop."
@@ -38,16 +89,16 @@ def hint_for_exception(exc: BaseException) -> str:
 
 def code_for_exception(exc: BaseException) -> str | None:
     """The diagnostic code an exception maps to, if it is a known pitfall."""
-    name = type(exc).__name__
     text = str(exc)
-    if name in TRACER_ERRORS:
-        return "traced-control-flow"
+    if _is_tracer_error(exc):
+        return TRACED_CONTROL_FLOW
     if "Disallowed" in text and "transfer" in text:
-        return "implicit-transfer"
+        return IMPLICIT_TRANSFER
     return None
 
 
 def for_exception(exc: BaseException) -> list[Diagnostic]:
+    """The diagnostic for an exception raised by a workload, [] if not a known pitfall."""
     code = code_for_exception(exc)
     if code is None:
         return []
@@ -63,7 +114,7 @@ def for_exception(exc: BaseException) -> list[Diagnostic]:
 
 def numpy_wider_dtype() -> Diagnostic:
     return Diagnostic(
-        code="numpy-float64",
+        code=NUMPY_FLOAT64,
         severity=Severity.WARNING,
         message="the NumPy side returns float64 while JAX returns float32: an unfair comparison",
         hint="cast the NumPy result to the input dtype, or run both sides in float64 with --x64.",
@@ -72,7 +123,7 @@ def numpy_wider_dtype() -> Diagnostic:
 
 def recompiled_during_timing(count: int) -> Diagnostic:
     return Diagnostic(
-        code="recompiled-during-timing",
+        code=RECOMPILED,
         severity=Severity.WARNING,
         message=f"{count} compile(s) happened during timing; the timed calls include compiling",
         hint="keep shapes and dtypes stable, and create jax.jit(f) once outside the loop "
@@ -81,27 +132,155 @@ def recompiled_during_timing(count: int) -> Diagnostic:
 
 
 def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
+    width = (
+        "could not be estimated from so few samples"
+        if math.isinf(rel_halfwidth)
+        else f"is ±{rel_halfwidth:.1%}, wider than the ±{target:.1%} target,"
+    )
     return Diagnostic(
-        code="noisy",
+        code=NOISY,
         severity=Severity.INFO,
-        message=f"the median's 95 % CI is ±{rel_halfwidth:.1%}, wider than the ±{target:.1%} "
-        "target, when the budget ran out",
+        message=f"the median's 95 % CI {width} when the budget ran out",
         hint="raise --budget, close other programs, or pin the process to idle cores.",
     )
 
 
-def mismatch(message: str, *, nonfinite: bool) -> Diagnostic:
+def mismatch(
+    message: str, *, nonfinite: bool, mode: Mode | None = None, against: str = "numpy"
+) -> Diagnostic:
+    """A JAX output that does not match the reference (`message` says where).
+
+    `against` is the mode that served as reference: "numpy", or "eager" when the NumPy
+    side failed and jit was checked against eager instead.
+    """
+    who = f"{mode.value} output" if mode is not None else "output"
+    reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
     if nonfinite:
         return Diagnostic(
-            code="nonfinite-output",
+            code=NONFINITE,
             severity=Severity.ERROR,
-            message=message,
+            message=f"{who}: {message}",
             hint="check for overflow or log/sqrt of invalid values at this dtype; try --x64.",
         )
+    if mode is Mode.JIT:
+        hint = (
+            "jit runs the Python body once, at trace time: globals read then stay frozen and "
+            "side effects do not repeat; pass state in as arguments (pure functions). Widen "
+            "the workload's rtol/atol only if the difference is rounding."
+        )
+    else:
+        hint = (
+            "an impure function (global state, side effects, randomness) or a real bug; "
+            "widen the workload's rtol/atol only if the difference is rounding."
+        )
     return Diagnostic(
-        code="output-mismatch",
+        code=OUTPUT_MISMATCH,
         severity=Severity.ERROR,
-        message=message,
-        hint="an impure function (global state, side effects, randomness) or a real bug; "
-        "widen the workload's rtol/atol only if the difference is rounding.",
+        message=f"{who} differs from {reference}: {message}",
+        hint=hint,
     )
+
+
+def large_jaxpr(eqn_count: int, compile_s: float | None, threshold: int) -> Diagnostic:
+    took = f" and compiling it took {fmt.seconds(compile_s)}" if compile_s is not None else ""
+    return Diagnostic(
+        code=LARGE_JAXPR,
+        severity=Severity.WARNING,
+        message=f"the traced program has {eqn_count:,} jaxpr equations (over {threshold:,}){took}: "
+        "a Python loop is probably unrolled into the trace",
+        hint="write the loop with lax.fori_loop or lax.scan (lax.while_loop for a dynamic "
+        "count), so the program holds one copy of the body.",
+    )
+
+
+def slow_compile(compile_s: float, eqn_count: int | None, threshold_s: float) -> Diagnostic:
+    eqns = f" for {eqn_count:,} jaxpr equations" if eqn_count is not None else ""
+    return Diagnostic(
+        code=SLOW_COMPILE,
+        severity=Severity.WARNING,
+        message=f"tracing, lowering and compiling took {fmt.seconds(compile_s)}{eqns} "
+        f"(over {fmt.seconds(threshold_s)})",
+        hint="keep loops in lax.fori_loop / lax.scan, avoid many distinct static argument "
+        "values, and enable the persistent compilation cache for repeated runs.",
+    )
+
+
+def jit_slower(slowdown: float, jit_s: float, numpy_s: float) -> Diagnostic:
+    why = (
+        f"a {fmt.seconds(jit_s)} call is dominated by per-call dispatch overhead"
+        if jit_s < DISPATCH_BOUND_S
+        else "XLA's program is slower than NumPy's kernels here"
+    )
+    return Diagnostic(
+        code=JIT_SLOWER,
+        severity=Severity.INFO,
+        message=f"jit is {fmt.ratio(slowdown)} slower than NumPy at this size "
+        f"({fmt.seconds(jit_s)} vs {fmt.seconds(numpy_s)}): {why}",
+        hint="batch more work into each call (larger arrays, jax.vmap over many problems), "
+        "or keep problems this small in NumPy.",
+    )
+
+
+def eager_dispatch(ratio: stats.Ratio, eager_s: float, jit_s: float) -> Diagnostic:
+    return Diagnostic(
+        code=EAGER_DISPATCH,
+        severity=Severity.INFO,
+        message=f"eager is {fmt.ratio(ratio.value)} slower than jit ({fmt.seconds(eager_s)} vs "
+        f"{fmt.seconds(jit_s)}): op-by-op dispatch, one small program per primitive",
+        hint="wrap the function in jax.jit so XLA fuses the operations into one program.",
+    )
+
+
+def _ratio(slow: Measurement | None, fast: Measurement | None) -> stats.Ratio | None:
+    """median(slow) / median(fast) with its CI, when both were sampled and are ok."""
+    if slow is None or fast is None or not (slow.ok and fast.ok):
+        return None
+    return stats.ratio_of_medians(slow.samples_s, fast.samples_s)
+
+
+def case_diagnostics(
+    measurements: Sequence[Measurement],
+    *,
+    large_jaxpr_eqns: int = LARGE_JAXPR_EQNS,
+    slow_compile_s: float = SLOW_COMPILE_S,
+    eager_far_slower: float = EAGER_FAR_SLOWER,
+) -> list[Measurement]:
+    """Add the diagnostics that need a whole case (all modes) to its measurements.
+
+    Pure: returns new measurements in the same order. Speed observations need the
+    difference to be significant (jit slower: the ratio's 95 % CI lies above 1; eager far
+    slower: median ratio at least `eager_far_slower` and CI above `EAGER_SURELY_SLOWER`),
+    so a noisy quick run does not report them by chance.
+    """
+    by_mode = {m.mode: m for m in measurements}
+    numpy_m, eager_m, jit_m = (by_mode.get(m) for m in (Mode.NUMPY, Mode.EAGER, Mode.JIT))
+    extra: dict[Mode, list[Diagnostic]] = {m.mode: [] for m in measurements}
+
+    if jit_m is not None and jit_m.status is not Status.ERROR and jit_m.compile is not None:
+        c = jit_m.compile
+        total = c.total_compile_s
+        if c.jaxpr_eqn_count is not None and c.jaxpr_eqn_count > large_jaxpr_eqns:
+            extra[Mode.JIT].append(large_jaxpr(c.jaxpr_eqn_count, total, large_jaxpr_eqns))
+        elif total is not None and total > slow_compile_s:
+            extra[Mode.JIT].append(slow_compile(total, c.jaxpr_eqn_count, slow_compile_s))
+
+    slower = _ratio(jit_m, numpy_m)  # jit / numpy: > 1 means jit is slower
+    if slower is not None and slower.low is not None and slower.low > 1:
+        assert jit_m is not None and numpy_m is not None
+        assert jit_m.median_s is not None and numpy_m.median_s is not None
+        extra[Mode.JIT].append(jit_slower(slower.value, jit_m.median_s, numpy_m.median_s))
+
+    eager_ratio = _ratio(eager_m, jit_m)  # eager / jit
+    recompiling = eager_m is not None and any(d.code == RECOMPILED for d in eager_m.diagnostics)
+    if (
+        not recompiling  # then compiling, not dispatch, is what makes eager slow
+        and eager_ratio is not None
+        and eager_ratio.value >= eager_far_slower
+        and eager_ratio.low is not None
+        and eager_ratio.low > EAGER_SURELY_SLOWER
+    ):
+        assert eager_m is not None and jit_m is not None
+        assert eager_m.median_s is not None and jit_m.median_s is not None
+        extra[Mode.EAGER].append(eager_dispatch(eager_ratio, eager_m.median_s, jit_m.median_s))
+
+    return [m.with_diagnostics(extra[m.mode]) for m in measurements]

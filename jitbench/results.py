@@ -6,6 +6,8 @@ old file can always be re-analysed. The JSON layout is checked against
 
 Schema changelog (bump MINOR for additive changes, MAJOR when old readers would misread):
 - 1.0: first version.
+- 1.1: compile.while_loop_count (while loops in the optimised HLO; XLA's flops and bytes
+  count a loop body once).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from jitbench import stats
 from jitbench.errors import OutputError, ResultsFormatError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class Mode(str, enum.Enum):
@@ -118,6 +120,13 @@ class CompileInfo:
     memory: Mapping[str, int] | None = None
     hlo_fingerprint: str | None = None
     timed_compile_count: int = 0
+    while_loop_count: int | None = None
+
+    @property
+    def has_loops(self) -> bool:
+        """True when the compiled program has while loops: XLA's flops and bytes then
+        count each loop body once (per iteration), not per call."""
+        return bool(self.while_loop_count)
 
     @property
     def total_compile_s(self) -> float | None:
@@ -156,11 +165,34 @@ class Measurement:
     def ok(self) -> bool:
         return self.status is Status.OK and bool(self.samples_s)
 
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        """XLA's flop count of the compiled program over the steady-state median time.
+
+        None without a cost analysis or samples, and None for a program with while loops
+        (lax.fori_loop, scan), whose body XLA counts once: the rate would be too low.
+        """
+        c = self.compile
+        return _per_second(c.flops if c and not c.has_loops else None, self.median_s)
+
+    @property
+    def achieved_bytes_per_s(self) -> float | None:
+        """XLA's bytes-accessed estimate over the steady-state median time; None when
+        unknown or when the program has while loops (see `achieved_flops_per_s`)."""
+        c = self.compile
+        return _per_second(c.bytes_accessed if c and not c.has_loops else None, self.median_s)
+
     def with_diagnostics(self, extra: Iterable[Diagnostic]) -> Measurement:
         """Return a copy with `extra` diagnostics appended (duplicates by code dropped)."""
         seen = {d.code for d in self.diagnostics}
         added = tuple(d for d in extra if d.code not in seen)
         return replace(self, diagnostics=self.diagnostics + added) if added else self
+
+
+def _per_second(amount: float | None, seconds: float | None) -> float | None:
+    if amount is None or seconds is None or not seconds > 0:
+        return None
+    return amount / seconds
 
 
 @dataclass(frozen=True, kw_only=True)

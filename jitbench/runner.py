@@ -284,6 +284,7 @@ def _prepare_jit(state: _ModeState, wl: Workload, host: Inputs, staged: modes.St
         bytes_accessed=aot.bytes_accessed,
         memory=aot.memory,
         hlo_fingerprint=aot.hlo_fingerprint,
+        while_loop_count=aot.while_loop_count,
     )
     return out
 
@@ -329,12 +330,16 @@ def _short_repr(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _validate(state: _ModeState, wl: Workload, reference: Any, output: Any) -> bool:
+def _validate(
+    state: _ModeState, wl: Workload, reference: Any, output: Any, *, against: str = "numpy"
+) -> bool:
     """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider."""
     result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
     if not result.ok:
         state.status = Status.MISMATCH
-        state.diagnostics.append(diagnose.mismatch(result.message, nonfinite=result.nonfinite))
+        state.diagnostics.append(diagnose.mismatch(
+            result.message, nonfinite=result.nonfinite, mode=state.mode, against=against
+        ))
     return result.reference_wider
 
 
@@ -386,6 +391,7 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
 
     # 3. Cold compile and cold first call (jit first, then eager), then validation.
     reference_wider = False
+    outputs: dict[Mode, Any] = {}
     if staged is not None:
         for s in jax_states:
             prepare = _prepare_jit if s.mode is Mode.JIT else _prepare_eager
@@ -394,8 +400,13 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
             except Exception as exc:
                 s.fail(exc)
                 continue
+            outputs[s.mode] = out
             if reference is not None:
                 reference_wider |= _validate(s, wl, reference, out)
+    if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
+        # No NumPy reference (its side failed): jit must at least agree with eager.
+        _validate(states[Mode.JIT], wl, modes.to_host(outputs[Mode.EAGER]), outputs[Mode.JIT],
+                  against="eager")
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 
@@ -432,7 +443,8 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
             width = relative_ci_halfwidth(ser.samples_s)
             if width > plan.precision:
                 s.diagnostics.append(diagnose.noisy(width, plan.precision))
-    return _finish(case, states, samples, plan, transfer)
+    # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
+    return diagnose.case_diagnostics(_finish(case, states, samples, plan, transfer))
 
 
 def _finish(

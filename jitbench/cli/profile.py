@@ -1,0 +1,198 @@
+"""`jitbench profile NAME`: one workload in depth, rendered with rich."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Annotated
+
+import typer
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from jitbench import format as fmt
+from jitbench.cli import app
+from jitbench.cli.common import err, escape, handles_errors, out
+from jitbench.cli.options import SuiteOpt
+from jitbench.errors import ConfigError
+from jitbench.profile import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
+from jitbench.registry import discover
+from jitbench.results import Mode, Severity, Status
+from jitbench.timer import SamplingPlan
+
+_SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def _kv_table(title: str) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False, box=None,
+                  padding=(0, 2), min_width=60)
+    table.add_column("what", style="bold", no_wrap=True)
+    table.add_column("value")
+    return table
+
+
+def _number(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f}{unit}" if abs(value) >= 1e4 else f"{value:.4g}{unit}"
+
+
+def _rate(value: float | None, unit: str) -> str:
+    return "—" if value is None else f"{value / 1e9:.3g} G{unit}/s"
+
+
+def _compile_section(p: Profile) -> RenderableType:
+    table = _kv_table("jit compile (cold, caches cleared)")
+    jit = p.get(Mode.JIT)
+    c = p.jit_compile
+    if jit is not None and jit.error is not None:
+        table.add_row("error", Text(f"{jit.error.type}: {jit.error.message.splitlines()[0]}",
+                                    style="bold red"))
+        if jit.error.hint:
+            table.add_row("hint", jit.error.hint)
+    if c is None:
+        return table
+    total = c.total_compile_s
+    for name, value in (("trace", c.trace_s), ("lower", c.lower_s), ("compile", c.compile_s)):
+        share = f"  ({value / total:.0%})" if value is not None and total else ""
+        table.add_row(name, fmt.seconds(value) + share)
+    table.add_row("trace + lower + compile", fmt.seconds(total))
+    table.add_row("first call (trace + compile + run)", fmt.seconds(c.first_call_s))
+    table.add_row("compiles in first call", str(c.compile_count))
+    table.add_row("compiles during timing", str(c.timed_compile_count))
+    table.add_row("jaxpr equations", _number(c.jaxpr_eqn_count))
+    table.add_row("HLO fingerprint", c.hlo_fingerprint or "—")
+    return table
+
+
+def _analysis_section(p: Profile) -> RenderableType:
+    table = _kv_table("XLA analysis of the compiled program (jit)")
+    c = p.jit_compile
+    jit = p.get(Mode.JIT)
+    if c is None:
+        table.add_row("—", "no compiled program")
+        return table
+    per_iteration = ""
+    if c.has_loops:
+        per_iteration = f"  (XLA counts a loop body once; {c.while_loop_count} while loop(s))"
+    table.add_row("flops", _number(c.flops) + per_iteration)
+    table.add_row("transcendentals", _number(c.transcendentals))
+    table.add_row("bytes accessed", fmt.bytes_(c.bytes_accessed) + per_iteration)
+    if c.flops is not None and c.bytes_accessed:
+        table.add_row("arithmetic intensity", f"{c.flops / c.bytes_accessed:.3g} flop/byte")
+    for key, value in (c.memory or {}).items():
+        table.add_row(key.replace("_bytes", "").replace("_", " ") + " memory", fmt.bytes_(value))
+    ok = jit is not None and jit.ok
+    if c.has_loops:
+        achieved = "— (the program loops; XLA's counts are per iteration)"
+    else:
+        achieved = (f"{_rate(jit.achieved_flops_per_s if jit and ok else None, 'FLOP')}, "
+                    f"{_rate(jit.achieved_bytes_per_s if jit and ok else None, 'B')}")
+    table.add_row("achieved (steady state)", achieved)
+    table.add_row("break-even vs NumPy", f"{fmt.count(p.break_even_calls)} calls")
+    return table
+
+
+def _eager_section(p: Profile) -> RenderableType:
+    table = _kv_table("eager first call (caches cleared)")
+    c = p.eager_compile
+    table.add_row("first call", fmt.seconds(c.first_call_s if c else None))
+    table.add_row("compiles (one per primitive)", str(c.compile_count) if c else "—")
+    return table
+
+
+def _modes_section(p: Profile) -> RenderableType:
+    table = Table(title="steady state", title_justify="left")
+    for col in ("mode", "status", "median", "95 % CI", "samples × calls", "vs NumPy"):
+        table.add_column(col, justify="left" if col in ("mode", "status") else "right")
+    for m in p.run.measurements:
+        s = m.summary
+        r = p.speedup(m.mode) if m.mode is not Mode.NUMPY else None
+        style = "green" if m.status is Status.OK else "bold red"
+        table.add_row(
+            m.mode.value, Text(m.status.value, style=style),
+            fmt.seconds(s.median if s else None),
+            f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
+            f"{len(m.samples_s)} × {m.calls_per_sample}" if m.samples_s else "—",
+            fmt.ratio_ci(r.value, r.low, r.high) if r else "—",
+        )
+    return table
+
+
+def _diagnostics_section(p: Profile) -> RenderableType:
+    if not p.diagnostics:
+        return Text("diagnostics: none", style="green")
+    lines: list[RenderableType] = [Text("diagnostics", style="bold")]
+    for mode, d in p.diagnostics:
+        line = Text("  • ")
+        line.append(f"{mode.value} {d.code}", style=_SEVERITY_STYLE[d.severity])
+        line.append(f": {d.message}")
+        lines.append(line)
+        if d.hint:
+            lines.append(Text(f"    fix: {d.hint}", style="dim"))
+    return Group(*lines)
+
+
+def profile_renderable(p: Profile) -> RenderableType:
+    """The whole breakdown as one rich renderable."""
+    case = p.case
+    head = Text()
+    head.append(f"profile {case.workload}", style="bold")
+    head.append(f"  size {case.size} ({', '.join(f'{k}={v}' for k, v in case.params.items())})"
+                f"  {case.device} ({case.device_kind})  {case.dtype}")
+    parts: list[RenderableType] = [head]
+    if p.workload.description:
+        parts.append(Text(p.workload.description, style="dim"))
+    parts += [
+        _compile_section(p), _analysis_section(p), _eager_section(p), _modes_section(p),
+        _diagnostics_section(p),
+    ]
+    return Group(*parts)
+
+
+@app.command("profile")
+@handles_errors
+def profile_cmd(
+    name: Annotated[str, typer.Argument(help="Workload name.")],
+    suite: SuiteOpt = None,
+    size: Annotated[
+        str | None, typer.Option("--size", "-s", help="Size preset or sweep label (default S).")
+    ] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", "-d", help="cpu, gpu or gpu:1 (default: first).")
+    ] = None,
+    x64: Annotated[bool, typer.Option("--x64", help="float64 on both sides.")] = False,
+    budget: Annotated[
+        float | None, typer.Option("--budget", help="Sampling seconds for the case.")
+    ] = None,
+    show_jaxpr: Annotated[bool, typer.Option("--jaxpr", help="Print the jaxpr.")] = False,
+    show_hlo: Annotated[bool, typer.Option("--hlo", help="Print the optimised HLO.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Profile one workload: compile breakdown, XLA analyses, timings and diagnostics."""
+    plan: SamplingPlan | None = None
+    if budget is not None:
+        if budget <= 0:
+            raise ConfigError(f"--budget must be positive, got {budget}.")
+        plan = replace(PROFILE_PLAN, budget_s=budget)
+    registry = discover(suite or ())
+    for e in registry.errors:
+        err.print(f"[yellow]suite error:[/] {escape(str(e))}")
+    wl = registry.get(name)
+    p = profile_workload(
+        wl, size=size, device=device, x64=x64, plan=plan, keep_text=show_jaxpr or show_hlo
+    )
+    if as_json:
+        out.print_json(json.dumps(profile_to_dict(p), allow_nan=False))
+        return
+    out.print(profile_renderable(p))
+    if p.text_error is not None and (show_jaxpr or show_hlo):
+        err.print(f"[red]no IR:[/] {escape(p.text_error.type)}: "
+                  f"{escape(p.text_error.message.splitlines()[0])}")
+    if show_jaxpr and p.jaxpr_text:
+        out.rule("jaxpr")
+        out.print(p.jaxpr_text, markup=False, highlight=False)
+    if show_hlo and p.hlo_text:
+        out.rule("optimised HLO")
+        out.print(p.hlo_text, markup=False, highlight=False)

@@ -1,0 +1,238 @@
+"""One workload in depth: every mode measured, the jit compile taken apart, diagnostics.
+
+`profile_workload` measures one case (workload × size × device × dtype) with the same
+protocol as `jitbench run` (it calls `runner.measure_case`), and can keep the jaxpr and
+the optimised HLO text. `profile_to_dict` is its JSON form. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+
+from jitbench import compile as jcompile
+from jitbench import environment, modes, runner
+from jitbench.errors import ConfigError
+from jitbench.registry import unknown_name_message
+from jitbench.results import (
+    Case,
+    CompileInfo,
+    Diagnostic,
+    ErrorInfo,
+    Measurement,
+    Mode,
+    Run,
+    measurement_to_dict,
+)
+from jitbench.stats import Ratio
+from jitbench.timer import SamplingPlan
+from jitbench.workload import Workload
+
+# Enough samples for a ±2 % median on a quiet machine, with half a second of sampling
+# for all modes together, so a whole profile takes a few seconds.
+PROFILE_PLAN = SamplingPlan(
+    min_sample_s=0.005,
+    warmup_s=0.02,
+    min_samples=7,
+    max_samples=60,
+    precision=0.02,
+    budget_s=0.5,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """What `profile_workload` learnt about one case.
+
+    `run` holds the case's measurements (one per mode) as a one-case Run, so the usual
+    derived figures (speedups, break-even calls) apply. `jaxpr_text` / `hlo_text` are set
+    only when asked for and when jit could trace / compile the function.
+    """
+
+    workload: Workload
+    run: Run
+    jaxpr_text: str | None = None
+    hlo_text: str | None = None
+    text_error: ErrorInfo | None = None
+
+    @property
+    def case(self) -> Case:
+        return self.run.measurements[0].case
+
+    def get(self, mode: Mode) -> Measurement | None:
+        return self.run.get(self.case.key, mode)
+
+    @property
+    def jit_compile(self) -> CompileInfo | None:
+        jit = self.get(Mode.JIT)
+        return jit.compile if jit else None
+
+    @property
+    def eager_compile(self) -> CompileInfo | None:
+        eager = self.get(Mode.EAGER)
+        return eager.compile if eager else None
+
+    def speedup(self, mode: Mode) -> Ratio | None:
+        return self.run.speedup(self.case.key, mode)
+
+    @property
+    def break_even_calls(self) -> float | None:
+        """Calls to pay back jit's compile versus NumPy; inf when jit is not faster."""
+        return self.run.break_even_calls(self.case.key)
+
+    @property
+    def diagnostics(self) -> list[tuple[Mode, Diagnostic]]:
+        return [(m.mode, d) for m in self.run.measurements for d in m.diagnostics]
+
+
+def resolve_size(wl: Workload, size: str | None) -> tuple[str, dict[str, Any]]:
+    """(label, params) of a preset or sweep label; the smallest preset by default.
+
+    Raises ConfigError naming the close matches for an unknown size.
+    """
+    if size is None:
+        label = "S" if "S" in wl.sizes else next(iter(wl.sizes))
+        return label, dict(wl.sizes[label])
+    if size in wl.sizes:
+        return size, dict(wl.sizes[size])
+    for label, params in zip(wl.sweep_labels, wl.sweep, strict=True):
+        if label == size:
+            return label, dict(params)
+    known = [*wl.sizes, *wl.sweep_labels]
+    raise ConfigError(unknown_name_message("size", size, known) + f" (workload {wl.name!r})")
+
+
+def _pick_device(spec: str | None) -> jax.Device:
+    devices = runner.resolve_devices([spec] if spec else [])
+    # Without --device, prefer an accelerator: that is where profiling is most telling.
+    return next((d for d in devices if d.platform != "cpu"), devices[0])
+
+
+def _ir_texts(
+    wl: Workload, params: dict[str, Any], device: jax.Device, *, dtype: str, seed: int
+) -> tuple[str | None, str | None, ErrorInfo | None]:
+    """The jaxpr and optimised HLO of a cold jit compile, or the error that stopped it."""
+    try:
+        host = wl.make_inputs(params, dtype=dtype, seed=seed)
+        staged = modes.stage(host, device)
+        aot = jcompile.cold_aot_breakdown(
+            wl.jax_fn, static_argnames=wl.static_argnames, args=staged.args,
+            kwargs={**staged.kwargs, **staged.static}, keep_text=True,
+        )
+    except Exception as exc:
+        return None, None, runner._error_info(exc)
+    return aot.jaxpr_text, aot.hlo_text, None
+
+
+def profile_workload(
+    wl: Workload,
+    *,
+    size: str | None = None,
+    device: str | None = None,
+    x64: bool = False,
+    plan: SamplingPlan | None = None,
+    seed: int = 0,
+    keep_text: bool = False,
+) -> Profile:
+    """Measure one case of `wl` in every mode and keep the compile analysis.
+
+    Args:
+        size: a preset ("S") or sweep label ("n=1000"); default the smallest preset.
+        device: "cpu", "gpu" or "gpu:1"; default the first accelerator, else the CPU.
+        plan: sampling rules; default `PROFILE_PLAN` (half a second of sampling).
+        keep_text: also keep the jaxpr and the optimised HLO (one more cold compile).
+
+    Raises:
+        ConfigError: unknown size or device.
+    """
+    label, params = resolve_size(wl, size)
+    dtype = "float64" if x64 else "float32"
+    config = runner.RunConfig(sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN)
+    started = runner.utc_now()
+    with runner.x64_enabled(x64):
+        dev = _pick_device(device)
+        env = environment.capture()
+        runner.warm_up_process([dev])
+        planned = runner.PlannedCase(wl, label, params, dev, dtype)
+        measurements = runner.measure_case(planned, config)
+        jaxpr_text = hlo_text = None
+        text_error = None
+        if keep_text:
+            jaxpr_text, hlo_text, text_error = _ir_texts(wl, params, dev, dtype=dtype, seed=seed)
+    run = Run(
+        run_id=runner.new_run_id(), started_at=started, finished_at=runner.utc_now(),
+        complete=True, environment=env, config=config.to_dict(),
+        measurements=tuple(measurements),
+    )
+    return Profile(
+        workload=wl, run=run, jaxpr_text=jaxpr_text, hlo_text=hlo_text, text_error=text_error
+    )
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def profile_to_dict(profile: Profile) -> dict[str, Any]:
+    """The JSON form: headline figures first, then every measurement in run-file form.
+
+    `break_even_calls` is null both when unknown and when jit never pays off;
+    `jit_pays_off` tells the two apart (null when unknown).
+    """
+    jit = profile.get(Mode.JIT)
+    jc, ec = profile.jit_compile, profile.eager_compile
+    be = profile.break_even_calls
+    modes_d: dict[str, Any] = {}
+    for m in profile.run.measurements:
+        s = m.summary
+        r = profile.speedup(m.mode) if m.mode is not Mode.NUMPY else None
+        modes_d[m.mode.value] = {
+            "status": m.status.value,
+            "median_s": s.median if s else None,
+            "ci_low_s": s.ci_low if s else None,
+            "ci_high_s": s.ci_high if s else None,
+            "samples": len(m.samples_s),
+            "calls_per_sample": m.calls_per_sample,
+            "speedup_vs_numpy": None if r is None else {"value": r.value, "low": r.low,
+                                                        "high": r.high},
+            "error": None if m.error is None else dict(m.error.__dict__),
+        }
+    wl = profile.workload
+    return {
+        "workload": {
+            "name": wl.name, "description": wl.description, "source": wl.source,
+            "tags": list(wl.tags), "static_argnames": list(wl.static_argnames),
+        },
+        "case": {
+            "size": profile.case.size, "params": dict(profile.case.params),
+            "device": profile.case.device, "device_kind": profile.case.device_kind,
+            "dtype": profile.case.dtype, "input_bytes": profile.case.input_bytes,
+        },
+        "jit_compile": None if jc is None else {
+            **{k: (dict(v) if isinstance(v, dict) else v) for k, v in jc.__dict__.items()},
+            "total_compile_s": jc.total_compile_s,
+        },
+        "eager_first_call": None if ec is None else {
+            "first_call_s": ec.first_call_s, "compile_count": ec.compile_count,
+        },
+        "derived": {
+            "achieved_flops_per_s": jit.achieved_flops_per_s if jit and jit.ok else None,
+            "achieved_bytes_per_s": jit.achieved_bytes_per_s if jit and jit.ok else None,
+            "break_even_calls": _finite(be),
+            "jit_pays_off": None if be is None else math.isfinite(be),
+        },
+        "modes": modes_d,
+        "diagnostics": [
+            {"mode": mode.value, "code": d.code, "severity": d.severity.value,
+             "message": d.message, "hint": d.hint}
+            for mode, d in profile.diagnostics
+        ],
+        "jaxpr": profile.jaxpr_text,
+        "hlo": profile.hlo_text,
+        "ir_error": None if profile.text_error is None else dict(profile.text_error.__dict__),
+        "measurements": [measurement_to_dict(m) for m in profile.run.measurements],
+        "environment": dict(profile.run.environment),
+    }

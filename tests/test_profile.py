@@ -1,0 +1,118 @@
+"""`jitbench.profile` (library) and `jitbench profile` (CLI, as a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from jitbench.errors import ConfigError
+from jitbench.profile import profile_to_dict, profile_workload
+from jitbench.registry import discover
+from jitbench.results import Mode, Status
+from jitbench.timer import SamplingPlan
+
+SUITES = Path(__file__).resolve().parents[1] / "suites"
+FAST = SamplingPlan(min_sample_s=0.001, warmup_s=0.0, min_samples=3, max_samples=5,
+                    precision=0.05, budget_s=0.02)
+
+
+def test_profile_of_the_faq_function() -> None:
+    wl = discover([SUITES]).get("centred_product")
+    p = profile_workload(wl, size="n=30", plan=FAST, keep_text=True)
+    assert p.case.size == "n=30" and p.case.params == {"n": 30}
+    assert [m.mode for m in p.run.measurements] == [Mode.NUMPY, Mode.EAGER, Mode.JIT]
+    assert all(m.status is Status.OK for m in p.run.measurements)
+    c = p.jit_compile
+    assert c is not None and c.compile_count == 1 and c.jaxpr_eqn_count
+    assert c.flops is not None and abs(c.flops - 2 * 30**3) / (2 * 30**3) < 0.1
+    assert p.eager_compile is not None and p.eager_compile.compile_count >= 2  # op by op
+    assert p.jaxpr_text and "dot_general" in p.jaxpr_text
+    assert p.hlo_text and "HloModule" in p.hlo_text
+
+    d = profile_to_dict(p)
+    text = json.dumps(d, allow_nan=False)  # strict JSON: no NaN or Infinity
+    assert json.loads(text)["workload"]["name"] == "centred_product"
+    assert d["jit_compile"]["total_compile_s"] == pytest.approx(c.total_compile_s)
+    assert d["eager_first_call"]["compile_count"] == p.eager_compile.compile_count
+    assert d["derived"]["achieved_flops_per_s"] == pytest.approx(
+        c.flops / p.get(Mode.JIT).median_s)
+    assert set(d["modes"]) == {"numpy", "eager", "jit"}
+    assert d["jaxpr"] == p.jaxpr_text
+
+
+def test_profile_of_a_traced_branch_keeps_the_error_and_its_code() -> None:
+    wl = discover([SUITES / "pitfalls.py"]).get("branch_on_value")
+    p = profile_workload(wl, plan=FAST, keep_text=True)
+    jit = p.get(Mode.JIT)
+    assert jit is not None and jit.status is Status.ERROR
+    assert jit.error is not None and jit.error.type == "TracerBoolConversionError"
+    assert ("jit", "traced-control-flow") in [(m.value, d.code) for m, d in p.diagnostics]
+    assert p.text_error is not None and p.jaxpr_text is None
+    d = profile_to_dict(p)
+    assert d["derived"]["break_even_calls"] is None and d["derived"]["jit_pays_off"] is None
+    json.dumps(d, allow_nan=False)
+
+
+def test_unknown_size_suggests_close_names() -> None:
+    wl = discover([SUITES]).get("selu")
+    with pytest.raises(ConfigError, match=r"unknown size 'n=10000000000'.*did you mean 'n=1000000"):
+        profile_workload(wl, size="n=10000000000", plan=FAST)
+
+
+def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: ignore[no-untyped-def]
+    t0 = time.perf_counter()
+    proc = cli("profile", "selu")
+    elapsed = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stderr
+    for section in ("profile selu", "trace", "lower", "compile", "jaxpr equations",
+                    "HLO fingerprint", "flops", "bytes accessed", "GFLOP/s", "break-even",
+                    "eager first call", "compiles (one per primitive)", "steady state",
+                    "numpy", "eager", "jit", "diagnostics"):
+        assert section in proc.stdout, (section, proc.stdout)
+    print(f"jitbench profile selu took {elapsed:.1f} s")
+    # "A few seconds" on an idle laptop; generous here for a loaded 2-core CI box.
+    assert elapsed < 30, proc.stdout
+
+
+def test_cli_profile_ir_and_json(cli) -> None:  # type: ignore[no-untyped-def]
+    proc = cli("profile", "log2", "--jaxpr", "--hlo", "--budget", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    assert "{ lambda" in proc.stdout and "log" in proc.stdout
+    assert "HloModule jit_log2" in proc.stdout or "HloModule" in proc.stdout
+
+    proc = cli("profile", "unrolled_loop", "--suite", str(SUITES / "pitfalls.py"), "--json",
+               "--budget", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    d = json.loads(proc.stdout)
+    assert d["jit_compile"]["jaxpr_eqn_count"] >= 1000
+    assert "large-jaxpr" in [x["code"] for x in d["diagnostics"]]
+    assert d["jaxpr"] is None  # only with --jaxpr
+
+
+def test_cli_profile_bad_name_exits_2_with_a_suggestion(cli) -> None:  # type: ignore[no-untyped-def]
+    proc = cli("profile", "selj")
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "did you mean 'selu'" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (("profile", "selu", "--size", "XL"), "unknown size 'XL'"),
+        (("profile", "selu", "--device", "cpux"), "did you mean 'cpu'"),
+        (("profile", "unrolled_loop"), "unknown workload 'unrolled_loop'"),  # needs --suite
+        (("profile", "selu", "--budget", "0"), "--budget must be positive"),
+    ],
+)
+def test_cli_profile_bad_input_exits_2(args, needle, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    monkeypatch.chdir(SUITES.parent)
+    result = CliRunner().invoke(app, list(args))
+    assert result.exit_code == 2, result.output
+    assert needle in result.output
