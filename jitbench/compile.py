@@ -19,6 +19,8 @@ from typing import Any
 
 import jax
 
+from jitbench.environment import jax_flag
+
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -74,7 +76,7 @@ def count_compiles() -> Iterator[CompileEvents]:
 def persistent_cache_disabled() -> Iterator[None]:
     """Turn the persistent compilation cache off so compile times are real compiles."""
     try:
-        before = jax.config.jax_enable_compilation_cache  # type: ignore[attr-defined]
+        before = jax_flag("jax_enable_compilation_cache")
     except AttributeError:  # pragma: no cover - very old JAX
         yield
         return

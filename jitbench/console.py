@@ -71,8 +71,8 @@ def summary_table(run: Run) -> Table:
         ("GFLOP/s", "right"), ("break-even", "right"), ("notes", "left"),
     ):
         # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
-        table.add_column(  # type: ignore[arg-type]
-            col, justify=justify, no_wrap=col != "notes",
+        table.add_column(
+            col, justify=justify, no_wrap=col != "notes",  # type: ignore[arg-type]
             overflow="fold" if col == "notes" else "ellipsis",
         )
     for case in run.cases():

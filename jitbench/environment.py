@@ -74,10 +74,17 @@ def capture(*, cwd: str | os.PathLike[str] = ".") -> dict[str, Any]:
         },
         "backend": jax.default_backend(),
         "devices": devices,
-        "x64": bool(jax.config.jax_enable_x64),
+        "x64": bool(jax_flag("jax_enable_x64")),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
         "git": _git_state(Path(cwd)),
     }
+
+
+def jax_flag(name: str) -> Any:
+    """The current value of a JAX config flag (`jax.config` has no typed attributes)."""
+    import jax
+
+    return getattr(jax.config, name)
 
 
 def all_devices() -> list[Any]:

@@ -479,7 +479,7 @@ def _finish(
 @contextlib.contextmanager
 def x64_enabled(flag: bool) -> Iterator[None]:
     """Set `jax_enable_x64` for the block (both sides then use float64 inputs)."""
-    before = bool(jax.config.jax_enable_x64)
+    before = bool(environment.jax_flag("jax_enable_x64"))
     jax.config.update("jax_enable_x64", flag)
     try:
         yield
