@@ -116,10 +116,6 @@ def cholesky_solve_numpy(a, b):
         "L": {"n": 2500, "rhs": 16},
     },
     sweep=[{"n": n, "rhs": 16} for n in (10, 30, 100, 300, 1000, 3000)],
-    # cond(A) is about 5, so float32 solves agree to a few eps; 1e-3 leaves room for the
-    # different factorisation kernels (LAPACK spotrf vs XLA's blocked Cholesky).
-    rtol=1e-3,
-    atol=1e-4,
     tags=("linalg", "lapack", "solve"),
 )
 def cholesky_solve(a, b):

@@ -117,7 +117,7 @@ def logreg_step_numpy(w, x, y):
     inputs=classification,
     numpy=logreg_step_numpy,
     sizes={
-        "S": {"n": 15_000, "dim": 128},
+        "S": {"n": 25_000, "dim": 128},
         "M": {"n": 120_000, "dim": 128},
         "L": {"n": 1_000_000, "dim": 128},
     },
