@@ -12,7 +12,7 @@ def matrix(rng, *, dtype, rows, cols):
 @workload(
     inputs=matrix,
     sizes={
-        "S": {"rows": 300, "cols": 1000},
+        "S": {"rows": 500, "cols": 1000},
         "M": {"rows": 3000, "cols": 1000},
         "L": {"rows": 30_000, "cols": 1000},
     },
@@ -33,7 +33,7 @@ ROWS_SWEEP = [{"rows": r, "cols": 1000} for r in (1, 10, 100, 1000, 10_000)]
     sizes={
         "S": {"rows": 300, "cols": 1000},
         "M": {"rows": 3000, "cols": 1000},
-        "L": {"rows": 30_000, "cols": 1000},
+        "L": {"rows": 22_000, "cols": 1000},
     },
     sweep=ROWS_SWEEP,
     tags=("reduction", "ml", "activation"),

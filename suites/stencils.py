@@ -72,7 +72,7 @@ def _heat_step(_, v):
     sizes={
         "S": {"n": 100, "steps": 60},
         "M": {"n": 2000, "steps": 60},
-        "L": {"n": 18_000, "steps": 60},
+        "L": {"n": 22_000, "steps": 60},
     },
     sweep=[{"n": n, "steps": 60} for n in (10, 100, 1000, 10_000, 100_000)],
     tags=("stencil", "fori_loop", "pde"),
