@@ -64,9 +64,7 @@ def _mandel_body(state):
         "M": {"height": 240, "width": 320, "max_iter": 32},
         "L": {"height": 720, "width": 960, "max_iter": 32},
     },
-    sweep=[
-        {"height": h, "width": (4 * h) // 3, "max_iter": 32} for h in (12, 36, 108, 324, 972)
-    ],
+    sweep=[{"height": h, "width": (4 * h) // 3, "max_iter": 32} for h in (12, 36, 108, 324, 972)],
     # Counts near the set's boundary are chaotic: a different rounding (FMA contraction,
     # as XLA does on GPU) can move a boundary pixel's escape by an iteration. With 32
     # iterations that stays at one: recomputing L with one rounding per complex update

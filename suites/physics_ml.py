@@ -34,7 +34,7 @@ def nbody(xp, pos, vel, mass):
     """One softened-gravity leapfrog (kick-drift) step of n bodies, all pairs at once."""
     diff = pos[None, :, :] - pos[:, None, :]  # (n, n, 3): vector from body i to body j
     dist2 = xp.sum(diff * diff, axis=-1) + SOFTENING * SOFTENING
-    inv_d3 = dist2 ** -1.5
+    inv_d3 = dist2**-1.5
     acc = xp.sum(diff * (mass[None, :] * inv_d3)[:, :, None], axis=1)
     vel = vel + TIME_STEP * acc
     pos = pos + TIME_STEP * vel

@@ -21,19 +21,37 @@ REPO = Path(__file__).resolve().parents[1]
 SUITE_FILES = [
     REPO / "suites" / f"{kind}.py"
     for kind in (
-        "elementwise", "reductions", "linalg", "stencils", "control_flow", "signal",
+        "elementwise",
+        "reductions",
+        "linalg",
+        "stencils",
+        "control_flow",
+        "signal",
         "physics_ml",
     )
 ]
 
 EXPECTED = {
-    "selu", "log2", "gelu", "black_scholes",
-    "logsumexp", "softmax", "standardise",
-    "gemm", "centred_product", "mlp", "pairwise_distances", "cholesky_solve",
-    "jacobi2d", "heat1d",
-    "mandelbrot", "ema",
+    "selu",
+    "log2",
+    "gelu",
+    "black_scholes",
+    "logsumexp",
+    "softmax",
+    "standardise",
+    "gemm",
+    "centred_product",
+    "mlp",
+    "pairwise_distances",
+    "cholesky_solve",
+    "jacobi2d",
+    "heat1d",
+    "mandelbrot",
+    "ema",
     "fft_convolve",
-    "nbody", "kmeans_step", "logreg_step",
+    "nbody",
+    "kmeans_step",
+    "logreg_step",
 }
 
 
@@ -84,7 +102,10 @@ def test_numpy_side_keeps_inputs_and_dtype(workloads):
 # Diagnostics that mean a workload is written wrongly. Observations about speed (noisy,
 # jit slower than NumPy at this size, eager dispatch-bound, ...) are fine.
 PROBLEM_CODES = {
-    "output-mismatch", "nonfinite-output", "numpy-float64", "recompiled-during-timing",
+    "output-mismatch",
+    "nonfinite-output",
+    "numpy-float64",
+    "recompiled-during-timing",
 }
 
 
@@ -92,8 +113,7 @@ def _assert_all_ok(run):
     problems = []
     for m in run.measurements:
         codes = [
-            d.code for d in m.diagnostics
-            if d.code in PROBLEM_CODES or d.severity is Severity.ERROR
+            d.code for d in m.diagnostics if d.code in PROBLEM_CODES or d.severity is Severity.ERROR
         ]
         if m.status is not Status.OK or m.error is not None or codes:
             detail = m.error.message if m.error else "; ".join(d.message for d in m.diagnostics)

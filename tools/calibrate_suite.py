@@ -81,10 +81,18 @@ def main(argv: list[str] | None = None) -> int:
             params = dict(wl.sizes[size])
             secs = numpy_seconds_per_call(wl, params, clock=clock)
             ratio = secs / TARGET_S[size] if size in TARGET_S else float("nan")
-            rows.append({"workload": wl.name, "size": size, "numpy_s": secs,
-                         "target_ratio": ratio, "params": params})
-            print(f"{wl.name:<20} {size:<4} {secs * 1e3:>10.3f} {ratio:>9.2f}  {params}",
-                  flush=True)
+            rows.append(
+                {
+                    "workload": wl.name,
+                    "size": size,
+                    "numpy_s": secs,
+                    "target_ratio": ratio,
+                    "params": params,
+                }
+            )
+            print(
+                f"{wl.name:<20} {size:<4} {secs * 1e3:>10.3f} {ratio:>9.2f}  {params}", flush=True
+            )
     if ns.json_path:
         Path(ns.json_path).write_text(json.dumps(rows, indent=2))
     return 0
