@@ -41,3 +41,42 @@ def _jacobi_sweep(_, v):
 def jacobi2d(u, *, steps):
     """Jacobi relaxation on a 2-D grid with fixed boundaries, lax.fori_loop on the JAX side."""
     return lax.fori_loop(0, steps, _jacobi_sweep, u)
+
+
+def rod(rng, *, dtype, n, steps):
+    """A batch of 64 rods' initial temperatures on `n` points."""
+    u = rng.uniform(0.0, 1.0, (64, n)).astype(dtype)
+    return {"u": u, "steps": steps}
+
+
+DIFFUSION = 0.25  # alpha = k dt / dx^2; the explicit scheme is stable for alpha <= 0.5
+
+
+def heat1d_numpy(u, *, steps):
+    u = u.copy()  # never mutate the caller's input
+    for _ in range(steps):
+        u[:, 1:-1] += DIFFUSION * (u[:, :-2] - 2.0 * u[:, 1:-1] + u[:, 2:])
+    return u
+
+
+def _heat_step(_, v):
+    # Module level for the same reason as _jacobi_sweep.
+    lap = v[:, :-2] - 2.0 * v[:, 1:-1] + v[:, 2:]
+    return v.at[:, 1:-1].add(DIFFUSION * lap)
+
+
+@workload(
+    inputs=rod,
+    numpy=heat1d_numpy,
+    static_argnames=("steps",),
+    sizes={
+        "S": {"n": 100, "steps": 60},
+        "M": {"n": 2000, "steps": 60},
+        "L": {"n": 22_000, "steps": 60},
+    },
+    sweep=[{"n": n, "steps": 60} for n in (10, 100, 1000, 10_000, 100_000)],
+    tags=("stencil", "fori_loop", "pde"),
+)
+def heat1d(u, *, steps):
+    """Explicit finite-difference 1-D heat equation on 64 rods, fixed-temperature ends."""
+    return lax.fori_loop(0, steps, _heat_step, u)
