@@ -26,7 +26,7 @@ SUITE_FILES = [
         "linalg",
         "stencils",
         "control_flow",
-        "signal",
+        "signals",
         "physics_ml",
     )
 ]
@@ -156,3 +156,10 @@ def test_cli_lists_every_workload_with_tags_and_descriptions(cli):
 )
 def test_keyword_selects_by_tag_or_name(registry, expression, expected):
     assert {w.name for w in registry.select(keyword=expression)} == expected
+
+
+def test_default_discovery_finds_exactly_the_default_suite():
+    # What `jitbench run` sees with no --suite: pitfalls and adapters opt out.
+    registry = discover([REPO / "suites"])
+    assert registry.errors == []
+    assert set(registry.workloads) == EXPECTED
