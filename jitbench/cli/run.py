@@ -23,10 +23,12 @@ from jitbench.cli.common import (
     parse_choices,
     split_list,
 )
+from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
+from jitbench.compare import compare
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
-from jitbench.results import Mode, Run, Status, save_run
+from jitbench.results import Mode, Run, Status, load_run, save_run
 from jitbench.runner import CaseFinished, CaseStarted, RunConfig, RunEvent, RunStarted, new_run_id
 from jitbench.runner import run_workloads
 
@@ -148,8 +150,20 @@ def run_cmd(
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 if any case errors or mismatches.")
     ] = False,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="Compare the new run with this run JSON (the gate).",
+                     show_default=False),
+    ] = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="With --baseline: exit 1 on a regression.")
+    ] = False,
 ) -> None:
     """Measure workloads in NumPy, JAX eager and JAX jit and write the run JSON."""
+    # Bad baseline input fails fast (exit 2), before any measuring.
+    if fail_on_regression and baseline is None:
+        raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
+    base_run = load_run(baseline) if baseline is not None else None
     config = build_config(
         quick=quick, sizes=split_list(sizes), modes=split_list(modes), devices=split_list(devices),
         x64=x64, sweep=sweep, budget=budget, precision=precision, min_samples=min_samples,
@@ -188,4 +202,11 @@ def run_cmd(
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")
     failed = any(m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT) for m in run.measurements)
-    raise typer.Exit(EXIT_FAILED if (strict and (failed or registry.errors)) else EXIT_OK)
+    regressed = False
+    if base_run is not None:
+        cmp = compare(base_run, run)
+        render_comparison(cmp)
+        regressed = fail_on_regression and cmp.has_regression
+    raise typer.Exit(
+        EXIT_FAILED if (strict and (failed or registry.errors)) or regressed else EXIT_OK
+    )

@@ -1,0 +1,105 @@
+"""`jitbench compare BASE NEW`: the regression gate (exit 1 on regression, 2 on bad input)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jitbench import compare_render
+from jitbench.cli import app
+from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
+from jitbench.compare import Comparison, Thresholds, Verdict, compare
+from jitbench.errors import OutputError
+from jitbench.results import load_run, write_text_atomic
+
+_DEFAULTS = Thresholds()
+
+ThresholdOpt = Annotated[
+    float,
+    typer.Option(
+        "--threshold", help="Run-time factor: new/base median beyond it is a large change."
+    ),
+]
+AlphaOpt = Annotated[
+    float, typer.Option("--alpha", help="Significance level of the Mann–Whitney U test.")
+]
+CompileThresholdOpt = Annotated[
+    float, typer.Option("--compile-threshold", help="Jit compile-time factor.")
+]
+CompileFloorOpt = Annotated[
+    float,
+    typer.Option("--compile-floor", help="Seconds a compile-time change must also exceed."),
+]
+MarkdownOpt = Annotated[
+    Path | None,
+    typer.Option("--markdown", help="Write a markdown report (PR comment, $GITHUB_STEP_SUMMARY); "
+                 "'-' for stdout.", show_default=False),
+]
+JsonOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--json", help="Write the comparison as JSON; '-' for stdout.", show_default=False
+    ),
+]
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write `text` to `path`, or to stdout when path is '-'."""
+    if str(path) == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    if path.is_dir():
+        raise OutputError(f"{str(path)!r} is a folder; give a file name.")
+    write_text_atomic(path, text)
+
+
+def render(
+    cmp: Comparison, *, markdown: Path | None = None, json_path: Path | None = None,
+    all_rows: bool = True,
+) -> None:
+    """Print the comparison and write the requested files (shared with `run --baseline`)."""
+    to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
+    console = err if to_stdout else out  # keep stdout clean for the machine-readable output
+    console.print(compare_render.comparison_renderable(cmp, all_rows=all_rows))
+    style = "bold red" if cmp.has_regression else "green"
+    console.print(f"[{style}]{escape(compare_render.summary_line(cmp))}[/]")
+    if cmp.has_regression:
+        console.print(f"[bold red]regressed:[/] {escape(', '.join(cmp.regressed_workloads))}")
+    inconclusive = cmp.count(Verdict.INCONCLUSIVE)
+    if inconclusive:
+        err.print(f"[yellow]warning:[/] {inconclusive} large change(s) could not be tested "
+                  "with so few samples; rerun both sides with more samples (--min-samples).")
+    if markdown is not None:
+        write_output(markdown, compare_render.comparison_markdown(cmp))
+    if json_path is not None:
+        write_output(json_path, json.dumps(cmp.to_dict(), indent=1, allow_nan=False))
+
+
+@app.command("compare")
+@handles_errors
+def compare_cmd(
+    base: Annotated[Path, typer.Argument(help="Baseline run JSON.", show_default=False)],
+    new: Annotated[Path, typer.Argument(help="New run JSON.", show_default=False)],
+    threshold: ThresholdOpt = _DEFAULTS.threshold,
+    alpha: AlphaOpt = _DEFAULTS.alpha,
+    compile_threshold: CompileThresholdOpt = _DEFAULTS.compile_threshold,
+    compile_floor: CompileFloorOpt = _DEFAULTS.compile_floor_s,
+    markdown: MarkdownOpt = None,
+    json_path: JsonOpt = None,
+    changes_only: Annotated[
+        bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
+    ] = False,
+) -> None:
+    """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input."""
+    base_run, new_run = load_run(base), load_run(new)
+    cmp = compare(
+        base_run, new_run, threshold=threshold, alpha=alpha,
+        compile_threshold=compile_threshold, compile_floor_s=compile_floor,
+    )
+    render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
+    raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
