@@ -11,8 +11,8 @@ from __future__ import annotations
 import enum
 import math
 import statistics
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -376,7 +376,7 @@ def compare_measurements(
     """Classify one case × mode (either side may be missing)."""
     ref = new if new is not None else base
     assert ref is not None, "at least one side must exist"
-    common = {
+    common: dict[str, Any] = {
         "workload": ref.case.workload, "size": ref.case.size, "device": ref.case.device,
         "dtype": ref.case.dtype, "mode": ref.mode, "base": base, "new": new,
     }
@@ -483,12 +483,55 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def merge_runs(runs: Sequence[Run]) -> Run:
+    """Pool several runs of the same code into one, for rounds that alternate base and new.
+
+    Samples of the same case × mode are concatenated (they are seconds per call, so
+    different calls-per-sample counts pool fine); the compile figures kept are those of the
+    run with the median jit compile time; a case that failed in any run counts as failed.
+    Environment and configuration come from the first run. One run is returned unchanged.
+
+    Raises:
+        ValueError: `runs` is empty.
+    """
+    if not runs:
+        raise ValueError("no runs to merge")
+    if len(runs) == 1:
+        return runs[0]
+    groups: dict[tuple[CaseKey, Mode], list[Measurement]] = {}
+    for run in runs:
+        for m in run.measurements:
+            groups.setdefault((m.case.key, m.mode), []).append(m)
+    merged = []
+    for ms in groups.values():
+        failed = next((m for m in ms if m.status in _FAILED), None)
+        if failed is not None:
+            merged.append(failed)
+            continue
+        ok = [m for m in ms if m.ok]
+        if not ok:
+            merged.append(ms[0])
+            continue
+        timed = sorted((c, i) for i, m in enumerate(ok) if (c := _compile_s(m)) is not None)
+        keeper = ok[timed[(len(timed) - 1) // 2][1]] if timed else ok[0]
+        samples = tuple(x for m in ok for x in m.samples_s)
+        merged.append(replace(keeper, samples_s=samples))
+    first = runs[0]
+    return replace(
+        first,
+        run_id=f"{first.run_id}+{len(runs) - 1}",
+        finished_at=runs[-1].finished_at,
+        complete=all(r.complete for r in runs),
+        measurements=tuple(merged),
+    )
+
+
 def _commit(run: Run) -> str | None:
     git = run.environment.get("git") or {}
     commit = git.get("commit")
     if not commit:
         return None
-    return f"{str(commit)[:12]}{' (dirty)' if git.get('dirty') else ''}"
+    return f"{str(commit)[:12]}{' dirty' if git.get('dirty') else ''}"
 
 
 def compare(
@@ -553,6 +596,7 @@ __all__ = [
     "compare_measurements",
     "compare_timing",
     "environment_differences",
+    "merge_runs",
     "samples_needed",
     "smallest_p",
 ]

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import format as fmt
-from jitbench.compare import Comparison, Entry, Verdict
+from jitbench.compare import FAILING_VERDICTS, Comparison, Entry, Verdict
 from jitbench.results import Mode
 
 _VERDICT_STYLE = {
@@ -201,6 +201,18 @@ def _md_entry_row(e: Entry) -> list[str]:
     ]
 
 
+def _md_compile_table(entries: tuple[Entry, ...]) -> list[str]:
+    rows = []
+    for e in entries:
+        c = e.compile
+        assert c is not None
+        rows.append([md_escape(e.workload), md_escape(e.size), md_escape(e.device),
+                     md_escape(e.dtype), e.mode.value, md_escape(fmt.seconds(c.base_s)),
+                     md_escape(fmt.seconds(c.new_s)), md_escape(percent_change(c.ratio))])
+    return _md_table(["workload", "size", "device", "dtype", "mode", "base", "new", "change"],
+                     rows, "lllllrrr")
+
+
 _ENTRY_HEADER = ["workload", "size", "device", "dtype", "mode", "base", "new", "change", "p",
                  "jit compile", "verdict", "note"]
 _ENTRY_ALIGN = "lllllrrrrrll"
@@ -222,8 +234,8 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     )
     lines.append(f"## {icon} {md_escape(title)}: {head}")
     lines.append("")
-    base = f"`{cmp.base_run_id}`" + (f" ({md_escape(cmp.base_commit)})" if cmp.base_commit else "")
-    new = f"`{cmp.new_run_id}`" + (f" ({md_escape(cmp.new_commit)})" if cmp.new_commit else "")
+    base = f"`{cmp.base_run_id}`" + (f" at {md_escape(cmp.base_commit)}" if cmp.base_commit else "")
+    new = f"`{cmp.new_run_id}`" + (f" at {md_escape(cmp.new_commit)}" if cmp.new_commit else "")
     lines.append(f"Base {base} → new {new}. {md_escape(summary_line(cmp))}.")
     lines.append("")
     lines.append(f"Thresholds: {md_escape(thresholds_line(cmp))}.")
@@ -236,17 +248,27 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
             lines.append(f"> - **{md_escape(d.name)}**: {md_escape(_plain(d.base))} → "
                          f"{md_escape(_plain(d.new))}")
         lines.append("")
-    if failures:
+    slower = [e for e in cmp.entries if e.verdict in FAILING_VERDICTS]
+    if slower:
         lines.append("### Regressions")
         lines.append("")
-        lines.extend(_md_table(_ENTRY_HEADER, [_md_entry_row(e) for e in failures], _ENTRY_ALIGN))
+        lines.extend(_md_table(_ENTRY_HEADER, [_md_entry_row(e) for e in slower], _ENTRY_ALIGN))
         lines.append("")
-    better = [e for e in cmp.entries if e.verdict in (Verdict.IMPROVEMENT, Verdict.FIXED)
-              or (e.compile and e.compile.verdict is Verdict.IMPROVEMENT)]
+    if cmp.compile_regressions:
+        lines.append("### Compile-time regressions (jit trace + lower + compile, cold)")
+        lines.append("")
+        lines.extend(_md_compile_table(cmp.compile_regressions))
+        lines.append("")
+    better = [e for e in cmp.entries if e.verdict in (Verdict.IMPROVEMENT, Verdict.FIXED)]
     if better:
         lines.append("### Improvements")
         lines.append("")
         lines.extend(_md_table(_ENTRY_HEADER, [_md_entry_row(e) for e in better], _ENTRY_ALIGN))
+        lines.append("")
+    if cmp.compile_improvements:
+        lines.append("### Compile-time improvements")
+        lines.append("")
+        lines.extend(_md_compile_table(cmp.compile_improvements))
         lines.append("")
     inconclusive = [e for e in cmp.entries if e.verdict is Verdict.INCONCLUSIVE]
     if inconclusive:

@@ -300,7 +300,7 @@ def test_environment_differences_are_listed():
     assert "gpu:0=H100" in names["devices"][1]
     assert names["config.plan.budget_s"] == (2.0, 0.5)
     assert "git" not in names and "numpy" not in names
-    assert cmp.new_commit == "def (dirty)"
+    assert cmp.new_commit == "def dirty"
     assert not compare(make_run(), make_run()).environment_differences
 
 
@@ -343,6 +343,15 @@ def test_markdown_names_regressed_workloads_and_escapes_pipes():
     assert "### Regressions" in md
 
 
+def test_markdown_lists_compile_regressions_apart():
+    ok = spread(1e-3, 12)
+    md = comparison_markdown(compare(make_run(meas("slowc", samples=ok, compile_s=0.1)),
+                                     make_run(meas("slowc", samples=ok, compile_s=0.3))))
+    assert "slowc" in md.splitlines()[0]
+    assert "### Compile-time regressions" in md and "### Regressions" not in md
+    assert "| slowc | S | cpu:0 | float32 | jit | 100 ms | 300 ms | +200.0 % |" in md
+
+
 def test_markdown_pass_and_environment_warning():
     ok = spread(1e-3, 12)
     env2 = {**ENV, "versions": {"jax": "0.11.0", "numpy": "2.0"}}
@@ -365,3 +374,50 @@ def test_rich_table_has_a_row_per_entry():
                   make_run(meas("a", samples=spread(2e-3, 12)), meas("b", samples=ok)))
     assert comparison_table(cmp).row_count == 2
     assert comparison_table(cmp, all_rows=False).row_count == 1
+
+
+# --- rounds: several runs of one side pooled -----------------------------------------------
+
+
+def test_merge_runs_pools_samples_and_keeps_median_compile():
+    from jitbench.compare import merge_runs
+
+    r1 = make_run(meas(samples=(1.0, 1.1), compile_s=0.3), meas("b", samples=(1.0,)),
+                  run_id="r1")
+    r2 = make_run(meas(samples=(1.2,), compile_s=0.1), meas("b", status=Status.ERROR),
+                  run_id="r2")
+    r3 = make_run(meas(samples=(1.3,), compile_s=0.2), meas("b", samples=(1.0,)), run_id="r3")
+    merged = merge_runs([r1, r2, r3])
+    assert merged.run_id == "r1+2"
+    w = merged.get(("w", "S", "cpu:0", "float32"), Mode.JIT)
+    assert w.samples_s == (1.0, 1.1, 1.2, 1.3)
+    assert w.compile.total_compile_s == pytest.approx(0.2)
+    b = merged.get(("b", "S", "cpu:0", "float32"), Mode.JIT)
+    assert b.status is Status.ERROR  # failing in any round is failing
+    assert merge_runs([r1]) is r1
+    with pytest.raises(ValueError):
+        merge_runs([])
+
+
+def test_compare_accepts_folders_of_rounds(tmp_path):
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+    from jitbench.results import save_run
+
+    for side, center in (("base", 1e-3), ("head", 1.5e-3)):
+        for i in range(3):
+            save_run(make_run(meas(samples=spread(center, 4, 0.02)), run_id=f"{side}{i}"),
+                     tmp_path / side / "runs" / f"{side}{i}.json")
+    # 4 samples per run cannot reach p < 0.01; 3 rounds pooled (12 per side) can.
+    single = CliRunner().invoke(app, ["compare", str(tmp_path / "base" / "runs" / "base0.json"),
+                                      str(tmp_path / "head" / "runs" / "head0.json")])
+    assert single.exit_code == 0, single.output
+    pooled = CliRunner().invoke(app, ["compare", str(tmp_path / "base"), str(tmp_path / "head"),
+                                      "--json", str(tmp_path / "c.json")])
+    assert pooled.exit_code == 1, pooled.output
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["entries"][0]["base_n"] == 12 and data["entries"][0]["verdict"] == "regression"
+    (tmp_path / "empty").mkdir()
+    empty = CliRunner().invoke(app, ["compare", str(tmp_path / "empty"), str(tmp_path / "head")])
+    assert empty.exit_code == 2 and "no run JSON" in empty.output

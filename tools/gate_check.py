@@ -14,7 +14,8 @@ of its loop) is multiplied by FACTOR for every size preset.
 
 Usage (from the repository root):
 
-    python tools/gate_check.py --rounds 5 --sizes S --budget 0.5 --out /tmp/gate_check
+    python tools/gate_check.py --rounds 5 --run-args "-s S --budget 0.5" --out /tmp/gate_check
+    python tools/gate_check.py --concurrent ...   # A, S and B measured at the same time
 
 It prints one line per comparison and a summary, writes summary.json under --out, records
 the machine's CPU pressure (load) around each round, and exits 0 when the acceptance holds
@@ -149,9 +150,8 @@ def worst(entries: list[dict]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--sizes", default="S")
-    ap.add_argument("--budget", default="0.5")
-    ap.add_argument("--min-samples", default=None)
+    ap.add_argument("--run-args", default="-s S --budget 0.5",
+                    help="`jitbench run` options for every run (default: %(default)s)")
     ap.add_argument("--inject", default="jacobi2d:steps", help="WORKLOAD:PARAM to scale")
     ap.add_argument("--factor", type=float, default=1.3)
     ap.add_argument("--suite", type=Path, default=REPO / "suites")
@@ -165,9 +165,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     slow_suite = make_slow_suite(args.suite, args.out / "suite_slow", workload, param,
                                  args.factor)
-    run_args = ["-s", args.sizes, "--budget", args.budget]
-    if args.min_samples:
-        run_args += ["--min-samples", args.min_samples]
+    run_args = args.run_args.split()
     cmp_args = args.compare_args.split()
     print(f"run options: {' '.join(run_args)}; compare options: {' '.join(cmp_args) or '-'}; "
           f"injected: {workload} {param} x{args.factor}; "

@@ -12,9 +12,9 @@ import typer
 from jitbench import compare_render
 from jitbench.cli import app
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
-from jitbench.compare import Comparison, Thresholds, Verdict, compare
-from jitbench.errors import OutputError
-from jitbench.results import load_run, write_text_atomic
+from jitbench.compare import Comparison, Thresholds, Verdict, compare, merge_runs
+from jitbench.errors import OutputError, ResultsFormatError
+from jitbench.results import Run, load_run, write_text_atomic
 
 _DEFAULTS = Thresholds()
 
@@ -45,6 +45,22 @@ JsonOpt = Annotated[
         "--json", help="Write the comparison as JSON; '-' for stdout.", show_default=False
     ),
 ]
+
+
+def load_side(path: Path) -> Run:
+    """One run file, or a folder of run files (rounds of one side) pooled into one run.
+
+    A folder may hold the run files or be a `--out` folder with them under `runs/`.
+    """
+    if not path.is_dir():
+        return load_run(path)
+    files = sorted(path.glob("*.json")) or sorted((path / "runs").glob("*.json"))
+    if not files:
+        raise ResultsFormatError(
+            f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
+            "pass a run file or the --out folder of `jitbench run`."
+        )
+    return merge_runs([load_run(f) for f in files])
 
 
 def write_output(path: Path, text: str) -> None:
@@ -83,8 +99,11 @@ def render(
 @app.command("compare")
 @handles_errors
 def compare_cmd(
-    base: Annotated[Path, typer.Argument(help="Baseline run JSON.", show_default=False)],
-    new: Annotated[Path, typer.Argument(help="New run JSON.", show_default=False)],
+    base: Annotated[Path, typer.Argument(
+        help="Baseline run JSON, or a folder of runs (rounds) pooled into one.",
+        show_default=False)],
+    new: Annotated[Path, typer.Argument(
+        help="New run JSON, or a folder of runs (rounds) pooled into one.", show_default=False)],
     threshold: ThresholdOpt = _DEFAULTS.threshold,
     alpha: AlphaOpt = _DEFAULTS.alpha,
     compile_threshold: CompileThresholdOpt = _DEFAULTS.compile_threshold,
@@ -95,8 +114,14 @@ def compare_cmd(
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
 ) -> None:
-    """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input."""
-    base_run, new_run = load_run(base), load_run(new)
+    """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
+
+    Measurements are matched by workload, size, device, dtype and mode. Run time regresses
+    when the new/base median ratio is above --threshold AND the Mann–Whitney U test on the
+    raw samples gives p < --alpha; jit compile time when it grows by --compile-threshold
+    and by more than --compile-floor seconds; a case that was ok and now fails regresses.
+    """
+    base_run, new_run = load_side(base), load_side(new)
     cmp = compare(
         base_run, new_run, threshold=threshold, alpha=alpha,
         compile_threshold=compile_threshold, compile_floor_s=compile_floor,
