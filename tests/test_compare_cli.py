@@ -47,7 +47,7 @@ def busy(xp, x, w, *, steps):
 # many more to see a real change through the noise of a busy shared machine. A loose
 # precision target stops sampling right there; the budget only caps a very busy machine.
 RUN_ARGS = ("-s", "S", "--modes", "numpy,jit", "--min-samples", "25", "--precision", "0.5",
-            "--budget", "5")
+            "--budget", "20")
 
 
 def _start_run(suite: Path, out: Path, steps: int) -> subprocess.Popen[str]:

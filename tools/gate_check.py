@@ -91,8 +91,8 @@ def _env() -> dict[str, str]:
 
 
 def measure(jobs: list[tuple[Path, Path]], run_args: list[str], *, concurrent: bool) -> list[Path]:
-    """Run `jitbench run --suite SUITE --out OUT` for each job, one after the other or all
-    at once; return the run files in job order."""
+    """Run `jitbench run --suite SUITE --out OUT RUN_ARGS` for each job, one after the other
+    or all at once; return the --out folders in job order."""
 
     def start(suite: Path, out: Path) -> subprocess.Popen[str]:
         return subprocess.Popen(
@@ -112,11 +112,7 @@ def measure(jobs: list[tuple[Path, Path]], run_args: list[str], *, concurrent: b
     else:
         for s, o in jobs:
             finish(start(s, o))
-    paths = []
-    for _, out in jobs:
-        (path,) = (out / "runs").glob("*.json")
-        paths.append(path)
-    return paths
+    return [out for _, out in jobs]
 
 
 def compare(base: Path, new: Path, out: Path, tag: str, cmp_args: list[str]) -> dict:
@@ -159,6 +155,8 @@ def main() -> int:
     ap.add_argument("--compare-args", default="", help="extra `jitbench compare` options")
     ap.add_argument("--concurrent", action="store_true",
                     help="measure A, S and B at the same time, so machine drift hits all alike")
+    ap.add_argument("--per-workload", action="store_true",
+                    help="one process per workload and side (A, S, B of one workload together)")
     args = ap.parse_args()
 
     workload, param = args.inject.split(":")
@@ -167,9 +165,12 @@ def main() -> int:
                                  args.factor)
     run_args = args.run_args.split()
     cmp_args = args.compare_args.split()
+    listing = jitbench("list", "--suite", str(args.suite), "--json")
+    workloads = [w["name"] for w in json.loads(listing.stdout)]
     print(f"run options: {' '.join(run_args)}; compare options: {' '.join(cmp_args) or '-'}; "
           f"injected: {workload} {param} x{args.factor}; "
-          f"{'concurrent' if args.concurrent else 'sequential'} runs A, S, B")
+          f"{'concurrent' if args.concurrent else 'sequential'} runs A, S, B"
+          f"{', one process per workload' if args.per_workload else ''}")
 
     results = []
     for r in range(1, args.rounds + 1):
@@ -178,8 +179,12 @@ def main() -> int:
         rdir = args.out / f"round{r}"
         if rdir.exists():
             shutil.rmtree(rdir)
-        a, s, b = measure([(args.suite, rdir / "a"), (slow_suite, rdir / "slow"),
-                           (args.suite, rdir / "b")], run_args, concurrent=args.concurrent)
+        # One process per side, or with --per-workload one per side and workload; the
+        # --out folders then hold several runs, which `jitbench compare` pools.
+        for names in ([[w] for w in workloads] if args.per_workload else [[]]):
+            a, s, b = measure([(args.suite, rdir / "a"), (slow_suite, rdir / "slow"),
+                               (args.suite, rdir / "b")], [*run_args, *names],
+                              concurrent=args.concurrent)
         load_after = cpu_load()
         aa = compare(a, b, args.out, f"round{r}-aa", cmp_args)
         sl = compare(a, s, args.out, f"round{r}-slow", cmp_args)
@@ -220,7 +225,7 @@ def main() -> int:
     print(f"slowdown pairs with no other workload flagged: {only}/{n}")
     (args.out / "summary.json").write_text(json.dumps(
         {"run_args": run_args, "compare_args": cmp_args, "inject": args.inject,
-         "concurrent": args.concurrent,
+         "concurrent": args.concurrent, "per_workload": args.per_workload,
          "factor": args.factor, "rounds": results, "aa_clean": aa_clean, "caught": caught},
         indent=1))
     return 0 if aa_clean == n and caught == n else 1

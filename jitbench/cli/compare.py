@@ -116,10 +116,10 @@ def compare_cmd(
 ) -> None:
     """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
 
-    Measurements are matched by workload, size, device, dtype and mode. Run time regresses
-    when the new/base median ratio is above --threshold AND the Mann–Whitney U test on the
-    raw samples gives p < --alpha; jit compile time when it grows by --compile-threshold
-    and by more than --compile-floor seconds; a case that was ok and now fails regresses.
+    Cases are matched by workload, size, device, dtype and mode.
+    Run time regresses when new/base median > --threshold and Mann–Whitney p < --alpha.
+    Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
+    A case that was ok and now errors or mismatches is a regression too.
     """
     base_run, new_run = load_side(base), load_side(new)
     cmp = compare(
