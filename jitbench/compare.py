@@ -226,12 +226,15 @@ class Comparison:
             "counts": {v.value: self.count(v) for v in Verdict},
             "compile_regressions": len(self.compile_regressions),
             "environment_differences": [
-                {"name": d.name, "base": d.base, "new": d.new}
-                for d in self.environment_differences
+                {"name": d.name, "base": d.base, "new": d.new} for d in self.environment_differences
             ],
             "geomeans": [
-                {"device": g.device, "mode": g.mode.value, "ratio": _finite(g.ratio),
-                 "count": g.count}
+                {
+                    "device": g.device,
+                    "mode": g.mode.value,
+                    "ratio": _finite(g.ratio),
+                    "count": g.count,
+                }
                 for g in self.geomeans
             ],
             "entries": [_entry_dict(e) for e in self.entries],
@@ -326,7 +329,11 @@ def compare_timing(
     floor = smallest_p(len(base_samples), len(new_samples))
     if floor >= thresholds.alpha:
         return (
-            Verdict.INCONCLUSIVE, ratio, r.low, r.high, p,
+            Verdict.INCONCLUSIVE,
+            ratio,
+            r.low,
+            r.high,
+            p,
             f"{direction}, but {len(base_samples)} vs {len(new_samples)} samples cannot reach "
             f"p < {thresholds.alpha:g}; measure at least {samples_needed(thresholds.alpha)} "
             "per side (--min-samples)",
@@ -377,8 +384,13 @@ def compare_measurements(
     ref = new if new is not None else base
     assert ref is not None, "at least one side must exist"
     common: dict[str, Any] = {
-        "workload": ref.case.workload, "size": ref.case.size, "device": ref.case.device,
-        "dtype": ref.case.dtype, "mode": ref.mode, "base": base, "new": new,
+        "workload": ref.case.workload,
+        "size": ref.case.size,
+        "device": ref.case.device,
+        "dtype": ref.case.dtype,
+        "mode": ref.mode,
+        "base": base,
+        "new": new,
     }
     if base is None:
         return Entry(verdict=Verdict.NEW, **common)
@@ -392,18 +404,29 @@ def compare_measurements(
         why = new.error.type if new.error is not None else new.status.value
         return Entry(verdict=Verdict.NOW_FAILING, note=why, **common)
     if base_failed:
-        return Entry(verdict=Verdict.FIXED, compile=compile_change,
-                     note=f"was {base.status.value}", **common)
+        return Entry(
+            verdict=Verdict.FIXED, compile=compile_change, note=f"was {base.status.value}", **common
+        )
     if not (base.ok and new.ok):
         side = "base" if not base.ok else "new"
         m = base if not base.ok else new
-        return Entry(verdict=Verdict.NOT_COMPARED, compile=compile_change,
-                     note=f"{side} is {m.status.value} with {len(m.samples_s)} samples", **common)
+        return Entry(
+            verdict=Verdict.NOT_COMPARED,
+            compile=compile_change,
+            note=f"{side} is {m.status.value} with {len(m.samples_s)} samples",
+            **common,
+        )
     verdict, ratio, low, high, p, note = compare_timing(base.samples_s, new.samples_s, thresholds)
     notes = [n for n in (note, _params_note(base, new)) if n]
     return Entry(
-        verdict=verdict, ratio=ratio, ratio_low=low, ratio_high=high, p_value=p,
-        compile=compile_change, note="; ".join(notes), **common,
+        verdict=verdict,
+        ratio=ratio,
+        ratio_low=low,
+        ratio_high=high,
+        p_value=p,
+        compile=compile_change,
+        note="; ".join(notes),
+        **common,
     )
 
 
@@ -559,16 +582,23 @@ def compare(
         ConfigError: a threshold or alpha out of range.
     """
     thresholds = Thresholds(
-        threshold=threshold, alpha=alpha, compile_threshold=compile_threshold,
+        threshold=threshold,
+        alpha=alpha,
+        compile_threshold=compile_threshold,
         compile_floor_s=compile_floor_s,
     )
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))
-    entries = [compare_measurements(base_by_key.get(k), new_by_key[k], thresholds)
-               for k in dict.fromkeys(new_keys)]
-    entries += [compare_measurements(m, None, thresholds)
-                for k, m in base_by_key.items() if k not in new_by_key]
+    entries = [
+        compare_measurements(base_by_key.get(k), new_by_key[k], thresholds)
+        for k in dict.fromkeys(new_keys)
+    ]
+    entries += [
+        compare_measurements(m, None, thresholds)
+        for k, m in base_by_key.items()
+        if k not in new_by_key
+    ]
     result = tuple(entries)
     return Comparison(
         base_run_id=base.run_id,

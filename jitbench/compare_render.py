@@ -86,30 +86,54 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
     With `all_rows=False`, unchanged rows are left out.
     """
     title = f"jitbench compare {cmp.base_run_id} → {cmp.new_run_id}"
-    table = Table(title=title, title_justify="left", caption=thresholds_line(cmp),
-                  caption_justify="left")
+    table = Table(
+        title=title, title_justify="left", caption=thresholds_line(cmp), caption_justify="left"
+    )
     for col, justify in (
-        ("workload", "left"), ("size", "left"), ("device", "left"), ("dtype", "left"),
-        ("mode", "left"), ("base", "right"), ("new", "right"), ("new/base", "right"),
-        ("change", "right"), ("p", "right"), ("jit compile", "right"), ("verdict", "left"),
+        ("workload", "left"),
+        ("size", "left"),
+        ("device", "left"),
+        ("dtype", "left"),
+        ("mode", "left"),
+        ("base", "right"),
+        ("new", "right"),
+        ("new/base", "right"),
+        ("change", "right"),
+        ("p", "right"),
+        ("jit compile", "right"),
+        ("verdict", "left"),
         ("note", "left"),
     ):
         table.add_column(col, justify=justify, no_wrap=col != "note")  # type: ignore[arg-type]
     for e in cmp.entries:
-        if not all_rows and e.verdict is Verdict.UNCHANGED and not e.fails_gate and not (
-            e.compile and e.compile.verdict is not Verdict.UNCHANGED
+        if (
+            not all_rows
+            and e.verdict is Verdict.UNCHANGED
+            and not e.fails_gate
+            and not (e.compile and e.compile.verdict is not Verdict.UNCHANGED)
         ):
             continue
         style = _VERDICT_STYLE[e.verdict]
         compile_style = (
-            "bold red" if e.compile and e.compile.verdict is Verdict.REGRESSION
-            else "green" if e.compile and e.compile.verdict is Verdict.IMPROVEMENT else ""
+            "bold red"
+            if e.compile and e.compile.verdict is Verdict.REGRESSION
+            else "green"
+            if e.compile and e.compile.verdict is Verdict.IMPROVEMENT
+            else ""
         )
         table.add_row(
-            e.workload, e.size, e.device, e.dtype, e.mode.value,
-            _median_cell(e, "base"), _median_cell(e, "new"), ratio_cell(e),
-            Text(percent_change(e.ratio), style=style if e.verdict in (
-                Verdict.REGRESSION, Verdict.IMPROVEMENT) else ""),
+            e.workload,
+            e.size,
+            e.device,
+            e.dtype,
+            e.mode.value,
+            _median_cell(e, "base"),
+            _median_cell(e, "new"),
+            ratio_cell(e),
+            Text(
+                percent_change(e.ratio),
+                style=style if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else "",
+            ),
             p_value(e.p_value),
             Text(compile_cell(e), style=compile_style),
             Text(e.verdict.value, style=style),
@@ -158,8 +182,15 @@ def geomean_table(cmp: Comparison) -> Table | None:
 
 def comparison_renderable(cmp: Comparison, *, all_rows: bool = True) -> Group:
     """Environment differences (if any), the comparison table and the geometric means."""
-    parts = [t for t in (environment_table(cmp), comparison_table(cmp, all_rows=all_rows),
-                         geomean_table(cmp)) if t is not None]
+    parts = [
+        t
+        for t in (
+            environment_table(cmp),
+            comparison_table(cmp, all_rows=all_rows),
+            geomean_table(cmp),
+        )
+        if t is not None
+    ]
     return Group(*parts)
 
 
@@ -194,10 +225,18 @@ def _md_table(header: list[str], rows: list[list[str]], align: str) -> list[str]
 
 def _md_entry_row(e: Entry) -> list[str]:
     return [
-        md_escape(e.workload), md_escape(e.size), md_escape(e.device), md_escape(e.dtype),
-        e.mode.value, md_escape(_median_cell(e, "base")), md_escape(_median_cell(e, "new")),
-        md_escape(percent_change(e.ratio)), md_escape(p_value(e.p_value)),
-        md_escape(compile_cell(e)), md_escape(e.verdict.value), md_escape(e.note),
+        md_escape(e.workload),
+        md_escape(e.size),
+        md_escape(e.device),
+        md_escape(e.dtype),
+        e.mode.value,
+        md_escape(_median_cell(e, "base")),
+        md_escape(_median_cell(e, "new")),
+        md_escape(percent_change(e.ratio)),
+        md_escape(p_value(e.p_value)),
+        md_escape(compile_cell(e)),
+        md_escape(e.verdict.value),
+        md_escape(e.note),
     ]
 
 
@@ -206,15 +245,37 @@ def _md_compile_table(entries: tuple[Entry, ...]) -> list[str]:
     for e in entries:
         c = e.compile
         assert c is not None
-        rows.append([md_escape(e.workload), md_escape(e.size), md_escape(e.device),
-                     md_escape(e.dtype), e.mode.value, md_escape(fmt.seconds(c.base_s)),
-                     md_escape(fmt.seconds(c.new_s)), md_escape(percent_change(c.ratio))])
-    return _md_table(["workload", "size", "device", "dtype", "mode", "base", "new", "change"],
-                     rows, "lllllrrr")
+        rows.append(
+            [
+                md_escape(e.workload),
+                md_escape(e.size),
+                md_escape(e.device),
+                md_escape(e.dtype),
+                e.mode.value,
+                md_escape(fmt.seconds(c.base_s)),
+                md_escape(fmt.seconds(c.new_s)),
+                md_escape(percent_change(c.ratio)),
+            ]
+        )
+    return _md_table(
+        ["workload", "size", "device", "dtype", "mode", "base", "new", "change"], rows, "lllllrrr"
+    )
 
 
-_ENTRY_HEADER = ["workload", "size", "device", "dtype", "mode", "base", "new", "change", "p",
-                 "jit compile", "verdict", "note"]
+_ENTRY_HEADER = [
+    "workload",
+    "size",
+    "device",
+    "dtype",
+    "mode",
+    "base",
+    "new",
+    "change",
+    "p",
+    "jit compile",
+    "verdict",
+    "note",
+]
 _ENTRY_ALIGN = "lllllrrrrrll"
 
 
@@ -230,7 +291,8 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     head = (
         f"{len(failures)} regression(s) in "
         + ", ".join(f"**{md_escape(w)}**" for w in cmp.regressed_workloads)
-        if failures else "no regression"
+        if failures
+        else "no regression"
     )
     lines.append(f"## {icon} {md_escape(title)}: {head}")
     lines.append("")
@@ -242,11 +304,14 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     lines.append("")
     if cmp.environment_differences:
         lines.append("> [!WARNING]")
-        lines.append("> The two runs were measured in different environments; "
-                     "timings may not be comparable:")
+        lines.append(
+            "> The two runs were measured in different environments; timings may not be comparable:"
+        )
         for d in cmp.environment_differences:
-            lines.append(f"> - **{md_escape(d.name)}**: {md_escape(_plain(d.base))} → "
-                         f"{md_escape(_plain(d.new))}")
+            lines.append(
+                f"> - **{md_escape(d.name)}**: {md_escape(_plain(d.base))} → "
+                f"{md_escape(_plain(d.new))}"
+            )
         lines.append("")
     slower = [e for e in cmp.entries if e.verdict in FAILING_VERDICTS]
     if slower:
@@ -272,8 +337,10 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
         lines.append("")
     inconclusive = [e for e in cmp.entries if e.verdict is Verdict.INCONCLUSIVE]
     if inconclusive:
-        lines.append(f"{len(inconclusive)} large change(s) could not be tested: too few samples "
-                     "(see the note column below).")
+        lines.append(
+            f"{len(inconclusive)} large change(s) could not be tested: too few samples "
+            "(see the note column below)."
+        )
         lines.append("")
     if cmp.geomeans:
         lines.append("### Geometric mean of new/base (below 1 is faster)")
@@ -284,8 +351,11 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
             row = [md_escape(device)]
             for m in modes:
                 g = next((g for g in cmp.geomeans if g.device == device and g.mode is m), None)
-                row.append(md_escape(f"{fmt.ratio(g.ratio)} ({percent_change(g.ratio)}, "
-                                     f"{g.count} cases)") if g else "—")
+                row.append(
+                    md_escape(f"{fmt.ratio(g.ratio)} ({percent_change(g.ratio)}, {g.count} cases)")
+                    if g
+                    else "—"
+                )
             rows.append(row)
         lines.extend(_md_table(["device", *(m.value for m in modes)], rows, "l" + "r" * len(modes)))
         lines.append("")

@@ -36,9 +36,15 @@ from jitbench.results import (
 )
 
 ENV = {
-    "host": "box", "machine": "x86_64", "cpu": "cpu", "cpu_count": 2, "backend": "cpu",
+    "host": "box",
+    "machine": "x86_64",
+    "cpu": "cpu",
+    "cpu_count": 2,
+    "backend": "cpu",
     "devices": [{"id": 0, "platform": "cpu", "kind": "cpu", "label": "cpu:0"}],
-    "x64": False, "versions": {"jax": "0.10.2", "numpy": "2.0"}, "env": {},
+    "x64": False,
+    "versions": {"jax": "0.10.2", "numpy": "2.0"},
+    "env": {},
     "git": {"commit": "abc", "dirty": False},
 }
 
@@ -50,28 +56,51 @@ def spread(center: float, n: int, rel: float = 0.01) -> tuple[float, ...]:
     return tuple(center * (1 - rel + 2 * rel * i / (n - 1)) for i in range(n))
 
 
-def meas(workload: str = "w", mode: Mode = Mode.JIT, samples: tuple[float, ...] = (),
-         status: Status = Status.OK, compile_s: float | None = None, size: str = "S",
-         params: dict | None = None) -> Measurement:
+def meas(
+    workload: str = "w",
+    mode: Mode = Mode.JIT,
+    samples: tuple[float, ...] = (),
+    status: Status = Status.OK,
+    compile_s: float | None = None,
+    size: str = "S",
+    params: dict | None = None,
+) -> Measurement:
     compile_info = None
     if compile_s is not None:
-        compile_info = CompileInfo(trace_s=compile_s / 2, lower_s=compile_s / 4,
-                                   compile_s=compile_s / 4, first_call_s=compile_s)
+        compile_info = CompileInfo(
+            trace_s=compile_s / 2,
+            lower_s=compile_s / 4,
+            compile_s=compile_s / 4,
+            first_call_s=compile_s,
+        )
     return Measurement(
-        case=Case(workload=workload, size=size, device="cpu:0", dtype="float32",
-                  params=params or {}),
-        mode=mode, status=status, samples_s=samples, calls_per_sample=10,
+        case=Case(
+            workload=workload, size=size, device="cpu:0", dtype="float32", params=params or {}
+        ),
+        mode=mode,
+        status=status,
+        samples_s=samples,
+        calls_per_sample=10,
         compile=compile_info,
         error=ErrorInfo(type="ValueError", message="boom") if status is Status.ERROR else None,
     )
 
 
-def make_run(*measurements: Measurement, run_id: str = "r", env: dict | None = None,
-             config: dict | None = None) -> Run:
-    run = Run(run_id=run_id, started_at="2026-01-01T00:00:00+00:00",
-              finished_at="2026-01-01T00:01:00+00:00", complete=True,
-              environment=env or ENV, config=config or {"plan": {"budget_s": 2.0}},
-              measurements=tuple(measurements))
+def make_run(
+    *measurements: Measurement,
+    run_id: str = "r",
+    env: dict | None = None,
+    config: dict | None = None,
+) -> Run:
+    run = Run(
+        run_id=run_id,
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at="2026-01-01T00:01:00+00:00",
+        complete=True,
+        environment=env or ENV,
+        config=config or {"plan": {"budget_s": 2.0}},
+        measurements=tuple(measurements),
+    )
     # Round-trip through the real JSON form and schema, as `jitbench compare` would.
     return run_from_dict(json.loads(dump_run(run)))
 
@@ -104,16 +133,19 @@ def test_large_and_significant_slowdown_is_a_regression():
 
 
 def test_large_and_significant_speedup_is_an_improvement():
-    cmp = compare(make_run(meas(samples=spread(1.3e-3, 15))),
-                  make_run(meas(samples=spread(1e-3, 15))))
+    cmp = compare(
+        make_run(meas(samples=spread(1.3e-3, 15))), make_run(meas(samples=spread(1e-3, 15)))
+    )
     assert only(cmp).verdict is Verdict.IMPROVEMENT
     assert not cmp.has_regression
 
 
 def test_significant_but_small_change_is_unchanged():
     # 5 % slower with tight samples: significant, but below the 1.10 factor.
-    cmp = compare(make_run(meas(samples=spread(1e-3, 30, 0.005))),
-                  make_run(meas(samples=spread(1.05e-3, 30, 0.005))))
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 30, 0.005))),
+        make_run(meas(samples=spread(1.05e-3, 30, 0.005))),
+    )
     e = only(cmp)
     assert e.p_value < 1e-6
     assert e.verdict is Verdict.UNCHANGED
@@ -133,8 +165,7 @@ def test_large_but_not_significant_change_is_unchanged():
 @pytest.mark.parametrize("n", [1, 2, 3, 4])
 def test_too_few_samples_are_inconclusive_never_a_regression(n):
     # Twice as slow, but n vs n samples cannot reach p < 0.01 even perfectly separated.
-    cmp = compare(make_run(meas(samples=spread(1e-3, n))),
-                  make_run(meas(samples=spread(2e-3, n))))
+    cmp = compare(make_run(meas(samples=spread(1e-3, n))), make_run(meas(samples=spread(2e-3, n))))
     e = only(cmp)
     assert e.verdict is Verdict.INCONCLUSIVE
     assert "--min-samples" in e.note
@@ -142,8 +173,9 @@ def test_too_few_samples_are_inconclusive_never_a_regression(n):
 
 
 def test_few_samples_within_threshold_are_unchanged():
-    cmp = compare(make_run(meas(samples=spread(1e-3, 3))),
-                  make_run(meas(samples=spread(1.02e-3, 3))))
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 3))), make_run(meas(samples=spread(1.02e-3, 3)))
+    )
     assert only(cmp).verdict is Verdict.UNCHANGED
 
 
@@ -178,19 +210,32 @@ def test_smallest_p_and_samples_needed():
 
 def test_threshold_and_alpha_are_options():
     base, new = spread(1e-3, 15), spread(1.15e-3, 15)
-    assert only(compare(make_run(meas(samples=base)), make_run(meas(samples=new)))).verdict \
+    assert (
+        only(compare(make_run(meas(samples=base)), make_run(meas(samples=new)))).verdict
         is Verdict.REGRESSION
+    )
     loose = compare(make_run(meas(samples=base)), make_run(meas(samples=new)), threshold=1.2)
     assert only(loose).verdict is Verdict.UNCHANGED
-    strict_alpha = compare(make_run(meas(samples=spread(1e-3, 5))),
-                           make_run(meas(samples=spread(1.5e-3, 5))), alpha=0.001)
+    strict_alpha = compare(
+        make_run(meas(samples=spread(1e-3, 5))),
+        make_run(meas(samples=spread(1.5e-3, 5))),
+        alpha=0.001,
+    )
     assert only(strict_alpha).verdict is Verdict.INCONCLUSIVE
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"threshold": 1.0}, {"threshold": 0.9}, {"threshold": float("inf")},
-    {"alpha": 0.0}, {"alpha": 1.0}, {"compile_threshold": 1.0}, {"compile_floor_s": -1.0},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"threshold": 1.0},
+        {"threshold": 0.9},
+        {"threshold": float("inf")},
+        {"alpha": 0.0},
+        {"alpha": 1.0},
+        {"compile_threshold": 1.0},
+        {"compile_floor_s": -1.0},
+    ],
+)
 def test_bad_thresholds_raise_config_error(kwargs):
     with pytest.raises(ConfigError):
         compare(make_run(), make_run(), **kwargs)
@@ -202,23 +247,31 @@ def test_bad_thresholds_raise_config_error(kwargs):
 def test_new_removed_failing_fixed():
     ok = spread(1e-3, 10)
     base = make_run(
-        meas("kept", samples=ok), meas("gone", samples=ok),
-        meas("breaks", samples=ok), meas("heals", status=Status.ERROR),
+        meas("kept", samples=ok),
+        meas("gone", samples=ok),
+        meas("breaks", samples=ok),
+        meas("heals", status=Status.ERROR),
         meas("broken", status=Status.MISMATCH, samples=ok),
         meas("skip", status=Status.SKIPPED),
     )
     new = make_run(
-        meas("kept", samples=ok), meas("added", samples=ok),
-        meas("breaks", status=Status.ERROR), meas("heals", samples=ok),
+        meas("kept", samples=ok),
+        meas("added", samples=ok),
+        meas("breaks", status=Status.ERROR),
+        meas("heals", samples=ok),
         meas("broken", status=Status.MISMATCH, samples=ok),
         meas("skip", samples=ok),
     )
     cmp = compare(base, new)
     verdicts = {e.workload: e.verdict for e in cmp.entries}
     assert verdicts == {
-        "kept": Verdict.UNCHANGED, "added": Verdict.NEW, "gone": Verdict.REMOVED,
-        "breaks": Verdict.NOW_FAILING, "heals": Verdict.FIXED,
-        "broken": Verdict.STILL_FAILING, "skip": Verdict.NOT_COMPARED,
+        "kept": Verdict.UNCHANGED,
+        "added": Verdict.NEW,
+        "gone": Verdict.REMOVED,
+        "breaks": Verdict.NOW_FAILING,
+        "heals": Verdict.FIXED,
+        "broken": Verdict.STILL_FAILING,
+        "skip": Verdict.NOT_COMPARED,
     }
     assert cmp.has_regression
     assert cmp.regressed_workloads == ("breaks",)
@@ -235,16 +288,19 @@ def test_mismatch_is_now_failing():
 
 def test_matching_uses_size_device_dtype_and_mode():
     ok = spread(1e-3, 10)
-    cmp = compare(make_run(meas(samples=ok, size="S"), meas(samples=ok, mode=Mode.NUMPY)),
-                  make_run(meas(samples=ok, size="M"), meas(samples=ok, mode=Mode.NUMPY)))
+    cmp = compare(
+        make_run(meas(samples=ok, size="S"), meas(samples=ok, mode=Mode.NUMPY)),
+        make_run(meas(samples=ok, size="M"), meas(samples=ok, mode=Mode.NUMPY)),
+    )
     verdicts = sorted((e.size, e.mode.value, e.verdict.value) for e in cmp.entries)
-    assert verdicts == [("M", "jit", "new"), ("S", "jit", "removed"),
-                        ("S", "numpy", "unchanged")]
+    assert verdicts == [("M", "jit", "new"), ("S", "jit", "removed"), ("S", "numpy", "unchanged")]
 
 
 def test_changed_size_parameters_are_noted():
-    cmp = compare(make_run(meas(samples=spread(1e-3, 10), params={"n": 50})),
-                  make_run(meas(samples=spread(1e-3, 10), params={"n": 65})))
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 10), params={"n": 50})),
+        make_run(meas(samples=spread(1e-3, 10), params={"n": 65})),
+    )
     assert "n 50→65" in only(cmp).note
 
 
@@ -253,23 +309,27 @@ def test_changed_size_parameters_are_noted():
 
 def test_compile_needs_factor_and_floor():
     t = Thresholds()
-    assert compare_compile(0.100, 0.130, t).verdict is Verdict.REGRESSION       # ×1.3, +30 ms
-    assert compare_compile(0.100, 0.120, t).verdict is Verdict.UNCHANGED        # ×1.2
-    assert compare_compile(0.010, 0.029, t).verdict is Verdict.UNCHANGED        # ×2.9, +19 ms
+    assert compare_compile(0.100, 0.130, t).verdict is Verdict.REGRESSION  # ×1.3, +30 ms
+    assert compare_compile(0.100, 0.120, t).verdict is Verdict.UNCHANGED  # ×1.2
+    assert compare_compile(0.010, 0.029, t).verdict is Verdict.UNCHANGED  # ×2.9, +19 ms
     assert compare_compile(0.130, 0.100, t).verdict is Verdict.IMPROVEMENT
     assert compare_compile(None, 0.1, t) is None
 
 
 def test_compile_regression_fails_the_gate_on_its_own():
     ok = spread(1e-3, 10)
-    cmp = compare(make_run(meas(samples=ok, compile_s=0.1)),
-                  make_run(meas(samples=ok, compile_s=0.2)))
+    cmp = compare(
+        make_run(meas(samples=ok, compile_s=0.1)), make_run(meas(samples=ok, compile_s=0.2))
+    )
     e = only(cmp)
     assert e.verdict is Verdict.UNCHANGED
     assert e.compile is not None and e.compile.verdict is Verdict.REGRESSION
     assert cmp.has_regression and cmp.compile_regressions == (e,)
-    looser = compare(make_run(meas(samples=ok, compile_s=0.1)),
-                     make_run(meas(samples=ok, compile_s=0.2)), compile_threshold=2.5)
+    looser = compare(
+        make_run(meas(samples=ok, compile_s=0.1)),
+        make_run(meas(samples=ok, compile_s=0.2)),
+        compile_threshold=2.5,
+    )
     assert not looser.has_regression
 
 
@@ -277,10 +337,16 @@ def test_compile_regression_fails_the_gate_on_its_own():
 
 
 def test_geometric_mean_per_mode_and_device():
-    base = make_run(meas("a", samples=spread(1e-3, 10)), meas("b", samples=spread(1e-3, 10)),
-                    meas("a", Mode.NUMPY, samples=spread(1e-3, 10)))
-    new = make_run(meas("a", samples=spread(2e-3, 10)), meas("b", samples=spread(0.5e-3, 10)),
-                   meas("a", Mode.NUMPY, samples=spread(1.5e-3, 10)))
+    base = make_run(
+        meas("a", samples=spread(1e-3, 10)),
+        meas("b", samples=spread(1e-3, 10)),
+        meas("a", Mode.NUMPY, samples=spread(1e-3, 10)),
+    )
+    new = make_run(
+        meas("a", samples=spread(2e-3, 10)),
+        meas("b", samples=spread(0.5e-3, 10)),
+        meas("a", Mode.NUMPY, samples=spread(1.5e-3, 10)),
+    )
     g = {(x.device, x.mode): (x.ratio, x.count) for x in compare(base, new).geomeans}
     assert g[("cpu:0", Mode.JIT)][0] == pytest.approx(1.0)
     assert g[("cpu:0", Mode.JIT)][1] == 2
@@ -288,10 +354,14 @@ def test_geometric_mean_per_mode_and_device():
 
 
 def test_environment_differences_are_listed():
-    env2 = {**ENV, "host": "other", "x64": True,
-            "versions": {"jax": "0.11.0", "numpy": "2.0"},
-            "devices": [{"id": 0, "platform": "gpu", "kind": "H100", "label": "gpu:0"}],
-            "git": {"commit": "def", "dirty": True}}
+    env2 = {
+        **ENV,
+        "host": "other",
+        "x64": True,
+        "versions": {"jax": "0.11.0", "numpy": "2.0"},
+        "devices": [{"id": 0, "platform": "gpu", "kind": "H100", "label": "gpu:0"}],
+        "git": {"commit": "def", "dirty": True},
+    }
     cmp = compare(make_run(env=ENV), make_run(env=env2, config={"plan": {"budget_s": 0.5}}))
     names = {d.name: (d.base, d.new) for d in cmp.environment_differences}
     assert names["jax"] == ("0.10.2", "0.11.0")
@@ -305,8 +375,10 @@ def test_environment_differences_are_listed():
 
 
 def test_to_dict_is_strict_json():
-    cmp = compare(make_run(meas(samples=spread(1e-3, 10), compile_s=0.0)),
-                  make_run(meas(samples=spread(1.5e-3, 10), compile_s=0.1)))
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 10), compile_s=0.0)),
+        make_run(meas(samples=spread(1.5e-3, 10), compile_s=0.1)),
+    )
     data = json.loads(json.dumps(cmp.to_dict(), allow_nan=False))
     assert data["schema"] == "jitbench.comparison"
     assert data["has_regression"] is True
@@ -345,8 +417,12 @@ def test_markdown_names_regressed_workloads_and_escapes_pipes():
 
 def test_markdown_lists_compile_regressions_apart():
     ok = spread(1e-3, 12)
-    md = comparison_markdown(compare(make_run(meas("slowc", samples=ok, compile_s=0.1)),
-                                     make_run(meas("slowc", samples=ok, compile_s=0.3))))
+    md = comparison_markdown(
+        compare(
+            make_run(meas("slowc", samples=ok, compile_s=0.1)),
+            make_run(meas("slowc", samples=ok, compile_s=0.3)),
+        )
+    )
     assert "slowc" in md.splitlines()[0]
     assert "### Compile-time regressions" in md and "### Regressions" not in md
     assert "| slowc | S | cpu:0 | float32 | jit | 100 ms | 300 ms | +200.0 % |" in md
@@ -355,8 +431,9 @@ def test_markdown_lists_compile_regressions_apart():
 def test_markdown_pass_and_environment_warning():
     ok = spread(1e-3, 12)
     env2 = {**ENV, "versions": {"jax": "0.11.0", "numpy": "2.0"}}
-    md = comparison_markdown(compare(make_run(meas(samples=ok)),
-                                     make_run(meas(samples=ok), env=env2)))
+    md = comparison_markdown(
+        compare(make_run(meas(samples=ok)), make_run(meas(samples=ok), env=env2))
+    )
     assert md.splitlines()[0].startswith("## ✅")
     assert "no regression" in md.splitlines()[0]
     assert "**jax**: 0.10.2 → 0.11.0" in md
@@ -370,8 +447,10 @@ def test_md_escape():
 
 def test_rich_table_has_a_row_per_entry():
     ok = spread(1e-3, 12)
-    cmp = compare(make_run(meas("a", samples=ok), meas("b", samples=ok)),
-                  make_run(meas("a", samples=spread(2e-3, 12)), meas("b", samples=ok)))
+    cmp = compare(
+        make_run(meas("a", samples=ok), meas("b", samples=ok)),
+        make_run(meas("a", samples=spread(2e-3, 12)), meas("b", samples=ok)),
+    )
     assert comparison_table(cmp).row_count == 2
     assert comparison_table(cmp, all_rows=False).row_count == 1
 
@@ -382,10 +461,8 @@ def test_rich_table_has_a_row_per_entry():
 def test_merge_runs_pools_samples_and_keeps_median_compile():
     from jitbench.compare import merge_runs
 
-    r1 = make_run(meas(samples=(1.0, 1.1), compile_s=0.3), meas("b", samples=(1.0,)),
-                  run_id="r1")
-    r2 = make_run(meas(samples=(1.2,), compile_s=0.1), meas("b", status=Status.ERROR),
-                  run_id="r2")
+    r1 = make_run(meas(samples=(1.0, 1.1), compile_s=0.3), meas("b", samples=(1.0,)), run_id="r1")
+    r2 = make_run(meas(samples=(1.2,), compile_s=0.1), meas("b", status=Status.ERROR), run_id="r2")
     r3 = make_run(meas(samples=(1.3,), compile_s=0.2), meas("b", samples=(1.0,)), run_id="r3")
     merged = merge_runs([r1, r2, r3])
     assert merged.run_id == "r1+2"
@@ -407,14 +484,30 @@ def test_compare_accepts_folders_of_rounds(tmp_path):
 
     for side, center in (("base", 1e-3), ("head", 1.5e-3)):
         for i in range(3):
-            save_run(make_run(meas(samples=spread(center, 4, 0.02)), run_id=f"{side}{i}"),
-                     tmp_path / side / "runs" / f"{side}{i}.json")
+            save_run(
+                make_run(meas(samples=spread(center, 4, 0.02)), run_id=f"{side}{i}"),
+                tmp_path / side / "runs" / f"{side}{i}.json",
+            )
     # 4 samples per run cannot reach p < 0.01; 3 rounds pooled (12 per side) can.
-    single = CliRunner().invoke(app, ["compare", str(tmp_path / "base" / "runs" / "base0.json"),
-                                      str(tmp_path / "head" / "runs" / "head0.json")])
+    single = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(tmp_path / "base" / "runs" / "base0.json"),
+            str(tmp_path / "head" / "runs" / "head0.json"),
+        ],
+    )
     assert single.exit_code == 0, single.output
-    pooled = CliRunner().invoke(app, ["compare", str(tmp_path / "base"), str(tmp_path / "head"),
-                                      "--json", str(tmp_path / "c.json")])
+    pooled = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(tmp_path / "base"),
+            str(tmp_path / "head"),
+            "--json",
+            str(tmp_path / "c.json"),
+        ],
+    )
     assert pooled.exit_code == 1, pooled.output
     data = json.loads((tmp_path / "c.json").read_text())
     assert data["entries"][0]["base_n"] == 12 and data["entries"][0]["verdict"] == "regression"

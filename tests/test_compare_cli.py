@@ -46,17 +46,44 @@ def busy(xp, x, w, *, steps):
 # 25 samples per mode: Mann–Whitney needs at least 5 per side to ever reach p < 0.01, and
 # many more to see a real change through the noise of a busy shared machine. A loose
 # precision target stops sampling right there; the budget only caps a very busy machine.
-RUN_ARGS = ("-s", "S", "--modes", "numpy,jit", "--min-samples", "25", "--precision", "0.5",
-            "--budget", "20")
+RUN_ARGS = (
+    "-s",
+    "S",
+    "--modes",
+    "numpy,jit",
+    "--min-samples",
+    "25",
+    "--precision",
+    "0.5",
+    "--budget",
+    "20",
+)
 
 
 def _start_run(suite: Path, out: Path, steps: int) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu",
-           "JITBENCH_TEST_STEPS": str(steps)}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JAX_PLATFORMS": "cpu",
+        "JITBENCH_TEST_STEPS": str(steps),
+    }
     return subprocess.Popen(
-        [sys.executable, "-m", "jitbench", "run", "--suite", str(suite), "--out", str(out),
-         *RUN_ARGS],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "jitbench",
+            "run",
+            "--suite",
+            str(suite),
+            "--out",
+            str(out),
+            *RUN_ARGS,
+        ],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -84,8 +111,10 @@ def real_runs(tmp_path_factory) -> dict[str, Path]:
 
 def _samples(path: Path) -> str:
     run = load_run(path)
-    return "\n".join(f"{m.case.label} {m.mode.value}: {[f'{s:.3g}' for s in m.samples_s]}"
-                     for m in run.measurements)
+    return "\n".join(
+        f"{m.case.label} {m.mode.value}: {[f'{s:.3g}' for s in m.samples_s]}"
+        for m in run.measurements
+    )
 
 
 def test_real_runs_have_enough_samples_to_be_significant(real_runs):
@@ -107,10 +136,19 @@ def test_a_a_comparison_of_real_runs_flags_nothing(real_runs, tmp_path, cli):
 
 def test_real_slowdown_is_a_regression_with_exit_1(real_runs, tmp_path, cli):
     md, js = tmp_path / "slow.md", tmp_path / "slow.json"
-    proc = cli("compare", str(real_runs["a"]), str(real_runs["slow"]),
-                   "--markdown", str(md), "--json", str(js))
-    detail = (f"{proc.stdout}\n{proc.stderr}\nbase:\n{_samples(real_runs['a'])}\n"
-              f"new:\n{_samples(real_runs['slow'])}")
+    proc = cli(
+        "compare",
+        str(real_runs["a"]),
+        str(real_runs["slow"]),
+        "--markdown",
+        str(md),
+        "--json",
+        str(js),
+    )
+    detail = (
+        f"{proc.stdout}\n{proc.stderr}\nbase:\n{_samples(real_runs['a'])}\n"
+        f"new:\n{_samples(real_runs['slow'])}"
+    )
     assert proc.returncode == 1, detail
     assert "busy" in md.read_text().splitlines()[0], detail
     data = json.loads(js.read_text())
@@ -125,9 +163,18 @@ def test_real_slowdown_is_a_regression_with_exit_1(real_runs, tmp_path, cli):
 def test_run_with_baseline_fails_on_regression(real_runs, tmp_path, cli):
     # Ten times the work: measured alone, not beside the baseline, so it must stand out of
     # whatever the machine's load did in between.
-    proc = cli("run", "--suite", str(real_runs["suite"]), "--out", str(tmp_path),
-               *RUN_ARGS, "--baseline", str(real_runs["a"]), "--fail-on-regression",
-               env={"JITBENCH_TEST_STEPS": "200"})
+    proc = cli(
+        "run",
+        "--suite",
+        str(real_runs["suite"]),
+        "--out",
+        str(tmp_path),
+        *RUN_ARGS,
+        "--baseline",
+        str(real_runs["a"]),
+        "--fail-on-regression",
+        env={"JITBENCH_TEST_STEPS": "200"},
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "regressed: busy" in proc.stdout
     assert len(list((tmp_path / "runs").glob("*.json"))) == 1  # the run is saved first
@@ -141,8 +188,7 @@ runner = CliRunner()
 @pytest.fixture
 def good_run(tmp_path, tiny_suite) -> Path:
     """A real (quick, NumPy-only) run file to corrupt."""
-    r = run(["double"], suites=[tiny_suite],
-            config=RunConfig.quick_settings(modes=(Mode.NUMPY,)))
+    r = run(["double"], suites=[tiny_suite], config=RunConfig.quick_settings(modes=(Mode.NUMPY,)))
     path = tmp_path / "good.json"
     path.write_text(dump_run(r))
     return path
@@ -191,8 +237,9 @@ def test_compare_bad_input_exits_2_as_a_subprocess(good_run, tmp_path, cli):
 
 def test_compare_same_file_passes_and_writes_outputs(good_run, tmp_path):
     md, js = tmp_path / "out.md", tmp_path / "out.json"
-    result = runner.invoke(app, ["compare", str(good_run), str(good_run), "--markdown", str(md),
-                                 "--json", str(js)])
+    result = runner.invoke(
+        app, ["compare", str(good_run), str(good_run), "--markdown", str(md), "--json", str(js)]
+    )
     assert result.exit_code == 0, result.output
     assert md.read_text().startswith("## ✅")
     assert json.loads(js.read_text())["has_regression"] is False
@@ -214,14 +261,37 @@ def test_compare_bad_threshold_exits_2(good_run):
 def test_run_baseline_bad_input_exits_2_before_measuring(kind, good_run, tmp_path, tiny_suite):
     bad = _bad_file(kind, good_run, tmp_path)
     out = tmp_path / "reports"
-    result = runner.invoke(app, ["run", "--suite", str(tiny_suite), "double", "--quick",
-                                 "--out", str(out), "--baseline", str(bad)])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--suite",
+            str(tiny_suite),
+            "double",
+            "--quick",
+            "--out",
+            str(out),
+            "--baseline",
+            str(bad),
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert not out.exists()  # failed fast: nothing measured, nothing written
 
 
 def test_fail_on_regression_needs_baseline(tmp_path, tiny_suite):
-    result = runner.invoke(app, ["run", "--suite", str(tiny_suite), "double", "--quick",
-                                 "--out", str(tmp_path / "r"), "--fail-on-regression"])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            "--suite",
+            str(tiny_suite),
+            "double",
+            "--quick",
+            "--out",
+            str(tmp_path / "r"),
+            "--fail-on-regression",
+        ],
+    )
     assert result.exit_code == 2
     assert "--baseline" in result.output

@@ -81,13 +81,22 @@ import dataclasses as _gate_dc
 
 
 def jitbench(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "jitbench", *args], cwd=REPO, env=_env(),
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "jitbench", *args],
+        cwd=REPO,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def _env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(REPO),
-            "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu")}
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JAX_PLATFORMS": os.environ.get("JAX_PLATFORMS", "cpu"),
+    }
 
 
 def measure(jobs: list[tuple[Path, Path]], run_args: list[str], *, concurrent: bool) -> list[Path]:
@@ -96,9 +105,23 @@ def measure(jobs: list[tuple[Path, Path]], run_args: list[str], *, concurrent: b
 
     def start(suite: Path, out: Path) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "jitbench", "run", "--suite", str(suite), "--out", str(out),
-             *run_args],
-            cwd=REPO, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                "-m",
+                "jitbench",
+                "run",
+                "--suite",
+                str(suite),
+                "--out",
+                str(out),
+                *run_args,
+            ],
+            cwd=REPO,
+            env=_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def finish(p: subprocess.Popen[str]) -> None:
         _, stderr = p.communicate(timeout=900)
@@ -117,8 +140,9 @@ def measure(jobs: list[tuple[Path, Path]], run_args: list[str], *, concurrent: b
 
 def compare(base: Path, new: Path, out: Path, tag: str, cmp_args: list[str]) -> dict:
     md, js = out / f"{tag}.md", out / f"{tag}.json"
-    proc = jitbench("compare", str(base), str(new), "--markdown", str(md), "--json", str(js),
-                    *cmp_args)
+    proc = jitbench(
+        "compare", str(base), str(new), "--markdown", str(md), "--json", str(js), *cmp_args
+    )
     if proc.returncode not in (0, 1):
         raise SystemExit(f"jitbench compare failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     data = json.loads(js.read_text())
@@ -146,31 +170,41 @@ def worst(entries: list[dict]) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--run-args", default="-s S --budget 0.5",
-                    help="`jitbench run` options for every run (default: %(default)s)")
+    ap.add_argument(
+        "--run-args",
+        default="-s S --budget 0.5",
+        help="`jitbench run` options for every run (default: %(default)s)",
+    )
     ap.add_argument("--inject", default="jacobi2d:steps", help="WORKLOAD:PARAM to scale")
     ap.add_argument("--factor", type=float, default=1.3)
     ap.add_argument("--suite", type=Path, default=REPO / "suites")
     ap.add_argument("--out", type=Path, default=Path("/tmp/jitbench_gate_check"))
     ap.add_argument("--compare-args", default="", help="extra `jitbench compare` options")
-    ap.add_argument("--concurrent", action="store_true",
-                    help="measure A, S and B at the same time, so machine drift hits all alike")
-    ap.add_argument("--per-workload", action="store_true",
-                    help="one process per workload and side (A, S, B of one workload together)")
+    ap.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="measure A, S and B at the same time, so machine drift hits all alike",
+    )
+    ap.add_argument(
+        "--per-workload",
+        action="store_true",
+        help="one process per workload and side (A, S, B of one workload together)",
+    )
     args = ap.parse_args()
 
     workload, param = args.inject.split(":")
     args.out.mkdir(parents=True, exist_ok=True)
-    slow_suite = make_slow_suite(args.suite, args.out / "suite_slow", workload, param,
-                                 args.factor)
+    slow_suite = make_slow_suite(args.suite, args.out / "suite_slow", workload, param, args.factor)
     run_args = args.run_args.split()
     cmp_args = args.compare_args.split()
     listing = jitbench("list", "--suite", str(args.suite), "--json")
     workloads = [w["name"] for w in json.loads(listing.stdout)]
-    print(f"run options: {' '.join(run_args)}; compare options: {' '.join(cmp_args) or '-'}; "
-          f"injected: {workload} {param} x{args.factor}; "
-          f"{'concurrent' if args.concurrent else 'sequential'} runs A, S, B"
-          f"{', one process per workload' if args.per_workload else ''}")
+    print(
+        f"run options: {' '.join(run_args)}; compare options: {' '.join(cmp_args) or '-'}; "
+        f"injected: {workload} {param} x{args.factor}; "
+        f"{'concurrent' if args.concurrent else 'sequential'} runs A, S, B"
+        f"{', one process per workload' if args.per_workload else ''}"
+    )
 
     results = []
     for r in range(1, args.rounds + 1):
@@ -181,10 +215,12 @@ def main() -> int:
             shutil.rmtree(rdir)
         # One process per side, or with --per-workload one per side and workload; the
         # --out folders then hold several runs, which `jitbench compare` pools.
-        for names in ([[w] for w in workloads] if args.per_workload else [[]]):
-            a, s, b = measure([(args.suite, rdir / "a"), (slow_suite, rdir / "slow"),
-                               (args.suite, rdir / "b")], [*run_args, *names],
-                              concurrent=args.concurrent)
+        for names in [[w] for w in workloads] if args.per_workload else [[]]:
+            a, s, b = measure(
+                [(args.suite, rdir / "a"), (slow_suite, rdir / "slow"), (args.suite, rdir / "b")],
+                [*run_args, *names],
+                concurrent=args.concurrent,
+            )
         load_after = cpu_load()
         aa = compare(a, b, args.out, f"round{r}-aa", cmp_args)
         sl = compare(a, s, args.out, f"round{r}-slow", cmp_args)
@@ -208,26 +244,44 @@ def main() -> int:
         }
         results.append(res)
         print(f"round {r} ({res['seconds']} s; {res['load']})")
-        print(f"  A/A : exit {res['aa_exit']}, regressed {res['aa_regressed'] or 'none'}, "
-              f"{res['aa_counts']}, worst {res['aa_worst']}")
-        print(f"  slow: exit {res['slow_exit']}, regressed {slow_regressed or 'none'}, "
-              f"{workload}: {res['slow_injected']}")
+        print(
+            f"  A/A : exit {res['aa_exit']}, regressed {res['aa_regressed'] or 'none'}, "
+            f"{res['aa_counts']}, worst {res['aa_worst']}"
+        )
+        print(
+            f"  slow: exit {res['slow_exit']}, regressed {slow_regressed or 'none'}, "
+            f"{workload}: {res['slow_injected']}"
+        )
         print(f"        markdown: {head}")
         sys.stdout.flush()
 
     n = len(results)
     aa_clean = sum(1 for x in results if x["aa_exit"] == 0)
-    caught = sum(1 for x in results if x["slow_exit"] == 1 and workload in x["slow_regressed"]
-                 and x["slow_named_in_markdown"])
+    caught = sum(
+        1
+        for x in results
+        if x["slow_exit"] == 1 and workload in x["slow_regressed"] and x["slow_named_in_markdown"]
+    )
     only = sum(1 for x in results if not x["slow_others_regressed"])
     print(f"A/A pairs without a regression: {aa_clean}/{n}")
     print(f"slowdown ({workload} x{args.factor}) caught with exit 1 and named: {caught}/{n}")
     print(f"slowdown pairs with no other workload flagged: {only}/{n}")
-    (args.out / "summary.json").write_text(json.dumps(
-        {"run_args": run_args, "compare_args": cmp_args, "inject": args.inject,
-         "concurrent": args.concurrent, "per_workload": args.per_workload,
-         "factor": args.factor, "rounds": results, "aa_clean": aa_clean, "caught": caught},
-        indent=1))
+    (args.out / "summary.json").write_text(
+        json.dumps(
+            {
+                "run_args": run_args,
+                "compare_args": cmp_args,
+                "inject": args.inject,
+                "concurrent": args.concurrent,
+                "per_workload": args.per_workload,
+                "factor": args.factor,
+                "rounds": results,
+                "aa_clean": aa_clean,
+                "caught": caught,
+            },
+            indent=1,
+        )
+    )
     return 0 if aa_clean == n and caught == n else 1
 
 

@@ -36,8 +36,11 @@ CompileFloorOpt = Annotated[
 ]
 MarkdownOpt = Annotated[
     Path | None,
-    typer.Option("--markdown", help="Write a markdown report (PR comment, $GITHUB_STEP_SUMMARY); "
-                 "'-' for stdout.", show_default=False),
+    typer.Option(
+        "--markdown",
+        help="Write a markdown report (PR comment, $GITHUB_STEP_SUMMARY); '-' for stdout.",
+        show_default=False,
+    ),
 ]
 JsonOpt = Annotated[
     Path | None,
@@ -75,7 +78,10 @@ def write_output(path: Path, text: str) -> None:
 
 
 def render(
-    cmp: Comparison, *, markdown: Path | None = None, json_path: Path | None = None,
+    cmp: Comparison,
+    *,
+    markdown: Path | None = None,
+    json_path: Path | None = None,
     all_rows: bool = True,
 ) -> None:
     """Print the comparison and write the requested files (shared with `run --baseline`)."""
@@ -88,8 +94,10 @@ def render(
         console.print(f"[bold red]regressed:[/] {escape(', '.join(cmp.regressed_workloads))}")
     inconclusive = cmp.count(Verdict.INCONCLUSIVE)
     if inconclusive:
-        err.print(f"[yellow]warning:[/] {inconclusive} large change(s) could not be tested "
-                  "with so few samples; rerun both sides with more samples (--min-samples).")
+        err.print(
+            f"[yellow]warning:[/] {inconclusive} large change(s) could not be tested "
+            "with so few samples; rerun both sides with more samples (--min-samples)."
+        )
     if markdown is not None:
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:
@@ -99,11 +107,19 @@ def render(
 @app.command("compare")
 @handles_errors
 def compare_cmd(
-    base: Annotated[Path, typer.Argument(
-        help="Baseline run JSON, or a folder of runs (rounds) pooled into one.",
-        show_default=False)],
-    new: Annotated[Path, typer.Argument(
-        help="New run JSON, or a folder of runs (rounds) pooled into one.", show_default=False)],
+    base: Annotated[
+        Path,
+        typer.Argument(
+            help="Baseline run JSON, or a folder of runs (rounds) pooled into one.",
+            show_default=False,
+        ),
+    ],
+    new: Annotated[
+        Path,
+        typer.Argument(
+            help="New run JSON, or a folder of runs (rounds) pooled into one.", show_default=False
+        ),
+    ],
     threshold: ThresholdOpt = _DEFAULTS.threshold,
     alpha: AlphaOpt = _DEFAULTS.alpha,
     compile_threshold: CompileThresholdOpt = _DEFAULTS.compile_threshold,
@@ -123,8 +139,12 @@ def compare_cmd(
     """
     base_run, new_run = load_side(base), load_side(new)
     cmp = compare(
-        base_run, new_run, threshold=threshold, alpha=alpha,
-        compile_threshold=compile_threshold, compile_floor_s=compile_floor,
+        base_run,
+        new_run,
+        threshold=threshold,
+        alpha=alpha,
+        compile_threshold=compile_threshold,
+        compile_floor_s=compile_floor,
     )
     render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
