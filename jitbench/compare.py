@@ -55,12 +55,14 @@ class Thresholds:
         alpha: significance level of the two-sided Mann–Whitney U test on the raw samples.
         compile_threshold: compile-time factor (jit trace + lower + compile seconds).
         compile_floor_s: a compile change must also exceed this many seconds in absolute terms.
+        compile_gates: whether a compile-time regression fails the gate (it is always reported).
     """
 
     threshold: float = 1.10
     alpha: float = 0.01
     compile_threshold: float = 1.25
     compile_floor_s: float = 0.020
+    compile_gates: bool = True
 
     def __post_init__(self) -> None:
         if not (self.threshold > 1 and math.isfinite(self.threshold)):
@@ -120,6 +122,7 @@ class Entry:
     p_value: float | None = None
     compile: CompileChange | None = None
     note: str = ""
+    compile_gates: bool = True
 
     @property
     def key(self) -> CaseKey:
@@ -141,7 +144,9 @@ class Entry:
     def fails_gate(self) -> bool:
         """True for a run-time regression, a case now failing, or a compile regression."""
         return self.verdict in FAILING_VERDICTS or (
-            self.compile is not None and self.compile.verdict is Verdict.REGRESSION
+            self.compile_gates
+            and self.compile is not None
+            and self.compile.verdict is Verdict.REGRESSION
         )
 
 
@@ -220,6 +225,7 @@ class Comparison:
                 "alpha": self.thresholds.alpha,
                 "compile_threshold": self.thresholds.compile_threshold,
                 "compile_floor_s": self.thresholds.compile_floor_s,
+                "compile_gates": self.thresholds.compile_gates,
             },
             "has_regression": self.has_regression,
             "regressed_workloads": list(self.regressed_workloads),
@@ -391,6 +397,7 @@ def compare_measurements(
         "mode": ref.mode,
         "base": base,
         "new": new,
+        "compile_gates": thresholds.compile_gates,
     }
     if base is None:
         return Entry(verdict=Verdict.NEW, **common)
@@ -565,6 +572,7 @@ def compare(
     alpha: float = 0.01,
     compile_threshold: float = 1.25,
     compile_floor_s: float = 0.020,
+    compile_gates: bool = True,
 ) -> Comparison:
     """Compare a new run against a base run, case by case and mode by mode.
 
@@ -573,7 +581,8 @@ def compare(
     test on the raw samples gives p < `alpha`; too few samples to ever reach `alpha` gives
     "inconclusive", never a regression. Jit compile time (trace + lower + compile) regresses
     when it grows by more than `compile_threshold` and by more than `compile_floor_s`
-    seconds. A case that was ok and now errors or mismatches is "now failing".
+    seconds; with `compile_gates=False` it is reported but does not fail the gate. A case
+    that was ok and now errors or mismatches is "now failing".
 
     Returns:
         A frozen Comparison; `has_regression` is what a CI gate exits on.
@@ -586,6 +595,7 @@ def compare(
         alpha=alpha,
         compile_threshold=compile_threshold,
         compile_floor_s=compile_floor_s,
+        compile_gates=compile_gates,
     )
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]

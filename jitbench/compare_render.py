@@ -73,6 +73,7 @@ def thresholds_line(cmp: Comparison) -> str:
     return (
         f"run time: median ×{t.threshold:g} and Mann–Whitney p < {t.alpha:g}; "
         f"jit compile: ×{t.compile_threshold:g} and +{fmt.seconds(t.compile_floor_s)}"
+        + ("" if t.compile_gates else " (reported, not gating)")
     )
 
 
@@ -320,7 +321,8 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
         lines.extend(_md_table(_ENTRY_HEADER, [_md_entry_row(e) for e in slower], _ENTRY_ALIGN))
         lines.append("")
     if cmp.compile_regressions:
-        lines.append("### Compile-time regressions (jit trace + lower + compile, cold)")
+        gating = "" if cmp.thresholds.compile_gates else ", not gating"
+        lines.append(f"### Compile-time regressions (jit trace + lower + compile, cold{gating})")
         lines.append("")
         lines.extend(_md_compile_table(cmp.compile_regressions))
         lines.append("")

@@ -331,6 +331,13 @@ def test_compile_regression_fails_the_gate_on_its_own():
         compile_threshold=2.5,
     )
     assert not looser.has_regression
+    reported_only = compare(
+        make_run(meas(samples=ok, compile_s=0.1)),
+        make_run(meas(samples=ok, compile_s=0.2)),
+        compile_gates=False,
+    )
+    assert not reported_only.has_regression
+    assert len(reported_only.compile_regressions) == 1
 
 
 # --- summaries -------------------------------------------------------------------------

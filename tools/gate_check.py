@@ -246,7 +246,8 @@ def main() -> int:
         print(f"round {r} ({res['seconds']} s; {res['load']})")
         print(
             f"  A/A : exit {res['aa_exit']}, regressed {res['aa_regressed'] or 'none'}, "
-            f"{res['aa_counts']}, worst {res['aa_worst']}"
+            f"{res['aa_counts']}, compile regressions {res['aa_compile_regressions']}, "
+            f"worst {res['aa_worst']}"
         )
         print(
             f"  slow: exit {res['slow_exit']}, regressed {slow_regressed or 'none'}, "

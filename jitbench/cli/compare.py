@@ -126,6 +126,13 @@ def compare_cmd(
     compile_floor: CompileFloorOpt = _DEFAULTS.compile_floor_s,
     markdown: MarkdownOpt = None,
     json_path: JsonOpt = None,
+    compile_gate: Annotated[
+        bool,
+        typer.Option(
+            "--compile-gate/--no-compile-gate",
+            help="Whether a compile-time regression fails the gate (it is reported either way).",
+        ),
+    ] = True,
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
@@ -145,6 +152,7 @@ def compare_cmd(
         alpha=alpha,
         compile_threshold=compile_threshold,
         compile_floor_s=compile_floor,
+        compile_gates=compile_gate,
     )
     render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
