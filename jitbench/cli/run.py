@@ -23,12 +23,13 @@ from jitbench.cli.common import (
     parse_choices,
     split_list,
 )
+from jitbench.cli.compare import load_side
 from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
 from jitbench.compare import compare
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
-from jitbench.results import Mode, Run, Status, load_run, save_run
+from jitbench.results import Mode, Run, Status, save_run
 from jitbench.runner import CaseFinished, CaseStarted, RunConfig, RunEvent, RunStarted, new_run_id
 from jitbench.runner import run_workloads
 
@@ -152,7 +153,7 @@ def run_cmd(
     ] = False,
     baseline: Annotated[
         Path | None,
-        typer.Option("--baseline", help="Compare the new run with this run JSON (the gate).",
+        typer.Option("--baseline", help="Compare with this run JSON (or folder of runs): the gate.",
                      show_default=False),
     ] = None,
     fail_on_regression: Annotated[
@@ -163,7 +164,7 @@ def run_cmd(
     # Bad baseline input fails fast (exit 2), before any measuring.
     if fail_on_regression and baseline is None:
         raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
-    base_run = load_run(baseline) if baseline is not None else None
+    base_run = load_side(baseline) if baseline is not None else None
     config = build_config(
         quick=quick, sizes=split_list(sizes), modes=split_list(modes), devices=split_list(devices),
         x64=x64, sweep=sweep, budget=budget, precision=precision, min_samples=min_samples,
