@@ -16,6 +16,7 @@ Usage (from the repository root):
 
     python tools/gate_check.py --rounds 5 --run-args "-s S --budget 0.5" --out /tmp/gate_check
     python tools/gate_check.py --concurrent ...   # A, S and B measured at the same time
+    python tools/gate_check.py --pool 3 ...       # 3 alternating runs per side, pooled (CI)
 
 It prints one line per comparison and a summary, writes summary.json under --out, records
 the machine's CPU pressure (load) around each round, and exits 0 when the acceptance holds
@@ -186,6 +187,12 @@ def main() -> int:
         help="measure A, S and B at the same time, so machine drift hits all alike",
     )
     ap.add_argument(
+        "--pool",
+        type=int,
+        default=1,
+        help="runs per side in each round, in alternating order, pooled by compare",
+    )
+    ap.add_argument(
         "--per-workload",
         action="store_true",
         help="one process per workload and side (A, S, B of one workload together)",
@@ -215,12 +222,15 @@ def main() -> int:
             shutil.rmtree(rdir)
         # One process per side, or with --per-workload one per side and workload; the
         # --out folders then hold several runs, which `jitbench compare` pools.
-        for names in [[w] for w in workloads] if args.per_workload else [[]]:
-            a, s, b = measure(
-                [(args.suite, rdir / "a"), (slow_suite, rdir / "slow"), (args.suite, rdir / "b")],
-                [*run_args, *names],
-                concurrent=args.concurrent,
-            )
+        # With --pool K, each side is K runs measured in alternating order (A S B, B S A, …)
+        # and pooled by `jitbench compare` (what the CI workflow does with its rounds).
+        for k in range(args.pool):
+            jobs = [(args.suite, rdir / "a"), (slow_suite, rdir / "slow"), (args.suite, rdir / "b")]
+            if k % 2:
+                jobs.reverse()
+            for names in [[w] for w in workloads] if args.per_workload else [[]]:
+                measure(jobs, [*run_args, *names], concurrent=args.concurrent)
+        a, s, b = rdir / "a", rdir / "slow", rdir / "b"
         load_after = cpu_load()
         aa = compare(a, b, args.out, f"round{r}-aa", cmp_args)
         sl = compare(a, s, args.out, f"round{r}-slow", cmp_args)
@@ -275,6 +285,7 @@ def main() -> int:
                 "inject": args.inject,
                 "concurrent": args.concurrent,
                 "per_workload": args.per_workload,
+                "pool": args.pool,
                 "factor": args.factor,
                 "rounds": results,
                 "aa_clean": aa_clean,
