@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jitbench.api import run
+from jitbench.compare import Comparison, compare
 from jitbench.errors import (
     ConfigError,
     JitbenchError,
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Case",
+    "Comparison",
     "CompileInfo",
     "ConfigError",
     "Diagnostic",
@@ -48,6 +50,7 @@ __all__ = [
     "Workload",
     "WorkloadError",
     "__version__",
+    "compare",
     "discover",
     "load_run",
     "run",

@@ -27,6 +27,7 @@ def _root(
 
 
 # Each command lives in its own module and registers itself on `app`.
+from jitbench.cli import compare as _compare  # noqa: E402,F401
 from jitbench.cli import info as _info  # noqa: E402,F401
 from jitbench.cli import profile as _profile  # noqa: E402,F401
 from jitbench.cli import report as _report  # noqa: E402,F401

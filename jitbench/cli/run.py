@@ -27,7 +27,10 @@ from jitbench.cli.common import (
     parse_choices,
     split_list,
 )
+from jitbench.cli.compare import load_side
+from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
+from jitbench.compare import compare
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
 from jitbench.results import Mode, Run, Status, ensure_writable_dir, load_run, save_run
@@ -76,7 +79,9 @@ def build_config(
     if min_samples is not None:
         if min_samples < 1:
             raise ConfigError(f"--min-samples must be at least 1, got {min_samples}.")
-        plan = replace(plan, min_samples=min_samples, max_samples=max(plan.max_samples, min_samples))
+        plan = replace(
+            plan, min_samples=min_samples, max_samples=max(plan.max_samples, min_samples)
+        )
     chosen_modes = parse_choices(modes, [m.value for m in Mode], kind="mode") if modes else None
     return replace(
         base,
@@ -100,8 +105,12 @@ class _Reporter:
     def __enter__(self) -> _Reporter:
         if err.is_terminal:
             self.progress = Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TimeElapsedColumn(), console=err, transient=True,
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=err,
+                transient=True,
             )
             self.progress.__enter__()
         return self
@@ -118,8 +127,10 @@ class _Reporter:
                     "measuring", total=event.total_cases, completed=done
                 )
             elif done:
-                err.print(f"resuming run {event.run_id}: {done} of {event.total_cases} "
-                          "case(s) already measured")
+                err.print(
+                    f"resuming run {event.run_id}: {done} of {event.total_cases} "
+                    "case(s) already measured"
+                )
             else:
                 err.print(f"run {event.run_id}: {event.total_cases} case(s)")
         elif isinstance(event, CaseStarted):
@@ -137,7 +148,9 @@ class _Reporter:
 @app.command("run")
 @handles_errors
 def run_cmd(
-    names: Annotated[list[str] | None, typer.Argument(help="Workload names (default: all).")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Workload names (default: all).")
+    ] = None,
     suite: SuiteOpt = None,
     keyword: KeywordOpt = None,
     sizes: Annotated[
@@ -148,7 +161,9 @@ def run_cmd(
     ] = None,
     devices: Annotated[
         list[str] | None,
-        typer.Option("--devices", "-d", help="Devices: cpu, gpu, or cpu:1 (default: every platform)."),
+        typer.Option(
+            "--devices", "-d", help="Devices: cpu, gpu, or cpu:1 (default: every platform)."
+        ),
     ] = None,
     x64: Annotated[bool, typer.Option("--x64", help="float64 on both sides.")] = False,
     sweep: Annotated[bool, typer.Option("--sweep", help="Run each workload's size sweep.")] = False,
@@ -193,6 +208,17 @@ def run_cmd(
             dir_okay=False,
         ),
     ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            help="Compare with this run JSON (or folder of runs): the gate.",
+            show_default=False,
+        ),
+    ] = None,
+    fail_on_regression: Annotated[
+        bool, typer.Option("--fail-on-regression", help="With --baseline: exit 1 on a regression.")
+    ] = False,
 ) -> None:
     """Measure workloads in NumPy, JAX eager and JAX jit and write the run JSON.
 
@@ -201,16 +227,31 @@ def run_cmd(
     """
     if timeout is not None and not timeout > 0:
         raise ConfigError(f"--timeout is a positive number of seconds, got {timeout}.")
+    # A bad baseline fails fast (exit 2), before anything is measured.
+    if fail_on_regression and baseline is None:
+        raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
+    base_run = load_side(baseline) if baseline is not None else None
     previous: Run | None = None
     registry_errors: list[object] = []
     if resume is not None:
         given = [
-            flag for flag, value in (
-                ("NAMES", names), ("--suite", suite), ("-k", keyword), ("--sizes", sizes),
-                ("--modes", modes), ("--devices", devices), ("--x64", x64),
-                ("--sweep", sweep), ("--budget", budget), ("--precision", precision),
-                ("--min-samples", min_samples), ("--quick", quick), ("--seed", seed),
-            ) if value
+            flag
+            for flag, value in (
+                ("NAMES", names),
+                ("--suite", suite),
+                ("-k", keyword),
+                ("--sizes", sizes),
+                ("--modes", modes),
+                ("--devices", devices),
+                ("--x64", x64),
+                ("--sweep", sweep),
+                ("--budget", budget),
+                ("--precision", precision),
+                ("--min-samples", min_samples),
+                ("--quick", quick),
+                ("--seed", seed),
+            )
+            if value
         ]
         if given:
             raise ConfigError(
@@ -233,15 +274,24 @@ def run_cmd(
         run_id, path = previous.run_id, resume
     else:
         config = build_config(
-            quick=quick, sizes=split_list(sizes), modes=split_list(modes),
-            devices=split_list(devices), x64=x64, sweep=sweep, budget=budget,
-            precision=precision, min_samples=min_samples, seed=seed,
+            quick=quick,
+            sizes=split_list(sizes),
+            modes=split_list(modes),
+            devices=split_list(devices),
+            x64=x64,
+            sweep=sweep,
+            budget=budget,
+            precision=precision,
+            min_samples=min_samples,
+            seed=seed,
         )
         config = replace(config, isolate=isolate, timeout_s=timeout)
         registry = discover(suite or ())
         registry_errors = list(registry.errors)
         for e in registry.errors:
-            err.print(f"[yellow]suite error:[/] {escape(str(e))} (skipped; the other suite files still run)")
+            err.print(
+                f"[yellow]suite error:[/] {escape(str(e))} (skipped; the other suite files still run)"
+            )
         workloads = select_workloads(registry, names or (), keyword)
         run_id = new_run_id()
         path = run_path(out_dir, run_id)
@@ -253,7 +303,11 @@ def run_cmd(
     try:
         with _Reporter() as reporter, _stop_signals():
             run = run_workloads(
-                workloads, config, on_event=reporter, checkpoint=checkpoint, run_id=run_id,
+                workloads,
+                config,
+                on_event=reporter,
+                checkpoint=checkpoint,
+                run_id=run_id,
                 resume=previous,
             )
     except RunInterrupted as exc:
@@ -279,8 +333,17 @@ def run_cmd(
     page = write_run_page(run, out_dir)
     write_index(out_dir)
     out.print(f"report written to {page}")
-    failed = any(m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT) for m in run.measurements)
-    raise typer.Exit(EXIT_FAILED if (strict and (failed or registry_errors)) else EXIT_OK)
+    failed = any(
+        m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT) for m in run.measurements
+    )
+    regressed = False
+    if base_run is not None:
+        comparison = compare(base_run, run)
+        render_comparison(comparison)
+        regressed = fail_on_regression and comparison.has_regression
+    raise typer.Exit(
+        EXIT_FAILED if (strict and (failed or registry_errors)) or regressed else EXIT_OK
+    )
 
 
 class _Terminated(KeyboardInterrupt):

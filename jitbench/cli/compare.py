@@ -1,0 +1,158 @@
+"""`jitbench compare BASE NEW`: the regression gate (exit 1 on regression, 2 on bad input)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from jitbench import compare_render
+from jitbench.cli import app
+from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
+from jitbench.compare import Comparison, Thresholds, Verdict, compare, merge_runs
+from jitbench.errors import OutputError, ResultsFormatError
+from jitbench.results import Run, load_run, write_text_atomic
+
+_DEFAULTS = Thresholds()
+
+ThresholdOpt = Annotated[
+    float,
+    typer.Option(
+        "--threshold", help="Run-time factor: new/base median beyond it is a large change."
+    ),
+]
+AlphaOpt = Annotated[
+    float, typer.Option("--alpha", help="Significance level of the Mann–Whitney U test.")
+]
+CompileThresholdOpt = Annotated[
+    float, typer.Option("--compile-threshold", help="Jit compile-time factor.")
+]
+CompileFloorOpt = Annotated[
+    float,
+    typer.Option("--compile-floor", help="Seconds a compile-time change must also exceed."),
+]
+MarkdownOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--markdown",
+        help="Write a markdown report (PR comment, $GITHUB_STEP_SUMMARY); '-' for stdout.",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--json", help="Write the comparison as JSON; '-' for stdout.", show_default=False
+    ),
+]
+
+
+def load_side(path: Path) -> Run:
+    """One run file, or a folder of run files (rounds of one side) pooled into one run.
+
+    A folder may hold the run files or be a `--out` folder with them under `runs/`.
+    """
+    if not path.is_dir():
+        return load_run(path)
+    files = sorted(path.glob("*.json")) or sorted((path / "runs").glob("*.json"))
+    if not files:
+        raise ResultsFormatError(
+            f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
+            "pass a run file or the --out folder of `jitbench run`."
+        )
+    return merge_runs([load_run(f) for f in files])
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write `text` to `path`, or to stdout when path is '-'."""
+    if str(path) == "-":
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
+    if path.is_dir():
+        raise OutputError(f"{str(path)!r} is a folder; give a file name.")
+    write_text_atomic(path, text)
+
+
+def render(
+    cmp: Comparison,
+    *,
+    markdown: Path | None = None,
+    json_path: Path | None = None,
+    all_rows: bool = True,
+) -> None:
+    """Print the comparison and write the requested files (shared with `run --baseline`)."""
+    to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
+    console = err if to_stdout else out  # keep stdout clean for the machine-readable output
+    console.print(compare_render.comparison_renderable(cmp, all_rows=all_rows))
+    style = "bold red" if cmp.has_regression else "green"
+    console.print(f"[{style}]{escape(compare_render.summary_line(cmp))}[/]")
+    if cmp.has_regression:
+        console.print(f"[bold red]regressed:[/] {escape(', '.join(cmp.regressed_workloads))}")
+    inconclusive = cmp.count(Verdict.INCONCLUSIVE)
+    if inconclusive:
+        err.print(
+            f"[yellow]warning:[/] {inconclusive} large change(s) could not be tested "
+            "with so few samples; rerun both sides with more samples (--min-samples)."
+        )
+    if markdown is not None:
+        write_output(markdown, compare_render.comparison_markdown(cmp))
+    if json_path is not None:
+        write_output(json_path, json.dumps(cmp.to_dict(), indent=1, allow_nan=False))
+
+
+@app.command("compare")
+@handles_errors
+def compare_cmd(
+    base: Annotated[
+        Path,
+        typer.Argument(
+            help="Baseline run JSON, or a folder of runs (rounds) pooled into one.",
+            show_default=False,
+        ),
+    ],
+    new: Annotated[
+        Path,
+        typer.Argument(
+            help="New run JSON, or a folder of runs (rounds) pooled into one.", show_default=False
+        ),
+    ],
+    threshold: ThresholdOpt = _DEFAULTS.threshold,
+    alpha: AlphaOpt = _DEFAULTS.alpha,
+    compile_threshold: CompileThresholdOpt = _DEFAULTS.compile_threshold,
+    compile_floor: CompileFloorOpt = _DEFAULTS.compile_floor_s,
+    markdown: MarkdownOpt = None,
+    json_path: JsonOpt = None,
+    compile_gate: Annotated[
+        bool,
+        typer.Option(
+            "--compile-gate/--no-compile-gate",
+            help="Whether a compile-time regression fails the gate (it is reported either way).",
+        ),
+    ] = True,
+    changes_only: Annotated[
+        bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
+    ] = False,
+) -> None:
+    """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
+
+    Cases are matched by workload, size, device, dtype and mode.
+    Run time regresses when new/base median > --threshold and Mann–Whitney p < --alpha.
+    Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
+    A case that was ok and now errors or mismatches is a regression too.
+    """
+    base_run, new_run = load_side(base), load_side(new)
+    cmp = compare(
+        base_run,
+        new_run,
+        threshold=threshold,
+        alpha=alpha,
+        compile_threshold=compile_threshold,
+        compile_floor_s=compile_floor,
+        compile_gates=compile_gate,
+    )
+    render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
+    raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)

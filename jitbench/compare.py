@@ -1,0 +1,642 @@
+"""The regression gate: match two runs case by case and classify every change.
+
+A timing change is a regression only when it is both large (new/base median ratio beyond
+`threshold`) and significant (two-sided Mann–Whitney U on the raw samples, p < `alpha`).
+Compile time has one sample per run, so it is judged by a looser factor plus an absolute
+floor. Everything here is pure: it returns a frozen `Comparison` and never prints.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+from jitbench import stats
+from jitbench.errors import ConfigError
+from jitbench.results import Measurement, Mode, Run, Status
+
+COMPARISON_SCHEMA_ID = "jitbench.comparison"
+COMPARISON_SCHEMA_VERSION = "1.0"
+
+CaseKey = tuple[str, str, str, str]
+_FAILED = (Status.ERROR, Status.MISMATCH, Status.TIMEOUT)
+
+
+class Verdict(str, enum.Enum):
+    """How one case × mode changed from the base run to the new run."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"  # a large change the sample counts cannot test at `alpha`
+    NEW = "new"
+    REMOVED = "removed"
+    NOW_FAILING = "now failing"
+    FIXED = "fixed"
+    STILL_FAILING = "still failing"
+    NOT_COMPARED = "not compared"  # skipped, or ok without samples, on either side
+
+
+#: Verdicts that make the gate fail (exit 1).
+FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NOW_FAILING})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thresholds:
+    """What counts as a change.
+
+    Attributes:
+        threshold: run-time factor; new/base median beyond it (or below 1/threshold) is large.
+        alpha: significance level of the two-sided Mann–Whitney U test on the raw samples.
+        compile_threshold: compile-time factor (jit trace + lower + compile seconds).
+        compile_floor_s: a compile change must also exceed this many seconds in absolute terms.
+        compile_gates: whether a compile-time regression fails the gate (it is always reported).
+    """
+
+    threshold: float = 1.10
+    alpha: float = 0.01
+    compile_threshold: float = 1.25
+    compile_floor_s: float = 0.020
+    compile_gates: bool = True
+
+    def __post_init__(self) -> None:
+        if not (self.threshold > 1 and math.isfinite(self.threshold)):
+            raise ConfigError(
+                f"--threshold is a factor above 1 such as 1.10 (10 % slower), got {self.threshold}."
+            )
+        if not 0 < self.alpha < 1:
+            raise ConfigError(f"--alpha is a p-value level such as 0.01, got {self.alpha}.")
+        if not (self.compile_threshold > 1 and math.isfinite(self.compile_threshold)):
+            raise ConfigError(
+                "--compile-threshold is a factor above 1 such as 1.25, "
+                f"got {self.compile_threshold}."
+            )
+        if not (self.compile_floor_s >= 0 and math.isfinite(self.compile_floor_s)):
+            raise ConfigError(
+                f"--compile-floor is seconds >= 0 such as 0.02, got {self.compile_floor_s}."
+            )
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileChange:
+    """Cold jit compile time (trace + lower + compile seconds) of one case, base vs new."""
+
+    base_s: float
+    new_s: float
+    verdict: Verdict  # REGRESSION, IMPROVEMENT or UNCHANGED
+
+    @property
+    def ratio(self) -> float:
+        return self.new_s / self.base_s if self.base_s > 0 else math.inf
+
+    @property
+    def delta_s(self) -> float:
+        return self.new_s - self.base_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """One case × mode present in either run, with its verdict.
+
+    Timing fields are None unless both sides are ok with samples. `ratio` is
+    new median / base median (above 1 is slower); `ratio_low`/`ratio_high` its 95 %
+    bootstrap CI; `p_value` the two-sided Mann–Whitney U p-value.
+    """
+
+    workload: str
+    size: str
+    device: str
+    dtype: str
+    mode: Mode
+    verdict: Verdict
+    base: Measurement | None = None
+    new: Measurement | None = None
+    ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    p_value: float | None = None
+    compile: CompileChange | None = None
+    note: str = ""
+    compile_gates: bool = True
+
+    @property
+    def key(self) -> CaseKey:
+        return (self.workload, self.size, self.device, self.dtype)
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload}[{self.size}] {self.device} {self.dtype} {self.mode.value}"
+
+    @property
+    def base_median_s(self) -> float | None:
+        return self.base.median_s if self.base is not None else None
+
+    @property
+    def new_median_s(self) -> float | None:
+        return self.new.median_s if self.new is not None else None
+
+    @property
+    def fails_gate(self) -> bool:
+        """True for a run-time regression, a case now failing, or a compile regression."""
+        return self.verdict in FAILING_VERDICTS or (
+            self.compile_gates
+            and self.compile is not None
+            and self.compile.verdict is Verdict.REGRESSION
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeoMean:
+    """Geometric mean of new/base median ratios over the cases compared in one mode/device."""
+
+    device: str
+    mode: Mode
+    ratio: float
+    count: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvDifference:
+    """An environment or configuration field that differs between the two runs."""
+
+    name: str
+    base: Any
+    new: Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """The result of comparing two runs. `entries` follow the new run's order, then removed."""
+
+    base_run_id: str
+    new_run_id: str
+    thresholds: Thresholds
+    entries: tuple[Entry, ...]
+    geomeans: tuple[GeoMean, ...] = ()
+    environment_differences: tuple[EnvDifference, ...] = ()
+    base_commit: str | None = None
+    new_commit: str | None = None
+
+    @property
+    def failures(self) -> tuple[Entry, ...]:
+        """Entries that fail the gate (regression, now failing, compile regression)."""
+        return tuple(e for e in self.entries if e.fails_gate)
+
+    @property
+    def has_regression(self) -> bool:
+        return any(e.fails_gate for e in self.entries)
+
+    @property
+    def regressed_workloads(self) -> tuple[str, ...]:
+        """Names of workloads with at least one failing entry, in order of appearance."""
+        return tuple(dict.fromkeys(e.workload for e in self.failures))
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for e in self.entries if e.verdict is verdict)
+
+    @property
+    def compile_regressions(self) -> tuple[Entry, ...]:
+        return tuple(
+            e for e in self.entries if e.compile and e.compile.verdict is Verdict.REGRESSION
+        )
+
+    @property
+    def compile_improvements(self) -> tuple[Entry, ...]:
+        return tuple(
+            e for e in self.entries if e.compile and e.compile.verdict is Verdict.IMPROVEMENT
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (strict JSON: infinities and NaN become None)."""
+        return {
+            "schema": COMPARISON_SCHEMA_ID,
+            "schema_version": COMPARISON_SCHEMA_VERSION,
+            "base_run_id": self.base_run_id,
+            "new_run_id": self.new_run_id,
+            "base_commit": self.base_commit,
+            "new_commit": self.new_commit,
+            "thresholds": {
+                "threshold": self.thresholds.threshold,
+                "alpha": self.thresholds.alpha,
+                "compile_threshold": self.thresholds.compile_threshold,
+                "compile_floor_s": self.thresholds.compile_floor_s,
+                "compile_gates": self.thresholds.compile_gates,
+            },
+            "has_regression": self.has_regression,
+            "regressed_workloads": list(self.regressed_workloads),
+            "counts": {v.value: self.count(v) for v in Verdict},
+            "compile_regressions": len(self.compile_regressions),
+            "environment_differences": [
+                {"name": d.name, "base": d.base, "new": d.new} for d in self.environment_differences
+            ],
+            "geomeans": [
+                {
+                    "device": g.device,
+                    "mode": g.mode.value,
+                    "ratio": _finite(g.ratio),
+                    "count": g.count,
+                }
+                for g in self.geomeans
+            ],
+            "entries": [_entry_dict(e) for e in self.entries],
+        }
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+def _entry_dict(e: Entry) -> dict[str, Any]:
+    return {
+        "workload": e.workload,
+        "size": e.size,
+        "device": e.device,
+        "dtype": e.dtype,
+        "mode": e.mode.value,
+        "verdict": e.verdict.value,
+        "fails_gate": e.fails_gate,
+        "base_status": e.base.status.value if e.base else None,
+        "new_status": e.new.status.value if e.new else None,
+        "base_median_s": e.base_median_s,
+        "new_median_s": e.new_median_s,
+        "base_n": len(e.base.samples_s) if e.base else 0,
+        "new_n": len(e.new.samples_s) if e.new else 0,
+        "ratio": _finite(e.ratio),
+        "ratio_low": _finite(e.ratio_low),
+        "ratio_high": _finite(e.ratio_high),
+        "p_value": e.p_value,
+        "compile": None
+        if e.compile is None
+        else {
+            "base_s": e.compile.base_s,
+            "new_s": e.compile.new_s,
+            "ratio": _finite(e.compile.ratio),
+            "verdict": e.compile.verdict.value,
+        },
+        "note": e.note,
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Classification
+
+
+@lru_cache(maxsize=4096)
+def smallest_p(n_base: int, n_new: int) -> float:
+    """The smallest two-sided Mann–Whitney p-value reachable with these sample counts.
+
+    Computed on perfectly separated data, so it is what the test itself can give. When it
+    is not below `alpha`, no change can be called significant: the verdict is inconclusive.
+    """
+    if n_base < 1 or n_new < 1:
+        return 1.0
+    return stats.mann_whitney_p(
+        [float(i) for i in range(n_base)], [float(n_base + i) for i in range(n_new)]
+    )
+
+
+def samples_needed(alpha: float) -> int:
+    """Samples per side (equal counts) needed before a change can be significant at alpha."""
+    n = 2
+    while smallest_p(n, n) >= alpha and n < 1000:
+        n += 1
+    return n
+
+
+def compare_timing(
+    base_samples: tuple[float, ...] | list[float],
+    new_samples: tuple[float, ...] | list[float],
+    thresholds: Thresholds,
+) -> tuple[Verdict, float, float | None, float | None, float | None, str]:
+    """Classify a run-time change from raw samples (seconds per call) on both sides.
+
+    Returns (verdict, ratio, ratio_low, ratio_high, p_value, note). The verdict is
+    REGRESSION / IMPROVEMENT only when the median ratio is beyond the factor *and* the
+    Mann–Whitney test is significant; a large change that the sample counts cannot make
+    significant is INCONCLUSIVE (never a regression); everything else is UNCHANGED.
+    """
+    if not (statistics.median(base_samples) > 0 and statistics.median(new_samples) > 0):
+        return Verdict.NOT_COMPARED, math.nan, None, None, None, "a median is zero"
+    r = stats.ratio_of_medians(list(new_samples), list(base_samples))
+    ratio = r.value
+    p = stats.mann_whitney_p(list(base_samples), list(new_samples))
+    t = thresholds.threshold
+    large = ratio > t or ratio < 1 / t
+    if not large:
+        return Verdict.UNCHANGED, ratio, r.low, r.high, p, ""
+    direction = "slower" if ratio > 1 else "faster"
+    floor = smallest_p(len(base_samples), len(new_samples))
+    if floor >= thresholds.alpha:
+        return (
+            Verdict.INCONCLUSIVE,
+            ratio,
+            r.low,
+            r.high,
+            p,
+            f"{direction}, but {len(base_samples)} vs {len(new_samples)} samples cannot reach "
+            f"p < {thresholds.alpha:g}; measure at least {samples_needed(thresholds.alpha)} "
+            "per side (--min-samples)",
+        )
+    if p >= thresholds.alpha:
+        return Verdict.UNCHANGED, ratio, r.low, r.high, p, f"{direction} but not significant"
+    verdict = Verdict.REGRESSION if ratio > 1 else Verdict.IMPROVEMENT
+    return verdict, ratio, r.low, r.high, p, ""
+
+
+def compare_compile(
+    base_s: float | None, new_s: float | None, thresholds: Thresholds
+) -> CompileChange | None:
+    """Classify a cold compile-time change: factor and absolute floor, no significance test
+    (one compile per run). None when either side lacks the figure."""
+    if base_s is None or new_s is None or base_s < 0 or new_s < 0:
+        return None
+    f, floor = thresholds.compile_threshold, thresholds.compile_floor_s
+    if new_s > base_s * f and new_s - base_s > floor:
+        verdict = Verdict.REGRESSION
+    elif base_s > new_s * f and base_s - new_s > floor:
+        verdict = Verdict.IMPROVEMENT
+    else:
+        verdict = Verdict.UNCHANGED
+    return CompileChange(base_s=base_s, new_s=new_s, verdict=verdict)
+
+
+def _compile_s(m: Measurement) -> float | None:
+    return m.compile.total_compile_s if m.compile is not None else None
+
+
+def _params_note(base: Measurement, new: Measurement) -> str:
+    bp, np_ = dict(base.case.params), dict(new.case.params)
+    if bp == np_:
+        return ""
+    changed = [
+        f"{k} {bp.get(k, '—')}→{np_.get(k, '—')}"
+        for k in sorted(set(bp) | set(np_), key=str)
+        if bp.get(k) != np_.get(k)
+    ]
+    return "size parameters changed: " + ", ".join(changed)
+
+
+def compare_measurements(
+    base: Measurement | None, new: Measurement | None, thresholds: Thresholds
+) -> Entry:
+    """Classify one case × mode (either side may be missing)."""
+    ref = new if new is not None else base
+    assert ref is not None, "at least one side must exist"
+    common: dict[str, Any] = {
+        "workload": ref.case.workload,
+        "size": ref.case.size,
+        "device": ref.case.device,
+        "dtype": ref.case.dtype,
+        "mode": ref.mode,
+        "base": base,
+        "new": new,
+        "compile_gates": thresholds.compile_gates,
+    }
+    if base is None:
+        return Entry(verdict=Verdict.NEW, **common)
+    if new is None:
+        return Entry(verdict=Verdict.REMOVED, **common)
+    compile_change = compare_compile(_compile_s(base), _compile_s(new), thresholds)
+    base_failed, new_failed = base.status in _FAILED, new.status in _FAILED
+    if base_failed and new_failed:
+        return Entry(verdict=Verdict.STILL_FAILING, note=f"{new.status.value}", **common)
+    if new_failed:
+        why = new.error.type if new.error is not None else new.status.value
+        return Entry(verdict=Verdict.NOW_FAILING, note=why, **common)
+    if base_failed:
+        return Entry(
+            verdict=Verdict.FIXED, compile=compile_change, note=f"was {base.status.value}", **common
+        )
+    if not (base.ok and new.ok):
+        side = "base" if not base.ok else "new"
+        m = base if not base.ok else new
+        return Entry(
+            verdict=Verdict.NOT_COMPARED,
+            compile=compile_change,
+            note=f"{side} is {m.status.value} with {len(m.samples_s)} samples",
+            **common,
+        )
+    verdict, ratio, low, high, p, note = compare_timing(base.samples_s, new.samples_s, thresholds)
+    notes = [n for n in (note, _params_note(base, new)) if n]
+    return Entry(
+        verdict=verdict,
+        ratio=ratio,
+        ratio_low=low,
+        ratio_high=high,
+        p_value=p,
+        compile=compile_change,
+        note="; ".join(notes),
+        **common,
+    )
+
+
+def _geomeans(entries: tuple[Entry, ...]) -> tuple[GeoMean, ...]:
+    groups: dict[tuple[str, Mode], list[float]] = {}
+    for e in entries:
+        if e.ratio is not None and e.verdict is not Verdict.NOT_COMPARED:
+            groups.setdefault((e.device, e.mode), []).append(e.ratio)
+    mode_order = {m: i for i, m in enumerate(Mode)}
+    out = []
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], mode_order[kv[0][1]]))
+    for (device, mode), ratios in ordered:
+        g = stats.geometric_mean(ratios)
+        if g is not None:
+            out.append(GeoMean(device=device, mode=mode, ratio=g, count=len(ratios)))
+    return tuple(out)
+
+
+def _device_kinds(run: Run) -> str | None:
+    devices = run.environment.get("devices") or []
+    kinds = sorted({f"{d.get('label')}={d.get('kind')}" for d in devices})
+    return ", ".join(kinds) or None
+
+
+_ENV_FIELDS: tuple[tuple[str, Any], ...] = (
+    ("host", lambda r: r.environment.get("host")),
+    ("machine", lambda r: r.environment.get("machine")),
+    ("cpu", lambda r: r.environment.get("cpu")),
+    ("cpu_count", lambda r: r.environment.get("cpu_count")),
+    ("cpu_affinity_count", lambda r: r.environment.get("cpu_affinity_count")),
+    ("os", lambda r: r.environment.get("os")),
+    ("python", lambda r: r.environment.get("python")),
+    ("backend", lambda r: r.environment.get("backend")),
+    ("devices", _device_kinds),
+    ("x64", lambda r: r.environment.get("x64")),
+)
+
+
+def environment_differences(base: Run, new: Run) -> tuple[EnvDifference, ...]:
+    """Fields of the environment and the sampling configuration that differ.
+
+    Library versions (jax, jaxlib, numpy, …), host, machine, CPU, devices, the x64 flag,
+    XLA/JAX environment variables and the sampling plan are compared; git state is not
+    (a different commit is the point of a comparison).
+    """
+    diffs = [
+        EnvDifference(name=name, base=get(base), new=get(new))
+        for name, get in _ENV_FIELDS
+        if get(base) != get(new)
+    ]
+    bv = base.environment.get("versions") or {}
+    nv = new.environment.get("versions") or {}
+    for name in sorted(set(bv) | set(nv)):
+        if bv.get(name) != nv.get(name):
+            diffs.append(EnvDifference(name=name, base=bv.get(name), new=nv.get(name)))
+    be = base.environment.get("env") or {}
+    ne = new.environment.get("env") or {}
+    for name in sorted(set(be) | set(ne)):
+        if be.get(name) != ne.get(name):
+            diffs.append(EnvDifference(name=f"${name}", base=be.get(name), new=ne.get(name)))
+    bc, nc = _flat(base.config), _flat(new.config)
+    for name in sorted(set(bc) | set(nc)):
+        if name in ("sizes", "modes", "devices", "seed"):  # what ran, not how it was measured
+            continue
+        if bc.get(name) != nc.get(name):
+            diffs.append(EnvDifference(name=f"config.{name}", base=bc.get(name), new=nc.get(name)))
+    return tuple(diffs)
+
+
+def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def merge_runs(runs: Sequence[Run]) -> Run:
+    """Pool several runs of the same code into one, for rounds that alternate base and new.
+
+    Samples of the same case × mode are concatenated (they are seconds per call, so
+    different calls-per-sample counts pool fine); the compile figures kept are those of the
+    run with the median jit compile time; a case that failed in any run counts as failed.
+    Environment and configuration come from the first run. One run is returned unchanged.
+
+    Raises:
+        ValueError: `runs` is empty.
+    """
+    if not runs:
+        raise ValueError("no runs to merge")
+    if len(runs) == 1:
+        return runs[0]
+    groups: dict[tuple[CaseKey, Mode], list[Measurement]] = {}
+    for run in runs:
+        for m in run.measurements:
+            groups.setdefault((m.case.key, m.mode), []).append(m)
+    merged = []
+    for ms in groups.values():
+        failed = next((m for m in ms if m.status in _FAILED), None)
+        if failed is not None:
+            merged.append(failed)
+            continue
+        ok = [m for m in ms if m.ok]
+        if not ok:
+            merged.append(ms[0])
+            continue
+        timed = sorted((c, i) for i, m in enumerate(ok) if (c := _compile_s(m)) is not None)
+        keeper = ok[timed[(len(timed) - 1) // 2][1]] if timed else ok[0]
+        samples = tuple(x for m in ok for x in m.samples_s)
+        merged.append(replace(keeper, samples_s=samples))
+    first = runs[0]
+    return replace(
+        first,
+        run_id=f"{first.run_id}+{len(runs) - 1}",
+        finished_at=runs[-1].finished_at,
+        complete=all(r.complete for r in runs),
+        measurements=tuple(merged),
+    )
+
+
+def _commit(run: Run) -> str | None:
+    git = run.environment.get("git") or {}
+    commit = git.get("commit")
+    if not commit:
+        return None
+    return f"{str(commit)[:12]}{' dirty' if git.get('dirty') else ''}"
+
+
+def compare(
+    base: Run,
+    new: Run,
+    *,
+    threshold: float = 1.10,
+    alpha: float = 0.01,
+    compile_threshold: float = 1.25,
+    compile_floor_s: float = 0.020,
+    compile_gates: bool = True,
+) -> Comparison:
+    """Compare a new run against a base run, case by case and mode by mode.
+
+    Measurements are matched by workload, size, device, dtype and mode. Run time regresses
+    when the new/base median ratio exceeds `threshold` and the two-sided Mann–Whitney U
+    test on the raw samples gives p < `alpha`; too few samples to ever reach `alpha` gives
+    "inconclusive", never a regression. Jit compile time (trace + lower + compile) regresses
+    when it grows by more than `compile_threshold` and by more than `compile_floor_s`
+    seconds; with `compile_gates=False` it is reported but does not fail the gate. A case
+    that was ok and now errors or mismatches is "now failing".
+
+    Returns:
+        A frozen Comparison; `has_regression` is what a CI gate exits on.
+
+    Raises:
+        ConfigError: a threshold or alpha out of range.
+    """
+    thresholds = Thresholds(
+        threshold=threshold,
+        alpha=alpha,
+        compile_threshold=compile_threshold,
+        compile_floor_s=compile_floor_s,
+        compile_gates=compile_gates,
+    )
+    base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
+    new_keys = [(m.case.key, m.mode) for m in new.measurements]
+    new_by_key = dict(zip(new_keys, new.measurements, strict=True))
+    entries = [
+        compare_measurements(base_by_key.get(k), new_by_key[k], thresholds)
+        for k in dict.fromkeys(new_keys)
+    ]
+    entries += [
+        compare_measurements(m, None, thresholds)
+        for k, m in base_by_key.items()
+        if k not in new_by_key
+    ]
+    result = tuple(entries)
+    return Comparison(
+        base_run_id=base.run_id,
+        new_run_id=new.run_id,
+        thresholds=thresholds,
+        entries=result,
+        geomeans=_geomeans(result),
+        environment_differences=environment_differences(base, new),
+        base_commit=_commit(base),
+        new_commit=_commit(new),
+    )
+
+
+__all__ = [
+    "FAILING_VERDICTS",
+    "Comparison",
+    "CompileChange",
+    "Entry",
+    "EnvDifference",
+    "GeoMean",
+    "Thresholds",
+    "Verdict",
+    "compare",
+    "compare_compile",
+    "compare_measurements",
+    "compare_timing",
+    "environment_differences",
+    "merge_runs",
+    "samples_needed",
+    "smallest_p",
+]
