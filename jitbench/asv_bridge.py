@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import jax
+import numpy as np
 
 from jitbench import compile as jcompile
 from jitbench import modes, validate
@@ -83,7 +84,8 @@ def default_device() -> jax.Device:
 
 def default_dtype() -> str:
     """float32, or float64 when `jax_enable_x64` is on (e.g. `JAX_ENABLE_X64=1`), as `--x64`."""
-    return "float64" if jax.config.jax_enable_x64 else "float32"
+    # canonicalize_dtype maps float64 to float32 unless x64 is on; it starts no backend.
+    return str(jax.dtypes.canonicalize_dtype(np.float64))
 
 
 def clear_cache() -> None:
