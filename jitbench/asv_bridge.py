@@ -38,6 +38,10 @@ ASV_MODES: tuple[Mode, ...] = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 PARAM_NAMES = ["size", "mode"]
 #: asv's per-benchmark timeout in seconds: setup compiles, and L presets take a while.
 TIMEOUT_S = 300.0
+#: asv's `repeat` for time_call: (min, max, max seconds) samples per round. Because the
+#: classes have a `setup`, asv times one call per sample (re-running setup in between);
+#: asv's default of at most 5 such samples per round gives a jumpy median for µs calls.
+REPEAT = (10, 50, 10.0)
 SEED = 0
 
 
@@ -190,6 +194,7 @@ class WorkloadBenchmark:
     params: ClassVar[list[list[str]]]
     param_names: ClassVar[list[str]] = PARAM_NAMES
     timeout: ClassVar[float] = TIMEOUT_S
+    repeat: ClassVar[tuple[int, int, float]] = REPEAT
 
     _case: PreparedCase
     _guard: AbstractContextManager[object] | None = None
