@@ -74,7 +74,7 @@ class PreparedCase:
     compile_count: int | None = None
 
 
-_prepared: dict[tuple[str, ...], PreparedCase | CaseSkipped] = {}
+_prepared: dict[tuple[object, ...], PreparedCase | CaseSkipped] = {}
 _warm_devices: set[str] = set()
 
 
@@ -114,7 +114,7 @@ def prepare_case(
     mode = Mode(mode)
     device = device or default_device()
     dtype = default_dtype()
-    key = (wl.name, size, mode.value, device_label(device), dtype)
+    key = (id(wl), wl.name, size, mode.value, device_label(device), dtype)
     hit = _prepared.get(key)
     if isinstance(hit, PreparedCase):
         return hit
@@ -126,7 +126,11 @@ def prepare_case(
         _prepared[key] = exc
         raise
     except Exception as exc:
-        skipped = CaseSkipped(f"{wl.name}[{size}] {mode.value}: {type(exc).__name__}: {exc}")
+        first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+        skipped = CaseSkipped(
+            f"{wl.name}[{size}] {mode.value}: {type(exc).__name__}: {first_line} "
+            f"(`jitbench run {wl.name} -s {size} -m {mode.value}` shows the diagnosis)"
+        )
         _prepared[key] = skipped
         raise skipped from exc
     _prepared[key] = prepared
@@ -170,7 +174,9 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
     if reference is not None:
         check = validate.compare(reference, modes.to_host(out), rtol=wl.rtol, atol=wl.atol)
         if not check.ok:
-            raise CaseSkipped(f"{wl.name}[{size}] {mode.value}: mismatch: {check.message}")
+            raise CaseSkipped(
+                f"{wl.name}[{size}] {mode.value}: output does not match NumPy: {check.message}"
+            )
     return PreparedCase(
         workload=wl.name,
         size=size,
