@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import keyword
 import re
+import time
 import types
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, ClassVar
 
 import jax
@@ -32,16 +34,17 @@ from jitbench import modes, validate
 from jitbench.registry import Registry
 from jitbench.results import Mode
 from jitbench.runner import device_label, warm_up_process
+from jitbench.timer import SamplingPlan, calibrate, warm_up
 from jitbench.workload import Workload
 
 ASV_MODES: tuple[Mode, ...] = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 PARAM_NAMES = ["size", "mode"]
 #: asv's per-benchmark timeout in seconds: setup compiles, and L presets take a while.
 TIMEOUT_S = 300.0
-#: asv's `repeat` for time_call: (min, max, max seconds) samples per round. Because the
-#: classes have a `setup`, asv times one call per sample (re-running setup in between);
-#: asv's default of at most 5 such samples per round gives a jumpy median for µs calls.
+#: asv's `repeat` for time_call: (min, max, max seconds) samples per round.
 REPEAT = (10, 50, 10.0)
+#: The sampling rules `jitbench run` uses by default: warm-up and calls per sample.
+PLAN = SamplingPlan()
 SEED = 0
 
 
@@ -60,6 +63,8 @@ class PreparedCase:
         compile_s: cold AOT trace + lower + XLA compile seconds for jit (what `jitbench
             run` reports as "jit compile"); None for other modes.
         compile_count: XLA compiles the cold first call triggered; None for numpy.
+        calls_per_sample: calls in one timed sample, from jitbench's calibration (one
+            sample lasts at least `SamplingPlan.min_sample_s`, as in `jitbench run`).
         device: device label, e.g. "cpu:0"; dtype: input dtype, "float32" unless x64 is on.
     """
 
@@ -69,6 +74,7 @@ class PreparedCase:
     device: str
     dtype: str
     call: Callable[[], Any]
+    calls_per_sample: int = 1
     first_call_s: float | None = None
     compile_s: float | None = None
     compile_count: int | None = None
@@ -142,9 +148,14 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
     host = wl.make_inputs(wl.size_params(size), dtype=dtype, seed=SEED)
     numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
     if mode is Mode.NUMPY:
-        numpy_call()  # fail in setup, not in the timed loop
         return PreparedCase(
-            workload=wl.name, size=size, mode=mode, device=label, dtype=dtype, call=numpy_call
+            workload=wl.name,
+            size=size,
+            mode=mode,
+            device=label,
+            dtype=dtype,
+            call=numpy_call,
+            calls_per_sample=_calls_per_sample(numpy_call, mode),
         )
     try:
         reference = numpy_call()
@@ -184,10 +195,33 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
         device=label,
         dtype=dtype,
         call=call,
+        calls_per_sample=_calls_per_sample(call, mode),
         first_call_s=first_s,
         compile_s=compile_s,
         compile_count=first_count,
     )
+
+
+def _calls_per_sample(call: Callable[[], Any], mode: Mode) -> int:
+    """Warm up and calibrate as `jitbench run` does, under the same transfer guard."""
+    with modes.timed_region(mode):
+        warm_up(call, plan=PLAN)
+        return calibrate(call, plan=PLAN)
+
+
+class _PerCallClock:
+    """asv's `timer` for time_call: perf_counter divided by the calls in one sample.
+
+    asv times one `time_call` per sample when a class has a `setup` (it re-runs setup
+    between samples), and `time_call` makes `calls_per_sample` calls, like a `jitbench run`
+    sample. Dividing the clock makes asv store seconds per call. asv reads `timer` again
+    after every setup; the count comes from the case that setup prepared last.
+    """
+
+    calls = 1
+
+    def __call__(self) -> float:
+        return time.perf_counter() / self.calls
 
 
 class WorkloadBenchmark:
@@ -201,6 +235,7 @@ class WorkloadBenchmark:
     param_names: ClassVar[list[str]] = PARAM_NAMES
     timeout: ClassVar[float] = TIMEOUT_S
     repeat: ClassVar[tuple[int, int, float]] = REPEAT
+    timer: ClassVar[_PerCallClock]
 
     _case: PreparedCase
     _guard: AbstractContextManager[object] | None = None
@@ -208,6 +243,7 @@ class WorkloadBenchmark:
     def setup(self, size: str, mode: str) -> None:
         """Prepare the case (cached) and enter the transfer guard `jitbench run` times under."""
         self._case = prepare_case(self.jitbench_workload, size, mode)
+        self.timer.calls = self._case.calls_per_sample
         guard = modes.timed_region(Mode(mode))
         guard.__enter__()
         self._guard = guard
@@ -218,8 +254,13 @@ class WorkloadBenchmark:
             guard.__exit__(None, None, None)
 
     def time_call(self, size: str, mode: str) -> None:
-        """One call of the workload, blocking on its output (`jax.block_until_ready`)."""
-        self._case.call()
+        """One sample: `calls_per_sample` calls, each blocking on its output.
+
+        The per-call clock (`timer`) turns the sample into seconds per call.
+        """
+        call = self._case.call
+        for _ in repeat(None, self._case.calls_per_sample):
+            call()
 
     def peakmem_call(self, size: str, mode: str) -> None:
         """Peak RSS of the process through one call (includes the JAX runtime and inputs)."""
@@ -279,6 +320,7 @@ def benchmark_class(
         "jitbench_workload": wl,
         "params": [size_list, mode_values],
         "param_names": list(PARAM_NAMES),
+        "timer": _PerCallClock(),
         "__doc__": wl.description or f"jitbench workload {wl.name!r}.",
     }
     if Mode.JIT.value in mode_values:

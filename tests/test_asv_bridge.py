@@ -7,6 +7,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax
@@ -86,6 +87,24 @@ def test_setup_time_and_track_on_a_tiny_workload(classes, mode):
         assert 0 < compile_s < 60
     elif mode == "eager":
         assert compile_s is None
+
+
+def test_a_sample_is_a_calibrated_batch_and_the_clock_reports_seconds_per_call(classes):
+    bench = classes["double"]()
+    bench.setup("S", "jit")
+    try:
+        calls = bench._case.calls_per_sample
+        assert calls > 1  # a 64-element jit call takes microseconds
+        assert bench.timer.calls == calls  # asv reads `timer` after setup
+        t0 = bench.timer()
+        wall0 = time.perf_counter()
+        bench.time_call("S", "jit")
+        wall = time.perf_counter() - wall0
+        per_call = bench.timer() - t0
+    finally:
+        bench.teardown("S", "jit")
+    assert wall >= 0.5 * asv_bridge.PLAN.min_sample_s  # calibrated like `jitbench run`
+    assert per_call == pytest.approx(wall / calls, rel=0.05)
 
 
 def test_setup_is_cached_so_asv_resampling_does_not_recompile(classes):
