@@ -4,7 +4,8 @@ One class per workload, parameterised by size preset × mode. `setup` builds the
 stages them, compiles and validates once per process (cached here, because asv re-runs
 `setup` before every sample and in every round); `time_call` times exactly the call
 `jitbench run` times (`modes.build_call`, blocking on the output, under the same transfer
-guard); `track_compile_s` and `track_first_call_s` report the cold compile seconds that
+guard), in samples of the same calibrated number of calls, reported per call;
+`track_compile_s` and `track_first_call_s` report the cold compile seconds that
 `jitbench run` records (`compile.cold_aot_breakdown` / `compile.cold_first_call`).
 A case that cannot run (an error, a NumPy/JAX mismatch, an unknown size) raises
 `NotImplementedError` in `setup`, which asv records as skipped instead of failed.
