@@ -1,0 +1,374 @@
+"""asv benchmark classes generated from the jitbench registry: asv adapts, never re-implements.
+
+One class per workload, parameterised by size preset × mode. `setup` builds the inputs,
+stages them, compiles and validates once per process (cached here, because asv re-runs
+`setup` before every sample and in every round); `time_call` times exactly the call
+`jitbench run` times (`modes.build_call`, blocking on the output, under the same transfer
+guard), in samples of the same calibrated number of calls, reported per call;
+`track_compile_s` and `track_first_call_s` report the cold compile seconds that
+`jitbench run` records (`compile.cold_aot_breakdown` / `compile.cold_first_call`).
+A case that cannot run (an error, a NumPy/JAX mismatch, an unknown size) raises
+`NotImplementedError` in `setup`, which asv records as skipped instead of failed.
+
+The module is named `asv_bridge`, not `asv`, so it never shadows the `asv` package. It does
+not import asv, and importing it does not start a JAX backend (asv's fork server imports
+the benchmark modules before it forks; a JAX runtime must not be forked).
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import time
+import types
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any, ClassVar
+
+import jax
+import numpy as np
+
+from jitbench import compile as jcompile
+from jitbench import modes, validate
+from jitbench.registry import Registry
+from jitbench.results import Mode
+from jitbench.runner import device_label, warm_up_process
+from jitbench.timer import SamplingPlan, calibrate, warm_up
+from jitbench.workload import Workload
+
+ASV_MODES: tuple[Mode, ...] = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
+PARAM_NAMES = ["size", "mode"]
+#: asv's per-benchmark timeout in seconds: setup compiles, and L presets take a while.
+TIMEOUT_S = 300.0
+#: asv's `repeat` for time_call: (min, max, max seconds) samples per round.
+REPEAT = (10, 50, 10.0)
+#: The sampling rules `jitbench run` uses by default: warm-up and calls per sample.
+PLAN = SamplingPlan()
+SEED = 0
+
+
+class CaseSkipped(NotImplementedError):
+    """A case that cannot be timed. asv treats NotImplementedError from setup as "skipped"."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedCase:
+    """One workload × size × mode, ready to time in this process.
+
+    Attributes:
+        call: zero-argument call that returns when the output is ready (the timed call).
+        first_call_s: cold first call (trace + compile + run, caches cleared) for eager
+            and jit; None for numpy.
+        compile_s: cold AOT trace + lower + XLA compile seconds for jit (what `jitbench
+            run` reports as "jit compile"); None for other modes.
+        compile_count: XLA compiles the cold first call triggered; None for numpy.
+        calls_per_sample: calls in one timed sample, from jitbench's calibration (one
+            sample lasts at least `SamplingPlan.min_sample_s`, as in `jitbench run`).
+        device: device label, e.g. "cpu:0"; dtype: input dtype, "float32" unless x64 is on.
+    """
+
+    workload: str
+    size: str
+    mode: Mode
+    device: str
+    dtype: str
+    call: Callable[[], Any]
+    calls_per_sample: int = 1
+    first_call_s: float | None = None
+    compile_s: float | None = None
+    compile_count: int | None = None
+
+
+_prepared: dict[tuple[object, ...], PreparedCase | CaseSkipped] = {}
+_warm_devices: set[str] = set()
+
+
+def default_device() -> jax.Device:
+    """JAX's default device (the first GPU when there is one, else the CPU).
+
+    Set `JAX_PLATFORMS=cpu` to pin asv runs to the CPU.
+    """
+    return jax.devices()[0]
+
+
+def default_dtype() -> str:
+    """float32, or float64 when `jax_enable_x64` is on (e.g. `JAX_ENABLE_X64=1`), as `--x64`."""
+    # canonicalize_dtype maps float64 to float32 unless x64 is on; it starts no backend.
+    return str(jax.dtypes.canonicalize_dtype(np.float64))
+
+
+def clear_cache() -> None:
+    """Forget every prepared case (tests; asv runs each case in a fresh process anyway)."""
+    _prepared.clear()
+
+
+def prepare_case(
+    wl: Workload, size: str, mode: Mode | str, *, device: jax.Device | None = None
+) -> PreparedCase:
+    """Build, stage, compile and validate one case once per process; later calls hit a cache.
+
+    The steps are those of `jitbench run` (runner.measure_case) for one mode: process
+    warm-up, seeded inputs, NumPy reference, staging, cold AOT compile (jit), cold first
+    call, validation against the reference, and the single-array fast path for jit.
+
+    Raises:
+        CaseSkipped: the case cannot be timed (unknown size, an exception in any step, or
+            a JAX output that does not match the NumPy reference). Failures are cached too,
+            so a broken case is not rebuilt for every asv sample.
+    """
+    mode = Mode(mode)
+    device = device or default_device()
+    dtype = default_dtype()
+    key = (id(wl), wl.name, size, mode.value, device_label(device), dtype)
+    hit = _prepared.get(key)
+    if isinstance(hit, PreparedCase):
+        return hit
+    if isinstance(hit, CaseSkipped):
+        raise CaseSkipped(str(hit))
+    try:
+        prepared = _build(wl, size, mode, device=device, dtype=dtype)
+    except CaseSkipped as exc:
+        _prepared[key] = exc
+        raise
+    except Exception as exc:
+        first_line = (str(exc).strip().splitlines() or [""])[0][:300]
+        skipped = CaseSkipped(
+            f"{wl.name}[{size}] {mode.value}: {type(exc).__name__}: {first_line} "
+            f"(`jitbench run {wl.name} -s {size} -m {mode.value}` shows the diagnosis)"
+        )
+        _prepared[key] = skipped
+        raise skipped from exc
+    _prepared[key] = prepared
+    return prepared
+
+
+def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: str) -> PreparedCase:
+    label = device_label(device)
+    host = wl.make_inputs(wl.size_params(size), dtype=dtype, seed=SEED)
+    numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
+    if mode is Mode.NUMPY:
+        return PreparedCase(
+            workload=wl.name,
+            size=size,
+            mode=mode,
+            device=label,
+            dtype=dtype,
+            call=numpy_call,
+            calls_per_sample=_calls_per_sample(numpy_call, mode),
+        )
+    try:
+        reference = numpy_call()
+    except Exception:  # as in `jitbench run`: no reference, no validation
+        reference = None
+    if label not in _warm_devices:
+        # Backend start-up must not be charged to the first compile of the process.
+        warm_up_process([device])
+        _warm_devices.add(label)
+    staged = modes.stage(host, device)
+    compile_s = None
+    if mode is Mode.JIT:
+        aot = jcompile.cold_aot_breakdown(
+            wl.jax_fn,
+            static_argnames=wl.static_argnames,
+            args=staged.args,
+            kwargs={**staged.kwargs, **staged.static},
+        )
+        compile_s = aot.trace_s + aot.lower_s + aot.compile_s
+        jitted = modes.jit_function(wl)
+        call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
+        first_s, first_count, out = jcompile.cold_first_call(call)
+        call = modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted)
+    else:
+        call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
+        first_s, first_count, out = jcompile.cold_first_call(call)
+    if reference is not None:
+        check = validate.compare(reference, modes.to_host(out), rtol=wl.rtol, atol=wl.atol)
+        if not check.ok:
+            raise CaseSkipped(
+                f"{wl.name}[{size}] {mode.value}: output does not match NumPy: {check.message}"
+            )
+    return PreparedCase(
+        workload=wl.name,
+        size=size,
+        mode=mode,
+        device=label,
+        dtype=dtype,
+        call=call,
+        calls_per_sample=_calls_per_sample(call, mode),
+        first_call_s=first_s,
+        compile_s=compile_s,
+        compile_count=first_count,
+    )
+
+
+def _calls_per_sample(call: Callable[[], Any], mode: Mode) -> int:
+    """Warm up and calibrate as `jitbench run` does, under the same transfer guard."""
+    with modes.timed_region(mode):
+        warm_up(call, plan=PLAN)
+        return calibrate(call, plan=PLAN)
+
+
+class _PerCallClock:
+    """asv's `timer` for time_call: perf_counter divided by the calls in one sample.
+
+    asv times one `time_call` per sample when a class has a `setup` (it re-runs setup
+    between samples), and `time_call` makes `calls_per_sample` calls, like a `jitbench run`
+    sample. Dividing the clock makes asv store seconds per call. asv reads `timer` again
+    after every setup; the count comes from the case that setup prepared last.
+    """
+
+    calls = 1
+
+    def __call__(self) -> float:
+        return time.perf_counter() / self.calls
+
+
+class WorkloadBenchmark:
+    """Base of the generated classes (lives outside `suites/`, so asv never collects it).
+
+    asv calls every method with the parameters `(size, mode)`.
+    """
+
+    jitbench_workload: ClassVar[Workload]
+    params: ClassVar[list[list[str]]]
+    param_names: ClassVar[list[str]] = PARAM_NAMES
+    timeout: ClassVar[float] = TIMEOUT_S
+    repeat: ClassVar[tuple[int, int, float]] = REPEAT
+    timer: ClassVar[_PerCallClock]
+
+    _case: PreparedCase
+    _guard: AbstractContextManager[object] | None = None
+
+    def setup(self, size: str, mode: str) -> None:
+        """Prepare the case (cached) and enter the transfer guard `jitbench run` times under."""
+        self._case = prepare_case(self.jitbench_workload, size, mode)
+        self.timer.calls = self._case.calls_per_sample
+        guard = modes.timed_region(Mode(mode))
+        guard.__enter__()
+        self._guard = guard
+
+    def teardown(self, size: str, mode: str) -> None:
+        guard, self._guard = self._guard, None
+        if guard is not None:
+            guard.__exit__(None, None, None)
+
+    def time_call(self, size: str, mode: str) -> None:
+        """One sample: `calls_per_sample` calls, each blocking on its output.
+
+        The per-call clock (`timer`) turns the sample into seconds per call.
+        """
+        call = self._case.call
+        for _ in repeat(None, self._case.calls_per_sample):
+            call()
+
+    def peakmem_call(self, size: str, mode: str) -> None:
+        """Peak RSS of the process through one call (includes the JAX runtime and inputs)."""
+        self._case.call()
+
+    def track_compile_s(self, size: str, mode: str) -> float | None:
+        """Cold jit compile seconds: trace + lower + XLA compile (AOT stages, caches cleared)."""
+        return self._case.compile_s
+
+    def track_first_call_s(self, size: str, mode: str) -> float | None:
+        """Cold first-call seconds (trace + compile + run, caches cleared) of eager and jit."""
+        return self._case.first_call_s
+
+
+_TRACK_UNIT = "seconds"
+
+
+def _own_copy(fn: Callable[..., Any], **attrs: Any) -> Callable[..., Any]:
+    """A new function object with the same code, so asv attributes can differ per class."""
+    assert isinstance(fn, types.FunctionType)
+    copy = types.FunctionType(
+        fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__
+    )
+    copy.__doc__, copy.__qualname__ = fn.__doc__, fn.__qualname__
+    copy.__dict__.update(attrs)
+    return copy
+
+
+def class_name(workload_name: str) -> str:
+    """The asv class name of a workload: its name as an identifier (`-b selu` selects it)."""
+    ident = re.sub(r"\W", "_", workload_name)
+    if ident[:1].isdigit() or ident.startswith("_") or keyword.iskeyword(ident):
+        ident = f"wl_{ident}"
+    return ident
+
+
+def benchmark_class(
+    wl: Workload,
+    *,
+    name: str | None = None,
+    module: str | None = None,
+    sizes: Sequence[str] | None = None,
+    modes_: Sequence[Mode] = ASV_MODES,
+) -> type[WorkloadBenchmark]:
+    """The asv benchmark class of one workload.
+
+    Benchmarks and their parameters:
+        time_call: size × mode (seconds per call).
+        track_compile_s: size × jit (cold compile seconds).
+        track_first_call_s: size × (eager, jit) (cold first-call seconds).
+        peakmem_call: the largest preset × mode (process peak RSS, bytes).
+    """
+    size_list = list(sizes) if sizes is not None else list(wl.sizes)
+    mode_values = [Mode(m).value for m in modes_]
+    jax_modes = [m for m in mode_values if m != Mode.NUMPY.value]
+    attrs: dict[str, Any] = {
+        "jitbench_workload": wl,
+        "params": [size_list, mode_values],
+        "param_names": list(PARAM_NAMES),
+        "timer": _PerCallClock(),
+        "__doc__": wl.description or f"jitbench workload {wl.name!r}.",
+    }
+    if Mode.JIT.value in mode_values:
+        attrs["track_compile_s"] = _own_copy(
+            WorkloadBenchmark.track_compile_s,
+            params=[size_list, [Mode.JIT.value]],
+            param_names=list(PARAM_NAMES),
+            unit=_TRACK_UNIT,
+        )
+    else:
+        attrs["track_compile_s"] = None
+    if jax_modes:
+        attrs["track_first_call_s"] = _own_copy(
+            WorkloadBenchmark.track_first_call_s,
+            params=[size_list, jax_modes],
+            param_names=list(PARAM_NAMES),
+            unit=_TRACK_UNIT,
+        )
+    else:
+        attrs["track_first_call_s"] = None
+    attrs["peakmem_call"] = _own_copy(
+        WorkloadBenchmark.peakmem_call,
+        params=[size_list[-1:], mode_values],
+        param_names=list(PARAM_NAMES),
+    )
+    cls_name = name or class_name(wl.name)
+    cls = type(cls_name, (WorkloadBenchmark,), attrs)
+    if module is not None:
+        cls.__module__ = module
+    return cls
+
+
+def benchmark_classes(
+    registry: Registry | Mapping[str, Workload], *, module: str | None = None
+) -> dict[str, type[WorkloadBenchmark]]:
+    """One asv class per workload, keyed by class name (unique even when names clash).
+
+    Args:
+        registry: a `jitbench.discover(...)` result or a name -> Workload mapping.
+        module: the `__module__` to give the classes (the asv module that exposes them).
+    """
+    workloads = registry.workloads if isinstance(registry, Registry) else registry
+    out: dict[str, type[WorkloadBenchmark]] = {}
+    for wl in workloads.values():
+        name = base = class_name(wl.name)
+        n = 2
+        while name in out:
+            name, n = f"{base}_{n}", n + 1
+        out[name] = benchmark_class(wl, name=name, module=module)
+    return out
