@@ -39,16 +39,27 @@ def _rate(value: float | None, scale: float) -> str:
     return "—" if value is None else f"{value / scale:.3g}"
 
 
-def case_notes(measurements: Iterable[Measurement | None], *, sep: str = "; ") -> str:
+# Shown once under the table (see `noisy_footer`), not on every row: on a shared machine
+# nearly every measurement carries it, and it would bury the codes that matter.
+FOOTER_CODES = frozenset({"noisy"})
+
+
+def case_notes(
+    measurements: Iterable[Measurement | None],
+    *,
+    sep: str = "; ",
+    skip: frozenset[str] = frozenset(),
+) -> str:
     """'eager: eager-dispatch-bound; jit: large-jaxpr' — diagnostic codes grouped by mode.
 
     An error with a diagnostic code shows the code with the exception type after it.
+    Codes in `skip` are left out.
     """
     parts = []
     for m in measurements:
         if m is None:
             continue
-        codes = [d.code for d in m.diagnostics]
+        codes = [d.code for d in m.diagnostics if d.code not in skip]
         if m.error is not None:
             if codes:
                 codes[0] = f"{codes[0]} ({m.error.type})"
@@ -57,6 +68,19 @@ def case_notes(measurements: Iterable[Measurement | None], *, sep: str = "; ") -
         if codes:
             parts.append(f"{m.mode.value}: {', '.join(dict.fromkeys(codes))}")
     return sep.join(parts)
+
+
+def noisy_footer(run: Run) -> str | None:
+    """'12 of 30 measurements did not reach ±1 % …', or None when all did."""
+    noisy = [m for m in run.measurements if any(d.code == "noisy" for d in m.diagnostics)]
+    if not noisy:
+        return None
+    target = (run.config.get("plan") or {}).get("precision")
+    goal = f"the ±{target * 100:g} % target" if isinstance(target, (int, float)) else "the target"
+    return (
+        f"{len(noisy)} of {len(run.measurements)} measurements did not reach {goal} within "
+        "the sampling budget (noisy; their CIs are shown): raise --budget or quiet the machine."
+    )
 
 
 def summary_table(run: Run) -> Table:
@@ -89,7 +113,7 @@ def summary_table(run: Run) -> Table:
             fmt.seconds(compile_s),
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
-            Text(case_notes(by_mode.values(), sep="\n"), style="yellow"),
+            Text(case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES), style="yellow"),
         )
     return table
 

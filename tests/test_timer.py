@@ -175,3 +175,23 @@ def test_convergence_needs_a_defined_ci_even_below_min_samples():
 def test_relative_ci_halfwidth_undefined_below_six_samples():
     assert relative_ci_halfwidth([1.0] * 5) == float("inf")
     assert relative_ci_halfwidth([1.0] * 6) == 0.0
+
+
+def test_a_call_with_run_batch_times_its_own_inlined_loop():
+    clock = FakeClock()
+
+    class Batched:
+        calls = 0
+
+        def __call__(self):
+            raise AssertionError("the timer must use run_batch")
+
+        def run_batch(self, n, clk):
+            t0 = clk()
+            self.calls += n
+            clock.advance(n * 1e-3)
+            return clk() - t0
+
+    fn = Batched()
+    assert time_calls(fn, 7, clock) == pytest.approx(7e-3)
+    assert fn.calls == 7

@@ -11,7 +11,14 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from jitbench import console
 from jitbench.api import select_workloads
@@ -100,7 +107,7 @@ class _Reporter:
 
     def __init__(self) -> None:
         self.progress: Progress | None = None
-        self.task = None
+        self.task: TaskID | None = None
 
     def __enter__(self) -> _Reporter:
         if err.is_terminal:
@@ -290,7 +297,8 @@ def run_cmd(
         registry_errors = list(registry.errors)
         for e in registry.errors:
             err.print(
-                f"[yellow]suite error:[/] {escape(str(e))} (skipped; the other suite files still run)"
+                f"[yellow]suite error:[/] {escape(str(e))} "
+                "(skipped; the other suite files still run)"
             )
         workloads = select_workloads(registry, names or (), keyword)
         run_id = new_run_id()
@@ -325,6 +333,8 @@ def run_cmd(
     out.print(console.summary_table(run))
     if config.quick:
         out.print("[dim]quick run: few samples, rough figures.[/]")
+    elif (footer := console.noisy_footer(run)) is not None:
+        out.print(f"[dim]{footer}[/]")
     for line in console.problems(run):
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")
