@@ -30,11 +30,10 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from jitbench import compile as jcompile
 from jitbench import modes, validate
 from jitbench.registry import Registry
 from jitbench.results import Mode
-from jitbench.runner import device_label, warm_up_process
+from jitbench.runner import PREPARE, device_label, warm_up_process
 from jitbench.timer import SamplingPlan, calibrate, warm_up
 from jitbench.workload import Workload
 
@@ -167,22 +166,9 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
         warm_up_process([device])
         _warm_devices.add(label)
     staged = modes.stage(host, device)
-    compile_s = None
-    if mode is Mode.JIT:
-        aot = jcompile.cold_aot_breakdown(
-            wl.jax_fn,
-            static_argnames=wl.static_argnames,
-            args=staged.args,
-            kwargs={**staged.kwargs, **staged.static},
-        )
-        compile_s = aot.trace_s + aot.lower_s + aot.compile_s
-        jitted = modes.jit_function(wl)
-        call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-        first_s, first_count, out = jcompile.cold_first_call(call)
-        call = modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted)
-    else:
-        call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
-        first_s, first_count, out = jcompile.cold_first_call(call)
+    # The same cold preparation as `jitbench run` (AOT stages, cold first call, guard).
+    prepared = PREPARE[mode](wl, host, staged)
+    call, out, info = prepared.call, prepared.output, prepared.compile
     if reference is not None:
         check = validate.compare(reference, modes.to_host(out), rtol=wl.rtol, atol=wl.atol)
         if not check.ok:
@@ -197,9 +183,9 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
         dtype=dtype,
         call=call,
         calls_per_sample=_calls_per_sample(call, mode),
-        first_call_s=first_s,
-        compile_s=compile_s,
-        compile_count=first_count,
+        first_call_s=info.first_call_s,
+        compile_s=info.total_compile_s,
+        compile_count=info.compile_count,
     )
 
 

@@ -263,7 +263,18 @@ def _mode_region(state: _ModeState) -> Iterator[None]:
     state.timed_compiles.compile_count += events.compile_count
 
 
-def _prepare_jit(state: _ModeState, wl: Workload, host: Inputs, staged: modes.Staged) -> Any:
+@dataclass(frozen=True)
+class PreparedMode:
+    """A JAX mode made ready to time: its call, the cold first call's output, and the
+    cold compile figures (shared by `jitbench run`, `jitbench profile` and asv)."""
+
+    call: Callable[[], Any]
+    output: Any
+    compile: CompileInfo
+
+
+def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
+    """Time the AOT stages cold, then a separate cold first call of `jax.jit(f)`."""
     aot = jcompile.cold_aot_breakdown(
         wl.jax_fn, static_argnames=wl.static_argnames, args=staged.args,
         kwargs={**staged.kwargs, **staged.static},
@@ -271,33 +282,41 @@ def _prepare_jit(state: _ModeState, wl: Workload, host: Inputs, staged: modes.St
     jitted = modes.jit_function(wl)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
     first_s, first_compiles, out = jcompile.cold_first_call(call)
-    state.call = modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted)
-    state.compile = CompileInfo(
-        first_call_s=first_s,
-        compile_count=first_compiles,
-        trace_s=aot.trace_s,
-        lower_s=aot.lower_s,
-        compile_s=aot.compile_s,
-        jaxpr_eqn_count=aot.jaxpr_eqn_count,
-        flops=aot.flops,
-        transcendentals=aot.transcendentals,
-        bytes_accessed=aot.bytes_accessed,
-        memory=aot.memory,
-        hlo_fingerprint=aot.hlo_fingerprint,
-        while_loop_count=aot.while_loop_count,
+    return PreparedMode(
+        call=modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted),
+        output=out,
+        compile=CompileInfo(
+            first_call_s=first_s,
+            compile_count=first_compiles,
+            trace_s=aot.trace_s,
+            lower_s=aot.lower_s,
+            compile_s=aot.compile_s,
+            jaxpr_eqn_count=aot.jaxpr_eqn_count,
+            flops=aot.flops,
+            transcendentals=aot.transcendentals,
+            bytes_accessed=aot.bytes_accessed,
+            memory=aot.memory,
+            hlo_fingerprint=aot.hlo_fingerprint,
+            while_loop_count=aot.while_loop_count,
+        ),
     )
-    return out
 
 
-def _prepare_eager(state: _ModeState, wl: Workload, host: Inputs, staged: modes.Staged) -> Any:
+def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
+    """Time the cold first eager call and count the programs op-by-op dispatch compiles."""
     call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
     # Guarded from the first call on: JAX caches an array's host copy after one transfer,
     # so a hidden copy of an input would slip through every later, guarded call.
     with modes.timed_region(Mode.EAGER):
         first_s, first_compiles, out = jcompile.cold_first_call(call)
-    state.call = call
-    state.compile = CompileInfo(first_call_s=first_s, compile_count=first_compiles)
-    return out
+    return PreparedMode(
+        call=call,
+        output=out,
+        compile=CompileInfo(first_call_s=first_s, compile_count=first_compiles),
+    )
+
+
+PREPARE = {Mode.JIT: prepare_jit, Mode.EAGER: prepare_eager}
 
 
 _ARRAY_LEAF_TYPES = (np.ndarray, np.generic, jax.Array, int, float, complex)
@@ -394,9 +413,10 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     outputs: dict[Mode, Any] = {}
     if staged is not None:
         for s in jax_states:
-            prepare = _prepare_jit if s.mode is Mode.JIT else _prepare_eager
             try:
-                out = require_array_tree(prepare(s, wl, host, staged), wl, s.mode)
+                prepared = PREPARE[s.mode](wl, host, staged)
+                s.call, s.compile = prepared.call, prepared.compile
+                out = require_array_tree(prepared.output, wl, s.mode)
             except Exception as exc:
                 s.fail(exc)
                 continue

@@ -124,3 +124,26 @@ def interrupted_in_sampling(xp, x):
     if not gc.isenabled():
         _interrupt_self()
     return x * 2
+
+
+class _SigtermOnDelete:
+    # The signal handler then runs inside __del__, where Python reports and drops any
+    # exception: the same trap as a signal landing in JAX's gc callback.
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+_swallowed_once: list[bool] = []
+
+
+def _numpy_side_swallowing_sigterm(x):
+    if not _swallowed_once:
+        _swallowed_once.append(True)
+        _SigtermOnDelete()  # deleted at once
+    return x + 1
+
+
+@workload(inputs=vec, sizes=TINY, numpy=_numpy_side_swallowing_sigterm)
+def sigterm_swallowed(x):
+    """Sends SIGTERM to its own process from a __del__, so the handler's raise is lost."""
+    return x + 1

@@ -615,3 +615,17 @@ def test_real_signal_saves_a_resumable_run(sig: signal.Signals, exit_code: int, 
     for m in final.measurements:
         if (m.case.key, m.mode) in before:  # finished before the signal: not re-measured
             assert m.samples_s == before[(m.case.key, m.mode)]
+
+
+# Python reports the dropped exception from __del__ as an unraisable-exception warning.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_signal_whose_raise_is_swallowed_still_stops_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = invoke("run", "--quick", "--suite", FAULT_SUITE, "--out", out,
+                    "sigterm_swallowed", "ok_double")
+    assert result.exit_code == 143, result.stderr
+    [path] = run_files(out)
+    partial = load_run(path)
+    # The case in which the signal arrived finishes; nothing after it is measured.
+    assert not partial.complete
+    assert {m.case.workload for m in partial.measurements} == {"sigterm_swallowed"}

@@ -307,6 +307,7 @@ def run_cmd(
 
     def checkpoint(partial: Run) -> None:
         save_run(partial, path)
+        raise_if_stop_requested()
 
     try:
         with _Reporter() as reporter, _stop_signals():
@@ -360,24 +361,46 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised as an interrupt so the partial run is saved the same way."""
 
 
+# The stop a signal asked for. A handler's exception can be swallowed when the signal lands
+# while Python runs a callback that ignores exceptions (JAX's gc callback, a __del__), so
+# the request is also recorded here and raised again at the next case boundary.
+_stop_requested: list[type[KeyboardInterrupt]] = []
+
+
 def _on_sigterm(_signum: int, _frame: object) -> None:
+    _stop_requested.append(_Terminated)
     raise _Terminated
+
+
+def _on_sigint(_signum: int, _frame: object) -> None:
+    _stop_requested.append(KeyboardInterrupt)
+    raise KeyboardInterrupt
+
+
+def raise_if_stop_requested() -> None:
+    """Raise the interrupt a signal asked for, if its own raise was swallowed."""
+    if _stop_requested:
+        raise _stop_requested[0]()
 
 
 @contextmanager
 def _stop_signals() -> Iterator[None]:
-    """Turn SIGTERM into an interrupt while measuring (SIGINT already is one).
+    """Turn SIGTERM and SIGINT into interrupts while measuring, remembered until honoured.
 
     An inherited SIG_IGN for SIGINT (a background job) is left alone.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    _stop_requested.clear()
+    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @contextmanager
