@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import (
@@ -396,9 +397,19 @@ def _stop_signals() -> Iterator[None]:
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+    previous_hook = sys.unraisablehook
+
+    def quiet_recorded_interrupts(unraisable: Any) -> None:
+        # A recorded stop is raised again at the next case boundary: no traceback for it.
+        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _stop_requested:
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = quiet_recorded_interrupts
     try:
         yield
     finally:
+        sys.unraisablehook = previous_hook
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 
