@@ -123,7 +123,7 @@ def _ir_texts(
             kwargs={**staged.kwargs, **staged.static}, keep_text=True,
         )
     except Exception as exc:
-        return None, None, runner._error_info(exc)
+        return None, None, runner.error_info(exc)
     return aot.jaxpr_text, aot.hlo_text, None
 
 

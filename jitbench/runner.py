@@ -221,7 +221,7 @@ def warm_up_process(devices: Sequence[jax.Device]) -> None:
         jax.block_until_ready(x + 1)
 
 
-def _error_info(exc: BaseException) -> ErrorInfo:
+def error_info(exc: BaseException) -> ErrorInfo:
     text = str(exc)
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS] + " …"
@@ -233,7 +233,7 @@ _HINT_ATTR = "_jitbench_hint"
 
 
 def _add_hint(exc: BaseException, hint: str) -> None:
-    """Attach where a fault came from, for `_error_info` (Python 3.10 lacks add_note)."""
+    """Attach where a fault came from, for `error_info` (Python 3.10 lacks add_note)."""
     with contextlib.suppress(AttributeError, TypeError):  # a type with __slots__
         setattr(exc, _HINT_ATTR, hint)
 
@@ -489,7 +489,7 @@ def _finish(
                 compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
                 if s.compile
                 else None,
-                error=_error_info(s.error) if s.error is not None else None,
+                error=error_info(s.error) if s.error is not None else None,
                 diagnostics=tuple(s.diagnostics),
             )
         )
@@ -574,7 +574,7 @@ def measure_guarded(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     except (Exception, SystemExit) as exc:  # a fault the per-mode handlers did not catch
         if isinstance(exc, SystemExit):
             _add_hint(exc, "the workload called sys.exit(); return a value instead.")
-        return failed_case(pc, config, Status.ERROR, _error_info(exc))
+        return failed_case(pc, config, Status.ERROR, error_info(exc))
 
 
 def workloads_for_resume(run: Run) -> list[Workload]:
