@@ -222,6 +222,7 @@ def warm_up_process(devices: Sequence[jax.Device]) -> None:
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
+    """An exception as recorded on a measurement: type, message (capped) and a fix hint."""
     text = str(exc)
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS] + " …"
