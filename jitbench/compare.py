@@ -18,13 +18,12 @@ from typing import Any
 
 from jitbench import stats
 from jitbench.errors import ConfigError
-from jitbench.results import Measurement, Mode, Run, Status
+from jitbench.results import Measurement, Mode, Run
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 COMPARISON_SCHEMA_VERSION = "1.0"
 
 CaseKey = tuple[str, str, str, str]
-_FAILED = (Status.ERROR, Status.MISMATCH, Status.TIMEOUT)
 
 
 class Verdict(str, enum.Enum):
@@ -404,7 +403,7 @@ def compare_measurements(
     if new is None:
         return Entry(verdict=Verdict.REMOVED, **common)
     compile_change = compare_compile(_compile_s(base), _compile_s(new), thresholds)
-    base_failed, new_failed = base.status in _FAILED, new.status in _FAILED
+    base_failed, new_failed = base.failed, new.failed
     if base_failed and new_failed:
         return Entry(verdict=Verdict.STILL_FAILING, note=f"{new.status.value}", **common)
     if new_failed:
@@ -534,7 +533,7 @@ def merge_runs(runs: Sequence[Run]) -> Run:
             groups.setdefault((m.case.key, m.mode), []).append(m)
     merged = []
     for ms in groups.values():
-        failed = next((m for m in ms if m.status in _FAILED), None)
+        failed = next((m for m in ms if m.failed), None)
         if failed is not None:
             merged.append(failed)
             continue

@@ -123,19 +123,11 @@ def problems(run: Run) -> list[str]:
     per warning diagnostic of the others (e.g. a large jaxpr), with its figures and hint."""
     lines = []
     for m in run.measurements:
-        if m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT):
-            what = (
-                f"{m.error.type}: {m.error.message.splitlines()[0] if m.error.message else ''}"
-                if m.error
-                else "; ".join(d.message for d in m.diagnostics) or m.status.value
-            )
-            hint = (m.error.hint if m.error else "") or next(
-                (d.hint for d in m.diagnostics if d.hint), ""
-            )
-            lines.append(f"{m.case.label} {m.mode.value}: {m.status.value}: {what}"
-                         + (f" — hint: {hint}" if hint else ""))
+        if m.failed:
+            lines.append(f"{m.case.label} {m.mode.value}: {m.failure_text}"
+                         + (f" — hint: {m.hint}" if m.hint else ""))
     for m in run.measurements:
-        if m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT):
+        if m.failed:
             continue
         for d in m.diagnostics:
             if d.severity in (Severity.WARNING, Severity.ERROR):

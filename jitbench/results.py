@@ -55,6 +55,9 @@ class Severity(str, enum.Enum):
     ERROR = "error"
 
 
+FAILED_STATUSES = frozenset({Status.ERROR, Status.MISMATCH, Status.TIMEOUT})
+
+
 @dataclass(frozen=True, kw_only=True)
 class Case:
     """One workload × size × device × dtype. `key` identifies it across runs."""
@@ -164,6 +167,28 @@ class Measurement:
     @property
     def ok(self) -> bool:
         return self.status is Status.OK and bool(self.samples_s)
+
+    @property
+    def failed(self) -> bool:
+        """An error, a timeout or a mismatch: shown as such, never given a speedup."""
+        return self.status in FAILED_STATUSES
+
+    @property
+    def failure_text(self) -> str:
+        """One line saying why the measurement has no trustworthy result (not escaped)."""
+        if self.error is not None:
+            first = self.error.message.splitlines()[0] if self.error.message else ""
+            return f"{self.status.value}: {self.error.type}: {first}".rstrip(": ")
+        if self.diagnostics:
+            return f"{self.status.value}: {self.diagnostics[0].message}"
+        return self.status.value
+
+    @property
+    def hint(self) -> str:
+        """The fix to try: the error's hint, else the first diagnostic's, else ''."""
+        if self.error is not None and self.error.hint:
+            return self.error.hint
+        return next((d.hint for d in self.diagnostics if d.hint), "")
 
     @property
     def achieved_flops_per_s(self) -> float | None:

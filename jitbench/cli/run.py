@@ -41,7 +41,7 @@ from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
 from jitbench.compare import compare
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
-from jitbench.results import Mode, Run, Status, ensure_writable_dir, load_run, save_run
+from jitbench.results import Mode, Run, ensure_writable_dir, load_run, save_run
 from jitbench.runner import (
     CaseFinished,
     CaseStarted,
@@ -345,9 +345,7 @@ def run_cmd(
     page = write_run_page(run, out_dir)
     write_index(out_dir)
     out.print(f"report written to {page}")
-    failed = any(
-        m.status in (Status.ERROR, Status.MISMATCH, Status.TIMEOUT) for m in run.measurements
-    )
+    failed = any(m.failed for m in run.measurements)
     regressed = False
     if base_run is not None:
         comparison = compare(base_run, run)

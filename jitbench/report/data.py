@@ -17,12 +17,11 @@ from typing import Any
 
 from jitbench import format as fmt
 from jitbench import stats
-from jitbench.results import Case, Measurement, Mode, Run, Status
+from jitbench.results import Case, Measurement, Mode, Run
 
 JAX_MODES = (Mode.EAGER, Mode.JIT)
 MODE_ORDER = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 MAX_LABEL_CHARS = 60
-FAILED = (Status.ERROR, Status.MISMATCH, Status.TIMEOUT)
 
 
 def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
@@ -135,23 +134,13 @@ def geomean_speedups(run: Run, device: str) -> list[GeoMean]:
             m = run.get(case.key, mode)
             if m is None:
                 continue
-            if m.status in FAILED:
+            if m.failed:
                 failed += 1
             v = speedup_value(run, case, mode)
             if v is not None:
                 values.append(v)
         out.append(GeoMean(mode, stats.geometric_mean(values), len(values), failed))
     return out
-
-
-def failure_text(m: Measurement) -> str:
-    """One line saying why a measurement has no result. Not escaped."""
-    if m.error is not None:
-        first = m.error.message.splitlines()[0] if m.error.message else ""
-        return f"{m.status.value}: {m.error.type}: {first}".rstrip(": ")
-    if m.diagnostics:
-        return f"{m.status.value}: {m.diagnostics[0].message}"
-    return m.status.value
 
 
 # ---------------------------------------------------------------------------------------
@@ -225,7 +214,7 @@ def sweep_failures(run: Run, device: str, workload: str) -> list[tuple[Case, Mea
         for c in cases_on(run, device)
         if c.workload == workload
         for m in (run.get(c.key, mode) for mode in MODE_ORDER)
-        if m is not None and m.status in FAILED
+        if m is not None and m.failed
     ]
 
 

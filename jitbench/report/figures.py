@@ -121,10 +121,10 @@ def speedup_figure(
                 continue
             if r is None:
                 failed = [x for x in (m, run.get(case.key, Mode.NUMPY))
-                          if x is not None and x.status in data.FAILED]
+                          if x is not None and x.failed]
                 for x in failed:
                     notes.setdefault(label, {})[f"✗ {x.mode.value} {x.status.value}"] = (
-                        f"{x.mode.value}: {plot_text(data.failure_text(x), limit=120)}")
+                        f"{x.mode.value}: {plot_text(x.failure_text, limit=120)}")
                 continue
             lo = r.low if r.low is not None and 0 < r.low <= r.value else r.value
             hi = r.high if r.high is not None and math.isfinite(r.high) else r.value

@@ -128,11 +128,9 @@ def _device_sections(runs: Sequence[Run], *, with_host: bool) -> list[dict[str, 
 def _problems(run: Run) -> list[dict[str, str]]:
     out = []
     for m in run.measurements:
-        if m.status in data.FAILED:
-            hint = (m.error.hint if m.error else "") or next(
-                (d.hint for d in m.diagnostics if d.hint), "")
+        if m.failed:
             out.append({"case": m.case.label, "mode": m.mode.value, "status": m.status.value,
-                        "what": data.failure_text(m), "hint": hint})
+                        "what": m.failure_text, "hint": m.hint})
     return out
 
 
