@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import enum
 import math
+import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from jitbench import stats
-from jitbench.errors import ConfigError
-from jitbench.results import Measurement, Mode, Run
+from jitbench.errors import ConfigError, ResultsFormatError
+from jitbench.results import Measurement, Mode, Run, load_run
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 COMPARISON_SCHEMA_VERSION = "1.0"
@@ -639,3 +641,20 @@ __all__ = [
     "samples_needed",
     "smallest_p",
 ]
+
+
+def load_side(path: str | os.PathLike[str]) -> Run:
+    """One run file, or a folder of run files (rounds of one side) pooled into one run.
+
+    A folder may hold the run files or be a `--out` folder with them under `runs/`.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        return load_run(path)
+    files = sorted(path.glob("*.json")) or sorted((path / "runs").glob("*.json"))
+    if not files:
+        raise ResultsFormatError(
+            f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
+            "pass a run file or the --out folder of `jitbench run`."
+        )
+    return merge_runs([load_run(f) for f in files])

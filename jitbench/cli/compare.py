@@ -12,9 +12,9 @@ import typer
 from jitbench import compare_render
 from jitbench.cli import app
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
-from jitbench.compare import Comparison, Thresholds, Verdict, compare, merge_runs
-from jitbench.errors import OutputError, ResultsFormatError
-from jitbench.results import Run, load_run, write_text_atomic
+from jitbench.compare import Comparison, Thresholds, Verdict, compare, load_side
+from jitbench.errors import OutputError
+from jitbench.results import write_text_atomic
 
 _DEFAULTS = Thresholds()
 
@@ -48,22 +48,6 @@ JsonOpt = Annotated[
         "--json", help="Write the comparison as JSON; '-' for stdout.", show_default=False
     ),
 ]
-
-
-def load_side(path: Path) -> Run:
-    """One run file, or a folder of run files (rounds of one side) pooled into one run.
-
-    A folder may hold the run files or be a `--out` folder with them under `runs/`.
-    """
-    if not path.is_dir():
-        return load_run(path)
-    files = sorted(path.glob("*.json")) or sorted((path / "runs").glob("*.json"))
-    if not files:
-        raise ResultsFormatError(
-            f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
-            "pass a run file or the --out folder of `jitbench run`."
-        )
-    return merge_runs([load_run(f) for f in files])
 
 
 def write_output(path: Path, text: str) -> None:

@@ -35,10 +35,9 @@ from jitbench.cli.common import (
     parse_choices,
     split_list,
 )
-from jitbench.cli.compare import load_side
 from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
-from jitbench.compare import compare
+from jitbench.compare import compare, load_side
 from jitbench.errors import ConfigError
 from jitbench.registry import discover
 from jitbench.results import Mode, Run, ensure_writable_dir, load_run, save_run
