@@ -35,10 +35,6 @@ class Inputs:
     kwargs: Mapping[str, Any]
     static: Mapping[str, Any]
 
-    @property
-    def arrays(self) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return self.args, dict(self.kwargs)
-
 
 @dataclass(frozen=True, kw_only=True)
 class Workload:
