@@ -131,6 +131,15 @@ def recompiled_during_timing(count: int) -> Diagnostic:
     )
 
 
+def unvalidated() -> Diagnostic:
+    return Diagnostic(
+        code="unvalidated",
+        severity=Severity.WARNING,
+        message="no NumPy reference (its side failed), so this output was not checked",
+        hint="fix the NumPy side; the timing stands, but not its correctness.",
+    )
+
+
 def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
     width = (
         "could not be estimated from so few samples"

@@ -428,6 +428,11 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
         # No NumPy reference (its side failed): jit must at least agree with eager.
         _validate(states[Mode.JIT], wl, modes.to_host(outputs[Mode.EAGER]), outputs[Mode.JIT],
                   against="eager")
+    if reference is None:
+        # Say so rather than report an unchecked output as plain `ok`.
+        for mode in outputs:
+            if mode is Mode.EAGER or Mode.EAGER not in outputs:
+                states[mode].diagnostics.append(diagnose.unvalidated())
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 

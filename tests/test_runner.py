@@ -135,3 +135,24 @@ def test_checkpoint_receives_partial_runs(tiny_run):
                           checkpoint=reg_runs.append)
     assert [len(r.measurements) for r in reg_runs] == [3, 6]
     assert not any(r.complete for r in reg_runs) and final.complete
+
+
+def test_without_a_numpy_reference_outputs_are_marked_unvalidated():
+    def broken_numpy(x):
+        raise RuntimeError("numpy side broken")
+
+    @workload(inputs=vec, sizes={"S": {"n": 8}}, numpy=broken_numpy, name="no_reference")
+    def no_reference(x):
+        return x * 2
+
+    run = run_workloads([no_reference], RunConfig.quick_settings())
+    assert by(run, "no_reference", Mode.NUMPY).status is Status.ERROR
+    eager = by(run, "no_reference", Mode.EAGER)
+    jit = by(run, "no_reference", Mode.JIT)
+    assert any(d.code == "unvalidated" for d in eager.diagnostics)
+    # jit was checked against eager, so it is not unvalidated.
+    assert not any(d.code == "unvalidated" for d in jit.diagnostics)
+    assert jit.status is Status.OK
+
+    only_jit = run_workloads([no_reference], RunConfig.quick_settings(modes=(Mode.NUMPY, Mode.JIT)))
+    assert any(d.code == "unvalidated" for d in by(only_jit, "no_reference", Mode.JIT).diagnostics)
