@@ -124,17 +124,17 @@ def test_x64_switches_both_sides_to_float64():
     assert not jax.config.jax_enable_x64  # restored afterwards
 
 
-def test_checkpoint_receives_partial_runs(tiny_run):
-    reg_runs = []
+def test_checkpoint_receives_partial_runs():
+    partial_runs = []
 
     @workload(inputs=vec, sizes={"S": {"n": 8}, "M": {"n": 16}}, name="two_sizes")
     def two(xp, x):
         return x - 1
 
     final = run_workloads([two], RunConfig.quick_settings(sizes=("S", "M")),
-                          checkpoint=reg_runs.append)
-    assert [len(r.measurements) for r in reg_runs] == [3, 6]
-    assert not any(r.complete for r in reg_runs) and final.complete
+                          checkpoint=partial_runs.append)
+    assert [len(r.measurements) for r in partial_runs] == [3, 6]
+    assert not any(r.complete for r in partial_runs) and final.complete
 
 
 def test_without_a_numpy_reference_outputs_are_marked_unvalidated():
