@@ -1,7 +1,9 @@
 """The regression gate: match two runs case by case and classify every change.
 
 A timing change is a regression only when it is both large (new/base median ratio beyond
-`threshold`) and significant (two-sided Mann–Whitney U on the raw samples, p < `alpha`).
+`threshold`) and significant (two-sided Mann–Whitney U on the raw samples, p < `alpha`
+after the Benjamini–Hochberg adjustment over every timing test of the comparison: a
+60-case suite tested at 0.01 each would otherwise flag something in ~45 % of A/A pairs).
 Compile time has one sample per run, so it is judged by a looser factor plus an absolute
 floor. Everything here is pure: it returns a frozen `Comparison` and never prints.
 """
@@ -43,6 +45,9 @@ class Verdict(str, enum.Enum):
     NOT_COMPARED = "not compared"  # skipped, or ok without samples, on either side
 
 
+#: Multiple-comparison adjustments of the timing p-values ("bh": Benjamini–Hochberg).
+P_ADJUST_METHODS = ("bh", "none")
+
 #: Verdicts that make the gate fail (exit 1).
 FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NOW_FAILING})
 
@@ -54,6 +59,9 @@ class Thresholds:
     Attributes:
         threshold: run-time factor; new/base median beyond it (or below 1/threshold) is large.
         alpha: significance level of the two-sided Mann–Whitney U test on the raw samples.
+        p_adjust: "bh" adjusts the p-values for the number of timing tests in the comparison
+            (Benjamini–Hochberg, which bounds the chance of any false alarm in an A/A
+            comparison by `alpha`); "none" tests each case at `alpha` on its own.
         compile_threshold: compile-time factor (jit trace + lower + compile seconds).
         compile_floor_s: a compile change must also exceed this many seconds in absolute terms.
         compile_gates: whether a compile-time regression fails the gate (it is always reported).
@@ -64,8 +72,13 @@ class Thresholds:
     compile_threshold: float = 1.25
     compile_floor_s: float = 0.020
     compile_gates: bool = True
+    p_adjust: str = "bh"
 
     def __post_init__(self) -> None:
+        if self.p_adjust not in P_ADJUST_METHODS:
+            raise ConfigError(
+                f"--p-adjust is one of {', '.join(P_ADJUST_METHODS)}, got {self.p_adjust!r}."
+            )
         if not (self.threshold > 1 and math.isfinite(self.threshold)):
             raise ConfigError(
                 f"--threshold is a factor above 1 such as 1.10 (10 % slower), got {self.threshold}."
@@ -106,7 +119,8 @@ class Entry:
 
     Timing fields are None unless both sides are ok with samples. `ratio` is
     new median / base median (above 1 is slower); `ratio_low`/`ratio_high` its 95 %
-    bootstrap CI; `p_value` the two-sided Mann–Whitney U p-value.
+    bootstrap CI; `p_value` the two-sided Mann–Whitney U p-value and `p_adjusted` the
+    same after the comparison-wide adjustment (the one the verdict used).
     """
 
     workload: str
@@ -121,6 +135,7 @@ class Entry:
     ratio_low: float | None = None
     ratio_high: float | None = None
     p_value: float | None = None
+    p_adjusted: float | None = None
     compile: CompileChange | None = None
     note: str = ""
     compile_gates: bool = True
@@ -128,6 +143,11 @@ class Entry:
     @property
     def key(self) -> CaseKey:
         return (self.workload, self.size, self.device, self.dtype)
+
+    @property
+    def p_judged(self) -> float | None:
+        """The p-value the verdict was reached with (adjusted when there is one)."""
+        return self.p_adjusted if self.p_adjusted is not None else self.p_value
 
     @property
     def label(self) -> str:
@@ -227,6 +247,7 @@ class Comparison:
                 "compile_threshold": self.thresholds.compile_threshold,
                 "compile_floor_s": self.thresholds.compile_floor_s,
                 "compile_gates": self.thresholds.compile_gates,
+                "p_adjust": self.thresholds.p_adjust,
             },
             "has_regression": self.has_regression,
             "regressed_workloads": list(self.regressed_workloads),
@@ -273,6 +294,7 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
         "ratio_low": _finite(e.ratio_low),
         "ratio_high": _finite(e.ratio_high),
         "p_value": e.p_value,
+        "p_adjusted": e.p_adjusted,
         "compile": None
         if e.compile is None
         else {
@@ -438,6 +460,45 @@ def compare_measurements(
     )
 
 
+def adjust_for_multiplicity(
+    entries: tuple[Entry, ...], thresholds: Thresholds
+) -> tuple[Entry, ...]:
+    """Adjust the timing p-values of all entries together and re-judge significance.
+
+    Each entry's verdict was reached with its own p-value. With `p_adjust="bh"` the
+    p-values of every entry that was tested (regression, improvement, unchanged) are
+    replaced by Benjamini–Hochberg adjusted ones (`scipy.stats.false_discovery_control`),
+    and a large change whose adjusted p is not below `alpha` becomes unchanged. When no
+    change is real this bounds the chance of any false regression by `alpha`, however many
+    cases the suite has.
+    """
+    tested = [
+        i for i, e in enumerate(entries)
+        if e.p_value is not None and e.verdict in _TESTED_VERDICTS
+    ]
+    if not tested:
+        return entries
+    raw = [entries[i].p_value for i in tested]
+    if thresholds.p_adjust == "bh" and len(raw) > 1:
+        from scipy.stats import false_discovery_control
+
+        adjusted = [float(q) for q in false_discovery_control(raw, method="bh")]
+    else:
+        adjusted = [float(p) for p in raw if p is not None]
+    out = list(entries)
+    for i, q in zip(tested, adjusted, strict=True):
+        e = replace(entries[i], p_adjusted=q)
+        if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and q >= thresholds.alpha:
+            direction = "slower" if e.verdict is Verdict.REGRESSION else "faster"
+            note = f"{direction}, but not significant across {len(tested)} tests"
+            e = replace(e, verdict=Verdict.UNCHANGED, note="; ".join(filter(None, (note, e.note))))
+        out[i] = e
+    return tuple(out)
+
+
+_TESTED_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED})
+
+
 def _geomeans(entries: tuple[Entry, ...]) -> tuple[GeoMean, ...]:
     groups: dict[tuple[str, Mode], list[float]] = {}
     for e in entries:
@@ -574,12 +635,14 @@ def compare(
     compile_threshold: float = 1.25,
     compile_floor_s: float = 0.020,
     compile_gates: bool = True,
+    p_adjust: str = "bh",
 ) -> Comparison:
     """Compare a new run against a base run, case by case and mode by mode.
 
     Measurements are matched by workload, size, device, dtype and mode. Run time regresses
     when the new/base median ratio exceeds `threshold` and the two-sided Mann–Whitney U
-    test on the raw samples gives p < `alpha`; too few samples to ever reach `alpha` gives
+    test on the raw samples gives p < `alpha` (after `p_adjust` over all timing tests,
+    see `adjust_for_multiplicity`); too few samples to ever reach `alpha` gives
     "inconclusive", never a regression. Jit compile time (trace + lower + compile) regresses
     when it grows by more than `compile_threshold` and by more than `compile_floor_s`
     seconds; with `compile_gates=False` it is reported but does not fail the gate. A case
@@ -597,6 +660,7 @@ def compare(
         compile_threshold=compile_threshold,
         compile_floor_s=compile_floor_s,
         compile_gates=compile_gates,
+        p_adjust=p_adjust,
     )
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
@@ -610,7 +674,7 @@ def compare(
         for k, m in base_by_key.items()
         if k not in new_by_key
     ]
-    result = tuple(entries)
+    result = adjust_for_multiplicity(tuple(entries), thresholds)
     return Comparison(
         base_run_id=base.run_id,
         new_run_id=new.run_id,
@@ -625,6 +689,7 @@ def compare(
 
 __all__ = [
     "FAILING_VERDICTS",
+    "P_ADJUST_METHODS",
     "Comparison",
     "CompileChange",
     "Entry",
@@ -632,6 +697,7 @@ __all__ = [
     "GeoMean",
     "Thresholds",
     "Verdict",
+    "adjust_for_multiplicity",
     "compare",
     "compare_compile",
     "compare_measurements",

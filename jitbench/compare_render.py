@@ -71,7 +71,9 @@ def summary_line(cmp: Comparison) -> str:
 def thresholds_line(cmp: Comparison) -> str:
     t = cmp.thresholds
     return (
-        f"run time: median ×{t.threshold:g} and Mann–Whitney p < {t.alpha:g}; "
+        f"run time: median ×{t.threshold:g} and Mann–Whitney p < {t.alpha:g}"
+        + (" (Benjamini–Hochberg adjusted over all timing tests)" if t.p_adjust == "bh" else "")
+        + "; "
         f"jit compile: ×{t.compile_threshold:g} and +{fmt.seconds(t.compile_floor_s)}"
         + ("" if t.compile_gates else " (reported, not gating)")
     )
@@ -135,7 +137,7 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
                 percent_change(e.ratio),
                 style=style if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else "",
             ),
-            p_value(e.p_value),
+            p_value(e.p_judged),
             Text(compile_cell(e), style=compile_style),
             Text(e.verdict.value, style=style),
             Text(e.note, style="dim"),
@@ -234,7 +236,7 @@ def _md_entry_row(e: Entry) -> list[str]:
         md_escape(_median_cell(e, "base")),
         md_escape(_median_cell(e, "new")),
         md_escape(percent_change(e.ratio)),
-        md_escape(p_value(e.p_value)),
+        md_escape(p_value(e.p_judged)),
         md_escape(compile_cell(e)),
         md_escape(e.verdict.value),
         md_escape(e.note),

@@ -220,6 +220,22 @@ def while_loop_count(hlo_text: str) -> int:
     return len(_WHILE_RE.findall(normalised_hlo(hlo_text)))
 
 
+_cache_generation = 0
+
+
+def clear_caches() -> None:
+    """`jax.clear_caches()`, counted: a live case whose executables were dropped by a later
+    case's cold measurement recompiles before it is timed again (see `cache_generation`)."""
+    global _cache_generation
+    jax.clear_caches()
+    _cache_generation += 1
+
+
+def cache_generation() -> int:
+    """How many times `clear_caches` has run in this process."""
+    return _cache_generation
+
+
 def cold_aot_breakdown(
     fn: Callable[..., Any],
     *,
@@ -232,7 +248,7 @@ def cold_aot_breakdown(
 
     Raises whatever tracing or compiling raises (e.g. a ConcretizationTypeError).
     """
-    jax.clear_caches()
+    clear_caches()
     jitted = jax.jit(fn, static_argnames=static_argnames or None)
     with persistent_cache_disabled(), count_compiles() as events:
         t0 = time.perf_counter()
@@ -270,7 +286,7 @@ def cold_first_call(call: Callable[[], Any]) -> tuple[float, int, Any]:
 
     The call must block on its output (the modes module's calls do).
     """
-    jax.clear_caches()
+    clear_caches()
     with persistent_cache_disabled(), count_compiles() as events:
         t0 = time.perf_counter()
         out = call()

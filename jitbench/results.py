@@ -8,6 +8,8 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 - 1.0: first version.
 - 1.1: compile.while_loop_count (while loops in the optimised HLO; XLA's flops and bytes
   count a loop body once).
+- 1.2: compile.compile_repeats_s (several cold compile measurements, spread over a run
+  with sampling rounds).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from jitbench import stats
 from jitbench.errors import OutputError, ResultsFormatError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class Mode(str, enum.Enum):
@@ -108,7 +110,10 @@ class CompileInfo:
     caches cleared; `first_call_s` is a separate cold call (trace + compile + run).
     For eager, only `first_call_s` and `compile_count` are set. `compile_count` counts
     backend compiles seen during the cold first call; `timed_compile_count` counts those
-    seen during warm-up-free timed sampling (should be zero).
+    seen during warm-up-free timed sampling (should be zero). `compile_repeats_s` holds
+    trace + lower + compile seconds of every cold AOT measurement when there were several
+    (a run with sampling rounds repeats it, spread over the run); the stage figures are then
+    those of the repeat with the median total.
     """
 
     first_call_s: float | None = None
@@ -124,6 +129,7 @@ class CompileInfo:
     hlo_fingerprint: str | None = None
     timed_compile_count: int = 0
     while_loop_count: int | None = None
+    compile_repeats_s: tuple[float, ...] = ()
 
     @property
     def has_loops(self) -> bool:
@@ -343,7 +349,6 @@ def run_to_dict(run: Run) -> dict[str, Any]:
 def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
     c = d["case"]
     compile_d = d.get("compile")
-    known_compile = set(CompileInfo.__dataclass_fields__)
     return Measurement(
         case=Case(
             workload=c["workload"],
@@ -364,7 +369,7 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
         transfer_bytes=d.get("transfer_bytes"),
         compile=None
         if compile_d is None
-        else CompileInfo(**{k: v for k, v in compile_d.items() if k in known_compile}),
+        else _compile_from_dict(compile_d),
         error=None if d.get("error") is None else ErrorInfo(**d["error"]),
         diagnostics=tuple(
             Diagnostic(
@@ -376,6 +381,13 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
             for x in d.get("diagnostics", ())
         ),
     )
+
+
+def _compile_from_dict(d: Mapping[str, Any]) -> CompileInfo:
+    known = set(CompileInfo.__dataclass_fields__)
+    kwargs: dict[str, Any] = {k: v for k, v in d.items() if k in known}
+    kwargs["compile_repeats_s"] = tuple(float(x) for x in kwargs.get("compile_repeats_s", ()))
+    return CompileInfo(**kwargs)
 
 
 def measurement_from_dict(d: Mapping[str, Any]) -> Measurement:

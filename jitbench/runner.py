@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -121,7 +122,17 @@ class CaseFinished:
     measurements: tuple[Measurement, ...]
 
 
-RunEvent = RunStarted | CaseStarted | CaseFinished
+@dataclass(frozen=True)
+class RoundStarted:
+    """Sampling round `index` of `total` begins over `cases` live cases (`index` >= 2:
+    round 1 of each case is taken with its CaseStarted/CaseFinished)."""
+
+    index: int
+    total: int
+    cases: int
+
+
+RunEvent = RunStarted | CaseStarted | CaseFinished | RoundStarted
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -363,14 +374,116 @@ def _validate(
     return result.reference_wider
 
 
-def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
-    """Measure one case in every configured mode under the protocol (see DESIGN §1)."""
+@dataclass
+class CaseSession:
+    """One case made ready to time (inputs staged, compiled, validated, calibrated), and
+    the samples taken so far. `sample` adds a round; `measurements` reports them."""
+
+    case: Case
+    states: dict[Mode, _ModeState]
+    plan: SamplingPlan
+    quick: bool
+    transfer: dict[str, Any] = field(default_factory=dict)
+    samples: dict[Mode, list[float]] = field(default_factory=dict)
+    cache_generation: int = -1  # jcompile.cache_generation() when last sampled
+    # Measures the cold jit compile again (None without a compiled jit mode).
+    aot_again: Callable[[], jcompile.AotBreakdown] | None = None
+    aot_repeats: list[tuple[float, float, float]] = field(default_factory=list)
+
+    @property
+    def runnable(self) -> list[_ModeState]:
+        return [s for s in self.states.values() if s.call is not None]
+
+    def sample(self, plan: SamplingPlan) -> None:
+        """Take one round of interleaved samples of every mode still able to run."""
+        if self.samples and self.cache_generation != jcompile.cache_generation():
+            self._rewarm(plan)
+        runnable = self.runnable
+        if not runnable:
+            return
+        by_mode = {s.mode: s for s in runnable}
+        series = sample_interleaved(
+            {s.mode: s.call for s in runnable if s.call is not None},
+            {s.mode: s.calls_per_sample for s in runnable},
+            plan=plan,
+            region=lambda m: _mode_region(by_mode[m]),
+            prior=self.samples,
+        )
+        for mode, ser in series.items():
+            if ser.error is not None:
+                self.states[mode].fail(ser.error)
+                self.samples.pop(mode, None)
+            else:
+                self.samples[mode] = ser.samples_s
+        self.cache_generation = jcompile.cache_generation()
+
+    def repeat_compile(self) -> None:
+        """Measure the cold jit compile once more; the jit figures become those of the
+        repeat with the median total. A failure here keeps the earlier figures."""
+        jit = self.states.get(Mode.JIT)
+        if self.aot_again is None or jit is None or jit.compile is None or jit.call is None:
+            return
+        c = jit.compile
+        if not self.aot_repeats:
+            self.aot_repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
+        try:
+            again = self.aot_again()
+        except Exception:
+            return
+        self.aot_repeats.append((again.trace_s, again.lower_s, again.compile_s))
+        by_total = sorted(self.aot_repeats, key=sum)
+        trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
+        jit.compile = replace(
+            c, trace_s=trace_s, lower_s=lower_s, compile_s=compile_s,
+            compile_repeats_s=tuple(sum(stages) for stages in self.aot_repeats),
+        )
+
+    def _rewarm(self, plan: SamplingPlan) -> None:
+        """Call each mode a few times, untimed and uncounted: another case's cold
+        measurement cleared JAX's caches since this case was last sampled, so its first
+        calls now recompile. That is jitbench's doing, not the workload's."""
+        for s in self.runnable:
+            assert s.call is not None
+            try:
+                with modes.timed_region(s.mode):
+                    for _ in range(max(1, plan.warmup_calls)):
+                        s.call()
+            except Exception as exc:
+                s.fail(exc)
+
+    def measurements(self) -> list[Measurement]:
+        """The case's measurements from the samples so far (may be called after any round)."""
+        plan = self.plan
+        extra: dict[Mode, list[Diagnostic]] = {}
+        samples: dict[Mode, tuple[float, ...]] = {}
+        for mode, taken in self.samples.items():
+            s = self.states[mode]
+            if s.status is Status.ERROR:
+                continue
+            samples[mode] = tuple(taken)
+            notes = extra.setdefault(mode, [])
+            if s.timed_compiles.compile_count:
+                notes.append(diagnose.recompiled_during_timing(s.timed_compiles.compile_count))
+            if not self.quick:
+                width = relative_ci_halfwidth(list(taken))
+                if width > plan.precision:
+                    notes.append(diagnose.noisy(width, plan.precision))
+        return diagnose.case_diagnostics(
+            _finish(self.case, self.states, samples, plan, self.transfer, extra)
+        )
+
+
+def open_case(pc: PlannedCase, config: RunConfig) -> CaseSession:
+    """Steps 1–4 of the protocol (DESIGN §1) for one case, up to (not including) sampling:
+    inputs, NumPy reference, staging, cold compile and first call, validation, warm-up and
+    calibration. A fault in a mode is recorded on that mode's state."""
     wl, plan = pc.workload, config.plan
     base_case = Case(
         workload=wl.name, size=pc.size, device=device_label(pc.device), dtype=pc.dtype,
         params=pc.params, platform=pc.device.platform, device_kind=pc.device.device_kind,
     )
     states = {m: _ModeState(m) for m in config.modes}
+    session = CaseSession(case=base_case, states=states, plan=plan, quick=config.quick)
     try:
         host = wl.make_inputs(pc.params, dtype=pc.dtype, seed=config.seed)
     except Exception as exc:
@@ -378,8 +491,8 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
                   "fix it, or check it alone with Workload.make_inputs.")
         for s in states.values():
             s.fail(exc)
-        return _finish(base_case, states, {}, plan, None)
-    case = replace(
+        return session
+    session.case = replace(
         base_case,
         input_elements=modes.nelements_of((host.args, host.kwargs)),
         input_bytes=modes.nbytes_of((host.args, host.kwargs)),
@@ -400,11 +513,12 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     # 2. Stage inputs on the device, timed on its own.
     staged: modes.Staged | None = None
     jax_states = [states[m] for m in modes.JAX_MODES if m in states]
-    transfer: dict[str, Any] = {}
     if jax_states:
         try:
             staged = modes.stage(host, pc.device)
-            transfer = {"transfer_s": staged.transfer_s, "transfer_bytes": staged.transfer_bytes}
+            session.transfer = {
+                "transfer_s": staged.transfer_s, "transfer_bytes": staged.transfer_bytes
+            }
         except Exception as exc:
             for s in jax_states:
                 s.fail(exc)
@@ -424,6 +538,11 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
             outputs[s.mode] = out
             if reference is not None:
                 reference_wider |= _validate(s, wl, reference, out)
+    if Mode.JIT in outputs and staged is not None:
+        session.aot_again = functools.partial(
+            jcompile.cold_aot_breakdown, wl.jax_fn, static_argnames=wl.static_argnames,
+            args=staged.args, kwargs={**staged.kwargs, **staged.static},
+        )
     if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
         # No NumPy reference (its side failed): jit must at least agree with eager.
         _validate(states[Mode.JIT], wl, modes.to_host(outputs[Mode.EAGER]), outputs[Mode.JIT],
@@ -436,9 +555,8 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 
-    # 4. Warm up and calibrate each mode, then sample all modes in interleaved rounds.
-    runnable = [s for s in states.values() if s.call is not None]
-    for s in runnable:
+    # 4. Warm up and calibrate each mode; compiles from here on count as "during timing".
+    for s in session.runnable:
         assert s.call is not None
         try:
             with _mode_region(s):
@@ -446,31 +564,24 @@ def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
                 s.calls_per_sample = calibrate(s.call, plan=plan)
         except Exception as exc:
             s.fail(exc)
-    runnable = [s for s in runnable if s.call is not None]
-    s_by_mode = {s.mode: s for s in runnable}
-    for s in runnable:
+    for s in session.runnable:
         s.timed_compiles = jcompile.CompileEvents()
-    series = sample_interleaved(
-        {s.mode: s.call for s in runnable if s.call is not None},
-        {s.mode: s.calls_per_sample for s in runnable},
-        plan=plan,
-        region=lambda m: _mode_region(s_by_mode[m]),
-    )
-    samples: dict[Mode, tuple[float, ...]] = {}
-    for mode, ser in series.items():
-        s = states[mode]
-        if ser.error is not None:
-            s.fail(ser.error)
-            continue
-        samples[mode] = tuple(ser.samples_s)
-        if s.timed_compiles.compile_count:
-            s.diagnostics.append(diagnose.recompiled_during_timing(s.timed_compiles.compile_count))
-        if not ser.converged and not config.quick:
-            width = relative_ci_halfwidth(ser.samples_s)
-            if width > plan.precision:
-                s.diagnostics.append(diagnose.noisy(width, plan.precision))
+    return session
+
+
+def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
+    """Measure one case in every configured mode under the protocol (see DESIGN §1).
+
+    All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
+    over the run instead (see `SamplingPlan.rounds`).
+    """
+    session = open_case(pc, config)
+    for _ in range(config.plan.rounds):
+        session.sample(config.plan.for_round())
+    for _ in range(config.plan.compile_measurements - 1):
+        session.repeat_compile()
     # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
-    return diagnose.case_diagnostics(_finish(case, states, samples, plan, transfer))
+    return session.measurements()
 
 
 def _finish(
@@ -479,6 +590,7 @@ def _finish(
     samples: dict[Mode, tuple[float, ...]],
     plan: SamplingPlan,
     transfer: dict[str, Any] | None,
+    extra: Mapping[Mode, Sequence[Diagnostic]] | None = None,
 ) -> list[Measurement]:
     out = []
     for mode, s in states.items():
@@ -496,7 +608,7 @@ def _finish(
                 if s.compile
                 else None,
                 error=error_info(s.error) if s.error is not None else None,
-                diagnostics=tuple(s.diagnostics),
+                diagnostics=(*s.diagnostics, *(extra or {}).get(mode, ())),
             )
         )
     return out
@@ -547,10 +659,23 @@ def _timeout_error(seconds: float | None) -> ErrorInfo:
     )
 
 
-def measure_guarded(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
+def spreads_rounds(config: RunConfig) -> bool:
+    """Whether `run_workloads` spreads each case's sampling rounds over the run.
+
+    With `isolate` each case lives in its own child process, so its rounds are taken
+    back to back there.
+    """
+    return config.plan.rounds > 1 and not config.isolate
+
+
+def measure_guarded(
+    pc: PlannedCase, config: RunConfig, *, keep: Callable[[CaseSession], None] | None = None
+) -> list[Measurement]:
     """`measure_case` that never raises an Exception: a timeout, a crash of the child
     (with `config.isolate`) or an error escaping the protocol is recorded on the case.
 
+    With `keep` (in-process runs only), only the first sampling round is taken and the
+    live session is handed to `keep` for the later rounds (`sample_guarded`).
     KeyboardInterrupt still propagates (the run is being stopped).
     """
     if config.isolate:
@@ -567,9 +692,48 @@ def measure_guarded(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
         if isinstance(outcome, isolate.ChildFailure):
             return failed_case(pc, config, outcome.status, outcome.error)
         return [measurement_from_dict(d) for d in outcome]
+
+    def first_round() -> list[Measurement]:
+        session = open_case(pc, config)
+        session.sample(config.plan.for_round())
+        result = session.measurements()
+        if keep is not None:
+            keep(session)
+        return result
+
+    return _guarded(pc, config, first_round if keep is not None else lambda: measure_case(
+        pc, config))
+
+
+def sample_guarded(pc: PlannedCase, session: CaseSession, config: RunConfig) -> list[Measurement]:
+    """One more sampling round of a live case, guarded like `measure_guarded`."""
+
+    def next_round() -> list[Measurement]:
+        session.sample(config.plan.for_round())
+        return session.measurements()
+
+    return _guarded(pc, config, next_round)
+
+
+def compile_guarded(
+    pc: PlannedCase, session: CaseSession, config: RunConfig
+) -> list[Measurement]:
+    """One more cold compile measurement of a live case, guarded like `measure_guarded`.
+    Done after the last sampling round: clearing JAX's caches then costs no re-warm."""
+
+    def again() -> list[Measurement]:
+        session.repeat_compile()
+        return session.measurements()
+
+    return _guarded(pc, config, again)
+
+
+def _guarded(
+    pc: PlannedCase, config: RunConfig, work: Callable[[], list[Measurement]]
+) -> list[Measurement]:
     try:
         with isolate.deadline(config.timeout_s) as limit:
-            result = measure_case(pc, config)
+            result = work()
         if limit.expired:  # the alarm fired but native code swallowed the CaseTimeout
             return failed_case(pc, config, Status.TIMEOUT, _timeout_error(config.timeout_s))
         return result
@@ -689,16 +853,40 @@ def run_workloads(
                 warm_up_process(devices)
             emit(RunStarted(rid, len(cases), len(cases) - len(todo)))
             offset = len(cases) - len(todo)
+            spread = spreads_rounds(config)
+            # Live cases for rounds 2.. (in order); their measurements sit at `slots`.
+            sessions: dict[tuple[str, str, str, str], tuple[PlannedCase, CaseSession]] = {}
+            slots: dict[tuple[str, str, str, str], slice] = {}
+
+            def keep_session(pc: PlannedCase) -> Callable[[CaseSession], None]:
+                return lambda session: sessions.__setitem__(_key(pc), (pc, session))
+
             for i, pc in enumerate(todo, start=offset):
                 case = Case(workload=pc.workload.name, size=pc.size,
                             device=device_label(pc.device), dtype=pc.dtype, params=pc.params)
                 emit(CaseStarted(case, i, len(cases)))
-                result = measure_guarded(pc, config)
+                result = measure_guarded(pc, config, keep=keep_session(pc) if spread else None)
+                slots[_key(pc)] = slice(len(measured), len(measured) + len(result))
                 measured.extend(result)
                 emit(CaseFinished(result[0].case if result else case, i, len(cases),
                                   tuple(result)))
                 if checkpoint is not None:
                     checkpoint(snapshot(False))
+            later_rounds = range(2, config.plan.rounds + 1) if spread else range(0)
+            for round_index in later_rounds:
+                emit(RoundStarted(round_index, config.plan.rounds, len(sessions)))
+                for key, (pc, session) in list(sessions.items()):
+                    result = sample_guarded(pc, session, config)
+                    if not session.runnable or all(m.failed for m in result):
+                        del sessions[key]  # nothing left to sample, or it failed as a whole
+                    measured[slots[key]] = result
+                if checkpoint is not None:
+                    checkpoint(snapshot(False))
+            for _ in range(config.plan.compile_measurements - 1 if spread else 0):
+                for key, (pc, session) in list(sessions.items()):
+                    measured[slots[key]] = compile_guarded(pc, session, config)
+            if spread and checkpoint is not None:
+                checkpoint(snapshot(False))
         except RunInterrupted:
             raise
         except KeyboardInterrupt as exc:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from itertools import repeat
 from typing import Generic, Protocol, TypeVar
@@ -43,6 +43,11 @@ class SamplingPlan:
         precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
         budget_s: time budget for sampling all modes of one case together.
         floor_samples: samples every mode gets even when the budget is spent.
+        rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
+            then round 2 of every case, and so on, so each case's samples are spread over
+            the whole run instead of one contiguous window (machine speed drifts over
+            seconds; samples from one short window agree with each other more than with
+            the next window). 1 samples each case in one go.
     """
 
     min_sample_s: float = 0.01
@@ -54,6 +59,26 @@ class SamplingPlan:
     budget_s: float = 0.5
     floor_samples: int = 3
     max_calls_per_sample: int = 10_000_000
+    rounds: int = 1
+
+    @property
+    def compile_measurements(self) -> int:
+        """Cold jit compiles measured per case: 3 with rounds (the median is kept, and the
+        repeats come after the last round, so they are spread over the run's end), else 1."""
+        return 3 if self.rounds > 1 else 1
+
+    def for_round(self) -> SamplingPlan:
+        """The plan of one of `rounds` rounds: its share of the budget, the sample floor and
+        the sample cap. Convergence is still judged on all samples so far (`min_samples`,
+        `precision`), so a case that is precise early still gets a sample each round."""
+        if self.rounds <= 1:
+            return self
+        return replace(
+            self,
+            budget_s=self.budget_s / self.rounds,
+            floor_samples=max(1, math.ceil(self.floor_samples / self.rounds)),
+            max_samples=max(1, math.ceil(self.max_samples / self.rounds)),
+        )
 
 
 def time_calls(fn: Callable[[], object], n: int, clock: Clock = DEFAULT_CLOCK) -> float:
@@ -141,6 +166,7 @@ def sample_interleaved(
     plan: SamplingPlan,
     clock: Clock = DEFAULT_CLOCK,
     region: Callable[[K], AbstractContextManager[object]] | None = None,
+    prior: Mapping[K, Sequence[float]] | None = None,
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in alternating rounds until each is precise enough.
 
@@ -150,8 +176,18 @@ def sample_interleaved(
     budget is spent and it has `floor_samples`. Garbage collection is off while sampling.
     `region(key)` is entered around each sample, outside the timed loop (the transfer guard).
     An exception stops that callable only; it is kept in `SampleSeries.error`.
+
+    `prior` continues series from an earlier round: those samples count towards
+    convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
+    `floor_samples` and the budget apply to the samples taken now.
     """
-    series = {k: SampleSeries(key=k, calls_per_sample=calls_per_sample[k]) for k in calls}
+    prior = prior or {}
+    series = {
+        k: SampleSeries(key=k, calls_per_sample=calls_per_sample[k],
+                        samples_s=list(prior.get(k, ())))
+        for k in calls
+    }
+    already = {k: len(s.samples_s) for k, s in series.items()}
     active = list(calls)
     enter = region or (lambda _k: nullcontext())
     start = clock()
@@ -175,11 +211,16 @@ def sample_interleaved(
                 if s.stop_reason:
                     continue
                 n = len(s.samples_s)
-                if n >= plan.min_samples and relative_ci_halfwidth(s.samples_s) <= plan.precision:
+                taken = n - already[k]
+                if (
+                    n >= plan.min_samples
+                    and taken >= 1
+                    and relative_ci_halfwidth(s.samples_s) <= plan.precision
+                ):
                     s.stop_reason = "converged"
-                elif n >= plan.max_samples:
+                elif taken >= plan.max_samples:
                     s.stop_reason = "max_samples"
-                elif over_budget and n >= plan.floor_samples:
+                elif over_budget and taken >= plan.floor_samples:
                     s.stop_reason = "budget"
                 else:
                     still.append(k)

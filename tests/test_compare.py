@@ -521,3 +521,56 @@ def test_compare_accepts_folders_of_rounds(tmp_path):
     (tmp_path / "empty").mkdir()
     empty = CliRunner().invoke(app, ["compare", str(tmp_path / "empty"), str(tmp_path / "head")])
     assert empty.exit_code == 2 and "no run JSON" in empty.output
+
+
+# --- multiplicity ------------------------------------------------------------------------
+
+
+def _borderline_runs(n_cases: int) -> tuple[Run, Run]:
+    """Each case 15 % slower with p ~0.001 on its own (12 vs 12 overlapping samples):
+    significant one at a time, not across many tests."""
+    base_s = spread(1e-3, 12, 0.12)
+    new_s = tuple(sorted(x * 1.15 for x in base_s))
+    base = [meas(workload=f"w{i}", samples=base_s) for i in range(n_cases)]
+    new = [meas(workload=f"w{i}", samples=new_s) for i in range(n_cases)]
+    return make_run(*base), make_run(*new)
+
+
+def test_p_values_are_adjusted_for_the_number_of_tests():
+    base, new = _borderline_runs(1)
+    single = only(compare(base, new), workload="w0")
+    p = single.p_value
+    assert p is not None and 0.0005 < p < 0.01
+    assert single.verdict is Verdict.REGRESSION  # one test: adjusted p equals p
+    assert single.p_adjusted == pytest.approx(p)
+
+    # The same case beside 40 unchanged ones: BH multiplies its p by 41, no regression.
+    steady = spread(1e-3, 12, 0.05)
+    others = [meas(workload=f"u{i}", samples=steady) for i in range(40)]
+    base = make_run(*base.measurements, *others)
+    new = make_run(*new.measurements, *others)
+    e = only(compare(base, new), workload="w0")
+    assert e.p_value == pytest.approx(p)
+    assert e.p_adjusted == pytest.approx(min(1.0, p * 41))
+    assert e.verdict is Verdict.UNCHANGED
+    assert "not significant across 41 tests" in e.note
+    # Without the adjustment each case is tested at alpha on its own.
+    e = only(compare(base, new, p_adjust="none"), workload="w0")
+    assert e.verdict is Verdict.REGRESSION and e.p_adjusted == pytest.approx(p)
+
+
+def test_a_clear_slowdown_survives_the_adjustment():
+    steady = spread(1e-3, 30, 0.05)
+    others = [meas(workload=f"u{i}", samples=steady) for i in range(59)]
+    base = make_run(meas(samples=steady), *others)
+    new = make_run(meas(samples=tuple(x * 1.3 for x in steady)), *others)
+    cmp = compare(base, new)
+    e = only(cmp)
+    assert e.verdict is Verdict.REGRESSION and e.p_adjusted < 0.01
+    assert cmp.regressed_workloads == ("w",)
+    assert "Benjamini–Hochberg" in comparison_markdown(cmp)
+
+
+def test_unknown_p_adjust_is_a_config_error():
+    with pytest.raises(ConfigError, match="--p-adjust"):
+        Thresholds(p_adjust="holm")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -156,3 +158,75 @@ def test_without_a_numpy_reference_outputs_are_marked_unvalidated():
 
     only_jit = run_workloads([no_reference], RunConfig.quick_settings(modes=(Mode.NUMPY, Mode.JIT)))
     assert any(d.code == "unvalidated" for d in by(only_jit, "no_reference", Mode.JIT).diagnostics)
+
+
+def test_rounds_spread_each_cases_samples_over_the_run():
+    """With rounds, every case is sampled once per round, after all cases were opened; the
+    later cases' cold compiles clear JAX's caches, and that must not show up as compiles
+    during timing (the live cases are re-warmed, uncounted)."""
+    from jitbench.runner import RoundStarted
+
+    @workload(inputs=vec, sizes={"S": {"n": 8}, "M": {"n": 16}}, name="spread_a")
+    def spread_a(xp, x):
+        return xp.exp(x) - 1
+
+    @workload(inputs=vec, sizes={"S": {"n": 8}}, name="spread_b")
+    def spread_b(xp, x):
+        return xp.sin(x) * 2
+
+    events, partial_runs = [], []
+    config = RunConfig.quick_settings(sizes=("S", "M"))
+    config = RunConfig.quick_settings(
+        sizes=("S", "M"), plan=replace(config.plan, rounds=3, max_samples=6, min_samples=100)
+    )
+    run = run_workloads([spread_a, spread_b], config, on_event=events.append,
+                        checkpoint=partial_runs.append)
+    rounds = [e for e in events if isinstance(e, RoundStarted)]
+    assert [(e.index, e.total, e.cases) for e in rounds] == [(2, 3, 3), (3, 3, 3)]
+    # One checkpoint per case in round 1, one per later round, one after the two extra
+    # cold compile measurements; samples only grow.
+    assert len(partial_runs) == 3 + 2 + 1 and run.complete
+    counts = [sum(len(m.samples_s) for m in r.measurements) for r in partial_runs]
+    assert counts == sorted(counts) and counts[-1] > counts[2]
+    assert len(run.measurements) == 9
+    for m in run.measurements:
+        assert m.status is Status.OK, m.error
+        # max_samples 6 over 3 rounds: at most 2 a round, at least 1 (the floor) a round.
+        assert 3 <= len(m.samples_s) <= 6
+        if m.compile is not None:
+            assert m.compile.timed_compile_count == 0
+        if m.mode is Mode.JIT:  # three cold compiles; the stage figures are the median's
+            repeats = m.compile.compile_repeats_s
+            assert len(repeats) == 3 and all(r > 0 for r in repeats)
+            assert m.compile.total_compile_s == pytest.approx(sorted(repeats)[1])
+        assert not any(d.code == "recompiled-during-timing" for d in m.diagnostics)
+    assert run.config["plan"]["rounds"] == 3
+
+
+def test_a_case_failing_in_a_later_round_keeps_the_others_going():
+    calls = {"n": 0}
+
+    def flaky(x):
+        calls["n"] += 1
+        if calls["n"] > 6:  # fine for the reference, warm-up and round 1, then breaks
+            raise RuntimeError("broke in a later round")
+        return x + 1
+
+    @workload(inputs=vec, sizes={"S": {"n": 8}}, numpy=flaky, name="late_fault")
+    def late_fault(x):
+        return x + 1
+
+    @workload(inputs=vec, sizes={"S": {"n": 8}}, name="steady")
+    def steady(xp, x):
+        return x * 3
+
+    base = RunConfig.quick_settings()
+    plan = replace(base.plan, rounds=4, max_samples=4, warmup_calls=1, min_sample_s=0.0)
+    run = run_workloads([late_fault, steady], replace(base, plan=plan))
+    assert by(run, "late_fault", Mode.NUMPY).status is Status.ERROR
+    assert "later round" in by(run, "late_fault", Mode.NUMPY).error.message
+    for mode in (Mode.EAGER, Mode.JIT):
+        assert by(run, "late_fault", mode).status is Status.OK
+    for mode in Mode:
+        assert by(run, "steady", mode).status is Status.OK
+        assert len(by(run, "steady", mode).samples_s) >= 4

@@ -195,3 +195,43 @@ def test_a_call_with_run_batch_times_its_own_inlined_loop():
     fn = Batched()
     assert time_calls(fn, 7, clock) == pytest.approx(7e-3)
     assert fn.calls == 7
+
+
+def test_a_round_gets_its_share_of_budget_floor_and_cap():
+    plan = SamplingPlan(budget_s=1.0, floor_samples=3, max_samples=500, min_samples=10,
+                        rounds=4)
+    r = plan.for_round()
+    assert (r.budget_s, r.floor_samples, r.max_samples) == (0.25, 1, 125)
+    assert (r.min_samples, r.precision) == (plan.min_samples, plan.precision)
+    assert SamplingPlan(rounds=1).for_round() == SamplingPlan(rounds=1)
+
+
+def test_a_later_round_continues_the_series_and_counts_prior_samples():
+    clock = FakeClock()
+    plan = SamplingPlan(min_samples=10, max_samples=4, precision=0.01, budget_s=1e9)
+    # Eight identical prior samples: two more reach min_samples and converge the series.
+    series = sample_interleaved(
+        {"a": work(clock, 2.0)}, {"a": 1}, plan=plan, clock=clock, prior={"a": [2.0] * 8}
+    )
+    assert series["a"].stop_reason == "converged"
+    assert series["a"].samples_s == [2.0] * 10
+
+
+def test_max_samples_and_floor_count_only_this_rounds_samples():
+    clock = FakeClock()
+    noise = itertools.cycle([1.0, 3.0])
+    plan = SamplingPlan(min_samples=2, max_samples=3, precision=0.001, budget_s=1e9)
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock,
+        prior={"a": [1.0, 9.0] * 25},  # wide: never converges
+    )
+    assert series["a"].stop_reason == "max_samples"
+    assert len(series["a"].samples_s) == 53
+    # Budget already spent: the floor still gives this round its samples.
+    plan = SamplingPlan(min_samples=2, max_samples=100, precision=0.001, budget_s=0.0,
+                        floor_samples=2)
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock,
+        prior={"a": [1.0, 9.0] * 25},
+    )
+    assert (series["a"].stop_reason, len(series["a"].samples_s)) == ("budget", 52)

@@ -27,6 +27,14 @@ ThresholdOpt = Annotated[
 AlphaOpt = Annotated[
     float, typer.Option("--alpha", help="Significance level of the Mann–Whitney U test.")
 ]
+PAdjustOpt = Annotated[
+    str,
+    typer.Option(
+        "--p-adjust",
+        help="bh: adjust p-values for the number of timing tests (Benjamini–Hochberg), so a "
+        "large suite does not cry wolf; none: test each case on its own.",
+    ),
+]
 CompileThresholdOpt = Annotated[
     float, typer.Option("--compile-threshold", help="Jit compile-time factor.")
 ]
@@ -106,6 +114,7 @@ def compare_cmd(
     ],
     threshold: ThresholdOpt = _DEFAULTS.threshold,
     alpha: AlphaOpt = _DEFAULTS.alpha,
+    p_adjust: PAdjustOpt = _DEFAULTS.p_adjust,
     compile_threshold: CompileThresholdOpt = _DEFAULTS.compile_threshold,
     compile_floor: CompileFloorOpt = _DEFAULTS.compile_floor_s,
     markdown: MarkdownOpt = None,
@@ -124,7 +133,8 @@ def compare_cmd(
     """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
 
     Cases are matched by workload, size, device, dtype and mode.
-    Run time regresses when new/base median > --threshold and Mann–Whitney p < --alpha.
+    Run time regresses when new/base median > --threshold and Mann–Whitney p < --alpha,
+    the p-values adjusted for the number of tests (--p-adjust).
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
     """
@@ -137,6 +147,7 @@ def compare_cmd(
         compile_threshold=compile_threshold,
         compile_floor_s=compile_floor,
         compile_gates=compile_gate,
+        p_adjust=p_adjust,
     )
     render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)

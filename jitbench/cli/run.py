@@ -44,6 +44,7 @@ from jitbench.results import Mode, Run, ensure_writable_dir, load_run, save_run
 from jitbench.runner import (
     CaseFinished,
     CaseStarted,
+    RoundStarted,
     RunConfig,
     RunEvent,
     RunInterrupted,
@@ -72,6 +73,7 @@ def build_config(
     precision: float | None,
     min_samples: int | None,
     seed: int,
+    rounds: int | None = None,
 ) -> RunConfig:
     base = RunConfig.quick_settings() if quick else RunConfig()
     plan = base.plan
@@ -89,6 +91,10 @@ def build_config(
         plan = replace(
             plan, min_samples=min_samples, max_samples=max(plan.max_samples, min_samples)
         )
+    if rounds is not None:
+        if rounds < 1:
+            raise ConfigError(f"--rounds must be at least 1, got {rounds}.")
+        plan = replace(plan, rounds=rounds)
     chosen_modes = parse_choices(modes, [m.value for m in Mode], kind="mode") if modes else None
     return replace(
         base,
@@ -143,6 +149,12 @@ class _Reporter:
         elif isinstance(event, CaseStarted):
             if self.progress is not None and self.task is not None:
                 self.progress.update(self.task, description=escape(event.case.label))
+        elif isinstance(event, RoundStarted):
+            what = f"sampling round {event.index}/{event.total} of {event.cases} case(s)"
+            if self.progress is not None and self.task is not None:
+                self.progress.update(self.task, description=what)
+            else:
+                err.print(what)
         elif isinstance(event, CaseFinished):
             line = console.plain_case_line(event.measurements)
             if self.progress is not None and self.task is not None:
@@ -182,6 +194,15 @@ def run_cmd(
     ] = None,
     min_samples: Annotated[
         int | None, typer.Option("--min-samples", help="Samples before convergence counts.")
+    ] = None,
+    rounds: Annotated[
+        int | None,
+        typer.Option(
+            "--rounds",
+            help="Spend each case's budget in this many rounds spread over the run, so its "
+            "samples span the machine's drift instead of one short window (for gates on "
+            "noisy machines; default 1).",
+        ),
     ] = None,
     quick: Annotated[
         bool, typer.Option("--quick", help="Smoke run: smallest preset, tiny budgets.")
@@ -255,6 +276,7 @@ def run_cmd(
                 ("--budget", budget),
                 ("--precision", precision),
                 ("--min-samples", min_samples),
+                ("--rounds", rounds),
                 ("--quick", quick),
                 ("--seed", seed),
             )
@@ -291,6 +313,7 @@ def run_cmd(
             precision=precision,
             min_samples=min_samples,
             seed=seed,
+            rounds=rounds,
         )
         config = replace(config, isolate=isolate, timeout_s=timeout)
         registry = discover(suite or ())
