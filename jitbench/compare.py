@@ -703,6 +703,7 @@ __all__ = [
     "compare_measurements",
     "compare_timing",
     "environment_differences",
+    "load_side",
     "merge_runs",
     "samples_needed",
     "smallest_p",

@@ -51,6 +51,8 @@ def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
         (["run", "--sizes", "XXL", "selu"], "unknown size 'XXL'"),
         (["run", "--devices", "tpu:7", "selu"], "unknown device 'tpu:7'"),
         (["run", "--precision", "5", "selu"], "--precision is a fraction"),
+        (["run", "--rounds", "0", "selu"], "--rounds must be at least 1"),
+        (["compare", "a.json", "b.json", "--p-adjust", "holm"], "--p-adjust is one of bh, none"),
     ],
 )
 def test_bad_usage_exits_2_with_one_line_cause(cli, args, message):

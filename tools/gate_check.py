@@ -6,6 +6,10 @@ For each of N rounds it measures, as real `python -m jitbench run` subprocesses:
     S  the same suite with one workload doing FACTOR× the work under the same case key
     B  the default suite again                (base, measured after S)
 
+By default each side is two runs in alternating order (A S B, then B S A), pooled by
+`jitbench compare`, with `--rounds 10` spreading every case's samples over its run: the
+configuration the README recommends for a gate on a shared machine.
+
 then `jitbench compare A B` (A/A: must report no regression, exit 0) and
 `jitbench compare A S` (must report a regression, exit 1, the markdown naming the slowed
 workload, and no other workload). The slowdown is real work: the suite file is copied and
@@ -14,9 +18,10 @@ of its loop) is multiplied by FACTOR for every size preset.
 
 Usage (from the repository root):
 
-    python tools/gate_check.py --rounds 5 --run-args "-s S --budget 0.5" --out /tmp/gate_check
+    python tools/gate_check.py --rounds 5 --out /tmp/gate_check
+    python tools/gate_check.py --pool 1 ...       # one run per side
+    python tools/gate_check.py --run-args "-s S --budget 0.5" ...   # samples in one window
     python tools/gate_check.py --concurrent ...   # A, S and B measured at the same time
-    python tools/gate_check.py --pool 3 ...       # 3 alternating runs per side, pooled (CI)
 
 It prints one line per comparison and a summary, writes summary.json under --out, records
 the machine's CPU pressure (load) around each round, and exits 0 when the acceptance holds
@@ -173,7 +178,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(
         "--run-args",
-        default="-s S --budget 0.5",
+        default="-s S --budget 0.5 --rounds 10",
         help="`jitbench run` options for every run (default: %(default)s)",
     )
     ap.add_argument("--inject", default="jacobi2d:steps", help="WORKLOAD:PARAM to scale")
@@ -189,7 +194,7 @@ def main() -> int:
     ap.add_argument(
         "--pool",
         type=int,
-        default=1,
+        default=2,
         help="runs per side in each round, in alternating order, pooled by compare",
     )
     ap.add_argument(

@@ -138,6 +138,10 @@ def compare_cmd(
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
     """
+    Thresholds(  # bad options fail (exit 2) before any file is read
+        threshold=threshold, alpha=alpha, compile_threshold=compile_threshold,
+        compile_floor_s=compile_floor, p_adjust=p_adjust,
+    )
     base_run, new_run = load_side(base), load_side(new)
     cmp = compare(
         base_run,

@@ -1,0 +1,70 @@
+"""Judge the runs a `tools/gate_check.py --pool K` left on disk again, side by side:
+each side pooled (what gate_check reported) and each alternating run on its own (one run
+per side), so one measurement session answers both questions.
+
+Usage (from the repository root):
+
+    python tools/gate_rejudge.py /tmp/jitbench_gate_check [--inject jacobi2d]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from jitbench.compare import Comparison, compare, merge_runs  # noqa: E402
+from jitbench.results import Run, load_run  # noqa: E402
+
+
+def injected(cmp: Comparison, workload: str) -> str:
+    return "; ".join(
+        f"{e.mode.value} {e.ratio:.2f}x q={e.p_judged:.1g} {e.verdict.value}"
+        for e in cmp.entries
+        if e.workload == workload and e.ratio is not None and e.p_judged is not None
+    )
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("out", type=Path, help="gate_check's --out folder")
+    ap.add_argument("--inject", default="jacobi2d", help="the slowed workload")
+    args = ap.parse_args()
+    totals: dict[str, list[int]] = {}
+    for rdir in sorted(args.out.glob("round*/"), key=lambda p: int(p.name[5:])):
+        sides = {
+            name: [load_run(f) for f in sorted((rdir / name / "runs").glob("*.json"))]
+            for name in ("a", "b", "slow")
+        }
+        variants: dict[str, dict[str, Run]] = {
+            "pooled": {name: merge_runs(runs) for name, runs in sides.items()}
+        }
+        for k in range(min(len(r) for r in sides.values())):
+            variants[f"run {k + 1} alone"] = {name: runs[k] for name, runs in sides.items()}
+        for label, side in variants.items():
+            aa, slow = compare(side["a"], side["b"]), compare(side["a"], side["slow"])
+            caught = slow.has_regression and args.inject in slow.regressed_workloads
+            others = [w for w in slow.regressed_workloads if w != args.inject]
+            t = totals.setdefault(label, [0, 0, 0, 0])
+            t[0] += 1
+            t[1] += not aa.has_regression
+            t[2] += caught
+            t[3] += not others
+            print(
+                f"{rdir.name} {label}: A/A regressed {list(aa.regressed_workloads) or 'none'}; "
+                f"slow regressed {list(slow.regressed_workloads) or 'none'} "
+                f"({args.inject}: {injected(slow, args.inject)})"
+            )
+    for label, (n, clean, caught, only) in totals.items():
+        print(
+            f"{label}: A/A clean {clean}/{n}, slowdown caught {caught}/{n}, "
+            f"no other workload flagged {only}/{n}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
