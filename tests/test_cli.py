@@ -93,3 +93,16 @@ def test_env_json_describes_devices():
     env = json.loads(result.output)
     assert env["backend"] == "cpu" and env["devices"][0]["label"] == "cpu:0"
     assert env["versions"]["jax"]
+
+
+def test_rounds_are_recorded_and_reported(cli, tiny_suite, tmp_path):
+    result = cli("run", "--quick", "--rounds", "3", "--suite", str(tiny_suite), "-k",
+                 "double", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "sampling round 2/3" in result.stderr and "sampling round 3/3" in result.stderr
+    [path] = (tmp_path / "runs").glob("*.json")
+    run = load_run(path)
+    assert run.complete and run.config["plan"]["rounds"] == 3
+    jit = [m for m in run.measurements if m.mode.value == "jit"]
+    assert jit and all(len(m.compile.compile_repeats_s) == 3 for m in jit)
+    assert all(len(m.samples_s) >= 3 for m in run.measurements)
