@@ -31,9 +31,10 @@ import jax
 import numpy as np
 
 from jitbench import modes, validate
+from jitbench.protocol import PREPARE, device_label
 from jitbench.registry import Registry
 from jitbench.results import Mode
-from jitbench.runner import PREPARE, device_label, warm_up_process
+from jitbench.runner import warm_up_process
 from jitbench.timer import SamplingPlan, calibrate, warm_up
 from jitbench.workload import Workload
 
@@ -108,7 +109,7 @@ def prepare_case(
 ) -> PreparedCase:
     """Build, stage, compile and validate one case once per process; later calls hit a cache.
 
-    The steps are those of `jitbench run` (runner.measure_case) for one mode: process
+    The steps are those of `jitbench run` (`protocol.open_case`) for one mode: process
     warm-up, seeded inputs, NumPy reference, staging, cold AOT compile (jit), cold first
     call, validation against the reference, and the single-array fast path for jit.
 

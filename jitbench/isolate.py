@@ -144,7 +144,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
     # reaches the whole process group, so ignore it here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        from jitbench import registry, results, runner
+        from jitbench import protocol, registry, results, runner
         from jitbench.workload import Workload
 
         module = registry.import_suite_file(Path(spec["suite"]))
@@ -157,7 +157,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
             device = runner.resolve_devices([spec["device"]])[0]
             runner.warm_up_process([device])
             conn.send(("ready", None))
-            planned = runner.PlannedCase(found[0], spec["size"], dict(spec["params"]),
+            planned = protocol.PlannedCase(found[0], spec["size"], dict(spec["params"]),
                                          device, spec["dtype"])
             measured = runner.measure_case(planned, config)
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))

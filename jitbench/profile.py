@@ -14,7 +14,7 @@ from typing import Any
 import jax
 
 from jitbench import compile as jcompile
-from jitbench import environment, modes, runner
+from jitbench import environment, modes, protocol, runner
 from jitbench.errors import ConfigError
 from jitbench.registry import unknown_name_message
 from jitbench.results import (
@@ -123,7 +123,7 @@ def _ir_texts(
             kwargs={**staged.kwargs, **staged.static}, keep_text=True,
         )
     except Exception as exc:
-        return None, None, runner.error_info(exc)
+        return None, None, protocol.error_info(exc)
     return aot.jaxpr_text, aot.hlo_text, None
 
 
@@ -156,7 +156,7 @@ def profile_workload(
         dev = _pick_device(device)
         env = environment.capture()
         runner.warm_up_process([dev])
-        planned = runner.PlannedCase(wl, label, params, dev, dtype)
+        planned = protocol.PlannedCase(wl, label, params, dev, dtype)
         measurements = runner.measure_case(planned, config)
         jaxpr_text = hlo_text = None
         text_error = None

@@ -8,24 +8,29 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
-import functools
 import secrets
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import jax
 import numpy as np
 
-from jitbench import compile as jcompile
-from jitbench import diagnose, environment, isolate, modes, validate
-from jitbench.errors import ConfigError, SuiteError, WorkloadError
+from jitbench import environment, isolate
+from jitbench.errors import ConfigError, SuiteError
+from jitbench.protocol import (
+    CaseSession,
+    PlannedCase,
+    _add_hint,
+    device_label,
+    error_info,
+    open_case,
+    planned_case_record,
+)
 from jitbench.registry import import_suite_file, unknown_name_message
 from jitbench.results import (
     Case,
-    CompileInfo,
-    Diagnostic,
     ErrorInfo,
     Measurement,
     Mode,
@@ -33,12 +38,10 @@ from jitbench.results import (
     Status,
     measurement_from_dict,
 )
-from jitbench.timer import SamplingPlan, calibrate, relative_ci_halfwidth, sample_interleaved
-from jitbench.timer import warm_up as warm_up_call
-from jitbench.workload import Inputs, Workload
+from jitbench.timer import SamplingPlan
+from jitbench.workload import Workload
 
 ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
-MAX_ERROR_CHARS = 2000
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,19 +188,6 @@ def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
     return list(dict.fromkeys(chosen))
 
 
-def device_label(device: jax.Device) -> str:
-    return f"{device.platform}:{device.id}"
-
-
-@dataclass(frozen=True)
-class PlannedCase:
-    workload: Workload
-    size: str
-    params: dict[str, Any]
-    device: jax.Device
-    dtype: str
-
-
 def plan_cases(
     workloads: Sequence[Workload], config: RunConfig, devices: Sequence[jax.Device]
 ) -> list[PlannedCase]:
@@ -232,386 +222,21 @@ def warm_up_process(devices: Sequence[jax.Device]) -> None:
         jax.block_until_ready(x + 1)
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
-    """An exception as recorded on a measurement: type, message (capped) and a fix hint."""
-    text = str(exc)
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[:MAX_ERROR_CHARS] + " …"
-    hint = diagnose.hint_for_exception(exc) or getattr(exc, _HINT_ATTR, "")
-    return ErrorInfo(type=type(exc).__name__, message=text, hint=hint)
-
-
-_HINT_ATTR = "_jitbench_hint"
-
-
-def _add_hint(exc: BaseException, hint: str) -> None:
-    """Attach where a fault came from, for `error_info` (Python 3.10 lacks add_note)."""
-    with contextlib.suppress(AttributeError, TypeError):  # a type with __slots__
-        setattr(exc, _HINT_ATTR, hint)
-
-
-@dataclass
-class _ModeState:
-    """Everything learnt about one mode of one case before sampling."""
-
-    mode: Mode
-    call: Callable[[], Any] | None = None
-    error: BaseException | None = None
-    compile: CompileInfo | None = None
-    status: Status = Status.OK
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    calls_per_sample: int = 0
-    timed_compiles: jcompile.CompileEvents = field(default_factory=jcompile.CompileEvents)
-
-    def fail(self, exc: BaseException) -> None:
-        self.error, self.status, self.call = exc, Status.ERROR, None
-        self.diagnostics.extend(diagnose.for_exception(exc))
-
-
-@contextlib.contextmanager
-def _mode_region(state: _ModeState) -> Iterator[None]:
-    with modes.timed_region(state.mode), jcompile.count_compiles() as events:
-        yield
-    state.timed_compiles.compile_count += events.compile_count
-
-
-@dataclass(frozen=True)
-class PreparedMode:
-    """A JAX mode made ready to time: its call, the cold first call's output, and the
-    cold compile figures (shared by `jitbench run`, `jitbench profile` and asv)."""
-
-    call: Callable[[], Any]
-    output: Any
-    compile: CompileInfo
-
-
-def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
-    """Time the AOT stages cold, then a separate cold first call of `jax.jit(f)`."""
-    aot = jcompile.cold_aot_breakdown(
-        wl.jax_fn, static_argnames=wl.static_argnames, args=staged.args,
-        kwargs={**staged.kwargs, **staged.static},
-    )
-    jitted = modes.jit_function(wl)
-    call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-    first_s, first_compiles, out = jcompile.cold_first_call(call)
-    return PreparedMode(
-        call=modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted),
-        output=out,
-        compile=CompileInfo(
-            first_call_s=first_s,
-            compile_count=first_compiles,
-            trace_s=aot.trace_s,
-            lower_s=aot.lower_s,
-            compile_s=aot.compile_s,
-            jaxpr_eqn_count=aot.jaxpr_eqn_count,
-            flops=aot.flops,
-            transcendentals=aot.transcendentals,
-            bytes_accessed=aot.bytes_accessed,
-            memory=aot.memory,
-            hlo_fingerprint=aot.hlo_fingerprint,
-            while_loop_count=aot.while_loop_count,
-        ),
-    )
-
-
-def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
-    """Time the cold first eager call and count the programs op-by-op dispatch compiles."""
-    call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
-    # Guarded from the first call on: JAX caches an array's host copy after one transfer,
-    # so a hidden copy of an input would slip through every later, guarded call.
-    with modes.timed_region(Mode.EAGER):
-        first_s, first_compiles, out = jcompile.cold_first_call(call)
-    return PreparedMode(
-        call=call,
-        output=out,
-        compile=CompileInfo(first_call_s=first_s, compile_count=first_compiles),
-    )
-
-
-PREPARE = {Mode.JIT: prepare_jit, Mode.EAGER: prepare_eager}
-
-
-_ARRAY_LEAF_TYPES = (np.ndarray, np.generic, jax.Array, int, float, complex)
-
-
-def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
-    """Return `output` if it is an array or a pytree of arrays (or numbers).
-
-    Raises:
-        WorkloadError: no array at all (None, an empty tuple) or a leaf such as a string.
-    """
-    leaves = jax.tree_util.tree_leaves(output)
-    fix = "return an array or a tuple, list or dict of arrays."
-    if not leaves:
-        raise WorkloadError(
-            f"the {mode.value} side of {wl.name!r} returned {_short_repr(output)}, "
-            f"which holds no array; {fix}"
-        )
-    for leaf in leaves:
-        if not isinstance(leaf, _ARRAY_LEAF_TYPES):
-            raise WorkloadError(
-                f"the {mode.value} side of {wl.name!r} returned a {type(leaf).__name__} "
-                f"({_short_repr(leaf)}) where an array was expected; {fix}"
-            )
-    return output
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _validate(
-    state: _ModeState, wl: Workload, reference: Any, output: Any, *, against: str = "numpy"
-) -> bool:
-    """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider."""
-    result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
-    if not result.ok:
-        state.status = Status.MISMATCH
-        state.diagnostics.append(diagnose.mismatch(
-            result.message, nonfinite=result.nonfinite, mode=state.mode, against=against
-        ))
-    return result.reference_wider
-
-
-@dataclass
-class CaseSession:
-    """One case made ready to time (inputs staged, compiled, validated, calibrated), and
-    the samples taken so far. `sample` adds a round; `measurements` reports them."""
-
-    case: Case
-    states: dict[Mode, _ModeState]
-    plan: SamplingPlan
-    quick: bool
-    transfer: dict[str, Any] = field(default_factory=dict)
-    samples: dict[Mode, list[float]] = field(default_factory=dict)
-    cache_generation: int = -1  # jcompile.cache_generation() when last sampled
-    # Measures the cold jit compile again (None without a compiled jit mode).
-    aot_again: Callable[[], jcompile.AotBreakdown] | None = None
-    aot_repeats: list[tuple[float, float, float]] = field(default_factory=list)
-
-    @property
-    def runnable(self) -> list[_ModeState]:
-        return [s for s in self.states.values() if s.call is not None]
-
-    def sample(self, plan: SamplingPlan) -> None:
-        """Take one round of interleaved samples of every mode still able to run."""
-        if self.samples and self.cache_generation != jcompile.cache_generation():
-            self._rewarm(plan)
-        runnable = self.runnable
-        if not runnable:
-            return
-        by_mode = {s.mode: s for s in runnable}
-        series = sample_interleaved(
-            {s.mode: s.call for s in runnable if s.call is not None},
-            {s.mode: s.calls_per_sample for s in runnable},
-            plan=plan,
-            region=lambda m: _mode_region(by_mode[m]),
-            prior=self.samples,
-        )
-        for mode, ser in series.items():
-            if ser.error is not None:
-                self.states[mode].fail(ser.error)
-                self.samples.pop(mode, None)
-            else:
-                self.samples[mode] = ser.samples_s
-        self.cache_generation = jcompile.cache_generation()
-
-    def repeat_compile(self) -> None:
-        """Measure the cold jit compile once more; the jit figures become those of the
-        repeat with the median total. A failure here keeps the earlier figures."""
-        jit = self.states.get(Mode.JIT)
-        if self.aot_again is None or jit is None or jit.compile is None or jit.call is None:
-            return
-        c = jit.compile
-        if not self.aot_repeats:
-            self.aot_repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
-        try:
-            again = self.aot_again()
-        except Exception:
-            return
-        self.aot_repeats.append((again.trace_s, again.lower_s, again.compile_s))
-        by_total = sorted(self.aot_repeats, key=sum)
-        trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
-        jit.compile = replace(
-            c, trace_s=trace_s, lower_s=lower_s, compile_s=compile_s,
-            compile_repeats_s=tuple(sum(stages) for stages in self.aot_repeats),
-        )
-
-    def _rewarm(self, plan: SamplingPlan) -> None:
-        """Call each mode a few times, untimed and uncounted: another case's cold
-        measurement cleared JAX's caches since this case was last sampled, so its first
-        calls now recompile. That is jitbench's doing, not the workload's."""
-        for s in self.runnable:
-            assert s.call is not None
-            try:
-                with modes.timed_region(s.mode):
-                    for _ in range(max(1, plan.warmup_calls)):
-                        s.call()
-            except Exception as exc:
-                s.fail(exc)
-
-    def measurements(self) -> list[Measurement]:
-        """The case's measurements from the samples so far (may be called after any round)."""
-        plan = self.plan
-        extra: dict[Mode, list[Diagnostic]] = {}
-        samples: dict[Mode, tuple[float, ...]] = {}
-        for mode, taken in self.samples.items():
-            s = self.states[mode]
-            if s.status is Status.ERROR:
-                continue
-            samples[mode] = tuple(taken)
-            notes = extra.setdefault(mode, [])
-            if s.timed_compiles.compile_count:
-                notes.append(diagnose.recompiled_during_timing(s.timed_compiles.compile_count))
-            if not self.quick:
-                width = relative_ci_halfwidth(list(taken))
-                if width > plan.precision:
-                    notes.append(diagnose.noisy(width, plan.precision))
-        return diagnose.case_diagnostics(
-            _finish(self.case, self.states, samples, plan, self.transfer, extra)
-        )
-
-
-def open_case(pc: PlannedCase, config: RunConfig) -> CaseSession:
-    """Steps 1–4 of the protocol (DESIGN §1) for one case, up to (not including) sampling:
-    inputs, NumPy reference, staging, cold compile and first call, validation, warm-up and
-    calibration. A fault in a mode is recorded on that mode's state."""
-    wl, plan = pc.workload, config.plan
-    base_case = Case(
-        workload=wl.name, size=pc.size, device=device_label(pc.device), dtype=pc.dtype,
-        params=pc.params, platform=pc.device.platform, device_kind=pc.device.device_kind,
-    )
-    states = {m: _ModeState(m) for m in config.modes}
-    session = CaseSession(case=base_case, states=states, plan=plan, quick=config.quick)
-    try:
-        host = wl.make_inputs(pc.params, dtype=pc.dtype, seed=config.seed)
-    except Exception as exc:
-        _add_hint(exc, f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
-                  "fix it, or check it alone with Workload.make_inputs.")
-        for s in states.values():
-            s.fail(exc)
-        return session
-    session.case = replace(
-        base_case,
-        input_elements=modes.nelements_of((host.args, host.kwargs)),
-        input_bytes=modes.nbytes_of((host.args, host.kwargs)),
-    )
-
-    # 1. NumPy reference (computed even when numpy mode is not timed: validation needs it).
-    reference: Any = None
-    numpy_state = states.get(Mode.NUMPY)
-    try:
-        numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-        reference = require_array_tree(numpy_call(), wl, Mode.NUMPY)
-        if numpy_state:
-            numpy_state.call = numpy_call
-    except Exception as exc:
-        if numpy_state:
-            numpy_state.fail(exc)
-
-    # 2. Stage inputs on the device, timed on its own.
-    staged: modes.Staged | None = None
-    jax_states = [states[m] for m in modes.JAX_MODES if m in states]
-    if jax_states:
-        try:
-            staged = modes.stage(host, pc.device)
-            session.transfer = {
-                "transfer_s": staged.transfer_s, "transfer_bytes": staged.transfer_bytes
-            }
-        except Exception as exc:
-            for s in jax_states:
-                s.fail(exc)
-
-    # 3. Cold compile and cold first call (jit first, then eager), then validation.
-    reference_wider = False
-    outputs: dict[Mode, Any] = {}
-    if staged is not None:
-        for s in jax_states:
-            try:
-                prepared = PREPARE[s.mode](wl, host, staged)
-                s.call, s.compile = prepared.call, prepared.compile
-                out = require_array_tree(prepared.output, wl, s.mode)
-            except Exception as exc:
-                s.fail(exc)
-                continue
-            outputs[s.mode] = out
-            if reference is not None:
-                reference_wider |= _validate(s, wl, reference, out)
-    if Mode.JIT in outputs and staged is not None:
-        session.aot_again = functools.partial(
-            jcompile.cold_aot_breakdown, wl.jax_fn, static_argnames=wl.static_argnames,
-            args=staged.args, kwargs={**staged.kwargs, **staged.static},
-        )
-    if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
-        # No NumPy reference (its side failed): jit must at least agree with eager.
-        _validate(states[Mode.JIT], wl, modes.to_host(outputs[Mode.EAGER]), outputs[Mode.JIT],
-                  against="eager")
-    if reference is None:
-        # Say so rather than report an unchecked output as plain `ok`.
-        for mode in outputs:
-            if mode is Mode.EAGER or Mode.EAGER not in outputs:
-                states[mode].diagnostics.append(diagnose.unvalidated())
-    if reference_wider and numpy_state and numpy_state.status is Status.OK:
-        numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
-
-    # 4. Warm up and calibrate each mode; compiles from here on count as "during timing".
-    for s in session.runnable:
-        assert s.call is not None
-        try:
-            with _mode_region(s):
-                warm_up_call(s.call, plan=plan)
-                s.calls_per_sample = calibrate(s.call, plan=plan)
-        except Exception as exc:
-            s.fail(exc)
-    for s in session.runnable:
-        s.timed_compiles = jcompile.CompileEvents()
-    return session
-
-
 def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
     """Measure one case in every configured mode under the protocol (see DESIGN §1).
 
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
     over the run instead (see `SamplingPlan.rounds`).
     """
-    session = open_case(pc, config)
+    session = open_case(
+        pc, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+    )
     for _ in range(config.plan.rounds):
         session.sample(config.plan.for_round())
     for _ in range(config.plan.compile_measurements - 1):
         session.repeat_compile()
     # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
     return session.measurements()
-
-
-def _finish(
-    case: Case,
-    states: dict[Mode, _ModeState],
-    samples: dict[Mode, tuple[float, ...]],
-    plan: SamplingPlan,
-    transfer: dict[str, Any] | None,
-    extra: Mapping[Mode, Sequence[Diagnostic]] | None = None,
-) -> list[Measurement]:
-    out = []
-    for mode, s in states.items():
-        t = transfer if (transfer and mode is not Mode.NUMPY) else {}
-        out.append(
-            Measurement(
-                case=case,
-                mode=mode,
-                status=s.status,
-                samples_s=() if s.status is Status.ERROR else samples.get(mode, ()),
-                calls_per_sample=s.calls_per_sample if s.status is not Status.ERROR else 0,
-                transfer_s=t.get("transfer_s"),
-                transfer_bytes=t.get("transfer_bytes"),
-                compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
-                if s.compile
-                else None,
-                error=error_info(s.error) if s.error is not None else None,
-                diagnostics=(*s.diagnostics, *(extra or {}).get(mode, ())),
-            )
-        )
-    return out
 
 
 @contextlib.contextmanager
@@ -625,19 +250,11 @@ def x64_enabled(flag: bool) -> Iterator[None]:
         jax.config.update("jax_enable_x64", before)
 
 
-def _base_case(pc: PlannedCase) -> Case:
-    return Case(
-        workload=pc.workload.name, size=pc.size, device=device_label(pc.device),
-        dtype=pc.dtype, params=pc.params, platform=pc.device.platform,
-        device_kind=pc.device.device_kind,
-    )
-
-
 def failed_case(
     pc: PlannedCase, config: RunConfig, status: Status, error: ErrorInfo
 ) -> list[Measurement]:
     """One measurement per configured mode, all with `status` and `error` (no samples)."""
-    case = _base_case(pc)
+    case = planned_case_record(pc)
     return [Measurement(case=case, mode=m, status=status, error=error) for m in config.modes]
 
 
@@ -694,7 +311,9 @@ def measure_guarded(
         return [measurement_from_dict(d) for d in outcome]
 
     def first_round() -> list[Measurement]:
-        session = open_case(pc, config)
+        session = open_case(
+            pc, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+        )
         session.sample(config.plan.for_round())
         result = session.measurements()
         if keep is not None:

@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 from jitbench import isolate
 from jitbench.cli import app
 from jitbench.errors import ConfigError, WorkloadError
+from jitbench.protocol import require_array_tree
 from jitbench.registry import discover
 from jitbench.results import (
     Mode,
@@ -42,7 +43,6 @@ from jitbench.runner import (
     RunInterrupted,
     measure_guarded,
     plan_cases,
-    require_array_tree,
     resolve_devices,
     run_workloads,
 )
