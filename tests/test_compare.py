@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -481,6 +482,29 @@ def test_merge_runs_pools_samples_and_keeps_median_compile():
     assert merge_runs([r1]) is r1
     with pytest.raises(ValueError):
         merge_runs([])
+
+
+def test_compile_is_judged_on_the_median_of_every_pooled_repeat():
+    from jitbench.compare import merge_runs
+
+    def run_with(repeats, run_id):
+        m = meas(samples=spread(1e-3, 12), compile_s=sorted(repeats)[1])
+        m = replace(m, compile=replace(m.compile, compile_repeats_s=tuple(repeats)))
+        return make_run(m, run_id=run_id)
+
+    # Base: one quiet run and one slow minute; new: two ordinary runs, 25 % above the
+    # quiet one. Judged run by run (the lower run's median) this is a compile regression;
+    # on the median of all six cold compiles per side it is not.
+    base = merge_runs([run_with((0.100, 0.102, 0.104), "b1"), run_with((0.15, 0.16, 0.14), "b2")])
+    new = merge_runs([run_with((0.126, 0.128, 0.13), "n1"), run_with((0.127, 0.125, 0.129), "n2")])
+    assert base.measurements[0].compile.compile_repeats_s == (0.100, 0.102, 0.104, 0.15, 0.16,
+                                                                0.14)
+    e = only(compare(base, new))
+    assert e.compile.base_s == pytest.approx((0.104 + 0.14) / 2)
+    assert e.compile.verdict is Verdict.UNCHANGED
+    # A real doubling still regresses.
+    slower = merge_runs([run_with((0.25, 0.26, 0.24), "s1"), run_with((0.25, 0.27, 0.26), "s2")])
+    assert only(compare(base, slower)).compile.verdict is Verdict.REGRESSION
 
 
 def test_compare_accepts_folders_of_rounds(tmp_path):
