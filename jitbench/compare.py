@@ -202,6 +202,7 @@ class Comparison:
     environment_differences: tuple[EnvDifference, ...] = ()
     base_commit: str | None = None
     new_commit: str | None = None
+    pooling: tuple[str, ...] = ()  # how folders of runs were pooled (see `merge_runs`)
 
     @property
     def failures(self) -> tuple[Entry, ...]:
@@ -249,6 +250,7 @@ class Comparison:
                 "compile_gates": self.thresholds.compile_gates,
                 "p_adjust": self.thresholds.p_adjust,
             },
+            "pooling": list(self.pooling),
             "has_regression": self.has_regression,
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
@@ -564,7 +566,8 @@ def environment_differences(base: Run, new: Run) -> tuple[EnvDifference, ...]:
             diffs.append(EnvDifference(name=f"${name}", base=be.get(name), new=ne.get(name)))
     bc, nc = _flat(base.config), _flat(new.config)
     for name in sorted(set(bc) | set(nc)):
-        if name in ("sizes", "modes", "devices", "seed"):  # what ran, not how it was measured
+        if name in ("sizes", "modes", "devices", "seed") or name.startswith("pooled."):
+            # what ran, or how runs were pooled: not how they were measured
             continue
         if bc.get(name) != nc.get(name):
             diffs.append(EnvDifference(name=f"config.{name}", base=bc.get(name), new=nc.get(name)))
@@ -581,15 +584,44 @@ def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def merge_runs(runs: Sequence[Run]) -> Run:
+#: A run of one side whose level across the suite is this many times that of its fastest
+#: sibling run was disturbed by the machine (see `run_levels`); 0 keeps every run.
+DISTURBED_FACTOR = 1.15
+
+#: Fewest cases two runs must share before their levels are compared at all.
+_MIN_CASES_FOR_LEVELS = 5
+
+
+def run_levels(runs: Sequence[Run]) -> list[float] | None:
+    """Each run's speed level: the geometric mean, over the case × modes every run measured,
+    of its median ÷ the median of all runs' medians. Runs of the same code differ in level
+    only by the machine's state; None when they share fewer than five cases."""
+    medians = [
+        {(m.case.key, m.mode): m.median_s for m in r.measurements if m.ok and m.median_s}
+        for r in runs
+    ]
+    shared = set.intersection(*(set(d) for d in medians)) if medians else set()
+    if len(shared) < _MIN_CASES_FOR_LEVELS:
+        return None
+    reference = {k: statistics.median(d[k] for d in medians) for k in shared}
+    return [
+        math.exp(statistics.fmean(math.log(d[k] / reference[k]) for k in shared))
+        for d in medians
+    ]
+
+
+def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTOR) -> Run:
     """Pool several runs of the same code into one, for rounds that alternate base and new.
 
     Samples of the same case × mode are concatenated (they are seconds per call, so
-    different calls-per-sample counts pool fine); the compile figures kept are those of the
-    run with the median jit compile time, and every run's cold compiles pool into
+    different calls-per-sample counts pool fine). A run whose level across the suite
+    (`run_levels`) is more than `disturbed_factor` times its fastest sibling's was slowed
+    by the machine as a whole (a busy neighbour for a minute: seen at 1.16–1.38× on a
+    2-vCPU VM, while undisturbed siblings stayed within 1.13×); its samples are left out
+    and the merged run's `config["pooled"]` says so. Every run's cold compiles pool into
     `compile_repeats_s`, whose median is what `compare` judges; a case that failed in any
-    run counts as failed.
-    Environment and configuration come from the first run. One run is returned unchanged.
+    run counts as failed. Environment and configuration come from the first run. One run
+    is returned unchanged.
 
     Raises:
         ValueError: `runs` is empty.
@@ -598,12 +630,18 @@ def merge_runs(runs: Sequence[Run]) -> Run:
         raise ValueError("no runs to merge")
     if len(runs) == 1:
         return runs[0]
-    groups: dict[tuple[CaseKey, Mode], list[Measurement]] = {}
-    for run in runs:
+    levels = run_levels(runs) if disturbed_factor > 0 else None
+    fastest = min(levels) if levels else 1.0
+    disturbed = {
+        i for i, level in enumerate(levels or ()) if level > fastest * disturbed_factor
+    }
+    groups: dict[tuple[CaseKey, Mode], list[tuple[int, Measurement]]] = {}
+    for i, run in enumerate(runs):
         for m in run.measurements:
-            groups.setdefault((m.case.key, m.mode), []).append(m)
+            groups.setdefault((m.case.key, m.mode), []).append((i, m))
     merged = []
-    for ms in groups.values():
+    for pairs in groups.values():
+        ms = [m for _, m in pairs]
         failed = next((m for m in ms if m.failed), None)
         if failed is not None:
             merged.append(failed)
@@ -614,7 +652,8 @@ def merge_runs(runs: Sequence[Run]) -> Run:
             continue
         timed = sorted((c, i) for i, m in enumerate(ok) if (c := _compile_s(m)) is not None)
         keeper = ok[timed[(len(timed) - 1) // 2][1]] if timed else ok[0]
-        samples = tuple(x for m in ok for x in m.samples_s)
+        kept = [m for i, m in pairs if m.ok and i not in disturbed] or ok
+        samples = tuple(x for m in kept for x in m.samples_s)
         if keeper.compile is not None and timed:
             # Every run's cold compiles count, so the judged figure is their median.
             repeats = tuple(
@@ -627,13 +666,36 @@ def merge_runs(runs: Sequence[Run]) -> Run:
             keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))
         merged.append(replace(keeper, samples_s=samples))
     first = runs[0]
+    pooled = {
+        "runs": [r.run_id for r in runs],
+        "excluded": [
+            {"run_id": runs[i].run_id, "level": levels[i] / fastest}
+            for i in sorted(disturbed)
+            if levels is not None
+        ],
+    }
     return replace(
         first,
         run_id=f"{first.run_id}+{len(runs) - 1}",
         finished_at=runs[-1].finished_at,
         complete=all(r.complete for r in runs),
+        config={**first.config, "pooled": pooled},
         measurements=tuple(merged),
     )
+
+
+def pooling_notes(run: Run, side: str) -> tuple[str, ...]:
+    """Lines saying how a side was pooled and which runs were left out, and why."""
+    pooled = run.config.get("pooled")
+    if not isinstance(pooled, Mapping):
+        return ()
+    notes = [f"{side}: {len(pooled.get('runs', ()))} runs pooled"]
+    for x in pooled.get("excluded", ()):
+        notes.append(
+            f"{side}: run {x['run_id']} left out: {x['level']:.2f}× slower across the suite "
+            "than its fastest sibling run of the same code (the machine was disturbed)"
+        )
+    return tuple(notes)
 
 
 def _commit(run: Run) -> str | None:
@@ -702,10 +764,12 @@ def compare(
         environment_differences=environment_differences(base, new),
         base_commit=_commit(base),
         new_commit=_commit(new),
+        pooling=pooling_notes(base, "base") + pooling_notes(new, "new"),
     )
 
 
 __all__ = [
+    "DISTURBED_FACTOR",
     "FAILING_VERDICTS",
     "P_ADJUST_METHODS",
     "Comparison",
@@ -723,13 +787,18 @@ __all__ = [
     "environment_differences",
     "load_side",
     "merge_runs",
+    "pooling_notes",
+    "run_levels",
     "samples_needed",
     "smallest_p",
 ]
 
 
-def load_side(path: str | os.PathLike[str]) -> Run:
-    """One run file, or a folder of run files (rounds of one side) pooled into one run.
+def load_side(
+    path: str | os.PathLike[str], *, disturbed_factor: float = DISTURBED_FACTOR
+) -> Run:
+    """One run file, or a folder of run files (rounds of one side) pooled into one run
+    (`merge_runs`, which leaves out runs the machine disturbed as a whole).
 
     A folder may hold the run files or be a `--out` folder with them under `runs/`.
     """
@@ -742,4 +811,4 @@ def load_side(path: str | os.PathLike[str]) -> Run:
             f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
             "pass a run file or the --out folder of `jitbench run`."
         )
-    return merge_runs([load_run(f) for f in files])
+    return merge_runs([load_run(f) for f in files], disturbed_factor=disturbed_factor)

@@ -305,6 +305,9 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     lines.append("")
     lines.append(f"Thresholds: {md_escape(thresholds_line(cmp))}.")
     lines.append("")
+    if cmp.pooling:
+        lines.extend(f"- {md_escape(note)}" for note in cmp.pooling)
+        lines.append("")
     if cmp.environment_differences:
         lines.append("> [!WARNING]")
         lines.append(

@@ -507,6 +507,34 @@ def test_compile_is_judged_on_the_median_of_every_pooled_repeat():
     assert only(compare(base, slower)).compile.verdict is Verdict.REGRESSION
 
 
+def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
+    from jitbench.compare import merge_runs, run_levels
+
+    def run(factor, run_id, compile_s):
+        return make_run(
+            *(meas(f"w{i}", samples=spread(1e-3 * (i + 1) * factor, 8), compile_s=compile_s)
+              for i in range(6)),
+            run_id=run_id,
+        )
+
+    quiet, busy = run(1.0, "quiet", 0.10), run(1.3, "busy", 0.20)
+    # Relative to the per-case median of the two runs (their mean): 1/1.15 and 1.3/1.15.
+    assert run_levels([quiet, busy]) == [pytest.approx(1 / 1.15), pytest.approx(1.3 / 1.15)]
+    side = merge_runs([quiet, busy])
+    w0 = side.get(("w0", "S", "cpu:0", "float32"), Mode.JIT)
+    assert w0.samples_s == quiet.measurements[0].samples_s  # the busy run's are left out
+    assert w0.compile.compile_repeats_s == (0.10, 0.20)  # its compiles still count
+    assert side.config["pooled"]["excluded"] == [{"run_id": "busy", "level": pytest.approx(1.3)}]
+    # Siblings within the factor pool as before, and 0 keeps every run.
+    assert len(merge_runs([quiet, run(1.1, "near", 0.1)]).measurements[0].samples_s) == 16
+    assert len(merge_runs([quiet, busy], disturbed_factor=0).measurements[0].samples_s) == 16
+
+    cmp = compare(side, merge_runs([quiet, run(1.02, "q2", 0.1)]))
+    assert "base: run busy left out: 1.30× slower" in "\n".join(cmp.pooling)
+    assert not cmp.environment_differences  # pooling is not a measurement difference
+    assert "left out" in comparison_markdown(cmp)
+
+
 def test_compare_accepts_folders_of_rounds(tmp_path):
     from typer.testing import CliRunner
 

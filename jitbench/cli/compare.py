@@ -12,8 +12,15 @@ import typer
 from jitbench import compare_render
 from jitbench.cli import app
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
-from jitbench.compare import Comparison, Thresholds, Verdict, compare, load_side
-from jitbench.errors import OutputError
+from jitbench.compare import (
+    DISTURBED_FACTOR,
+    Comparison,
+    Thresholds,
+    Verdict,
+    compare,
+    load_side,
+)
+from jitbench.errors import ConfigError, OutputError
 from jitbench.results import write_text_atomic
 
 _DEFAULTS = Thresholds()
@@ -33,6 +40,14 @@ PAdjustOpt = Annotated[
         "--p-adjust",
         help="bh: adjust p-values for the number of timing tests (Benjamini–Hochberg), so a "
         "large suite does not cry wolf; none: test each case on its own.",
+    ),
+]
+DisturbedOpt = Annotated[
+    float,
+    typer.Option(
+        "--disturbed-factor",
+        help="In a folder of runs, leave out a run this many times slower across the suite "
+        "than its fastest sibling (the machine was disturbed); 0 keeps every run.",
     ),
 ]
 CompileThresholdOpt = Annotated[
@@ -80,6 +95,9 @@ def render(
     to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
     console = err if to_stdout else out  # keep stdout clean for the machine-readable output
     console.print(compare_render.comparison_renderable(cmp, all_rows=all_rows))
+    for note in cmp.pooling:
+        console.print(f"[dim]{escape(note)}[/]" if "left out" not in note else
+                      f"[yellow]{escape(note)}[/]")
     style = "bold red" if cmp.has_regression else "green"
     console.print(f"[{style}]{escape(compare_render.summary_line(cmp))}[/]")
     if cmp.has_regression:
@@ -115,6 +133,7 @@ def compare_cmd(
     threshold: ThresholdOpt = _DEFAULTS.threshold,
     alpha: AlphaOpt = _DEFAULTS.alpha,
     p_adjust: PAdjustOpt = _DEFAULTS.p_adjust,
+    disturbed_factor: DisturbedOpt = DISTURBED_FACTOR,
     compile_threshold: CompileThresholdOpt = _DEFAULTS.compile_threshold,
     compile_floor: CompileFloorOpt = _DEFAULTS.compile_floor_s,
     markdown: MarkdownOpt = None,
@@ -142,7 +161,13 @@ def compare_cmd(
         threshold=threshold, alpha=alpha, compile_threshold=compile_threshold,
         compile_floor_s=compile_floor, p_adjust=p_adjust,
     )
-    base_run, new_run = load_side(base), load_side(new)
+    if not (disturbed_factor == 0 or disturbed_factor > 1):
+        raise ConfigError(
+            f"--disturbed-factor is 0 (keep every run) or a factor above 1, got "
+            f"{disturbed_factor}."
+        )
+    base_run = load_side(base, disturbed_factor=disturbed_factor)
+    new_run = load_side(new, disturbed_factor=disturbed_factor)
     cmp = compare(
         base_run,
         new_run,
