@@ -53,6 +53,7 @@ def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
         (["run", "--precision", "5", "selu"], "--precision is a fraction"),
         (["run", "--rounds", "0", "selu"], "--rounds must be at least 1"),
         (["compare", "a.json", "b.json", "--p-adjust", "holm"], "--p-adjust is one of bh, none"),
+        (["compare", "a.json", "b.json", "--disturbed-factor", "0.5"], "--disturbed-factor is 0"),
     ],
 )
 def test_bad_usage_exits_2_with_one_line_cause(cli, args, message):
