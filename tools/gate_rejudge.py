@@ -1,6 +1,9 @@
 """Judge the runs a `tools/gate_check.py --pool K` left on disk again, side by side:
 each side pooled (what gate_check reported) and each alternating run on its own (one run
-per side), so one measurement session answers both questions.
+per side), so one measurement session answers both questions. It also prints, per side
+of two or more runs, each run's level across the suite and the per-case run-to-run
+spread left after those levels (robust sd of log medians): the noise a run-level test
+would have to model.
 
 Usage (from the repository root):
 
@@ -10,13 +13,15 @@ Usage (from the repository root):
 from __future__ import annotations
 
 import argparse
+import math
+import statistics
 import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from jitbench.compare import Comparison, Verdict, compare, merge_runs  # noqa: E402
+from jitbench.compare import Comparison, Verdict, compare, merge_runs, run_levels  # noqa: E402
 from jitbench.results import Run, load_run  # noqa: E402
 
 
@@ -26,6 +31,23 @@ def injected(cmp: Comparison, workload: str) -> str:
         for e in cmp.entries
         if e.workload == workload and e.ratio is not None and e.p_judged is not None
     )
+
+
+def run_to_run(runs: list[Run]) -> str:
+    """Levels of the runs of one side, and the per-case spread between its first two runs
+    once those levels are removed (1.4826 × MAD of the log differences, / sqrt 2)."""
+    levels = run_levels(runs) if len(runs) > 1 else None
+    if not levels:
+        return "-"
+    first, second = (
+        {(m.case.key, m.mode): m.median_s for m in r.measurements if m.ok and m.median_s}
+        for r in runs[:2]
+    )
+    shift = math.log(levels[0] / levels[1])
+    diffs = [math.log(first[k] / second[k]) - shift for k in first.keys() & second.keys()]
+    centre = statistics.median(diffs)
+    mad = statistics.median(abs(d - centre) for d in diffs)
+    return f"levels {', '.join(f'{x:.3f}' for x in levels)}, spread {1.4826 * mad / 2**0.5:.3f}"
 
 
 def main() -> int:
@@ -39,6 +61,10 @@ def main() -> int:
             name: [load_run(f) for f in sorted((rdir / name / "runs").glob("*.json"))]
             for name in ("a", "b", "slow")
         }
+        print(
+            f"{rdir.name} run-to-run: "
+            + "; ".join(f"{name} {run_to_run(runs)}" for name, runs in sides.items())
+        )
         variants: dict[str, dict[str, Run]] = {
             "pooled": {name: merge_runs(runs) for name, runs in sides.items()}
         }
