@@ -202,7 +202,7 @@ class Comparison:
     environment_differences: tuple[EnvDifference, ...] = ()
     base_commit: str | None = None
     new_commit: str | None = None
-    pooling: tuple[str, ...] = ()  # how folders of runs were pooled (see `merge_runs`)
+    pooling: tuple[PoolingNote, ...] = ()  # how folders of runs were pooled (`merge_runs`)
 
     @property
     def failures(self) -> tuple[Entry, ...]:
@@ -250,7 +250,9 @@ class Comparison:
                 "compile_gates": self.thresholds.compile_gates,
                 "p_adjust": self.thresholds.p_adjust,
             },
-            "pooling": list(self.pooling),
+            "pooling": [
+                {"text": n.text, "left_out": n.left_out} for n in self.pooling
+            ],
             "has_regression": self.has_regression,
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
@@ -468,6 +470,10 @@ def compare_measurements(
     )
 
 
+#: Verdicts reached by the timing test, so their p-values join the adjustment.
+_TESTED_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED})
+
+
 def adjust_for_multiplicity(
     entries: tuple[Entry, ...], thresholds: Thresholds
 ) -> tuple[Entry, ...]:
@@ -486,13 +492,13 @@ def adjust_for_multiplicity(
     ]
     if not tested:
         return entries
-    raw = [entries[i].p_value for i in tested]
+    raw = [float(entries[i].p_value or 0.0) for i in tested]  # tested: never None
     if thresholds.p_adjust == "bh" and len(raw) > 1:
         from scipy.stats import false_discovery_control
 
         adjusted = [float(q) for q in false_discovery_control(raw, method="bh")]
     else:
-        adjusted = [float(p) for p in raw if p is not None]
+        adjusted = raw
     out = list(entries)
     for i, q in zip(tested, adjusted, strict=True):
         e = replace(entries[i], p_adjusted=q)
@@ -502,9 +508,6 @@ def adjust_for_multiplicity(
             e = replace(e, verdict=Verdict.UNCHANGED, note="; ".join(filter(None, (note, e.note))))
         out[i] = e
     return tuple(out)
-
-
-_TESTED_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED})
 
 
 def _geomeans(entries: tuple[Entry, ...]) -> tuple[GeoMean, ...]:
@@ -610,24 +613,33 @@ def run_levels(runs: Sequence[Run]) -> list[float] | None:
     ]
 
 
+def _check_disturbed_factor(factor: float) -> None:
+    if not (factor == 0 or factor > 1):
+        raise ConfigError(
+            f"--disturbed-factor is 0 (keep every run) or a factor above 1, got {factor}."
+        )
+
+
 def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTOR) -> Run:
     """Pool several runs of the same code into one, for rounds that alternate base and new.
 
     Samples of the same case × mode are concatenated (they are seconds per call, so
     different calls-per-sample counts pool fine). A run whose level across the suite
     (`run_levels`) is more than `disturbed_factor` times its fastest sibling's was slowed
-    by the machine as a whole (a busy neighbour for a minute: seen at 1.16–1.38× on a
-    2-vCPU VM, while undisturbed siblings stayed within 1.13×); its samples are left out
-    and the merged run's `config["pooled"]` says so. Every run's cold compiles pool into
+    by the machine as a whole (a busy neighbour for a minute: 7 of 72 runs on a 2-vCPU VM,
+    at 1.15–1.42×, while undisturbed siblings stayed within 1.13×); its samples are left
+    out and the merged run's `config["pooled"]` says so. Every run's cold compiles pool into
     `compile_repeats_s`, whose median is what `compare` judges; a case that failed in any
     run counts as failed. Environment and configuration come from the first run. One run
     is returned unchanged.
 
     Raises:
         ValueError: `runs` is empty.
+        ConfigError: `disturbed_factor` is neither 0 nor above 1.
     """
     if not runs:
         raise ValueError("no runs to merge")
+    _check_disturbed_factor(disturbed_factor)
     if len(runs) == 1:
         return runs[0]
     levels = run_levels(runs) if disturbed_factor > 0 else None
@@ -669,9 +681,8 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
     pooled = {
         "runs": [r.run_id for r in runs],
         "excluded": [
-            {"run_id": runs[i].run_id, "level": levels[i] / fastest}
+            {"run_id": runs[i].run_id, "level": (levels or [])[i] / fastest}
             for i in sorted(disturbed)
-            if levels is not None
         ],
     }
     return replace(
@@ -684,17 +695,26 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
     )
 
 
-def pooling_notes(run: Run, side: str) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class PoolingNote:
+    """One line on how a side's runs were pooled; `left_out` when it drops a run."""
+
+    text: str
+    left_out: bool = False
+
+
+def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
     """Lines saying how a side was pooled and which runs were left out, and why."""
     pooled = run.config.get("pooled")
     if not isinstance(pooled, Mapping):
         return ()
-    notes = [f"{side}: {len(pooled.get('runs', ()))} runs pooled"]
+    notes = [PoolingNote(f"{side}: {len(pooled.get('runs', ()))} runs pooled")]
     for x in pooled.get("excluded", ()):
-        notes.append(
+        notes.append(PoolingNote(
             f"{side}: run {x['run_id']} left out: {x['level']:.2f}× slower across the suite "
-            "than its fastest sibling run of the same code (the machine was disturbed)"
-        )
+            "than its fastest sibling run of the same code (the machine was disturbed)",
+            left_out=True,
+        ))
     return tuple(notes)
 
 
@@ -777,6 +797,7 @@ __all__ = [
     "Entry",
     "EnvDifference",
     "GeoMean",
+    "PoolingNote",
     "Thresholds",
     "Verdict",
     "adjust_for_multiplicity",
@@ -801,7 +822,12 @@ def load_side(
     (`merge_runs`, which leaves out runs the machine disturbed as a whole).
 
     A folder may hold the run files or be a `--out` folder with them under `runs/`.
+
+    Raises:
+        ConfigError: a bad `disturbed_factor` (before any file is read).
+        ResultsFormatError: a missing, invalid or foreign file, or an empty folder.
     """
+    _check_disturbed_factor(disturbed_factor)
     path = Path(path)
     if not path.is_dir():
         return load_run(path)

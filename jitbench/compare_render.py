@@ -306,7 +306,11 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     lines.append(f"Thresholds: {md_escape(thresholds_line(cmp))}.")
     lines.append("")
     if cmp.pooling:
-        lines.extend(f"- {md_escape(note)}" for note in cmp.pooling)
+        lines.extend(
+            f"- {'**' if note.left_out else ''}{md_escape(note.text)}"
+            f"{'**' if note.left_out else ''}"
+            for note in cmp.pooling
+        )
         lines.append("")
     if cmp.environment_differences:
         lines.append("> [!WARNING]")

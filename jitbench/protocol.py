@@ -66,7 +66,7 @@ def error_info(exc: BaseException) -> ErrorInfo:
 _HINT_ATTR = "_jitbench_hint"
 
 
-def _add_hint(exc: BaseException, hint: str) -> None:
+def add_hint(exc: BaseException, hint: str) -> None:
     """Attach where a fault came from, for `error_info` (Python 3.10 lacks add_note)."""
     with contextlib.suppress(AttributeError, TypeError):  # a type with __slots__
         setattr(exc, _HINT_ATTR, hint)
@@ -309,7 +309,7 @@ def open_case(
     try:
         host = wl.make_inputs(pc.params, dtype=pc.dtype, seed=seed)
     except Exception as exc:
-        _add_hint(exc, f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
+        add_hint(exc, f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
                   "fix it, or check it alone with Workload.make_inputs.")
         for s in states.values():
             s.fail(exc)

@@ -22,7 +22,7 @@ from jitbench.errors import ConfigError, SuiteError
 from jitbench.protocol import (
     CaseSession,
     PlannedCase,
-    _add_hint,
+    add_hint,
     device_label,
     error_info,
     open_case,
@@ -362,7 +362,7 @@ def _guarded(
         raise
     except (Exception, SystemExit) as exc:  # a fault the per-mode handlers did not catch
         if isinstance(exc, SystemExit):
-            _add_hint(exc, "the workload called sys.exit(); return a value instead.")
+            add_hint(exc, "the workload called sys.exit(); return a value instead.")
         return failed_case(pc, config, Status.ERROR, error_info(exc))
 
 
@@ -481,8 +481,7 @@ def run_workloads(
                 return lambda session: sessions.__setitem__(_key(pc), (pc, session))
 
             for i, pc in enumerate(todo, start=offset):
-                case = Case(workload=pc.workload.name, size=pc.size,
-                            device=device_label(pc.device), dtype=pc.dtype, params=pc.params)
+                case = planned_case_record(pc)
                 emit(CaseStarted(case, i, len(cases)))
                 result = measure_guarded(pc, config, keep=keep_session(pc) if spread else None)
                 slots[_key(pc)] = slice(len(measured), len(measured) + len(result))

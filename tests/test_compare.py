@@ -530,9 +530,16 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
     assert len(merge_runs([quiet, busy], disturbed_factor=0).measurements[0].samples_s) == 16
 
     cmp = compare(side, merge_runs([quiet, run(1.02, "q2", 0.1)]))
-    assert "base: run busy left out: 1.30× slower" in "\n".join(cmp.pooling)
+    left_out = [n for n in cmp.pooling if n.left_out]
+    assert len(left_out) == 1
+    assert left_out[0].text.startswith("base: run busy left out: 1.30× slower")
+    assert [n.text for n in cmp.pooling if not n.left_out] == [
+        "base: 2 runs pooled", "new: 2 runs pooled"]
+    assert cmp.to_dict()["pooling"][1]["left_out"] is True
     assert not cmp.environment_differences  # pooling is not a measurement difference
     assert "left out" in comparison_markdown(cmp)
+    with pytest.raises(ConfigError, match="--disturbed-factor"):
+        merge_runs([quiet, busy], disturbed_factor=0.9)
 
 
 def test_compare_accepts_folders_of_rounds(tmp_path):

@@ -20,7 +20,7 @@ from jitbench.compare import (
     compare,
     load_side,
 )
-from jitbench.errors import ConfigError, OutputError
+from jitbench.errors import OutputError
 from jitbench.results import write_text_atomic
 
 _DEFAULTS = Thresholds()
@@ -96,8 +96,7 @@ def render(
     console = err if to_stdout else out  # keep stdout clean for the machine-readable output
     console.print(compare_render.comparison_renderable(cmp, all_rows=all_rows))
     for note in cmp.pooling:
-        console.print(f"[dim]{escape(note)}[/]" if "left out" not in note else
-                      f"[yellow]{escape(note)}[/]")
+        console.print(f"[{'yellow' if note.left_out else 'dim'}]{escape(note.text)}[/]")
     style = "bold red" if cmp.has_regression else "green"
     console.print(f"[{style}]{escape(compare_render.summary_line(cmp))}[/]")
     if cmp.has_regression:
@@ -161,11 +160,6 @@ def compare_cmd(
         threshold=threshold, alpha=alpha, compile_threshold=compile_threshold,
         compile_floor_s=compile_floor, p_adjust=p_adjust,
     )
-    if not (disturbed_factor == 0 or disturbed_factor > 1):
-        raise ConfigError(
-            f"--disturbed-factor is 0 (keep every run) or a factor above 1, got "
-            f"{disturbed_factor}."
-        )
     base_run = load_side(base, disturbed_factor=disturbed_factor)
     new_run = load_side(new, disturbed_factor=disturbed_factor)
     cmp = compare(
