@@ -45,6 +45,17 @@ class Verdict(str, enum.Enum):
     NOT_COMPARED = "not compared"  # skipped, or ok without samples, on either side
 
 
+class SignificanceTest(str, enum.Enum):
+    """How a run-time change was tested for significance."""
+
+    SAMPLES = "mann-whitney"  # two-sided Mann–Whitney U on the raw samples (one run per side)
+    RUNS = "run t-test"  # moderated t-test on each pooled run's median (`stats.moderated_t_test`)
+
+
+#: Prior degrees of freedom of a case's between-run variance in the run-level test: the
+#: suite's typical spread counts as ten runs' worth of evidence (see `compare_runs`).
+RUN_PRIOR_DF = 10.0
+
 #: Multiple-comparison adjustments of the timing p-values ("bh": Benjamini–Hochberg).
 P_ADJUST_METHODS = ("bh", "none")
 
@@ -118,9 +129,11 @@ class Entry:
     """One case × mode present in either run, with its verdict.
 
     Timing fields are None unless both sides are ok with samples. `ratio` is
-    new median / base median (above 1 is slower); `ratio_low`/`ratio_high` its 95 %
-    bootstrap CI; `p_value` the two-sided Mann–Whitney U p-value and `p_adjusted` the
-    same after the comparison-wide adjustment (the one the verdict used).
+    new median / base median (above 1 is slower); `ratio_low`/`ratio_high` its 95 % CI;
+    `p_value` the two-sided p-value of `test` and `p_adjusted` the same after the
+    comparison-wide adjustment (the one the verdict used). With pooled runs (`test` is
+    RUNS) the ratio is that of the geometric means of the runs' medians and the CI is the
+    t-test's; with one run per side it is the ratio of medians with a bootstrap CI.
     """
 
     workload: str
@@ -136,6 +149,7 @@ class Entry:
     ratio_high: float | None = None
     p_value: float | None = None
     p_adjusted: float | None = None
+    test: SignificanceTest | None = None
     compile: CompileChange | None = None
     note: str = ""
     compile_gates: bool = True
@@ -299,6 +313,7 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
         "ratio_high": _finite(e.ratio_high),
         "p_value": e.p_value,
         "p_adjusted": e.p_adjusted,
+        "test": e.test.value if e.test else None,
         "compile": None
         if e.compile is None
         else {
@@ -337,44 +352,95 @@ def samples_needed(alpha: float) -> int:
     return n
 
 
+@dataclass(frozen=True)
+class TimingResult:
+    """A run-time verdict with the figures it was reached on (see `Entry`)."""
+
+    verdict: Verdict
+    ratio: float
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    note: str = ""
+    test: SignificanceTest | None = None
+
+
+def _judge(
+    ratio: float,
+    low: float | None,
+    high: float | None,
+    p: float,
+    thresholds: Thresholds,
+    test: SignificanceTest,
+) -> TimingResult:
+    """Regression / improvement when the ratio is beyond the factor and p < alpha."""
+    t = thresholds.threshold
+    if not (ratio > t or ratio < 1 / t):
+        return TimingResult(Verdict.UNCHANGED, ratio, low, high, p, "", test)
+    if p >= thresholds.alpha:
+        direction = "slower" if ratio > 1 else "faster"
+        note = f"{direction} but not significant"
+        return TimingResult(Verdict.UNCHANGED, ratio, low, high, p, note, test)
+    verdict = Verdict.REGRESSION if ratio > 1 else Verdict.IMPROVEMENT
+    return TimingResult(verdict, ratio, low, high, p, "", test)
+
+
 def compare_timing(
     base_samples: tuple[float, ...] | list[float],
     new_samples: tuple[float, ...] | list[float],
     thresholds: Thresholds,
-) -> tuple[Verdict, float, float | None, float | None, float | None, str]:
+) -> TimingResult:
     """Classify a run-time change from raw samples (seconds per call) on both sides.
 
-    Returns (verdict, ratio, ratio_low, ratio_high, p_value, note). The verdict is
-    REGRESSION / IMPROVEMENT only when the median ratio is beyond the factor *and* the
-    Mann–Whitney test is significant; a large change that the sample counts cannot make
-    significant is INCONCLUSIVE (never a regression); everything else is UNCHANGED.
+    The verdict is REGRESSION / IMPROVEMENT only when the median ratio is beyond the factor
+    *and* the two-sided Mann–Whitney test is significant; a large change that the sample
+    counts cannot make significant is INCONCLUSIVE (never a regression); everything else
+    is UNCHANGED.
     """
     if not (statistics.median(base_samples) > 0 and statistics.median(new_samples) > 0):
-        return Verdict.NOT_COMPARED, math.nan, None, None, None, "a median is zero"
+        return TimingResult(Verdict.NOT_COMPARED, math.nan, note="a median is zero")
     r = stats.ratio_of_medians(list(new_samples), list(base_samples))
-    ratio = r.value
     p = stats.mann_whitney_p(list(base_samples), list(new_samples))
     t = thresholds.threshold
-    large = ratio > t or ratio < 1 / t
-    if not large:
-        return Verdict.UNCHANGED, ratio, r.low, r.high, p, ""
-    direction = "slower" if ratio > 1 else "faster"
+    large = r.value > t or r.value < 1 / t
     floor = smallest_p(len(base_samples), len(new_samples))
-    if floor >= thresholds.alpha:
-        return (
+    if large and floor >= thresholds.alpha:
+        direction = "slower" if r.value > 1 else "faster"
+        return TimingResult(
             Verdict.INCONCLUSIVE,
-            ratio,
+            r.value,
             r.low,
             r.high,
             p,
             f"{direction}, but {len(base_samples)} vs {len(new_samples)} samples cannot reach "
             f"p < {thresholds.alpha:g}; measure at least {samples_needed(thresholds.alpha)} "
             "per side (--min-samples)",
+            SignificanceTest.SAMPLES,
         )
-    if p >= thresholds.alpha:
-        return Verdict.UNCHANGED, ratio, r.low, r.high, p, f"{direction} but not significant"
-    verdict = Verdict.REGRESSION if ratio > 1 else Verdict.IMPROVEMENT
-    return verdict, ratio, r.low, r.high, p, ""
+    return _judge(r.value, r.low, r.high, p, thresholds, SignificanceTest.SAMPLES)
+
+
+def compare_runs(
+    spread: stats.RunSpread, prior_variance: float | None, thresholds: Thresholds
+) -> TimingResult:
+    """Classify a run-time change from the medians of pooled runs (`stats.run_spread`).
+
+    Samples within one run agree far better than runs of the same code do (on a shared VM
+    a case's median moves ~5 % from run to run beyond the whole run's level), so with
+    several runs per side the run, not the sample, is the unit of evidence: a moderated
+    t-test on the log run medians, the case's between-run variance shrunk toward the
+    suite's typical one (`prior_variance`) with `RUN_PRIOR_DF` degrees of freedom.
+    """
+    test = stats.moderated_t_test(spread, prior_variance, RUN_PRIOR_DF)
+    return _judge(test.ratio, test.low, test.high, test.p_value, thresholds, SignificanceTest.RUNS)
+
+
+def run_spread_of(base: Measurement, new: Measurement) -> stats.RunSpread | None:
+    """The between-run spread of a case when either side pools several runs, else None
+    (one run per side: the samples are all there is)."""
+    if not (base.run_sample_counts or new.run_sample_counts):
+        return None
+    return stats.run_spread(base.run_medians_s, new.run_medians_s)
 
 
 def compare_compile(
@@ -417,9 +483,14 @@ def _params_note(base: Measurement, new: Measurement) -> str:
 
 
 def compare_measurements(
-    base: Measurement | None, new: Measurement | None, thresholds: Thresholds
+    base: Measurement | None,
+    new: Measurement | None,
+    thresholds: Thresholds,
+    *,
+    run_prior_variance: float | None = None,
 ) -> Entry:
-    """Classify one case × mode (either side may be missing)."""
+    """Classify one case × mode (either side may be missing). With pooled runs the
+    run-time test is `compare_runs`, given the suite's `run_prior_variance`."""
     ref = new if new is not None else base
     assert ref is not None, "at least one side must exist"
     common: dict[str, Any] = {
@@ -456,14 +527,19 @@ def compare_measurements(
             note=f"{side} is {m.status.value} with {len(m.samples_s)} samples",
             **common,
         )
-    verdict, ratio, low, high, p, note = compare_timing(base.samples_s, new.samples_s, thresholds)
-    notes = [n for n in (note, _params_note(base, new)) if n]
+    spread = run_spread_of(base, new)
+    if spread is not None:
+        timing = compare_runs(spread, run_prior_variance, thresholds)
+    else:
+        timing = compare_timing(base.samples_s, new.samples_s, thresholds)
+    notes = [n for n in (timing.note, _params_note(base, new)) if n]
     return Entry(
-        verdict=verdict,
-        ratio=ratio,
-        ratio_low=low,
-        ratio_high=high,
-        p_value=p,
+        verdict=timing.verdict,
+        ratio=timing.ratio,
+        ratio_low=timing.low,
+        ratio_high=timing.high,
+        p_value=timing.p_value,
+        test=timing.test,
         compile=compile_change,
         note="; ".join(notes),
         **common,
@@ -666,6 +742,7 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
         keeper = ok[timed[(len(timed) - 1) // 2][1]] if timed else ok[0]
         kept = [m for i, m in pairs if m.ok and i not in disturbed] or ok
         samples = tuple(x for m in kept for x in m.samples_s)
+        counts = tuple(c for m in kept for c in (m.run_sample_counts or (len(m.samples_s),)))
         if keeper.compile is not None and timed:
             # Every run's cold compiles count, so the judged figure is their median.
             repeats = tuple(
@@ -676,7 +753,7 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
                 if x is not None
             )
             keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))
-        merged.append(replace(keeper, samples_s=samples))
+        merged.append(replace(keeper, samples_s=samples, run_sample_counts=counts))
     first = runs[0]
     pooled = {
         "runs": [r.run_id for r in runs],
@@ -765,8 +842,17 @@ def compare(
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))
+    spreads = [
+        spread
+        for k in dict.fromkeys(new_keys)
+        if (b := base_by_key.get(k)) is not None and b.ok and new_by_key[k].ok
+        and (spread := run_spread_of(b, new_by_key[k])) is not None
+    ]
+    prior = stats.typical_run_variance(spreads)
     entries = [
-        compare_measurements(base_by_key.get(k), new_by_key[k], thresholds)
+        compare_measurements(
+            base_by_key.get(k), new_by_key[k], thresholds, run_prior_variance=prior
+        )
         for k in dict.fromkeys(new_keys)
     ]
     entries += [
@@ -775,6 +861,17 @@ def compare(
         if k not in new_by_key
     ]
     result = adjust_for_multiplicity(tuple(entries), thresholds)
+    run_tested = [e for e in result if e.test is SignificanceTest.RUNS]
+    test_notes: tuple[PoolingNote, ...] = ()
+    if run_tested:
+        n_base = max(len(e.base.run_medians_s) for e in run_tested if e.base)
+        n_new = max(len(e.new.run_medians_s) for e in run_tested if e.new)
+        typical = f"{math.expm1(math.sqrt(prior)):.1%}" if prior is not None else "unknown"
+        test_notes = (PoolingNote(
+            f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
+            f"{n_new} new runs), each case's spread shrunk toward the suite's typical "
+            f"run-to-run spread of {typical}",
+        ),)
     return Comparison(
         base_run_id=base.run_id,
         new_run_id=new.run_id,
@@ -784,7 +881,7 @@ def compare(
         environment_differences=environment_differences(base, new),
         base_commit=_commit(base),
         new_commit=_commit(new),
-        pooling=pooling_notes(base, "base") + pooling_notes(new, "new"),
+        pooling=pooling_notes(base, "base") + pooling_notes(new, "new") + test_notes,
     )
 
 
@@ -792,24 +889,29 @@ __all__ = [
     "DISTURBED_FACTOR",
     "FAILING_VERDICTS",
     "P_ADJUST_METHODS",
+    "RUN_PRIOR_DF",
     "Comparison",
     "CompileChange",
     "Entry",
     "EnvDifference",
     "GeoMean",
     "PoolingNote",
+    "SignificanceTest",
     "Thresholds",
+    "TimingResult",
     "Verdict",
     "adjust_for_multiplicity",
     "compare",
     "compare_compile",
     "compare_measurements",
+    "compare_runs",
     "compare_timing",
     "environment_differences",
     "load_side",
     "merge_runs",
     "pooling_notes",
     "run_levels",
+    "run_spread_of",
     "samples_needed",
     "smallest_p",
 ]

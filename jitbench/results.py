@@ -18,6 +18,7 @@ import enum
 import json
 import math
 import os
+import statistics
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -160,6 +161,28 @@ class Measurement:
     compile: CompileInfo | None = None
     error: ErrorInfo | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
+    # Set only on a measurement pooled from several runs (`compare.merge_runs`): how many of
+    # `samples_s`, in order, came from each run, so each run's median stays derivable.
+    run_sample_counts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.run_sample_counts and sum(self.run_sample_counts) != len(self.samples_s):
+            raise ValueError(
+                f"run_sample_counts {self.run_sample_counts} do not add up to "
+                f"{len(self.samples_s)} samples"
+            )
+
+    @property
+    def run_medians_s(self) -> tuple[float, ...]:
+        """Median of each pooled run's samples; one median (of all samples) otherwise."""
+        if not self.run_sample_counts:
+            return (self.median_s,) if self.median_s is not None else ()
+        out, start = [], 0
+        for count in self.run_sample_counts:
+            if count:
+                out.append(statistics.median(self.samples_s[start : start + count]))
+            start += count
+        return tuple(out)
 
     @cached_property
     def summary(self) -> stats.Summary | None:
@@ -325,6 +348,7 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "diagnostics": [
             {k: _enum_value(v) for k, v in d.__dict__.items()} for d in m.diagnostics
         ],
+        **({"run_sample_counts": list(m.run_sample_counts)} if m.run_sample_counts else {}),
         # Derived, written for readers such as jq; ignored on load (recomputed).
         "summary": None
         if s is None
@@ -380,6 +404,7 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
             )
             for x in d.get("diagnostics", ())
         ),
+        run_sample_counts=tuple(int(x) for x in d.get("run_sample_counts", ())),
     )
 
 
@@ -430,6 +455,10 @@ def run_from_dict(data: Any, *, source: str = "<data>") -> Run:
         raise ResultsFormatError(
             f"{source} is not a valid jitbench run: at {where}: {exc.message}"
         ) from None
+    try:
+        measurements = tuple(_measurement_from_dict(m) for m in data["measurements"])
+    except ValueError as exc:  # what the schema cannot say, e.g. counts that do not add up
+        raise ResultsFormatError(f"{source} is not a valid jitbench run: {exc}") from None
     return Run(
         schema=data["schema"],
         schema_version=version,
@@ -439,7 +468,7 @@ def run_from_dict(data: Any, *, source: str = "<data>") -> Run:
         complete=bool(data.get("complete", False)),
         environment=data.get("environment") or {},
         config=data.get("config") or {},
-        measurements=tuple(_measurement_from_dict(m) for m in data["measurements"]),
+        measurements=measurements,
     )
 
 

@@ -144,3 +144,93 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     if len(set(a) | set(b)) == 1:
         return 1.0
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class RunSpread:
+    """The runs of one case on two sides: each run's median on a log scale.
+
+    `diff` is mean(log new) − mean(log base); `sum_sq` the squared deviations of each
+    side's runs from its own mean; `df` = runs − 2, the degrees of freedom of the
+    between-run variance `sum_sq / df`.
+    """
+
+    n_base: int
+    n_new: int
+    diff: float
+    sum_sq: float
+
+    @property
+    def df(self) -> int:
+        return self.n_base + self.n_new - 2
+
+    @property
+    def variance(self) -> float:
+        return self.sum_sq / self.df if self.df > 0 else math.nan
+
+
+def run_spread(base_medians: Sequence[float], new_medians: Sequence[float]) -> RunSpread | None:
+    """Between-run spread of one case from each run's median (seconds), or None when
+    there are not three positive medians, at least one per side, to estimate it from."""
+    b = [math.log(x) for x in base_medians if x > 0 and math.isfinite(x)]
+    n = [math.log(x) for x in new_medians if x > 0 and math.isfinite(x)]
+    if not b or not n or len(b) + len(n) < 3:
+        return None
+    mb, mn = statistics.fmean(b), statistics.fmean(n)
+    sum_sq = sum((x - mb) ** 2 for x in b) + sum((x - mn) ** 2 for x in n)
+    return RunSpread(n_base=len(b), n_new=len(n), diff=mn - mb, sum_sq=sum_sq)
+
+
+def typical_run_variance(spreads: Sequence[RunSpread]) -> float | None:
+    """The suite's typical between-run variance (log scale): the median of the cases'
+    variances, each scaled by the median of its chi-square distribution so the figure
+    estimates the variance rather than the (smaller) median of its estimates. None
+    without cases to estimate it from."""
+    from scipy.stats import chi2
+
+    scaled = [s.variance * s.df / float(chi2.ppf(0.5, s.df)) for s in spreads if s.df > 0]
+    return statistics.median(scaled) if scaled else None
+
+
+@dataclass(frozen=True)
+class RunTest:
+    """A moderated t-test on per-run medians: the ratio of geometric means of the runs'
+    medians (new / base) with its CI, and the two-sided p-value."""
+
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+
+
+def moderated_t_test(
+    spread: RunSpread,
+    prior_variance: float | None,
+    prior_df: float,
+    confidence: float = CONFIDENCE,
+) -> RunTest:
+    """Pooled-variance two-sample t-test on log run medians, the variance shrunk toward
+    `prior_variance` (the suite's typical between-run variance) with `prior_df` degrees of
+    freedom, as in empirical-Bayes "moderated" t statistics: with two to four runs per side
+    a case's own variance rests on too few runs to trust alone, and the shrinkage both
+    steadies it and adds `prior_df` to the test's degrees of freedom. A case whose runs
+    differ more than the suite's keeps most of its own, larger, variance.
+    """
+    from scipy.stats import t as student_t
+
+    own_df = spread.df
+    if prior_variance is None or not math.isfinite(prior_variance):
+        prior_df = 0.0
+        prior_variance = 0.0
+    total_df = own_df + prior_df
+    if total_df <= 0:
+        return RunTest(math.exp(spread.diff), 0.0, math.inf, 1.0)
+    variance = (spread.sum_sq + prior_df * prior_variance) / total_df
+    se = math.sqrt(variance * (1 / spread.n_base + 1 / spread.n_new))
+    ratio = math.exp(spread.diff)
+    if se == 0:  # runs that agree exactly: any difference is certain, none is nothing
+        p = 1.0 if spread.diff == 0 else 0.0
+        return RunTest(ratio, ratio, ratio, p)
+    p = float(2 * student_t.sf(abs(spread.diff) / se, total_df))
+    half = float(student_t.ppf(0.5 + confidence / 2, total_df)) * se
+    return RunTest(ratio, math.exp(spread.diff - half), math.exp(spread.diff + half), p)

@@ -6,9 +6,10 @@ For each of N rounds it measures, as real `python -m jitbench run` subprocesses:
     S  the same suite with one workload doing FACTOR× the work under the same case key
     B  the default suite again                (base, measured after S)
 
-By default each side is two runs in alternating order (A S B, then B S A), pooled by
-`jitbench compare`, with `--rounds 10` spreading every case's samples over its run: the
-configuration the README recommends for a gate on a shared machine.
+By default each side is four runs in rotating order (A S B, S B A, B A S, A S B), pooled
+by `jitbench compare`, which then tests run time run by run; `--rounds 10` spreads every
+case's samples over its run. This is the configuration the README recommends for a gate on
+a shared machine.
 
 then `jitbench compare A B` (A/A: must report no regression, exit 0) and
 `jitbench compare A S` (must report a regression, exit 1, the markdown naming the slowed
@@ -194,8 +195,8 @@ def main() -> int:
     ap.add_argument(
         "--pool",
         type=int,
-        default=2,
-        help="runs per side in each round, in alternating order, pooled by compare",
+        default=4,
+        help="runs per side in each round, in rotating order, pooled by compare",
     )
     ap.add_argument(
         "--no-warmup",
@@ -240,12 +241,14 @@ def main() -> int:
             shutil.rmtree(rdir)
         # One process per side, or with --per-workload one per side and workload; the
         # --out folders then hold several runs, which `jitbench compare` pools.
-        # With --pool K, each side is K runs measured in alternating order (A S B, B S A, …)
-        # and pooled by `jitbench compare` (what the CI workflow does with its rounds).
+        # With --pool K, each side is K runs in rotating order, pooled by `jitbench compare`
+        # (what the CI workflow does with its runs).
+        sides = [(args.suite, rdir / "a"), (slow_suite, rdir / "slow"), (args.suite, rdir / "b")]
         for k in range(args.pool):
-            jobs = [(args.suite, rdir / "a"), (slow_suite, rdir / "slow"), (args.suite, rdir / "b")]
-            if k % 2:
-                jobs.reverse()
+            # Rotate the order each pass (A S B, S B A, B A S, ...): no side keeps a slot,
+            # and no two runs of one side are back to back, where a slow minute of the
+            # machine would hit both and pass for a difference between sides.
+            jobs = sides[k % 3 :] + sides[: k % 3]
             for names in [[w] for w in workloads] if args.per_workload else [[]]:
                 measure(jobs, [*run_args, *names], concurrent=args.concurrent)
         a, s, b = rdir / "a", rdir / "slow", rdir / "b"
