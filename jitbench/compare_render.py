@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import format as fmt
-from jitbench.compare import FAILING_VERDICTS, Comparison, Entry, Verdict
+from jitbench.compare import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.results import Mode
 
 _VERDICT_STYLE = {
@@ -68,10 +68,22 @@ def summary_line(cmp: Comparison) -> str:
     return f"{verdict}: " + (", ".join(parts) if parts else "nothing to compare")
 
 
+def _significance_text(cmp: Comparison) -> str:
+    """Which test decided significance, as the comparison used it."""
+    alpha = f"{cmp.thresholds.alpha:g}"
+    tests = {e.test for e in cmp.entries if e.test is not None}
+    if SignificanceTest.RUNS not in tests:
+        return f"Mann–Whitney on the samples p < {alpha}"
+    text = f"t-test on the runs' medians and Mann–Whitney on the samples, both p < {alpha}"
+    if SignificanceTest.SAMPLES in tests:
+        text += " (Mann–Whitney alone where a side has one run)"
+    return text
+
+
 def thresholds_line(cmp: Comparison) -> str:
     t = cmp.thresholds
     return (
-        f"run time: median ×{t.threshold:g} and Mann–Whitney p < {t.alpha:g}"
+        f"run time: ×{t.threshold:g} and {_significance_text(cmp)}"
         + (" (Benjamini–Hochberg adjusted over all timing tests)" if t.p_adjust == "bh" else "")
         + "; "
         f"jit compile: ×{t.compile_threshold:g} and +{fmt.seconds(t.compile_floor_s)}"

@@ -22,7 +22,12 @@ from jitbench.compare import (
     samples_needed,
     smallest_p,
 )
-from jitbench.compare_render import comparison_markdown, comparison_table, md_escape
+from jitbench.compare_render import (
+    comparison_markdown,
+    comparison_table,
+    md_escape,
+    thresholds_line,
+)
 from jitbench.errors import ConfigError
 from jitbench.results import (
     Case,
@@ -535,8 +540,9 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
     assert left_out[0].text.startswith("base: run busy left out: 1.30× slower")
     assert [n.text for n in cmp.pooling if not n.left_out][:2] == [
         "base: 2 runs pooled", "new: 2 runs pooled"]
-    # The busy run's samples are out, so base is one run against new's two.
+    # The busy run's samples are out, so base is one run against new's two: too few.
     assert "(1 base vs 2 new runs)" in cmp.pooling[-1].text
+    assert "measure 4 per side" in cmp.pooling[-1].text
     assert cmp.to_dict()["pooling"][1]["left_out"] is True
     assert not cmp.environment_differences  # pooling is not a measurement difference
     assert "left out" in comparison_markdown(cmp)
@@ -635,3 +641,97 @@ def test_a_clear_slowdown_survives_the_adjustment():
 def test_unknown_p_adjust_is_a_config_error():
     with pytest.raises(ConfigError, match="--p-adjust"):
         Thresholds(p_adjust="holm")
+
+
+# --- pooled runs: tested run by run ----------------------------------------------------
+
+
+def _runs(levels_by_case: dict[str, list[float]], tag: str) -> list[Run]:
+    """One run per position in the level lists; each case's 8 samples sit tightly (±0.5 %)
+    around 1 ms × its level in that run, as samples of one run do on a real machine."""
+    n_runs = len(next(iter(levels_by_case.values())))
+    return [
+        make_run(
+            *(meas(workload=w, samples=spread(1e-3 * levels[i], 8, 0.005))
+              for w, levels in levels_by_case.items()),
+            run_id=f"{tag}{i}",
+        )
+        for i in range(n_runs)
+    ]
+
+
+# Run-to-run levels of steady cases (about ±3 %), the same for both sides.
+_STEADY = {f"u{i}": [1.0, 1.03, 0.97, 1.01][i % 4:] + [1.0, 1.03, 0.97, 1.01][:i % 4]
+           for i in range(8)}
+
+
+def test_pooled_sides_are_tested_run_by_run():
+    from jitbench.compare import SignificanceTest, merge_runs
+
+    # w: three of four new runs came out 30 % slower, the fourth 15 % faster: runs that
+    # disagree, as one case's runs sometimes do on a shared machine.
+    base = merge_runs(_runs({"w": [1.0, 1.02, 0.98, 1.0], **_STEADY}, "b"))
+    new = merge_runs(_runs({"w": [1.3, 1.3, 1.3, 0.85], **_STEADY}, "n"))
+    e = only(compare(base, new))
+    assert e.test is SignificanceTest.RUNS
+    # The ratio of the geometric means of the runs' medians.
+    assert e.ratio == pytest.approx((1.3**3 * 0.85 / (1.02 * 0.98)) ** 0.25, rel=1e-3)
+    # Large (1.17×), but four runs this scattered cannot make it significant.
+    assert e.ratio > 1.10 and e.verdict is Verdict.UNCHANGED and e.p_value > 0.01
+    # The same samples as one run per side: Mann–Whitney counts 32 samples per side as
+    # independent, and 24 of the new ones sit above every base one: a "regression".
+    flat = compare(_unpooled(base), _unpooled(new))
+    assert only(flat).test is SignificanceTest.SAMPLES
+    assert only(flat).verdict is Verdict.REGRESSION
+
+
+def _unpooled(run: Run) -> Run:
+    return replace(run, measurements=tuple(
+        replace(m, run_sample_counts=()) for m in run.measurements))
+
+
+def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
+    from jitbench.compare import SignificanceTest, merge_runs
+
+    base = merge_runs(_runs({"w": [1.0, 1.03, 0.97, 1.01], **_STEADY}, "b"))
+    new = merge_runs(_runs({"w": [1.3, 1.33, 1.27, 1.31], **_STEADY}, "n"))
+    cmp = compare(base, new)
+    e = only(cmp)
+    assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.REGRESSION
+    assert e.ratio_low < 1.3 < e.ratio_high and e.p_adjusted < 0.01
+    assert cmp.regressed_workloads == ("w",)
+    assert ("t-test on the runs' medians and Mann–Whitney on the samples, both p < 0.01"
+            in thresholds_line(cmp))
+    assert "t-test on the runs" in comparison_markdown(cmp)
+    assert cmp.to_dict()["entries"][0]["test"] == "run t-test + mann-whitney"
+    assert "4 base vs 4 new runs" in cmp.pooling[-1].text
+    assert "typical run-to-run spread of" in cmp.pooling[-1].text
+    assert "measure 4 per side" not in cmp.pooling[-1].text
+
+
+def test_merge_runs_keeps_each_runs_median():
+    from jitbench.compare import merge_runs
+
+    runs = _runs({"w": [1.0, 1.5, 2.0], **_STEADY}, "r")
+    w = merge_runs(runs).get(("w", "S", "cpu:0", "float32"), Mode.JIT)
+    assert w.run_sample_counts == (8, 8, 8)
+    assert w.run_medians_s == pytest.approx((1e-3, 1.5e-3, 2e-3))
+    # A pooled side merged again keeps the runs apart.
+    again = merge_runs([merge_runs(runs[:2]), runs[2]], disturbed_factor=0)
+    assert again.get(("w", "S", "cpu:0", "float32"), Mode.JIT).run_sample_counts == (8, 8, 8)
+    # One run: one median, and no partition.
+    assert runs[0].measurements[0].run_medians_s == pytest.approx((1e-3,))
+
+
+def test_pooled_runs_with_too_few_samples_are_inconclusive():
+    from jitbench.compare import SignificanceTest, merge_runs
+
+    # Three runs of one sample each per side: the runs agree, but 3 vs 3 samples can never
+    # give Mann–Whitney p < 0.01, so the pooled test cannot either.
+    base = merge_runs([make_run(meas(samples=(1e-3 * f,)), run_id=f"b{i}")
+                       for i, f in enumerate((1.0, 1.01, 0.99))])
+    new = merge_runs([make_run(meas(samples=(1.5e-3 * f,)), run_id=f"n{i}")
+                      for i, f in enumerate((1.0, 1.01, 0.99))])
+    e = only(compare(base, new))
+    assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.INCONCLUSIVE
+    assert "3 vs 3 samples cannot reach p < 0.01" in e.note

@@ -103,3 +103,26 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
     save_run(make_run(run_id="r2"), tmp_path / "run.json")
     assert [p.name for p in tmp_path.iterdir()] == ["run.json"]
     assert load_run(tmp_path / "run.json").run_id == "r2"
+
+
+def test_pooled_measurement_keeps_its_runs_through_json(tmp_path):
+    base = make_run().measurements[0]
+    pooled = Measurement(**{**base.__dict__, "samples_s": (1.0, 1.1, 2.0, 2.2, 2.4),
+                            "run_sample_counts": (2, 3)})
+    assert pooled.run_medians_s == (1.05, 2.2)
+    loaded = load_run(save_run(make_run(measurements=(pooled,)), tmp_path / "p.json"))
+    assert loaded.measurements[0].run_sample_counts == (2, 3)
+    # A plain run writes no partition at all.
+    assert "run_sample_counts" not in json.loads(dump_run(make_run()))["measurements"][0]
+    with pytest.raises(ValueError, match="do not add up"):
+        Measurement(**{**base.__dict__, "run_sample_counts": (1,)})
+
+
+def test_run_sample_counts_that_do_not_add_up_are_refused(tmp_path):
+    data = json.loads(dump_run(make_run()))
+    data["measurements"][0]["run_sample_counts"] = [2, 2]  # 3 samples
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ResultsFormatError, match="do not add up") as info:
+        load_run(path)
+    assert "\n" not in str(info.value)

@@ -1,6 +1,10 @@
-"""Order-statistic CIs, summaries, speedup CIs and the Mann–Whitney wrapper."""
+"""Order-statistic CIs, summaries, speedup CIs, the Mann–Whitney wrapper and the
+run-level (moderated t) test."""
 
 from __future__ import annotations
+
+import math
+import statistics
 
 import numpy as np
 import pytest
@@ -68,3 +72,67 @@ def test_geometric_mean_ignores_non_positive():
 def test_mann_whitney_identical_and_shifted():
     assert stats.mann_whitney_p([1.0] * 10, [1.0] * 10) == 1.0
     assert stats.mann_whitney_p(list(range(10)), [x + 100 for x in range(10)]) < 0.001
+
+
+# --- the run-level test (pooled runs) -------------------------------------------------
+
+
+def _normal_runs(rng, n_base, n_new, sigma, shift=0.0):
+    base = np.exp(rng.normal(0.0, sigma, n_base)) * 1e-3
+    new = np.exp(rng.normal(shift, sigma, n_new)) * 1e-3
+    return stats.run_spread(base, new)
+
+
+def test_run_spread_needs_three_runs_one_per_side():
+    assert stats.run_spread([1e-3], [1e-3]) is None
+    assert stats.run_spread([], [1e-3, 2e-3, 3e-3]) is None
+    s = stats.run_spread([1e-3, 1e-3], [2e-3])
+    assert s.df == 1 and s.diff == pytest.approx(math.log(2)) and s.sum_sq == 0
+
+
+def test_typical_run_variance_estimates_the_variance_not_its_median():
+    rng = np.random.default_rng(0)
+    spreads = [_normal_runs(rng, 2, 2, 0.05) for _ in range(2000)]
+    # The median of 2-df variance estimates is ~0.69 × the variance; the scaled one is not.
+    assert statistics.median(s.variance for s in spreads) < 0.8 * 0.05**2
+    assert stats.typical_run_variance(spreads) == pytest.approx(0.05**2, rel=0.1)
+    assert stats.typical_run_variance([]) is None
+
+
+def test_moderated_t_test_holds_its_level_and_covers_the_ratio():
+    rng = np.random.default_rng(1)
+    sigma, trials = 0.05, 2000
+    null = [stats.moderated_t_test(_normal_runs(rng, 4, 4, sigma), sigma**2, 10.0)
+            for _ in range(trials)]
+    false_alarms = sum(t.p_value < 0.05 for t in null) / trials
+    # At most the level (a little under it: an exact prior steadies the variance more than
+    # the t distribution assumes), never above it.
+    assert 0.025 < false_alarms < 0.065
+    assert 0.93 < sum(t.low <= 1.0 <= t.high for t in null) / trials < 0.97
+    # A 30 % slowdown at 5 % run-to-run noise, four runs per side: always significant, and
+    # nearly always below 0.01 / 60 (what Benjamini–Hochberg asks of a lone change in 60).
+    slow = [stats.moderated_t_test(_normal_runs(rng, 4, 4, sigma, math.log(1.3)), sigma**2, 10.0)
+            for _ in range(500)]
+    assert all(t.p_value < 1e-3 for t in slow)
+    assert sum(t.p_value < 0.01 / 60 for t in slow) / len(slow) > 0.97
+
+
+def test_a_case_noisier_than_the_suite_keeps_its_own_variance():
+    s = stats.run_spread([1.0, 1.3, 1.0, 1.3], [1.3, 1.6, 1.3, 1.6])  # runs that jump ±13 %
+    steady_prior = 0.01**2
+    shrunk = stats.moderated_t_test(s, steady_prior, 10.0)
+    prior_alone = stats.moderated_t_test(s, steady_prior, 1e6)
+    # Its own spread keeps its weight (6 of 16 df), so the change is far less certain than
+    # the suite's steadiness alone would make it: not significant among 60 tests at 0.01.
+    assert shrunk.p_value > 0.01 / 60
+    assert prior_alone.p_value < 1e-12
+
+
+def test_moderated_t_test_with_zero_variance():
+    same = stats.run_spread([1e-3, 1e-3], [1e-3, 1e-3])
+    assert stats.moderated_t_test(same, 0.0, 10.0).p_value == 1.0
+    apart = stats.moderated_t_test(stats.run_spread([1e-3, 1e-3], [2e-3, 2e-3]), 0.0, 10.0)
+    assert apart.p_value == 0.0 and apart.ratio == pytest.approx(2.0)
+    # Without a prior, the case's own variance alone (df = 2) decides.
+    t = stats.moderated_t_test(stats.run_spread([1.0, 1.1], [2.0, 2.1]), None, 10.0)
+    assert 0 < t.p_value < 0.05

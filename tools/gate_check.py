@@ -223,7 +223,7 @@ def main() -> int:
         f"injected: {workload} {param} x{args.factor}; "
         f"{'concurrent' if args.concurrent else 'sequential'} runs A, S, B"
         f"{', one process per workload' if args.per_workload else ''}"
-        f"{f', {args.pool} alternating runs per side, pooled' if args.pool > 1 else ''}"
+        f"{f', {args.pool} runs per side in rotating order, pooled' if args.pool > 1 else ''}"
     )
 
     if args.warmup:

@@ -1,9 +1,9 @@
 """Judge the runs a `tools/gate_check.py --pool K` left on disk again, side by side:
-each side pooled (what gate_check reported) and each alternating run on its own (one run
-per side), so one measurement session answers both questions. It also prints, per side
-of two or more runs, each run's level across the suite and the per-case run-to-run
-spread left after those levels (robust sd of log medians): the noise a run-level test
-would have to model.
+each side pooled (what gate_check reported), its first 2…K-1 runs pooled, and each run on
+its own (one run per side), so one measurement session answers all these questions. It
+also prints, per side of two or more runs, each run's level across the suite and the
+per-case run-to-run spread left after those levels (robust sd of log medians): the noise
+the run-level test models.
 
 Usage (from the repository root):
 
@@ -68,7 +68,12 @@ def main() -> int:
         variants: dict[str, dict[str, Run]] = {
             "pooled": {name: merge_runs(runs) for name, runs in sides.items()}
         }
-        for k in range(min(len(r) for r in sides.values())):
+        fewest = min(len(r) for r in sides.values())
+        for k in range(2, fewest):  # what fewer runs per side would have concluded
+            variants[f"first {k} runs pooled"] = {
+                name: merge_runs(runs[:k]) for name, runs in sides.items()
+            }
+        for k in range(fewest):
             variants[f"run {k + 1} alone"] = {name: runs[k] for name, runs in sides.items()}
         for label, side in variants.items():
             aa, slow = compare(side["a"], side["b"]), compare(side["a"], side["slow"])

@@ -32,7 +32,12 @@ ThresholdOpt = Annotated[
     ),
 ]
 AlphaOpt = Annotated[
-    float, typer.Option("--alpha", help="Significance level of the Mann–Whitney U test.")
+    float,
+    typer.Option(
+        "--alpha",
+        help="Significance level: of the t-test on run medians when a side is a folder of "
+        "runs, else of the Mann–Whitney U test on the samples.",
+    ),
 ]
 PAdjustOpt = Annotated[
     str,
@@ -151,8 +156,11 @@ def compare_cmd(
     """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
 
     Cases are matched by workload, size, device, dtype and mode.
-    Run time regresses when new/base median > --threshold and Mann–Whitney p < --alpha,
-    the p-values adjusted for the number of tests (--p-adjust).
+    Run time regresses when new/base > --threshold and the change is significant at
+    --alpha, the p-values adjusted for the number of tests (--p-adjust). A side may be a
+    folder of runs of the same code: the runs are pooled and the test is then a t-test on
+    each run's median (the robust choice on a shared machine); with one run per side it is
+    Mann–Whitney on the samples.
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
     """
