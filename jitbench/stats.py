@@ -1,7 +1,9 @@
 """Summary statistics of raw samples: median with a distribution-free CI, speedup CIs.
 
-Timing samples are skewed and heavy-tailed, so everything here is built on the median and
-order statistics rather than the mean and a normal approximation.
+Timing samples are skewed and heavy-tailed, so everything on samples is built on the median
+and order statistics rather than the mean and a normal approximation. The one exception is
+the run-level test on each pooled run's median: a (moderated) t-test on their logs, which
+assumes those are normal; `compare` pairs it with Mann–Whitney for that reason.
 """
 
 from __future__ import annotations
