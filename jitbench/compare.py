@@ -811,6 +811,28 @@ def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
     return tuple(notes)
 
 
+def _run_test_notes(entries: tuple[Entry, ...], prior: float | None) -> tuple[PoolingNote, ...]:
+    """A line saying that run time was tested run by run, on how many runs, and against
+    what typical spread; it warns when a side has too few runs for the test to have power."""
+    run_tested = [e for e in entries if e.test is SignificanceTest.RUNS]
+    if not run_tested:
+        return ()
+    n_base = max(len(e.base.run_medians_s) for e in run_tested if e.base)
+    n_new = max(len(e.new.run_medians_s) for e in run_tested if e.new)
+    typical = f"{math.expm1(math.sqrt(prior)):.1%}" if prior is not None else "unknown"
+    text = (
+        f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
+        f"{n_new} new runs), each case's spread shrunk toward the suite's typical "
+        f"run-to-run spread of {typical}, and Mann–Whitney on the samples"
+    )
+    if min(n_base, n_new) < MIN_RUNS_PER_SIDE:
+        text += (
+            f"; with fewer than {MIN_RUNS_PER_SIDE} runs on a side it finds only large "
+            "changes: measure 4 per side"
+        )
+    return (PoolingNote(text),)
+
+
 def _commit(run: Run) -> str | None:
     git = run.environment.get("git") or {}
     commit = git.get("commit")
@@ -860,13 +882,12 @@ def compare(
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))
-    spreads = [
+    prior = stats.typical_run_variance([
         spread
-        for k in dict.fromkeys(new_keys)
-        if (b := base_by_key.get(k)) is not None and b.ok and new_by_key[k].ok
-        and (spread := run_spread_of(b, new_by_key[k])) is not None
-    ]
-    prior = stats.typical_run_variance(spreads)
+        for k, m in new_by_key.items()
+        if (b := base_by_key.get(k)) is not None and b.ok and m.ok
+        and (spread := run_spread_of(b, m)) is not None
+    ])
     entries = [
         compare_measurements(
             base_by_key.get(k), new_by_key[k], thresholds, run_prior_variance=prior
@@ -879,23 +900,6 @@ def compare(
         if k not in new_by_key
     ]
     result = adjust_for_multiplicity(tuple(entries), thresholds)
-    run_tested = [e for e in result if e.test is SignificanceTest.RUNS]
-    test_notes: tuple[PoolingNote, ...] = ()
-    if run_tested:
-        n_base = max(len(e.base.run_medians_s) for e in run_tested if e.base)
-        n_new = max(len(e.new.run_medians_s) for e in run_tested if e.new)
-        typical = f"{math.expm1(math.sqrt(prior)):.1%}" if prior is not None else "unknown"
-        text = (
-            f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
-            f"{n_new} new runs), each case's spread shrunk toward the suite's typical "
-            f"run-to-run spread of {typical}"
-        )
-        if min(n_base, n_new) < MIN_RUNS_PER_SIDE:
-            text += (
-                f"; with fewer than {MIN_RUNS_PER_SIDE} runs on a side it finds only large "
-                "changes: measure 4 per side"
-            )
-        test_notes = (PoolingNote(text),)
     return Comparison(
         base_run_id=base.run_id,
         new_run_id=new.run_id,
@@ -905,7 +909,8 @@ def compare(
         environment_differences=environment_differences(base, new),
         base_commit=_commit(base),
         new_commit=_commit(new),
-        pooling=pooling_notes(base, "base") + pooling_notes(new, "new") + test_notes,
+        pooling=pooling_notes(base, "base") + pooling_notes(new, "new")
+        + _run_test_notes(result, prior),
     )
 
 
