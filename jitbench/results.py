@@ -15,6 +15,7 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 from __future__ import annotations
 
 import enum
+import itertools
 import json
 import math
 import os
@@ -166,10 +167,11 @@ class Measurement:
     run_sample_counts: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
-        if self.run_sample_counts and sum(self.run_sample_counts) != len(self.samples_s):
+        counts = self.run_sample_counts
+        if counts and (sum(counts) != len(self.samples_s) or min(counts) < 1):
             raise ValueError(
-                f"run_sample_counts {self.run_sample_counts} do not add up to "
-                f"{len(self.samples_s)} samples"
+                f"run_sample_counts {counts} do not add up to {len(self.samples_s)} samples "
+                "of one or more per run"
             )
 
     @property
@@ -177,12 +179,11 @@ class Measurement:
         """Median of each pooled run's samples; one median (of all samples) otherwise."""
         if not self.run_sample_counts:
             return (self.median_s,) if self.median_s is not None else ()
-        out, start = [], 0
-        for count in self.run_sample_counts:
-            if count:
-                out.append(statistics.median(self.samples_s[start : start + count]))
-            start += count
-        return tuple(out)
+        ends = list(itertools.accumulate(self.run_sample_counts))
+        starts = [0, *ends[:-1]]
+        return tuple(
+            statistics.median(self.samples_s[a:b]) for a, b in zip(starts, ends, strict=True)
+        )
 
     @cached_property
     def summary(self) -> stats.Summary | None:

@@ -116,6 +116,8 @@ def test_pooled_measurement_keeps_its_runs_through_json(tmp_path):
     assert "run_sample_counts" not in json.loads(dump_run(make_run()))["measurements"][0]
     with pytest.raises(ValueError, match="do not add up"):
         Measurement(**{**base.__dict__, "run_sample_counts": (1,)})
+    with pytest.raises(ValueError, match="one or more per run"):  # a run without samples
+        Measurement(**{**base.__dict__, "run_sample_counts": (0, 3)})
 
 
 def test_run_sample_counts_that_do_not_add_up_are_refused(tmp_path):

@@ -4,18 +4,18 @@ For each of N rounds it measures, as real `python -m jitbench run` subprocesses:
 
     A  the default suite                      (base)
     S  the same suite with one workload doing FACTOR× the work under the same case key
-    B  the default suite again                (base, measured after S)
-
-By default each side is four runs in rotating order (A S B, S B A, B A S, A S B), pooled
-by `jitbench compare`, which then tests run time run by run; `--rounds 10` spreads every
-case's samples over its run. This is the configuration the README recommends for a gate on
-a shared machine.
+    B  the default suite again                (base)
 
 then `jitbench compare A B` (A/A: must report no regression, exit 0) and
 `jitbench compare A S` (must report a regression, exit 1, the markdown naming the slowed
 workload, and no other workload). The slowdown is real work: the suite file is copied and
 one numeric size parameter of the workload (default jacobi2d's `steps`, the iteration count
 of its loop) is multiplied by FACTOR for every size preset.
+
+By default each side is four runs in rotating order (A S B, S B A, B A S, A S B), pooled
+by `jitbench compare`, which then tests run time run by run; `--rounds 10` spreads every
+case's samples over its run. This is the configuration the README recommends for a gate on
+a shared machine.
 
 Usage (from the repository root):
 

@@ -35,8 +35,8 @@ AlphaOpt = Annotated[
     float,
     typer.Option(
         "--alpha",
-        help="Significance level: of the t-test on run medians when a side is a folder of "
-        "runs, else of the Mann–Whitney U test on the samples.",
+        help="Significance level of the Mann–Whitney U test on the samples and, when a "
+        "side is a folder of runs, of the t-test on the runs' medians (both must pass).",
     ),
 ]
 PAdjustOpt = Annotated[
@@ -158,9 +158,9 @@ def compare_cmd(
     Cases are matched by workload, size, device, dtype and mode.
     Run time regresses when new/base > --threshold and the change is significant at
     --alpha, the p-values adjusted for the number of tests (--p-adjust). A side may be a
-    folder of runs of the same code: the runs are pooled and the test is then a t-test on
-    each run's median (the robust choice on a shared machine); with one run per side it is
-    Mann–Whitney on the samples.
+    folder of runs of the same code: the runs are pooled, and a t-test on each run's median
+    must then agree with Mann–Whitney on the samples (the robust choice on a shared
+    machine); with one run per side Mann–Whitney decides alone.
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
     """
