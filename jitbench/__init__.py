@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from jitbench.api import run
-from jitbench.compare import Comparison, compare
 from jitbench.errors import (
     ConfigError,
     JitbenchError,
@@ -12,7 +11,8 @@ from jitbench.errors import (
     SuiteError,
     WorkloadError,
 )
-from jitbench.registry import Registry, discover
+from jitbench.gate.compare import Comparison, compare
+from jitbench.measure.timer import SamplingPlan
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -24,9 +24,9 @@ from jitbench.results import (
     load_run,
     save_run,
 )
-from jitbench.runner import RunConfig, run_workloads
-from jitbench.timer import SamplingPlan
-from jitbench.workload import Workload, workload
+from jitbench.run.scheduler import RunConfig, run_workloads
+from jitbench.suite.discovery import Registry, discover
+from jitbench.suite.workload import Workload, workload
 
 __version__ = "0.1.0"
 

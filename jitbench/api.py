@@ -6,9 +6,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jitbench.errors import SuiteError
-from jitbench.registry import Registry, discover
 from jitbench.results import Run
-from jitbench.runner import RunConfig, RunEvent, run_workloads
+from jitbench.run.scheduler import RunConfig, RunEvent, run_workloads
+from jitbench.suite.discovery import Registry, discover
 
 
 def select_workloads(

@@ -2,14 +2,14 @@
 
 asv imports this module (`benchmark_dir` is `suites/` in asv.conf.json). It defines no
 workload of its own: it discovers the sibling suite files with `jitbench.discover` and
-exposes the classes `jitbench.asv_bridge` generates from them as module globals, e.g.
+exposes the classes `jitbench.adapters.asv` generates from them as module globals, e.g.
 `asv_benchmarks.selu.time_call('M', 'jit')`. `jitbench run` skips this file.
 """
 
 from pathlib import Path as _Path
 
 import jitbench as _jitbench
-from jitbench import asv_bridge as _asv_bridge
+from jitbench.adapters import asv as _asv_bridge
 
 __jitbench_collect__ = False
 

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 import jitbench
-from jitbench import asv_bridge
-from jitbench import compile as jcompile
-from jitbench.asv_bridge import CaseSkipped, WorkloadBenchmark
+from jitbench.adapters import asv as asv_bridge
+from jitbench.adapters.asv import CaseSkipped, WorkloadBenchmark
+from jitbench.measure import compilation as jcompile
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -13,7 +13,8 @@ from dataclasses import replace
 import pytest
 
 import jitbench
-from jitbench.compare import (
+from jitbench.errors import ConfigError
+from jitbench.gate.compare import (
     Thresholds,
     Verdict,
     compare,
@@ -22,13 +23,12 @@ from jitbench.compare import (
     samples_needed,
     smallest_p,
 )
-from jitbench.compare_render import (
+from jitbench.render.comparison import (
     comparison_markdown,
     comparison_table,
     md_escape,
     thresholds_line,
 )
-from jitbench.errors import ConfigError
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -472,7 +472,7 @@ def test_rich_table_has_a_row_per_entry():
 
 
 def test_merge_runs_pools_samples_and_keeps_median_compile():
-    from jitbench.compare import merge_runs
+    from jitbench.gate.compare import merge_runs
 
     r1 = make_run(meas(samples=(1.0, 1.1), compile_s=0.3), meas("b", samples=(1.0,)), run_id="r1")
     r2 = make_run(meas(samples=(1.2,), compile_s=0.1), meas("b", status=Status.ERROR), run_id="r2")
@@ -490,7 +490,7 @@ def test_merge_runs_pools_samples_and_keeps_median_compile():
 
 
 def test_compile_is_judged_on_the_median_of_every_pooled_repeat():
-    from jitbench.compare import merge_runs
+    from jitbench.gate.compare import merge_runs
 
     def run_with(repeats, run_id):
         m = meas(samples=spread(1e-3, 12), compile_s=sorted(repeats)[1])
@@ -513,7 +513,7 @@ def test_compile_is_judged_on_the_median_of_every_pooled_repeat():
 
 
 def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
-    from jitbench.compare import merge_runs, run_levels
+    from jitbench.gate.compare import merge_runs, run_levels
 
     def run(factor, run_id, compile_s):
         return make_run(
@@ -666,7 +666,7 @@ _STEADY = {f"u{i}": [1.0, 1.03, 0.97, 1.01][i % 4:] + [1.0, 1.03, 0.97, 1.01][:i
 
 
 def test_pooled_sides_are_tested_run_by_run():
-    from jitbench.compare import SignificanceTest, merge_runs
+    from jitbench.gate.compare import SignificanceTest, merge_runs
 
     # w: three of four new runs came out 30 % slower, the fourth 15 % faster: runs that
     # disagree, as one case's runs sometimes do on a shared machine.
@@ -691,7 +691,7 @@ def _unpooled(run: Run) -> Run:
 
 
 def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
-    from jitbench.compare import SignificanceTest, merge_runs
+    from jitbench.gate.compare import SignificanceTest, merge_runs
 
     base = merge_runs(_runs({"w": [1.0, 1.03, 0.97, 1.01], **_STEADY}, "b"))
     new = merge_runs(_runs({"w": [1.3, 1.33, 1.27, 1.31], **_STEADY}, "n"))
@@ -710,7 +710,7 @@ def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
 
 
 def test_merge_runs_keeps_each_runs_median():
-    from jitbench.compare import merge_runs
+    from jitbench.gate.compare import merge_runs
 
     runs = _runs({"w": [1.0, 1.5, 2.0], **_STEADY}, "r")
     w = merge_runs(runs).get(("w", "S", "cpu:0", "float32"), Mode.JIT)
@@ -724,7 +724,7 @@ def test_merge_runs_keeps_each_runs_median():
 
 
 def test_pooled_runs_with_too_few_samples_are_inconclusive():
-    from jitbench.compare import SignificanceTest, merge_runs
+    from jitbench.gate.compare import SignificanceTest, merge_runs
 
     # Three runs of one sample each per side: the runs agree, but 3 vs 3 samples can never
     # give Mann–Whitney p < 0.01, so the pooled test cannot either.

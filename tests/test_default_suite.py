@@ -10,9 +10,9 @@ import jax
 import numpy as np
 import pytest
 
-from jitbench.registry import discover
 from jitbench.results import Severity, Status
-from jitbench.runner import RunConfig, run_workloads
+from jitbench.run.scheduler import RunConfig, run_workloads
+from jitbench.suite.discovery import discover
 
 REPO = Path(__file__).resolve().parents[1]
 

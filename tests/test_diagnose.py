@@ -17,10 +17,9 @@ import numpy as np
 import pytest
 from jax import lax
 
-from jitbench import compile as jcompile
-from jitbench import diagnose
-from jitbench.console import case_notes, problems, summary_table
-from jitbench.registry import discover
+from jitbench.measure import compilation as jcompile
+from jitbench.measure import diagnose
+from jitbench.render.run_table import case_notes, problems, summary_table
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -32,6 +31,7 @@ from jitbench.results import (
     dump_run,
     run_from_dict,
 )
+from jitbench.suite.discovery import discover
 
 CASE = Case(workload="w", size="S", device="cpu:0", dtype="float32")
 

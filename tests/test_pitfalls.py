@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from jitbench import diagnose
-from jitbench.registry import discover, import_suite_file
+from jitbench.measure import diagnose
 from jitbench.results import Mode, Run, Status
-from jitbench.runner import RunConfig, run_workloads
+from jitbench.run.scheduler import RunConfig, run_workloads
+from jitbench.suite.discovery import discover, import_suite_file
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 PITFALLS = SUITES / "pitfalls.py"

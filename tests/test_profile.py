@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from jitbench.adapters.profiling import profile_to_dict, profile_workload
 from jitbench.errors import ConfigError
-from jitbench.profile import profile_to_dict, profile_workload
-from jitbench.registry import discover
+from jitbench.measure.timer import SamplingPlan
 from jitbench.results import Mode, Status
-from jitbench.timer import SamplingPlan
+from jitbench.suite.discovery import discover
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
 FAST = SamplingPlan(min_sample_s=0.001, warmup_s=0.0, min_samples=3, max_samples=5,

@@ -24,11 +24,9 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from jitbench import isolate
 from jitbench.cli import app
 from jitbench.errors import ConfigError, WorkloadError
-from jitbench.protocol import require_array_tree
-from jitbench.registry import discover
+from jitbench.measure.protocol import require_array_tree
 from jitbench.results import (
     Mode,
     Run,
@@ -38,7 +36,8 @@ from jitbench.results import (
     measurement_to_dict,
     save_run,
 )
-from jitbench.runner import (
+from jitbench.run import child as isolate
+from jitbench.run.scheduler import (
     RunConfig,
     RunInterrupted,
     measure_guarded,
@@ -46,6 +45,7 @@ from jitbench.runner import (
     resolve_devices,
     run_workloads,
 )
+from jitbench.suite.discovery import discover
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -399,7 +399,7 @@ def test_interrupt_carries_the_partial_run() -> None:
 
 @pytest.mark.parametrize("workload", ["interrupted_in_trace", "interrupted_in_sampling"])
 def test_real_sigint_during_compile_or_sampling_leaves_clean_state(workload: str) -> None:
-    from jitbench import compile as jcompile
+    from jitbench.measure import compilation as jcompile
 
     registry = discover([FAULT_SUITE])
     wls = [registry.get("ok_double"), registry.get(workload)]

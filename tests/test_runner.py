@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jitbench import Mode, RunConfig, Status, discover, run_workloads, workload
-from jitbench.compile import cold_first_call, count_compiles
+from jitbench.measure.compilation import cold_first_call, count_compiles
 
 
 def vec(rng, *, dtype, n):
@@ -90,7 +90,7 @@ def test_cache_hit_is_not_a_compile():
 def test_a_real_guard_error_maps_to_the_implicit_transfer_diagnostic():
     # On CPU device memory is host memory, so JAX's guard never sees a device -> host
     # copy; a host -> device upload is caught on every backend.
-    from jitbench import diagnose
+    from jitbench.measure import diagnose
 
     with pytest.raises(Exception) as info, jax.transfer_guard("disallow"):
         jnp.asarray(np.ones(3, np.float32)).block_until_ready()
@@ -164,7 +164,7 @@ def test_rounds_spread_each_cases_samples_over_the_run():
     """With rounds, every case is sampled once per round, after all cases were opened; the
     later cases' cold compiles clear JAX's caches, and that must not show up as compiles
     during timing (the live cases are re-warmed, uncounted)."""
-    from jitbench.runner import RoundStarted
+    from jitbench.run.scheduler import RoundStarted
 
     @workload(inputs=vec, sizes={"S": {"n": 8}, "M": {"n": 16}}, name="spread_a")
     def spread_a(xp, x):

@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from jitbench.timer import (
+from jitbench.measure.timer import (
     SamplingPlan,
     calibrate,
     relative_ci_halfwidth,

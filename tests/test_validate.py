@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from jitbench.validate import compare, default_tolerance
+from jitbench.measure.validation import compare, default_tolerance
 
 
 def test_equal_pytrees_pass():

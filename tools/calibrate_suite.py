@@ -42,7 +42,7 @@ def _pin_threads(argv: list[str]) -> None:
 _pin_threads(sys.argv[1:])
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's jitbench
 
-from jitbench.registry import discover  # noqa: E402  (after the thread pinning above)
+from jitbench.suite.discovery import discover  # noqa: E402  (after the thread pinning above)
 
 TARGET_S = {"S": 1e-3, "M": 1e-2, "L": 1e-1}
 

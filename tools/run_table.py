@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 
 from jitbench import Mode, load_run
-from jitbench import format as fmt
+from jitbench import formatting as fmt
 
 
 def main() -> None:

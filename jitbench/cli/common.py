@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 
 from jitbench.errors import ConfigError, JitbenchError
-from jitbench.registry import unknown_name_message
+from jitbench.suite.discovery import unknown_name_message
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns,
 # so the summary table is not truncated.

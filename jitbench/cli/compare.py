@@ -9,10 +9,10 @@ from typing import Annotated
 
 import typer
 
-from jitbench import compare_render
 from jitbench.cli import app
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
-from jitbench.compare import (
+from jitbench.errors import OutputError
+from jitbench.gate.compare import (
     DISTURBED_FACTOR,
     Comparison,
     Thresholds,
@@ -20,7 +20,7 @@ from jitbench.compare import (
     compare,
     load_side,
 )
-from jitbench.errors import OutputError
+from jitbench.render import comparison as compare_render
 from jitbench.results import write_text_atomic
 
 _DEFAULTS = Thresholds()

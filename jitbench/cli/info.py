@@ -7,11 +7,12 @@ from typing import Annotated
 
 import typer
 
-from jitbench import console, environment
 from jitbench.cli import app
 from jitbench.cli.common import err, handles_errors, out
 from jitbench.cli.options import KeywordOpt, SuiteOpt
-from jitbench.registry import discover
+from jitbench.measure import environment
+from jitbench.render import run_table as console
+from jitbench.suite.discovery import discover
 
 
 @app.command("list")

@@ -11,15 +11,15 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from jitbench import format as fmt
+from jitbench import formatting as fmt
+from jitbench.adapters.profiling import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
 from jitbench.cli import app
 from jitbench.cli.common import err, escape, handles_errors, out
 from jitbench.cli.options import SuiteOpt
 from jitbench.errors import ConfigError
-from jitbench.profile import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
-from jitbench.registry import discover
+from jitbench.measure.timer import SamplingPlan
 from jitbench.results import Mode, Severity, Status
-from jitbench.timer import SamplingPlan
+from jitbench.suite.discovery import discover
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 

@@ -21,7 +21,6 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from jitbench import console
 from jitbench.api import select_workloads
 from jitbench.cli import app
 from jitbench.cli.common import (
@@ -37,11 +36,11 @@ from jitbench.cli.common import (
 )
 from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
-from jitbench.compare import compare, load_side
 from jitbench.errors import ConfigError
-from jitbench.registry import discover
+from jitbench.gate.compare import compare, load_side
+from jitbench.render import run_table as console
 from jitbench.results import Mode, Run, ensure_writable_dir, load_run, save_run
-from jitbench.runner import (
+from jitbench.run.scheduler import (
     CaseFinished,
     CaseStarted,
     RoundStarted,
@@ -53,6 +52,7 @@ from jitbench.runner import (
     run_workloads,
     workloads_for_resume,
 )
+from jitbench.suite.discovery import discover
 
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jitbench import format as fmt
+from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.results import Case, Measurement, Mode, Run
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import plotly.graph_objects as go
 
-from jitbench import format as fmt
+from jitbench import formatting as fmt
 from jitbench.report import data
 from jitbench.report.data import plot_text
 from jitbench.results import Mode, Run, Status

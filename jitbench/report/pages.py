@@ -21,7 +21,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from jitbench import format as fmt
+from jitbench import formatting as fmt
 from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.report import data, figures
 from jitbench.results import Mode, Run, dump_run, load_run, save_run, write_text_atomic

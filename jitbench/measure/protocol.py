@@ -4,7 +4,7 @@
 and first call, validation, warm-up, calibration) and returns a `CaseSession`; each
 `CaseSession.sample` adds a round of interleaved samples; `CaseSession.measurements`
 reports what is known so far. Planning cases, spreading rounds across cases, guards,
-checkpoints and events belong to `jitbench.runner`; `jitbench profile` and the asv bridge
+checkpoints and events belong to `jitbench.run`; `jitbench profile` and the asv bridge
 reuse the parts here.
 """
 
@@ -19,13 +19,19 @@ from typing import Any
 import jax
 import numpy as np
 
-from jitbench import compile as jcompile
-from jitbench import diagnose, modes, validate
 from jitbench.errors import WorkloadError
+from jitbench.measure import compilation as jcompile
+from jitbench.measure import diagnose, modes
+from jitbench.measure import validation as validate
+from jitbench.measure.timer import (
+    SamplingPlan,
+    calibrate,
+    relative_ci_halfwidth,
+    sample_interleaved,
+)
+from jitbench.measure.timer import warm_up as warm_up_call
 from jitbench.results import Case, CompileInfo, Diagnostic, ErrorInfo, Measurement, Mode, Status
-from jitbench.timer import SamplingPlan, calibrate, relative_ci_halfwidth, sample_interleaved
-from jitbench.timer import warm_up as warm_up_call
-from jitbench.workload import Inputs, Workload
+from jitbench.suite.workload import Inputs, Workload
 
 MAX_ERROR_CHARS = 2000
 

@@ -11,9 +11,9 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from jitbench import format as fmt
+from jitbench import formatting as fmt
 from jitbench.results import Measurement, Mode, Run, Severity, Status
-from jitbench.workload import Workload
+from jitbench.suite.workload import Workload
 
 _STATUS_STYLE = {
     Status.OK: "green",

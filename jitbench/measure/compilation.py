@@ -19,7 +19,7 @@ from typing import Any
 
 import jax
 
-from jitbench.environment import jax_flag
+from jitbench.measure.environment import jax_flag
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"

@@ -17,9 +17,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from jitbench import environment, isolate
 from jitbench.errors import ConfigError, SuiteError
-from jitbench.protocol import (
+from jitbench.measure import environment
+from jitbench.measure.protocol import (
     CaseSession,
     PlannedCase,
     add_hint,
@@ -28,7 +28,7 @@ from jitbench.protocol import (
     open_case,
     planned_case_record,
 )
-from jitbench.registry import import_suite_file, unknown_name_message
+from jitbench.measure.timer import SamplingPlan
 from jitbench.results import (
     Case,
     ErrorInfo,
@@ -38,8 +38,9 @@ from jitbench.results import (
     Status,
     measurement_from_dict,
 )
-from jitbench.timer import SamplingPlan
-from jitbench.workload import Workload
+from jitbench.run import child as isolate
+from jitbench.suite.discovery import import_suite_file, unknown_name_message
+from jitbench.suite.workload import Workload
 
 ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 

@@ -12,8 +12,8 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from jitbench import format as fmt
-from jitbench.compare import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
+from jitbench import formatting as fmt
+from jitbench.gate.compare import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.results import Mode
 
 _VERDICT_STYLE = {

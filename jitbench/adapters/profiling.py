@@ -13,10 +13,10 @@ from typing import Any
 
 import jax
 
-from jitbench import compile as jcompile
-from jitbench import environment, modes, protocol, runner
 from jitbench.errors import ConfigError
-from jitbench.registry import unknown_name_message
+from jitbench.measure import compilation as jcompile
+from jitbench.measure import environment, modes, protocol
+from jitbench.measure.timer import SamplingPlan
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -27,9 +27,10 @@ from jitbench.results import (
     Run,
     measurement_to_dict,
 )
+from jitbench.run import scheduler as runner
 from jitbench.stats import Ratio
-from jitbench.timer import SamplingPlan
-from jitbench.workload import Workload
+from jitbench.suite.discovery import unknown_name_message
+from jitbench.suite.workload import Workload
 
 # Enough samples for a ±2 % median on a quiet machine, with half a second of sampling
 # for all modes together, so a whole profile takes a few seconds.

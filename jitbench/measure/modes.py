@@ -25,7 +25,7 @@ import jax
 import numpy as np
 
 from jitbench.results import Mode
-from jitbench.workload import Inputs, Workload
+from jitbench.suite.workload import Inputs, Workload
 
 JAX_MODES = (Mode.EAGER, Mode.JIT)
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jitbench.errors import SuiteError
-from jitbench.workload import Workload
+from jitbench.suite.workload import Workload
 
 DEFAULT_SUITE = Path("suites")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from jitbench import format as fmt
+from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.results import Diagnostic, Measurement, Mode, Severity, Status
 

@@ -30,13 +30,14 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from jitbench import modes, validate
-from jitbench.protocol import PREPARE, device_label
-from jitbench.registry import Registry
+from jitbench.measure import modes
+from jitbench.measure import validation as validate
+from jitbench.measure.protocol import PREPARE, device_label
+from jitbench.measure.timer import SamplingPlan, calibrate, warm_up
 from jitbench.results import Mode
-from jitbench.runner import warm_up_process
-from jitbench.timer import SamplingPlan, calibrate, warm_up
-from jitbench.workload import Workload
+from jitbench.run.scheduler import warm_up_process
+from jitbench.suite.discovery import Registry
+from jitbench.suite.workload import Workload
 
 ASV_MODES: tuple[Mode, ...] = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 PARAM_NAMES = ["size", "mode"]

@@ -132,7 +132,7 @@ def suite_file_of(workload: object) -> str | None:
 
 
 def _exception_dict(exc: BaseException) -> dict[str, str]:
-    from jitbench import diagnose
+    from jitbench.measure import diagnose
 
     return {"type": type(exc).__name__, "message": str(exc)[:2000],
             "hint": diagnose.hint_for_exception(exc)}
@@ -144,8 +144,11 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
     # reaches the whole process group, so ignore it here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        from jitbench import protocol, registry, results, runner
-        from jitbench.workload import Workload
+        from jitbench import results
+        from jitbench.measure import protocol
+        from jitbench.run import scheduler as runner
+        from jitbench.suite import discovery as registry
+        from jitbench.suite.workload import Workload
 
         module = registry.import_suite_file(Path(spec["suite"]))
         found = [v for v in vars(module).values()

@@ -1,0 +1,1 @@
+"""Thin callers of the one-case protocol for other tools: asv and `jitbench profile`."""

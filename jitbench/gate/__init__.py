@@ -1,0 +1,1 @@
+"""The regression gate: compare two runs (or pooled sides) case by case."""

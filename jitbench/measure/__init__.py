@@ -1,0 +1,1 @@
+"""Measure one case: modes, timer, compilation, validation, diagnostics, the protocol."""

@@ -1,0 +1,1 @@
+"""Terminal and markdown renderers: Run and Comparison in, rich tables and text out."""

@@ -1,0 +1,56 @@
+"""The result model, its versioned JSON form and the files it lives in.
+
+`model` holds the frozen types every stage speaks (Case, Measurement, Run, …), `codec` the
+JSON form and its schema (with the version changelog), `files` atomic writes and the output
+folder layout. The names below are the package's public surface.
+"""
+
+from __future__ import annotations
+
+from jitbench.results.codec import (
+    SCHEMA_ID,
+    SCHEMA_VERSION,
+    dump_run,
+    load_run,
+    measurement_from_dict,
+    measurement_to_dict,
+    run_from_dict,
+    run_to_dict,
+)
+from jitbench.results.files import ensure_writable_dir, save_run, write_text_atomic
+from jitbench.results.model import (
+    FAILED_STATUSES,
+    Case,
+    CompileInfo,
+    Diagnostic,
+    ErrorInfo,
+    Measurement,
+    Mode,
+    Run,
+    Severity,
+    Status,
+)
+
+__all__ = [
+    "FAILED_STATUSES",
+    "SCHEMA_ID",
+    "SCHEMA_VERSION",
+    "Case",
+    "CompileInfo",
+    "Diagnostic",
+    "ErrorInfo",
+    "Measurement",
+    "Mode",
+    "Run",
+    "Severity",
+    "Status",
+    "dump_run",
+    "ensure_writable_dir",
+    "load_run",
+    "measurement_from_dict",
+    "measurement_to_dict",
+    "run_from_dict",
+    "run_to_dict",
+    "save_run",
+    "write_text_atomic",
+]

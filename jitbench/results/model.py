@@ -1,0 +1,292 @@
+"""Result types: Case, Measurement, Run and what they carry.
+
+Results are frozen and keep every raw sample; summaries are derived from the samples, so an
+old file can always be re-analysed. Their JSON form lives in `jitbench.results.codec`.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+import math
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from jitbench import stats
+
+SCHEMA_ID = "jitbench.run"
+SCHEMA_VERSION = "1.2"
+
+
+class Mode(str, enum.Enum):
+    """How a workload is executed."""
+
+    NUMPY = "numpy"
+    EAGER = "eager"
+    JIT = "jit"
+
+
+class Status(str, enum.Enum):
+    """Outcome of one measurement."""
+
+    OK = "ok"
+    ERROR = "error"
+    MISMATCH = "mismatch"
+    SKIPPED = "skipped"
+    TIMEOUT = "timeout"
+
+
+class Severity(str, enum.Enum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
+
+FAILED_STATUSES = frozenset({Status.ERROR, Status.MISMATCH, Status.TIMEOUT})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Case:
+    """One workload × size × device × dtype. `key` identifies it across runs."""
+
+    workload: str
+    size: str
+    device: str
+    dtype: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+    platform: str = ""
+    device_kind: str = ""
+    input_elements: int | None = None
+    input_bytes: int | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.workload, self.size, self.device, self.dtype)
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload}[{self.size}] {self.device} {self.dtype}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnostic:
+    """A pitfall or caveat jitbench noticed. `code` is stable across versions."""
+
+    code: str
+    severity: Severity
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorInfo:
+    """An exception raised by a workload, kept as text."""
+
+    type: str
+    message: str
+    hint: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileInfo:
+    """Cold compilation figures of one JAX mode. Fields a backend cannot give are None.
+
+    For jit, `trace_s`, `lower_s` and `compile_s` are the AOT stages timed separately with
+    caches cleared; `first_call_s` is a separate cold call (trace + compile + run).
+    For eager, only `first_call_s` and `compile_count` are set. `compile_count` counts
+    backend compiles seen during the cold first call; `timed_compile_count` counts those
+    seen during warm-up-free timed sampling (should be zero). `compile_repeats_s` holds
+    trace + lower + compile seconds of every cold AOT measurement when there were several
+    (a run with sampling rounds repeats it, spread over the run); the stage figures are then
+    those of the repeat with the median total.
+    """
+
+    first_call_s: float | None = None
+    compile_count: int = 0
+    trace_s: float | None = None
+    lower_s: float | None = None
+    compile_s: float | None = None
+    jaxpr_eqn_count: int | None = None
+    flops: float | None = None
+    transcendentals: float | None = None
+    bytes_accessed: float | None = None
+    memory: Mapping[str, int] | None = None
+    hlo_fingerprint: str | None = None
+    timed_compile_count: int = 0
+    while_loop_count: int | None = None
+    compile_repeats_s: tuple[float, ...] = ()
+
+    @property
+    def has_loops(self) -> bool:
+        """True when the compiled program has while loops: XLA's flops and bytes then
+        count each loop body once (per iteration), not per call."""
+        return bool(self.while_loop_count)
+
+    @property
+    def total_compile_s(self) -> float | None:
+        """Trace + lower + compile seconds, or None when the AOT breakdown is missing."""
+        parts = (self.trace_s, self.lower_s, self.compile_s)
+        if any(p is None for p in parts):
+            return None
+        return float(sum(p for p in parts if p is not None))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Measurement:
+    """One case × one mode: status, raw samples (seconds per call) and what was learnt."""
+
+    case: Case
+    mode: Mode
+    status: Status
+    samples_s: tuple[float, ...] = ()
+    calls_per_sample: int = 0
+    transfer_s: float | None = None
+    transfer_bytes: int | None = None
+    compile: CompileInfo | None = None
+    error: ErrorInfo | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    # Set only on a measurement pooled from several runs (`compare.merge_runs`): how many of
+    # `samples_s`, in order, came from each run, so each run's median stays derivable.
+    run_sample_counts: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        counts = self.run_sample_counts
+        if counts and (sum(counts) != len(self.samples_s) or min(counts) < 1):
+            raise ValueError(
+                f"run_sample_counts {counts} do not add up to {len(self.samples_s)} samples "
+                "of one or more per run"
+            )
+
+    @property
+    def run_medians_s(self) -> tuple[float, ...]:
+        """Median of each pooled run's samples; one median (of all samples) otherwise."""
+        if not self.run_sample_counts:
+            return (self.median_s,) if self.median_s is not None else ()
+        ends = list(itertools.accumulate(self.run_sample_counts))
+        starts = [0, *ends[:-1]]
+        return tuple(
+            statistics.median(self.samples_s[a:b]) for a, b in zip(starts, ends, strict=True)
+        )
+
+    @cached_property
+    def summary(self) -> stats.Summary | None:
+        """Summary statistics of `samples_s`, or None when nothing was sampled."""
+        return stats.summarize(self.samples_s) if self.samples_s else None
+
+    @property
+    def median_s(self) -> float | None:
+        return self.summary.median if self.summary else None
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK and bool(self.samples_s)
+
+    @property
+    def failed(self) -> bool:
+        """An error, a timeout or a mismatch: shown as such, never given a speedup."""
+        return self.status in FAILED_STATUSES
+
+    @property
+    def failure_text(self) -> str:
+        """One line saying why the measurement has no trustworthy result (not escaped)."""
+        if self.error is not None:
+            first = self.error.message.splitlines()[0] if self.error.message else ""
+            return f"{self.status.value}: {self.error.type}: {first}".rstrip(": ")
+        if self.diagnostics:
+            return f"{self.status.value}: {self.diagnostics[0].message}"
+        return self.status.value
+
+    @property
+    def hint(self) -> str:
+        """The fix to try: the error's hint, else the first diagnostic's, else ''."""
+        if self.error is not None and self.error.hint:
+            return self.error.hint
+        return next((d.hint for d in self.diagnostics if d.hint), "")
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        """XLA's flop count of the compiled program over the steady-state median time.
+
+        None without a cost analysis or samples, and None for a program with while loops
+        (lax.fori_loop, scan), whose body XLA counts once: the rate would be too low.
+        """
+        c = self.compile
+        return _per_second(c.flops if c and not c.has_loops else None, self.median_s)
+
+    @property
+    def achieved_bytes_per_s(self) -> float | None:
+        """XLA's bytes-accessed estimate over the steady-state median time; None when
+        unknown or when the program has while loops (see `achieved_flops_per_s`)."""
+        c = self.compile
+        return _per_second(c.bytes_accessed if c and not c.has_loops else None, self.median_s)
+
+    def with_diagnostics(self, extra: Iterable[Diagnostic]) -> Measurement:
+        """Return a copy with `extra` diagnostics appended (duplicates by code dropped)."""
+        seen = {d.code for d in self.diagnostics}
+        added = tuple(d for d in extra if d.code not in seen)
+        return replace(self, diagnostics=self.diagnostics + added) if added else self
+
+
+def _per_second(amount: float | None, seconds: float | None) -> float | None:
+    if amount is None or seconds is None or not seconds > 0:
+        return None
+    return amount / seconds
+
+
+@dataclass(frozen=True, kw_only=True)
+class Run:
+    """A whole benchmark run: environment, configuration and every measurement."""
+
+    run_id: str
+    started_at: str
+    finished_at: str | None
+    complete: bool
+    environment: Mapping[str, Any]
+    config: Mapping[str, Any]
+    measurements: tuple[Measurement, ...]
+    schema: str = SCHEMA_ID
+    schema_version: str = SCHEMA_VERSION
+
+    def cases(self) -> list[Case]:
+        """Distinct cases in first-seen order."""
+        seen: dict[tuple[str, str, str, str], Case] = {}
+        for m in self.measurements:
+            seen.setdefault(m.case.key, m.case)
+        return list(seen.values())
+
+    def get(self, case_key: tuple[str, str, str, str], mode: Mode) -> Measurement | None:
+        for m in self.measurements:
+            if m.case.key == case_key and m.mode is mode:
+                return m
+        return None
+
+    def speedup(self, case_key: tuple[str, str, str, str], mode: Mode) -> stats.Ratio | None:
+        """Speedup of `mode` over NumPy for one case (NumPy time / mode time) with its CI.
+
+        None when either side is not `ok` (a mismatch is never given a headline speedup).
+        """
+        base = self.get(case_key, Mode.NUMPY)
+        other = self.get(case_key, mode)
+        if base is None or other is None or not (base.ok and other.ok):
+            return None
+        return stats.ratio_of_medians(base.samples_s, other.samples_s)
+
+    def break_even_calls(self, case_key: tuple[str, str, str, str]) -> float | None:
+        """Calls after which jit's cold compile is paid back versus NumPy.
+
+        compile seconds / (NumPy median − jit median); `math.inf` when jit is not faster,
+        None when the figures are missing.
+        """
+        base = self.get(case_key, Mode.NUMPY)
+        jit = self.get(case_key, Mode.JIT)
+        if not (base and jit and base.ok and jit.ok and jit.compile):
+            return None
+        compile_s = jit.compile.total_compile_s
+        if compile_s is None or base.median_s is None or jit.median_s is None:
+            return None
+        saved = base.median_s - jit.median_s
+        return compile_s / saved if saved > 0 else math.inf
+

@@ -1,0 +1,1 @@
+"""Run many cases: planning, the scheduler (rounds, checkpoints, resume) and the executors."""
