@@ -79,7 +79,10 @@ def while_traced_bound(x, n):
 
 
 @workload(
-    inputs=vector_and_bound, numpy=_count_to, static_argnames=("n",), sizes=SIZES,
+    inputs=vector_and_bound,
+    numpy=_count_to,
+    static_argnames=("n",),
+    sizes=SIZES,
     tags=("fixed", "control-flow"),
 )
 def while_static_bound(x, n):

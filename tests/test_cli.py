@@ -19,8 +19,17 @@ def tiny_run_result(tmp_path_factory):
     suite = root / "tiny.py"
     suite.write_text(TINY_SUITE)
     plain = run_cli("run", "--quick", "--suite", str(suite), "--out", str(root / "out"))
-    strict = run_cli("run", "--quick", "--strict", "--suite", str(suite), "-k", "broken",
-                     "--out", str(root / "strict"))
+    strict = run_cli(
+        "run",
+        "--quick",
+        "--strict",
+        "--suite",
+        str(suite),
+        "-k",
+        "broken",
+        "--out",
+        str(root / "strict"),
+    )
     return root, plain, strict
 
 
@@ -30,7 +39,10 @@ def test_run_writes_a_loadable_run_and_exits_0(tiny_run_result):
     [path] = (root / "out" / "runs").glob("*.json")
     run = load_run(path)
     assert run.complete and {m.case.workload for m in run.measurements} == {
-        "double", "wrong_in_jit", "value_branch"}
+        "double",
+        "wrong_in_jit",
+        "value_branch",
+    }
     assert "run saved to" in result.stdout and "double" in result.stdout
     # Problems are listed with their hint on stderr.
     assert "mismatch" in result.stderr and "TracerBoolConversionError" in result.stderr
@@ -97,8 +109,18 @@ def test_env_json_describes_devices():
 
 
 def test_rounds_are_recorded_and_reported(cli, tiny_suite, tmp_path):
-    result = cli("run", "--quick", "--rounds", "3", "--suite", str(tiny_suite), "-k",
-                 "double", "--out", str(tmp_path))
+    result = cli(
+        "run",
+        "--quick",
+        "--rounds",
+        "3",
+        "--suite",
+        str(tiny_suite),
+        "-k",
+        "double",
+        "--out",
+        str(tmp_path),
+    )
     assert result.returncode == 0, result.stderr
     assert "sampling round 2/3" in result.stderr and "sampling round 3/3" in result.stderr
     [path] = (tmp_path / "runs").glob("*.json")

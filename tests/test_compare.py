@@ -502,8 +502,7 @@ def test_compile_is_judged_on_the_median_of_every_pooled_repeat():
     # on the median of all six cold compiles per side it is not.
     base = merge_runs([run_with((0.100, 0.102, 0.104), "b1"), run_with((0.15, 0.16, 0.14), "b2")])
     new = merge_runs([run_with((0.126, 0.128, 0.13), "n1"), run_with((0.127, 0.125, 0.129), "n2")])
-    assert base.measurements[0].compile.compile_repeats_s == (0.100, 0.102, 0.104, 0.15, 0.16,
-                                                                0.14)
+    assert base.measurements[0].compile.compile_repeats_s == (0.100, 0.102, 0.104, 0.15, 0.16, 0.14)
     e = only(compare(base, new))
     assert e.compile.base_s == pytest.approx((0.104 + 0.14) / 2)
     assert e.compile.verdict is Verdict.UNCHANGED
@@ -517,8 +516,10 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
 
     def run(factor, run_id, compile_s):
         return make_run(
-            *(meas(f"w{i}", samples=spread(1e-3 * (i + 1) * factor, 8), compile_s=compile_s)
-              for i in range(6)),
+            *(
+                meas(f"w{i}", samples=spread(1e-3 * (i + 1) * factor, 8), compile_s=compile_s)
+                for i in range(6)
+            ),
             run_id=run_id,
         )
 
@@ -539,7 +540,9 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
     assert len(left_out) == 1
     assert left_out[0].text.startswith("base: run busy left out: 1.30× slower")
     assert [n.text for n in cmp.pooling if not n.left_out][:2] == [
-        "base: 2 runs pooled", "new: 2 runs pooled"]
+        "base: 2 runs pooled",
+        "new: 2 runs pooled",
+    ]
     # The busy run's samples are out, so base is one run against new's two: too few.
     assert "(1 base vs 2 new runs)" in cmp.pooling[-1].text
     assert "measure 4 per side" in cmp.pooling[-1].text
@@ -652,8 +655,10 @@ def _runs(levels_by_case: dict[str, list[float]], tag: str) -> list[Run]:
     n_runs = len(next(iter(levels_by_case.values())))
     return [
         make_run(
-            *(meas(workload=w, samples=spread(1e-3 * levels[i], 8, 0.005))
-              for w, levels in levels_by_case.items()),
+            *(
+                meas(workload=w, samples=spread(1e-3 * levels[i], 8, 0.005))
+                for w, levels in levels_by_case.items()
+            ),
             run_id=f"{tag}{i}",
         )
         for i in range(n_runs)
@@ -661,8 +666,9 @@ def _runs(levels_by_case: dict[str, list[float]], tag: str) -> list[Run]:
 
 
 # Run-to-run levels of steady cases (about ±3 %), the same for both sides.
-_STEADY = {f"u{i}": [1.0, 1.03, 0.97, 1.01][i % 4:] + [1.0, 1.03, 0.97, 1.01][:i % 4]
-           for i in range(8)}
+_STEADY = {
+    f"u{i}": [1.0, 1.03, 0.97, 1.01][i % 4 :] + [1.0, 1.03, 0.97, 1.01][: i % 4] for i in range(8)
+}
 
 
 def test_pooled_sides_are_tested_run_by_run():
@@ -686,8 +692,9 @@ def test_pooled_sides_are_tested_run_by_run():
 
 
 def _unpooled(run: Run) -> Run:
-    return replace(run, measurements=tuple(
-        replace(m, run_sample_counts=()) for m in run.measurements))
+    return replace(
+        run, measurements=tuple(replace(m, run_sample_counts=()) for m in run.measurements)
+    )
 
 
 def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
@@ -700,8 +707,10 @@ def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
     assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.REGRESSION
     assert e.ratio_low < 1.3 < e.ratio_high and e.p_adjusted < 0.01
     assert cmp.regressed_workloads == ("w",)
-    assert ("t-test on the runs' medians and Mann–Whitney on the samples, both p < 0.01"
-            in thresholds_line(cmp))
+    assert (
+        "t-test on the runs' medians and Mann–Whitney on the samples, both p < 0.01"
+        in thresholds_line(cmp)
+    )
     assert "t-test on the runs" in comparison_markdown(cmp)
     assert cmp.to_dict()["entries"][0]["test"] == "run t-test + mann-whitney"
     assert "4 base vs 4 new runs" in cmp.pooling[-1].text
@@ -728,10 +737,18 @@ def test_pooled_runs_with_too_few_samples_are_inconclusive():
 
     # Three runs of one sample each per side: the runs agree, but 3 vs 3 samples can never
     # give Mann–Whitney p < 0.01, so the pooled test cannot either.
-    base = merge_runs([make_run(meas(samples=(1e-3 * f,)), run_id=f"b{i}")
-                       for i, f in enumerate((1.0, 1.01, 0.99))])
-    new = merge_runs([make_run(meas(samples=(1.5e-3 * f,)), run_id=f"n{i}")
-                      for i, f in enumerate((1.0, 1.01, 0.99))])
+    base = merge_runs(
+        [
+            make_run(meas(samples=(1e-3 * f,)), run_id=f"b{i}")
+            for i, f in enumerate((1.0, 1.01, 0.99))
+        ]
+    )
+    new = merge_runs(
+        [
+            make_run(meas(samples=(1.5e-3 * f,)), run_id=f"n{i}")
+            for i, f in enumerate((1.0, 1.01, 0.99))
+        ]
+    )
     e = only(compare(base, new))
     assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.INCONCLUSIVE
     assert "3 vs 3 samples cannot reach p < 0.01" in e.note

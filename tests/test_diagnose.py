@@ -36,10 +36,21 @@ from jitbench.suite.discovery import discover
 CASE = Case(workload="w", size="S", device="cpu:0", dtype="float32")
 
 
-def m(mode: Mode, samples: list[float], *, status: Status = Status.OK,
-      compile: CompileInfo | None = None) -> Measurement:
-    return Measurement(case=CASE, mode=mode, status=status, samples_s=tuple(samples),
-                       calls_per_sample=1, compile=compile)
+def m(
+    mode: Mode,
+    samples: list[float],
+    *,
+    status: Status = Status.OK,
+    compile: CompileInfo | None = None,
+) -> Measurement:
+    return Measurement(
+        case=CASE,
+        mode=mode,
+        status=status,
+        samples_s=tuple(samples),
+        calls_per_sample=1,
+        compile=compile,
+    )
 
 
 def codes(ms: list[Measurement], mode: Mode) -> list[str]:
@@ -47,9 +58,16 @@ def codes(ms: list[Measurement], mode: Mode) -> list[str]:
 
 
 def jit_compile(eqns: int, compile_s: float = 0.01, flops: float | None = None) -> CompileInfo:
-    return CompileInfo(first_call_s=compile_s, compile_count=1, trace_s=compile_s / 2,
-                       lower_s=0.0, compile_s=compile_s / 2, jaxpr_eqn_count=eqns, flops=flops,
-                       bytes_accessed=None if flops is None else 2 * flops)
+    return CompileInfo(
+        first_call_s=compile_s,
+        compile_count=1,
+        trace_s=compile_s / 2,
+        lower_s=0.0,
+        compile_s=compile_s / 2,
+        jaxpr_eqn_count=eqns,
+        flops=flops,
+        bytes_accessed=None if flops is None else 2 * flops,
+    )
 
 
 # --- case_diagnostics ------------------------------------------------------------------
@@ -58,10 +76,12 @@ STEADY = [1.00e-3, 1.01e-3, 0.99e-3, 1.02e-3, 0.98e-3, 1.00e-3, 1.01e-3]
 
 
 def test_large_jaxpr_reports_equations_and_compile_time() -> None:
-    ms = diagnose.case_diagnostics([
-        m(Mode.NUMPY, STEADY),
-        m(Mode.JIT, STEADY, compile=jit_compile(1200, compile_s=0.8)),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.NUMPY, STEADY),
+            m(Mode.JIT, STEADY, compile=jit_compile(1200, compile_s=0.8)),
+        ]
+    )
     (d,) = ms[1].diagnostics
     assert d.code == "large-jaxpr" and d.severity is Severity.WARNING
     assert "1,200 jaxpr equations" in d.message and "800 ms" in d.message
@@ -70,9 +90,12 @@ def test_large_jaxpr_reports_equations_and_compile_time() -> None:
 
 
 def test_small_jaxpr_and_fast_compile_give_nothing() -> None:
-    ms = diagnose.case_diagnostics([
-        m(Mode.NUMPY, STEADY), m(Mode.JIT, STEADY, compile=jit_compile(1000, compile_s=4.9)),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.NUMPY, STEADY),
+            m(Mode.JIT, STEADY, compile=jit_compile(1000, compile_s=4.9)),
+        ]
+    )
     assert [x.diagnostics for x in ms] == [(), ()]
 
 
@@ -83,9 +106,11 @@ def test_slow_compile_without_a_large_jaxpr() -> None:
 
 
 def test_compile_figures_of_a_failed_jit_are_not_judged() -> None:
-    ms = diagnose.case_diagnostics([
-        m(Mode.JIT, [], status=Status.ERROR, compile=jit_compile(5000, compile_s=9.0)),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.JIT, [], status=Status.ERROR, compile=jit_compile(5000, compile_s=9.0)),
+        ]
+    )
     assert ms[0].diagnostics == ()
 
 
@@ -104,28 +129,40 @@ def test_jit_slower_than_numpy_needs_a_significant_difference() -> None:
 
 
 def test_jit_slower_on_a_long_call_is_not_called_dispatch() -> None:
-    ms = diagnose.case_diagnostics([
-        m(Mode.NUMPY, STEADY), m(Mode.JIT, [x * 3 for x in STEADY]),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.NUMPY, STEADY),
+            m(Mode.JIT, [x * 3 for x in STEADY]),
+        ]
+    )
     (d,) = ms[1].diagnostics
     assert "dispatch" not in d.message and "slower than NumPy's kernels" in d.message
 
 
 def test_eager_far_slower_than_jit() -> None:
-    ms = diagnose.case_diagnostics([
-        m(Mode.EAGER, [x * 50 for x in STEADY]), m(Mode.JIT, STEADY),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.EAGER, [x * 50 for x in STEADY]),
+            m(Mode.JIT, STEADY),
+        ]
+    )
     assert codes(ms, Mode.EAGER) == ["eager-dispatch-bound"]
     assert "50×" in ms[0].diagnostics[0].message and "jax.jit" in ms[0].diagnostics[0].hint
     # One preempted jit sample widens the CI but the median ratio still says "far".
-    ms = diagnose.case_diagnostics([
-        m(Mode.EAGER, [0.1, 0.11, 0.12]), m(Mode.JIT, [1.3e-3, 1.4e-3, 30e-3, 1.3e-3, 1.5e-3]),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.EAGER, [0.1, 0.11, 0.12]),
+            m(Mode.JIT, [1.3e-3, 1.4e-3, 30e-3, 1.3e-3, 1.5e-3]),
+        ]
+    )
     assert codes(ms, Mode.EAGER) == ["eager-dispatch-bound"]
     # Overlapping samples are never "far", whatever the medians say.
-    ms = diagnose.case_diagnostics([
-        m(Mode.EAGER, [1e-3, 20e-3, 30e-3]), m(Mode.JIT, [1e-3, 1.5e-3, 2e-3]),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.EAGER, [1e-3, 20e-3, 30e-3]),
+            m(Mode.JIT, [1e-3, 1.5e-3, 2e-3]),
+        ]
+    )
     assert ms[0].diagnostics == ()
     # 5× is ordinary, not "far".
     ms = diagnose.case_diagnostics([m(Mode.EAGER, [x * 5 for x in STEADY]), m(Mode.JIT, STEADY)])
@@ -134,14 +171,17 @@ def test_eager_far_slower_than_jit() -> None:
 
 def test_eager_slowed_by_recompiling_is_not_called_dispatch_bound() -> None:
     eager = m(Mode.EAGER, [x * 50 for x in STEADY]).with_diagnostics(
-        [diagnose.recompiled_during_timing(7)])
+        [diagnose.recompiled_during_timing(7)]
+    )
     ms = diagnose.case_diagnostics([eager, m(Mode.JIT, STEADY)])
     assert codes(ms, Mode.EAGER) == ["recompiled-during-timing"]
 
 
 def test_case_diagnostics_is_pure_and_idempotent() -> None:
-    inputs = [m(Mode.EAGER, [x * 50 for x in STEADY]),
-              m(Mode.JIT, STEADY, compile=jit_compile(2000))]
+    inputs = [
+        m(Mode.EAGER, [x * 50 for x in STEADY]),
+        m(Mode.JIT, STEADY, compile=jit_compile(2000)),
+    ]
     once = diagnose.case_diagnostics(inputs)
     twice = diagnose.case_diagnostics(once)
     assert [x.diagnostics for x in inputs] == [(), ()]
@@ -151,10 +191,12 @@ def test_case_diagnostics_is_pure_and_idempotent() -> None:
 
 def test_every_code_is_listed() -> None:
     made = {
-        diagnose.numpy_wider_dtype().code, diagnose.recompiled_during_timing(2).code,
+        diagnose.numpy_wider_dtype().code,
+        diagnose.recompiled_during_timing(2).code,
         diagnose.mismatch("x", nonfinite=True).code,
         diagnose.mismatch("x", nonfinite=False).code,
-        diagnose.large_jaxpr(2000, 1.0, 1000).code, diagnose.slow_compile(9.0, 10, 5.0).code,
+        diagnose.large_jaxpr(2000, 1.0, 1000).code,
+        diagnose.slow_compile(9.0, 10, 5.0).code,
     }
     assert made <= diagnose.PITFALL_CODES
     assert diagnose.noisy(0.1, 0.01).code == diagnose.NOISY
@@ -237,13 +279,17 @@ def _body(_, v):  # type: ignore[no-untyped-def]
 def test_jaxpr_count_includes_loop_bodies() -> None:
     x = jnp.ones(8)
     looped = jcompile.cold_aot_breakdown(
-        lambda v: lax.fori_loop(0, 10, _body, v), static_argnames=(), args=(x,), kwargs={})
+        lambda v: lax.fori_loop(0, 10, _body, v), static_argnames=(), args=(x,), kwargs={}
+    )
     body_eqns = len(jax.make_jaxpr(lambda v: _body(0, v))(x).eqns)
     assert body_eqns == 3
     assert looped.jaxpr_eqn_count is not None and looped.jaxpr_eqn_count > body_eqns
     unrolled = jcompile.cold_aot_breakdown(
-        lambda v: [v := _body(0, v) for _ in range(10)][-1], static_argnames=(), args=(x,),
-        kwargs={})
+        lambda v: [v := _body(0, v) for _ in range(10)][-1],
+        static_argnames=(),
+        args=(x,),
+        kwargs={},
+    )
     assert unrolled.jaxpr_eqn_count == 10 * body_eqns
 
 
@@ -251,8 +297,9 @@ def test_hlo_fingerprint_is_stable_and_tracks_the_program() -> None:
     x = jnp.ones(16)
 
     def fingerprint(fn) -> str | None:  # type: ignore[no-untyped-def]
-        aot = jcompile.cold_aot_breakdown(fn, static_argnames=(), args=(x,), kwargs={},
-                                          keep_text=True)
+        aot = jcompile.cold_aot_breakdown(
+            fn, static_argnames=(), args=(x,), kwargs={}, keep_text=True
+        )
         assert aot.hlo_text and "HloModule" in aot.hlo_text
         assert aot.jaxpr_text and "lambda" in aot.jaxpr_text
         return aot.hlo_fingerprint
@@ -268,9 +315,11 @@ def test_hlo_fingerprint_is_stable_and_tracks_the_program() -> None:
 
 
 def test_normalised_hlo_drops_source_locations() -> None:
-    a = ('HloModule jit_f\n\nFileNames\n1 "/a/suite.py"\n\nStackFrames\n1 {file_location_id=1}\n\n'
-         'ENTRY %main (x: f32[4]) -> f32[4] {\n  ROOT %m = f32[4] multiply(%x, %x), '
-         'metadata={op_name="jit(f)/mul" source_file="/a/suite.py" source_line=12}\n}')
+    a = (
+        'HloModule jit_f\n\nFileNames\n1 "/a/suite.py"\n\nStackFrames\n1 {file_location_id=1}\n\n'
+        "ENTRY %main (x: f32[4]) -> f32[4] {\n  ROOT %m = f32[4] multiply(%x, %x), "
+        'metadata={op_name="jit(f)/mul" source_file="/a/suite.py" source_line=12}\n}'
+    )
     b = a.replace("/a/suite.py", "/b/moved.py").replace("source_line=12", "source_line=40")
     assert jcompile.hlo_fingerprint(a) == jcompile.hlo_fingerprint(b)
     assert "metadata" not in jcompile.normalised_hlo(a)
@@ -310,8 +359,15 @@ def test_cost_figures_handle_every_shape(cost: object, expected: tuple) -> None:
 
 
 def _run(ms: list[Measurement]) -> Run:
-    return Run(run_id="r", started_at="t", finished_at="t", complete=True, environment={},
-               config={}, measurements=tuple(ms))
+    return Run(
+        run_id="r",
+        started_at="t",
+        finished_at="t",
+        complete=True,
+        environment={},
+        config={},
+        measurements=tuple(ms),
+    )
 
 
 def test_achieved_rates_and_break_even() -> None:
@@ -327,10 +383,13 @@ def test_achieved_rates_and_break_even() -> None:
 
 
 def test_summary_shows_codes_rates_and_warning_messages() -> None:
-    ms = diagnose.case_diagnostics([
-        m(Mode.NUMPY, STEADY), m(Mode.EAGER, [x * 40 for x in STEADY]),
-        m(Mode.JIT, [x / 4 for x in STEADY], compile=jit_compile(1500, 1.2, flops=5e6)),
-    ])
+    ms = diagnose.case_diagnostics(
+        [
+            m(Mode.NUMPY, STEADY),
+            m(Mode.EAGER, [x * 40 for x in STEADY]),
+            m(Mode.JIT, [x / 4 for x in STEADY], compile=jit_compile(1500, 1.2, flops=5e6)),
+        ]
+    )
     run = _run(ms)
     assert case_notes(ms) == "eager: eager-dispatch-bound; jit: large-jaxpr"
     from rich.console import Console
@@ -345,16 +404,23 @@ def test_summary_shows_codes_rates_and_warning_messages() -> None:
     # Diagnostics survive the JSON round trip.
     again = run_from_dict(json.loads(dump_run(run)))
     assert [d.code for x in again.measurements for d in x.diagnostics] == [
-        "eager-dispatch-bound", "large-jaxpr"]
+        "eager-dispatch-bound",
+        "large-jaxpr",
+    ]
 
 
 def test_loops_are_counted_and_their_rates_withheld() -> None:
     x = jnp.ones(64)
     looped = jcompile.cold_aot_breakdown(
-        lambda v: lax.fori_loop(0, 10, _body, v), static_argnames=(), args=(x,), kwargs={})
-    straight = jcompile.cold_aot_breakdown(lambda v: _body(0, v), static_argnames=(),
-                                           args=(x,), kwargs={})
+        lambda v: lax.fori_loop(0, 10, _body, v), static_argnames=(), args=(x,), kwargs={}
+    )
+    straight = jcompile.cold_aot_breakdown(
+        lambda v: _body(0, v), static_argnames=(), args=(x,), kwargs={}
+    )
     assert looped.while_loop_count == 1 and straight.while_loop_count == 0
-    c = CompileInfo(flops=looped.flops, bytes_accessed=looped.bytes_accessed,
-                    while_loop_count=looped.while_loop_count)
+    c = CompileInfo(
+        flops=looped.flops,
+        bytes_accessed=looped.bytes_accessed,
+        while_loop_count=looped.while_loop_count,
+    )
     assert c.has_loops and m(Mode.JIT, [1e-3], compile=c).achieved_flops_per_s is None

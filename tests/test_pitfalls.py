@@ -70,7 +70,8 @@ def test_every_pitfall_produces_its_code(pitfalls_run: Run) -> None:
         seen = codes_by_mode(pitfalls_run, name)
         for mode, code in wanted.items():
             assert code in seen[mode], f"{name} {mode}: want {code}, got {seen}\n" + describe(
-                pitfalls_run)
+                pitfalls_run
+            )
         if not wanted:  # a fixed twin: no pitfall in any mode
             found = {c for cs in seen.values() for c in cs} & diagnose.PITFALL_CODES
             assert not found, f"{name} is the fix but shows {found}\n" + describe(pitfalls_run)
@@ -85,8 +86,9 @@ def test_default_suite_has_no_false_pitfalls(default_run: Run) -> None:
 
 def test_unrolled_loop_is_many_times_larger_and_slower_to_compile(pitfalls_run: Run) -> None:
     def jit_compile(name: str):  # type: ignore[no-untyped-def]
-        (m,) = [x for x in pitfalls_run.measurements
-                if x.case.workload == name and x.mode is Mode.JIT]
+        (m,) = [
+            x for x in pitfalls_run.measurements if x.case.workload == name and x.mode is Mode.JIT
+        ]
         assert m.compile is not None
         return m
 
@@ -109,8 +111,11 @@ def test_unrolled_loop_is_many_times_larger_and_slower_to_compile(pitfalls_run: 
 
 
 def test_impure_global_differs_under_jit(pitfalls_run: Run) -> None:
-    (jit,) = [m for m in pitfalls_run.measurements
-              if m.case.workload == "impure_global" and m.mode is Mode.JIT]
+    (jit,) = [
+        m
+        for m in pitfalls_run.measurements
+        if m.case.workload == "impure_global" and m.mode is Mode.JIT
+    ]
     assert jit.status is Status.MISMATCH
     (d,) = [d for d in jit.diagnostics if d.code == "output-mismatch"]
     assert "trace time" in d.hint
@@ -134,8 +139,7 @@ def test_without_a_numpy_reference_jit_is_checked_against_eager() -> None:
         return x + calls["count"]
 
     impure = workload(bumps_a_global, inputs=vec, numpy=no_numpy, sizes={"S": {"n": 8}})
-    pure = workload(lambda x: x * 2, name="pure", inputs=vec, numpy=no_numpy,
-                    sizes={"S": {"n": 8}})
+    pure = workload(lambda x: x * 2, name="pure", inputs=vec, numpy=no_numpy, sizes={"S": {"n": 8}})
     run = run_workloads([impure, pure], quick_config())
     by = {(m.case.workload, m.mode): m for m in run.measurements}
     assert by["bumps_a_global", Mode.NUMPY].status is Status.ERROR

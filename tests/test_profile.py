@@ -15,8 +15,9 @@ from jitbench.results import Mode, Status
 from jitbench.suite.discovery import discover
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"
-FAST = SamplingPlan(min_sample_s=0.001, warmup_s=0.0, min_samples=3, max_samples=5,
-                    precision=0.05, budget_s=0.02)
+FAST = SamplingPlan(
+    min_sample_s=0.001, warmup_s=0.0, min_samples=3, max_samples=5, precision=0.05, budget_s=0.02
+)
 
 
 def test_profile_of_the_faq_function() -> None:
@@ -37,8 +38,7 @@ def test_profile_of_the_faq_function() -> None:
     assert json.loads(text)["workload"]["name"] == "centred_product"
     assert d["jit_compile"]["total_compile_s"] == pytest.approx(c.total_compile_s)
     assert d["eager_first_call"]["compile_count"] == p.eager_compile.compile_count
-    assert d["derived"]["achieved_flops_per_s"] == pytest.approx(
-        c.flops / p.get(Mode.JIT).median_s)
+    assert d["derived"]["achieved_flops_per_s"] == pytest.approx(c.flops / p.get(Mode.JIT).median_s)
     assert set(d["modes"]) == {"numpy", "eager", "jit"}
     assert d["jaxpr"] == p.jaxpr_text
 
@@ -67,10 +67,25 @@ def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: i
     proc = cli("profile", "selu")
     elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
-    for section in ("profile selu", "trace", "lower", "compile", "jaxpr equations",
-                    "HLO fingerprint", "flops", "bytes accessed", "GFLOP/s", "break-even",
-                    "eager first call", "compiles (one per primitive)", "steady state",
-                    "numpy", "eager", "jit", "diagnostics"):
+    for section in (
+        "profile selu",
+        "trace",
+        "lower",
+        "compile",
+        "jaxpr equations",
+        "HLO fingerprint",
+        "flops",
+        "bytes accessed",
+        "GFLOP/s",
+        "break-even",
+        "eager first call",
+        "compiles (one per primitive)",
+        "steady state",
+        "numpy",
+        "eager",
+        "jit",
+        "diagnostics",
+    ):
         assert section in proc.stdout, (section, proc.stdout)
     print(f"jitbench profile selu took {elapsed:.1f} s")
     # "A few seconds" on an idle laptop; generous here for a loaded 2-core CI box.
@@ -83,8 +98,15 @@ def test_cli_profile_ir_and_json(cli) -> None:  # type: ignore[no-untyped-def]
     assert "{ lambda" in proc.stdout and "log" in proc.stdout
     assert "HloModule jit_log2" in proc.stdout or "HloModule" in proc.stdout
 
-    proc = cli("profile", "unrolled_loop", "--suite", str(SUITES / "pitfalls.py"), "--json",
-               "--budget", "0.05")
+    proc = cli(
+        "profile",
+        "unrolled_loop",
+        "--suite",
+        str(SUITES / "pitfalls.py"),
+        "--json",
+        "--budget",
+        "0.05",
+    )
     assert proc.returncode == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["jit_compile"]["jaxpr_eqn_count"] >= 1000

@@ -6,7 +6,7 @@ import pytest
 
 from jitbench import SuiteError, discover
 
-GOOD = '''
+GOOD = """
 from jitbench import workload
 def vec(rng, *, dtype, n):
     return (rng.standard_normal(n).astype(dtype),)
@@ -16,7 +16,7 @@ def alpha(xp, x):
 @workload(inputs=vec, sizes={"S": {"n": 4}}, tags=("slow",))
 def beta(xp, x):
     return x * 2
-'''
+"""
 
 
 @pytest.fixture
@@ -45,8 +45,9 @@ def test_broken_file_is_reported_with_line_and_others_still_load(suite_dir):
 
 def test_collect_false_files_load_only_when_named(suite_dir):
     extra = suite_dir / "extra.py"
-    extra.write_text(GOOD.replace("alpha", "gamma").replace("beta", "delta")
-                     + "\n__jitbench_collect__ = False\n")
+    extra.write_text(
+        GOOD.replace("alpha", "gamma").replace("beta", "delta") + "\n__jitbench_collect__ = False\n"
+    )
     assert "gamma" not in discover([suite_dir]).workloads
     assert set(discover([extra]).workloads) == {"gamma", "delta"}
 
@@ -70,8 +71,14 @@ def test_unknown_name_suggests_close_match(suite_dir):
 
 @pytest.mark.parametrize(
     ("expr", "expected"),
-    [("fast", ["alpha"]), ("not fast", ["beta"]), ("alpha or slow", ["alpha", "beta"]),
-     ("elementwise and not beta", ["alpha"]), ("(slow)", ["beta"]), ("lph", ["alpha"])],
+    [
+        ("fast", ["alpha"]),
+        ("not fast", ["beta"]),
+        ("alpha or slow", ["alpha", "beta"]),
+        ("elementwise and not beta", ["alpha"]),
+        ("(slow)", ["beta"]),
+        ("lph", ["alpha"]),
+    ],
 )
 def test_keyword_expressions(suite_dir, expr, expected):
     assert [w.name for w in discover([suite_dir]).select(keyword=expr)] == expected

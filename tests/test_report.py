@@ -23,8 +23,10 @@ def affine(xp, x):
     """An affine map, measured over a size sweep."""
     return 3 * x + 1
 '''
-EVIL = ('<a href="//x.invalid">a</a><b>b</b>'
-        '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">')
+EVIL = (
+    '<a href="//x.invalid">a</a><b>b</b>'
+    '<script>window.__pwned=1</script><img src=x onerror="window.__pwned=2">'
+)
 
 
 def real_run(folder: Path) -> Run:
@@ -48,13 +50,20 @@ def crafted_evil(run: Run) -> Run:
 
 def relabelled(run: Run, *, device: str, kind: str, host: str, run_id: str) -> Run:
     """`run` as if measured on another machine's device (for side-by-side reports)."""
-    ms = tuple(replace(m, case=replace(m.case, device=device, device_kind=kind,
-                                       platform=device.split(":")[0]))
-               for m in run.measurements)
-    env = {**run.environment, "host": host,
-           "devices": [{"id": 0, "platform": device.split(":")[0], "kind": kind, "label": device}]}
-    return replace(run, run_id=run_id, measurements=ms, environment=env,
-                   started_at="2030-01-01T00:00:00+00:00")
+    ms = tuple(
+        replace(
+            m, case=replace(m.case, device=device, device_kind=kind, platform=device.split(":")[0])
+        )
+        for m in run.measurements
+    )
+    env = {
+        **run.environment,
+        "host": host,
+        "devices": [{"id": 0, "platform": device.split(":")[0], "kind": kind, "label": device}],
+    }
+    return replace(
+        run, run_id=run_id, measurements=ms, environment=env, started_at="2030-01-01T00:00:00+00:00"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -123,7 +132,8 @@ def test_compile_figure_stacks_stages_and_shows_break_even(run: Run) -> None:
     assert by_name["trace (cold)"].y[i] == pytest.approx(jit.compile.trace_s * 1e3)
     assert by_name["lower (cold)"].base[i] == pytest.approx(jit.compile.trace_s * 1e3)
     assert by_name["compile (cold)"].base[i] == pytest.approx(
-        (jit.compile.trace_s + jit.compile.lower_s) * 1e3)
+        (jit.compile.trace_s + jit.compile.lower_s) * 1e3
+    )
     assert by_name["steady state per call"].y[i] == pytest.approx(jit.median_s * 1e3)
     assert "ms" in fig.layout.yaxis.title.text
     be = [a.text for a in fig.layout.annotations if a.text.startswith("break-even")]
@@ -145,8 +155,10 @@ def _pts(xs, ys):
 
 def test_crossovers_interpolate_on_log_log_axes() -> None:
     # NumPy time grows as x/10; jit is flat at 5 s: equal at x = 50.
-    series = {Mode.NUMPY: _pts([10, 100, 1000], [1.0, 10.0, 100.0]),
-              Mode.JIT: _pts([10, 100, 1000], [5.0, 5.0, 5.0])}
+    series = {
+        Mode.NUMPY: _pts([10, 100, 1000], [1.0, 10.0, 100.0]),
+        Mode.JIT: _pts([10, 100, 1000], [5.0, 5.0, 5.0]),
+    }
     (c,) = data.crossovers(series, Mode.JIT)
     assert c.overtakes and c.elements == pytest.approx(50.0)
     assert "overtakes NumPy at ≈ 50 elements" in c.text
@@ -181,8 +193,9 @@ def test_geomean_leaves_failures_out(run: Run) -> None:
 
 
 def test_plot_text_and_file_names_are_safe() -> None:
-    assert data.plot_text('<a href="javascript:x">s</a>') == \
-        '&lt;a href="javascript:x"&gt;s&lt;/a&gt;'
+    assert (
+        data.plot_text('<a href="javascript:x">s</a>') == '&lt;a href="javascript:x"&gt;s&lt;/a&gt;'
+    )
     clipped = data.plot_text("a" * 100 + "[n=1000]")
     assert len(clipped) == data.MAX_LABEL_CHARS and clipped.endswith("a[n=1000]")
     for bad in ("../../evil", "/abs/path", "..", "a b\\c"):
@@ -240,8 +253,9 @@ def test_run_id_cannot_escape_the_output_folder(run: Run, tmp_path: Path) -> Non
 
 def test_cli_report_renders_runs_and_rejects_bad_files(cli, run: Run, tmp_path: Path) -> None:
     a = save_run(run, tmp_path / "a.json")
-    b = save_run(relabelled(run, device="gpu:0", kind="H100", host="h", run_id="b"),
-                 tmp_path / "b.json")
+    b = save_run(
+        relabelled(run, device="gpu:0", kind="H100", host="h", run_id="b"), tmp_path / "b.json"
+    )
     res = cli("report", str(a), str(b), "--out", str(tmp_path / "html"))
     assert res.returncode == 0, res.stderr
     printed = re.search(r"report written to (\S+)", res.stdout)
@@ -288,12 +302,17 @@ def test_pages_for_partial_runs(run: Run, keep: str, tmp_path: Path) -> None:
     assert f"only-{keep}" in write_index(tmp_path).read_text()
 
 
-@pytest.mark.filterwarnings("ignore:divide by zero:RuntimeWarning",
-                            "ignore:invalid value:RuntimeWarning")  # stats.ratio_of_medians
+@pytest.mark.filterwarnings(
+    "ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning"
+)  # stats.ratio_of_medians
 def test_zero_times_from_a_crafted_file_do_not_break_the_chart(run: Run) -> None:
     key = _case(run, "double").key
-    ms = tuple(replace(m, samples_s=(0.0,) * len(m.samples_s))
-               if m.case.key == key and m.mode is Mode.JIT else m for m in run.measurements)
+    ms = tuple(
+        replace(m, samples_s=(0.0,) * len(m.samples_s))
+        if m.case.key == key and m.mode is Mode.JIT
+        else m
+        for m in run.measurements
+    )
     fig = figures.speedup_figure(replace(run, measurements=ms), "cpu:0")
     label = data.case_label(_case(run, "double"))
     jit = next(t for t in fig.data if t.name == "jit vs NumPy")

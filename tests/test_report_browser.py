@@ -24,8 +24,7 @@ from jitbench import load_run
 from jitbench.report import write_report, write_run_page
 from jitbench.results import Run
 
-ARTIFACTS = Path(os.environ.get("JITBENCH_TEST_ARTIFACTS")
-                 or Path(__file__).parent / "artifacts")
+ARTIFACTS = Path(os.environ.get("JITBENCH_TEST_ARTIFACTS") or Path(__file__).parent / "artifacts")
 
 
 def _chromium() -> str | None:
@@ -66,13 +65,16 @@ class Loaded:
 
     def charts(self) -> dict[str, dict[str, Any]]:
         """Every rendered plotly chart by element id: axis types, title, trace names."""
-        return {c["id"]: c for c in self.page.evaluate("""() =>
+        return {
+            c["id"]: c
+            for c in self.page.evaluate("""() =>
             Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => ({
               id: gd.id, x: gd.layout.xaxis.type, y: gd.layout.yaxis.type,
               yrange: gd._fullLayout.yaxis.range,
               title: gd.layout.title.text, traces: gd.data.map(t => t.name || ''),
               ticks: Array.from(gd.querySelectorAll('.xtick text')).map(t => t.textContent),
-            }))""")}
+            }))""")
+        }
 
 
 def open_page(browser: Any, path: Path, shot: str) -> Iterator[Loaded]:
@@ -80,8 +82,14 @@ def open_page(browser: Any, path: Path, shot: str) -> Iterator[Loaded]:
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     loaded = Loaded(page)
     page.on("pageerror", lambda e: loaded.errors.append(f"pageerror: {e}"))
-    page.on("console", lambda m: loaded.errors.append(f"console {m.type}: {m.text}")
-            if m.type in ("error", "warning") else None)
+    page.on(
+        "console",
+        lambda m: (
+            loaded.errors.append(f"console {m.type}: {m.text}")
+            if m.type in ("error", "warning")
+            else None
+        ),
+    )
 
     def route(r: Any) -> None:
         if r.request.url.startswith("file:"):
@@ -92,8 +100,10 @@ def open_page(browser: Any, path: Path, shot: str) -> Iterator[Loaded]:
 
     page.route("**/*", route)
     page.goto(path.resolve().as_uri())
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === "
-                           "document.querySelectorAll('script.jb-figure').length")
+    page.wait_for_function(
+        "document.querySelectorAll('.js-plotly-plot').length === "
+        "document.querySelectorAll('script.jb-figure').length"
+    )
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (ARTIFACTS / ".gitignore").write_text("*\n")
     page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
@@ -110,8 +120,11 @@ def test_run_page_in_chromium(browser: Any, run: Run, tmp_path: Path) -> None:
         charts = p.charts()
         assert charts["speedup-1"]["y"] == "log"
         assert "cpu:0" in charts["speedup-1"]["title"]
-        assert charts["compile-1"]["traces"][:3] == ["trace (cold)", "lower (cold)",
-                                                      "compile (cold)"]
+        assert charts["compile-1"]["traces"][:3] == [
+            "trace (cold)",
+            "lower (cold)",
+            "compile (cold)",
+        ]
         sweeps = [c for k, c in charts.items() if k.startswith("sweep-")]
         assert len(sweeps) == 1 and (sweeps[0]["x"], sweeps[0]["y"]) == ("log", "log")
         # every measurement in the table, failures marked as such
@@ -124,15 +137,25 @@ def test_run_page_in_chromium(browser: Any, run: Run, tmp_path: Path) -> None:
         # the table sorts numerically by median
         p.page.click("#measurements th:nth-child(7)")
         keys = p.page.eval_on_selector_all(
-            "#measurements tbody td:nth-child(7)", "tds => tds.map(td => td.dataset.sort)")
+            "#measurements tbody td:nth-child(7)", "tds => tds.map(td => td.dataset.sort)"
+        )
         nums = [float(k) for k in keys if k]
         assert nums == sorted(nums) and len(nums) >= 10
 
 
 def test_two_devices_in_one_run(browser: Any, cli, tiny_suite: Path, tmp_path: Path) -> None:
-    res = cli("run", "double", "--suite", str(tiny_suite), "--quick", "--devices", "cpu:0,cpu:1",
-              "--out", str(tmp_path),
-              env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"})
+    res = cli(
+        "run",
+        "double",
+        "--suite",
+        str(tiny_suite),
+        "--quick",
+        "--devices",
+        "cpu:0,cpu:1",
+        "--out",
+        str(tmp_path),
+        env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
+    )
     assert res.returncode == 0, res.stderr
     page = Path(re.search(r"report written to (\S+\.html)", res.stdout).group(1))
     assert {c.device for c in load_run(page.with_suffix(".json")).cases()} == {"cpu:0", "cpu:1"}

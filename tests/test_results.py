@@ -24,17 +24,34 @@ from jitbench.results import (
 def make_run(**overrides) -> Run:
     case = Case(workload="w", size="S", device="cpu:0", dtype="float32", params={"n": 4})
     ms = (
-        Measurement(case=case, mode=Mode.NUMPY, status=Status.OK,
-                    samples_s=(2e-3, 2.1e-3, 1.9e-3), calls_per_sample=5),
-        Measurement(case=case, mode=Mode.JIT, status=Status.OK,
-                    samples_s=(1e-3, 1.1e-3, 0.9e-3), calls_per_sample=10,
-                    compile=CompileInfo(first_call_s=0.05, compile_count=1, trace_s=0.01,
-                                        lower_s=0.01, compile_s=0.02),
-                    diagnostics=(Diagnostic(code="noisy", severity=Severity.INFO,
-                                            message="m", hint="h"),)),
+        Measurement(
+            case=case,
+            mode=Mode.NUMPY,
+            status=Status.OK,
+            samples_s=(2e-3, 2.1e-3, 1.9e-3),
+            calls_per_sample=5,
+        ),
+        Measurement(
+            case=case,
+            mode=Mode.JIT,
+            status=Status.OK,
+            samples_s=(1e-3, 1.1e-3, 0.9e-3),
+            calls_per_sample=10,
+            compile=CompileInfo(
+                first_call_s=0.05, compile_count=1, trace_s=0.01, lower_s=0.01, compile_s=0.02
+            ),
+            diagnostics=(Diagnostic(code="noisy", severity=Severity.INFO, message="m", hint="h"),),
+        ),
     )
-    fields = dict(run_id="r1", started_at="2026-01-01T00:00:00+00:00", finished_at=None,
-                  complete=True, environment={"host": "h"}, config={}, measurements=ms)
+    fields = dict(
+        run_id="r1",
+        started_at="2026-01-01T00:00:00+00:00",
+        finished_at=None,
+        complete=True,
+        environment={"host": "h"},
+        config={},
+        measurements=ms,
+    )
     fields.update(overrides)
     return Run(**fields)
 
@@ -70,10 +87,12 @@ def test_break_even_is_infinite_when_jit_is_slower():
         ('{"schema": "jitbench.run", "schema_version": "1.0", "run_id"', "not valid JSON"),
         ("hello", "not valid JSON"),
         ('{"name": "some-package", "version": "1.0"}', "not a jitbench run"),
-        ('[1, 2, 3]', "not a jitbench run"),
+        ("[1, 2, 3]", "not a jitbench run"),
         ('{"schema": "jitbench.run", "schema_version": "99.0"}', "newer than this jitbench"),
-        ('{"schema": "jitbench.run", "schema_version": "1.0", "run_id": "x"}',
-         "not a valid jitbench run"),
+        (
+            '{"schema": "jitbench.run", "schema_version": "1.0", "run_id": "x"}',
+            "not a valid jitbench run",
+        ),
     ],
 )
 def test_bad_files_are_refused_with_one_line_cause(tmp_path, content, message):
@@ -107,8 +126,9 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
 
 def test_pooled_measurement_keeps_its_runs_through_json(tmp_path):
     base = make_run().measurements[0]
-    pooled = Measurement(**{**base.__dict__, "samples_s": (1.0, 1.1, 2.0, 2.2, 2.4),
-                            "run_sample_counts": (2, 3)})
+    pooled = Measurement(
+        **{**base.__dict__, "samples_s": (1.0, 1.1, 2.0, 2.2, 2.4), "run_sample_counts": (2, 3)}
+    )
     assert pooled.run_medians_s == (1.05, 2.2)
     loaded = load_run(save_run(make_run(measurements=(pooled,)), tmp_path / "p.json"))
     assert loaded.measurements[0].run_sample_counts == (2, 3)

@@ -90,47 +90,56 @@ class Fault:
 
 IN_PROCESS_FAULTS = {
     "input-function-raises": Fault(
-        ("ok_double", "inputs_raise"), 0,
+        ("ok_double", "inputs_raise"),
+        0,
         {"ok_double[S]": OK, "inputs_raise[S]": all_modes("error")},
         "raised by the input function of 'inputs_raise'",
     ),
     "output-is-a-string": Fault(
-        ("ok_double", "returns_string"), 0,
+        ("ok_double", "returns_string"),
+        0,
         {"ok_double[S]": OK, "returns_string[S]": all_modes("error")},
         "returned a str ('not an array') where an array was expected",
     ),
     "output-is-none": Fault(
-        ("ok_double", "returns_none"), 0,
+        ("ok_double", "returns_none"),
+        0,
         {"ok_double[S]": OK, "returns_none[S]": all_modes("error")},
         "returned None, which holds no array",
     ),
     "numpy-side-raises": Fault(
-        ("ok_double", "numpy_raises"), 0,
+        ("ok_double", "numpy_raises"),
+        0,
         {"ok_double[S]": OK, "numpy_raises[S]": {"numpy": "error", "eager": "ok", "jit": "ok"}},
         "numpy side failed",
     ),
     "size-does-not-fit-numpy": Fault(
-        ("ok_double", "too_big", "-s", "S,XXL"), 0,
+        ("ok_double", "too_big", "-s", "S,XXL"),
+        0,
         {"ok_double[S]": OK, "too_big[S]": OK, "too_big[XXL]": all_modes("error")},
         "does not fit in memory",
     ),
     "size-does-not-fit-jax": Fault(
-        ("ok_double", "jax_oom"), 0,
+        ("ok_double", "jax_oom"),
+        0,
         {"ok_double[S]": OK, "jax_oom[S]": {"numpy": "ok", "eager": "error", "jit": "error"}},
         "RESOURCE_EXHAUSTED",
     ),
     "workload-calls-sys-exit": Fault(
-        ("ok_double", "calls_exit", "ok_double", "-s", "S,M"), 0,
+        ("ok_double", "calls_exit", "ok_double", "-s", "S,M"),
+        0,
         {"ok_double[S]": OK, "ok_double[M]": OK, "calls_exit[S]": all_modes("error")},
         "called sys.exit()",
     ),
     "hang-cut-by-timeout-in-process": Fault(
-        ("ok_double", "hangs", "--timeout", "6"), 0,
+        ("ok_double", "hangs", "--timeout", "6"),
+        0,
         {"ok_double[S]": OK, "hangs[S]": all_modes("timeout")},
         "case exceeded --timeout 6 s",
     ),
     "strict-with-a-failed-case": Fault(
-        ("ok_double", "returns_none", "--strict"), 1,
+        ("ok_double", "returns_none", "--strict"),
+        1,
         {"ok_double[S]": OK, "returns_none[S]": all_modes("error")},
     ),
     "unknown-workload": Fault(("ok_doubel",), 2, {}, "did you mean 'ok_double'"),
@@ -224,8 +233,9 @@ BROKEN_SUITE = "from jitbench import workload\n\ndef broken(:\n    pass\n"
     [(True, False, 0), (True, True, 1), (False, False, 2)],
     ids=["syntax-error-others-run", "syntax-error-strict", "syntax-error-nothing-left"],
 )
-def test_suite_with_syntax_error(tmp_path: Path, with_good: bool, strict: bool,
-                                 exit_code: int) -> None:
+def test_suite_with_syntax_error(
+    tmp_path: Path, with_good: bool, strict: bool, exit_code: int
+) -> None:
     bad = tmp_path / "bad_suite.py"
     bad.write_text(BROKEN_SUITE)
     args = ["run", "--suite", bad, "--quick", "--out", tmp_path / "out"]
@@ -280,7 +290,9 @@ def partial_copy(finished: Path, dest: Path, *, keep_sizes: tuple[str, ...] = ("
     """The finished run cut back to `keep_sizes` and marked incomplete (as a Ctrl-C leaves it)."""
     run = load_run(finished)
     partial = replace(
-        run, complete=False, finished_at=None,
+        run,
+        complete=False,
+        finished_at=None,
         measurements=tuple(m for m in run.measurements if m.case.size in keep_sizes),
     )
     return save_run(partial, dest)
@@ -335,8 +347,9 @@ def _write_bad_results(kind: str, finished: Path, path: Path) -> None:
         ("invalid-content", "is not a valid jitbench run"),
     ],
 )
-def test_resume_refuses_bad_files(kind: str, message: str, finished_run: Path,
-                                  tmp_path: Path) -> None:
+def test_resume_refuses_bad_files(
+    kind: str, message: str, finished_run: Path, tmp_path: Path
+) -> None:
     path = tmp_path / "run.json"
     _write_bad_results(kind, finished_run, path)
     before = path.read_bytes()
@@ -389,8 +402,11 @@ def test_interrupt_carries_the_partial_run() -> None:
             raise KeyboardInterrupt  # as a Ctrl-C arriving right after the first case
 
     with pytest.raises(RunInterrupted) as info:
-        run_workloads([registry.get("ok_double")], RunConfig.quick_settings(sizes=("S", "M")),
-                      on_event=on_event)
+        run_workloads(
+            [registry.get("ok_double")],
+            RunConfig.quick_settings(sizes=("S", "M")),
+            on_event=on_event,
+        )
     partial = info.value.partial
     assert isinstance(info.value, KeyboardInterrupt)
     assert not partial.complete and partial.finished_at is None
@@ -417,8 +433,9 @@ def test_real_sigint_during_compile_or_sampling_leaves_clean_state(workload: str
 
 
 def test_config_round_trips_through_the_run_file() -> None:
-    config = RunConfig.quick_settings(sizes=("S", "M"), modes=(Mode.JIT,), timeout_s=3.0,
-                                      isolate=True, x64=True, seed=7)
+    config = RunConfig.quick_settings(
+        sizes=("S", "M"), modes=(Mode.JIT,), timeout_s=3.0, isolate=True, x64=True, seed=7
+    )
     assert RunConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
     with pytest.raises(ConfigError):
         RunConfig.from_dict({"modes": ["warp"]})
@@ -474,7 +491,9 @@ ISOLATED_FAULTS = {
     "isolate-healthy-case": ("ok_double[S]", OK, ""),
     "isolate-child-aborts": ("aborts[S]", all_modes("error"), "child process died with SIGABRT"),
     "isolate-hang-killed-by-timeout": (
-        "hangs[S]", all_modes("timeout"), "case exceeded --timeout 4 s; child process killed"
+        "hangs[S]",
+        all_modes("timeout"),
+        "case exceeded --timeout 4 s; child process killed",
     ),
 }
 
@@ -483,8 +502,9 @@ ISOLATED_FAULTS = {
 def isolated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Run]:
     out = tmp_path_factory.mktemp("isolated")
     started = time.monotonic()
-    result = invoke("run", *QUICK, "--out", out, "--isolate", "--timeout", "4",
-                    "ok_double", "aborts", "hangs")
+    result = invoke(
+        "run", *QUICK, "--out", out, "--isolate", "--timeout", "4", "ok_double", "aborts", "hangs"
+    )
     elapsed = time.monotonic() - started
     assert elapsed < 120, f"isolated run took {elapsed:.0f} s"
     return result, load_run(run_files(out)[0])
@@ -535,7 +555,11 @@ def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "jitbench", "run", *QUICK, "--out", str(out), *args],
-            cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -579,8 +603,9 @@ def _processes_tagged(tag: str) -> list[int]:
     ],
     ids=["sigint-then-resume", "sigterm-isolated"],
 )
-def test_real_signal_saves_a_resumable_run(sig: signal.Signals, exit_code: int, word: str,
-                                           extra: tuple[str, ...], tmp_path: Path) -> None:
+def test_real_signal_saves_a_resumable_run(
+    sig: signal.Signals, exit_code: int, word: str, extra: tuple[str, ...], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
     tag = f"{os.getpid()}-{tmp_path.name}"
     proc = _start_run(out, *SIGNAL_RUN, *extra, tag=tag)
@@ -622,8 +647,16 @@ def test_a_signal_whose_raise_is_swallowed_still_stops_the_run(tmp_path: Path) -
     from tests.conftest import run_cli
 
     out = tmp_path / "out"
-    result = run_cli("run", "--quick", "--suite", str(FAULT_SUITE), "--out", str(out),
-                     "sigterm_swallowed", "ok_double")
+    result = run_cli(
+        "run",
+        "--quick",
+        "--suite",
+        str(FAULT_SUITE),
+        "--out",
+        str(out),
+        "sigterm_swallowed",
+        "ok_double",
+    )
     assert result.returncode == 143, result.stderr
     assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
     [path] = run_files(out)

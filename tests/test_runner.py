@@ -133,8 +133,9 @@ def test_checkpoint_receives_partial_runs():
     def two(xp, x):
         return x - 1
 
-    final = run_workloads([two], RunConfig.quick_settings(sizes=("S", "M")),
-                          checkpoint=partial_runs.append)
+    final = run_workloads(
+        [two], RunConfig.quick_settings(sizes=("S", "M")), checkpoint=partial_runs.append
+    )
     assert [len(r.measurements) for r in partial_runs] == [3, 6]
     assert not any(r.complete for r in partial_runs) and final.complete
 
@@ -179,8 +180,9 @@ def test_rounds_spread_each_cases_samples_over_the_run():
     config = RunConfig.quick_settings(
         sizes=("S", "M"), plan=replace(config.plan, rounds=3, max_samples=6, min_samples=100)
     )
-    run = run_workloads([spread_a, spread_b], config, on_event=events.append,
-                        checkpoint=partial_runs.append)
+    run = run_workloads(
+        [spread_a, spread_b], config, on_event=events.append, checkpoint=partial_runs.append
+    )
     rounds = [e for e in events if isinstance(e, RoundStarted)]
     assert [(e.index, e.total, e.cases) for e in rounds] == [(2, 3, 3), (3, 3, 3)]
     # One checkpoint per case in round 1, one per later round, one after the two extra

@@ -102,8 +102,10 @@ def test_typical_run_variance_estimates_the_variance_not_its_median():
 def test_moderated_t_test_holds_its_level_and_covers_the_ratio():
     rng = np.random.default_rng(1)
     sigma, trials = 0.05, 2000
-    null = [stats.moderated_t_test(_normal_runs(rng, 4, 4, sigma), sigma**2, 10.0)
-            for _ in range(trials)]
+    null = [
+        stats.moderated_t_test(_normal_runs(rng, 4, 4, sigma), sigma**2, 10.0)
+        for _ in range(trials)
+    ]
     false_alarms = sum(t.p_value < 0.05 for t in null) / trials
     # At most the level (a little under it: an exact prior steadies the variance more than
     # the t distribution assumes), never above it.
@@ -111,8 +113,10 @@ def test_moderated_t_test_holds_its_level_and_covers_the_ratio():
     assert 0.93 < sum(t.low <= 1.0 <= t.high for t in null) / trials < 0.97
     # A 30 % slowdown at 5 % run-to-run noise, four runs per side: always significant, and
     # nearly always below 0.01 / 60 (what Benjamini–Hochberg asks of a lone change in 60).
-    slow = [stats.moderated_t_test(_normal_runs(rng, 4, 4, sigma, math.log(1.3)), sigma**2, 10.0)
-            for _ in range(500)]
+    slow = [
+        stats.moderated_t_test(_normal_runs(rng, 4, 4, sigma, math.log(1.3)), sigma**2, 10.0)
+        for _ in range(500)
+    ]
     assert all(t.p_value < 1e-3 for t in slow)
     assert sum(t.p_value < 0.01 / 60 for t in slow) / len(slow) > 0.97
 

@@ -78,12 +78,15 @@ def test_rounds_alternate_between_modes():
         def f():
             order.append(name)
             clock.advance(dt)
+
         return f
 
     plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.0, budget_s=100)
     sample_interleaved(
         {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)},
-        {"numpy": 1, "jit": 1}, plan=plan, clock=clock,
+        {"numpy": 1, "jit": 1},
+        plan=plan,
+        clock=clock,
     )
     assert order == ["numpy", "jit"] * 3
 
@@ -91,8 +94,9 @@ def test_rounds_alternate_between_modes():
 def test_noisy_series_stops_at_budget_with_floor_samples():
     clock = FakeClock()
     noise = itertools.cycle([1.0, 3.0, 2.0, 5.0, 1.5])  # far from ±1 %
-    plan = SamplingPlan(min_samples=5, max_samples=1000, precision=0.01, budget_s=20,
-                        floor_samples=3)
+    plan = SamplingPlan(
+        min_samples=5, max_samples=1000, precision=0.01, budget_s=20, floor_samples=3
+    )
     series = sample_interleaved(
         {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
     )
@@ -158,8 +162,9 @@ def test_region_is_entered_around_each_sample_outside_the_timed_loop():
             clock.advance(100.0)
 
     plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.5, budget_s=1e9)
-    series = sample_interleaved({"a": work(clock, 1e-3)}, {"a": 2}, plan=plan, clock=clock,
-                                region=Region)
+    series = sample_interleaved(
+        {"a": work(clock, 1e-3)}, {"a": 2}, plan=plan, clock=clock, region=Region
+    )
     assert entered == ["a"] * 3
     assert series["a"].samples_s == [pytest.approx(1e-3)] * 3
 
@@ -198,8 +203,7 @@ def test_a_call_with_run_batch_times_its_own_inlined_loop():
 
 
 def test_a_round_gets_its_share_of_budget_floor_and_cap():
-    plan = SamplingPlan(budget_s=1.0, floor_samples=3, max_samples=500, min_samples=10,
-                        rounds=4)
+    plan = SamplingPlan(budget_s=1.0, floor_samples=3, max_samples=500, min_samples=10, rounds=4)
     r = plan.for_round()
     assert (r.budget_s, r.floor_samples, r.max_samples) == (0.25, 1, 125)
     assert (r.min_samples, r.precision) == (plan.min_samples, plan.precision)
@@ -222,16 +226,23 @@ def test_max_samples_and_floor_count_only_this_rounds_samples():
     noise = itertools.cycle([1.0, 3.0])
     plan = SamplingPlan(min_samples=2, max_samples=3, precision=0.001, budget_s=1e9)
     series = sample_interleaved(
-        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock,
+        {"a": lambda: clock.advance(next(noise))},
+        {"a": 1},
+        plan=plan,
+        clock=clock,
         prior={"a": [1.0, 9.0] * 25},  # wide: never converges
     )
     assert series["a"].stop_reason == "max_samples"
     assert len(series["a"].samples_s) == 53
     # Budget already spent: the floor still gives this round its samples.
-    plan = SamplingPlan(min_samples=2, max_samples=100, precision=0.001, budget_s=0.0,
-                        floor_samples=2)
+    plan = SamplingPlan(
+        min_samples=2, max_samples=100, precision=0.001, budget_s=0.0, floor_samples=2
+    )
     series = sample_interleaved(
-        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock,
+        {"a": lambda: clock.advance(next(noise))},
+        {"a": 1},
+        plan=plan,
+        clock=clock,
         prior={"a": [1.0, 9.0] * 25},
     )
     assert (series["a"].stop_reason, len(series["a"].samples_s)) == ("budget", 52)

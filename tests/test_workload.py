@@ -41,6 +41,7 @@ def test_separate_implementations_take_arrays_only():
 
 def test_static_name_must_be_a_parameter():
     with pytest.raises(WorkloadError, match=r"'step'.*not a parameter"):
+
         @workload(inputs=vec, sizes={"S": {"n": 2}}, static_argnames=("step",))
         def f(xp, x, steps=1):
             return x
@@ -69,18 +70,28 @@ def test_make_inputs_is_seeded_and_splits_statics():
 
 
 def test_make_inputs_accepts_a_single_array_and_rejects_junk():
-    one = workload(lambda xp, x: x, inputs=lambda rng, *, dtype, n: np.zeros(n, dtype),
-                   sizes={"S": {"n": 3}}, name="one")
+    one = workload(
+        lambda xp, x: x,
+        inputs=lambda rng, *, dtype, n: np.zeros(n, dtype),
+        sizes={"S": {"n": 3}},
+        name="one",
+    )
     assert len(one.make_inputs({"n": 3}, dtype="float32").args) == 1
-    junk = workload(lambda xp, x: x, inputs=lambda rng, *, dtype: "nope",
-                    sizes={"S": {}}, name="junk")
+    junk = workload(
+        lambda xp, x: x, inputs=lambda rng, *, dtype: "nope", sizes={"S": {}}, name="junk"
+    )
     with pytest.raises(WorkloadError, match="returned str"):
         junk.make_inputs({}, dtype="float32")
 
 
 def test_size_params_knows_presets_and_sweep_labels():
-    wl = workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 1}},
-                  sweep=[{"n": 10}, {"n": 100}], name="swept")
+    wl = workload(
+        lambda xp, x: x,
+        inputs=vec,
+        sizes={"S": {"n": 1}},
+        sweep=[{"n": 10}, {"n": 100}],
+        name="swept",
+    )
     assert wl.sweep_labels == ["n=10", "n=100"]
     assert wl.size_params("n=100") == {"n": 100}
     with pytest.raises(WorkloadError, match="no size 'XL'"):

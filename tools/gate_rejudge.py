@@ -78,8 +78,7 @@ def main() -> int:
         for label, side in variants.items():
             aa, slow = compare(side["a"], side["b"]), compare(side["a"], side["slow"])
             caught = any(  # a run-time regression row of the slowed workload
-                e.workload == args.inject and e.verdict is Verdict.REGRESSION
-                for e in slow.entries
+                e.workload == args.inject and e.verdict is Verdict.REGRESSION for e in slow.entries
             )
             others = [w for w in slow.regressed_workloads if w != args.inject]
             t = totals.setdefault(label, [0, 0, 0, 0])

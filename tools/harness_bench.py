@@ -52,9 +52,25 @@ print(json.dumps({"median_s": statistics.median(per_call), "number": n}))
 def jitbench_median(names: list[str], size: str, extra: list[str]) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as out:
         subprocess.run(
-            [sys.executable, "-m", "jitbench", "run", *names, "-s", size, "-m", "jit",
-             "--out", out, *extra],
-            cwd=REPO, env=ENV, check=True, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "jitbench",
+                "run",
+                *names,
+                "-s",
+                size,
+                "-m",
+                "jit",
+                "--out",
+                out,
+                *extra,
+            ],
+            cwd=REPO,
+            env=ENV,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         [path] = Path(out, "runs").glob("*.json")
         data = json.loads(path.read_text())
@@ -64,7 +80,10 @@ def jitbench_median(names: list[str], size: str, extra: list[str]) -> dict[str, 
 def timeit_median(which: str) -> float:
     out = subprocess.run(
         [sys.executable, "-c", TIMEIT_SNIPPET, which],
-        env=ENV, check=True, capture_output=True, text=True,
+        env=ENV,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return json.loads(out.splitlines()[-1])["median_s"]
 
@@ -109,29 +128,42 @@ def main() -> None:
     print("1. harness overhead, trivial jitted x + 1 on 8 float32 (same process)")
     rows = overhead_ratio(args.rounds)
     for ours, bare, ratio in rows:
-        print(f"   jitbench {ours * 1e6:8.3f} µs   bare timeit {bare * 1e6:8.3f} µs   "
-              f"ratio {ratio:.3f}")
+        print(
+            f"   jitbench {ours * 1e6:8.3f} µs   bare timeit {bare * 1e6:8.3f} µs   "
+            f"ratio {ratio:.3f}"
+        )
     print(f"   median ratio: {statistics.median(r for *_, r in rows):.3f}  (target <= 1.05)")
 
-    print(f"2. jitbench jit median vs timeit in a separate process ({args.rounds} alternating "
-          "rounds; this VM's medians drift 10-25 % between processes, so one pair says little)")
+    print(
+        f"2. jitbench jit median vs timeit in a separate process ({args.rounds} alternating "
+        "rounds; this VM's medians drift 10-25 % between processes, so one pair says little)"
+    )
     for name, which in (("selu", "selu"), ("centred_product", "faq")):
         ratios = []
         for _ in range(args.rounds):
             ours = jitbench_median([name], "M", [])[name]
             theirs = timeit_median(which)
             ratios.append(ours / theirs)
-            print(f"   {name:16s} jitbench {ours * 1e3:8.3f} ms   timeit {theirs * 1e3:8.3f} ms   "
-                  f"diff {100 * (ours / theirs - 1):+5.1f} %")
-        print(f"   {name:16s} median diff {100 * (statistics.median(ratios) - 1):+5.1f} %  "
-              "(target within ±5 %)")
+            print(
+                f"   {name:16s} jitbench {ours * 1e3:8.3f} ms   timeit {theirs * 1e3:8.3f} ms   "
+                f"diff {100 * (ours / theirs - 1):+5.1f} %"
+            )
+        print(
+            f"   {name:16s} median diff {100 * (statistics.median(ratios) - 1):+5.1f} %  "
+            "(target within ±5 %)"
+        )
 
     if not args.skip_wall:
         print("3. wall time of `jitbench run -s S,M` over the default suite")
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "jitbench", "run", "-s", "S,M", "--out", out],
-                           cwd=REPO, env=ENV, check=True, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "jitbench", "run", "-s", "S,M", "--out", out],
+                cwd=REPO,
+                env=ENV,
+                check=True,
+                capture_output=True,
+            )
             wall = time.perf_counter() - t0
         print(f"   {wall:.1f} s  (target < 60 s on 2 cores)")
 

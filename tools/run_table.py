@@ -29,11 +29,16 @@ def main() -> None:
         speed = [run.speedup(case.key, mode) for mode in (Mode.EAGER, Mode.JIT)]
         jit = run.get(case.key, Mode.JIT)
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
-        params = ", ".join(f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}"
-                           for k, v in case.params.items())
-        print(f"| `{case.workload}` | {params} | " + " | ".join(cells) + " | "
-              + " | ".join(fmt.ratio_ci(r.value, r.low, r.high) if r else "—" for r in speed)
-              + f" | {fmt.seconds(compile_s)} | {fmt.count(run.break_even_calls(case.key))} |")
+        params = ", ".join(
+            f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in case.params.items()
+        )
+        print(
+            f"| `{case.workload}` | {params} | "
+            + " | ".join(cells)
+            + " | "
+            + " | ".join(fmt.ratio_ci(r.value, r.low, r.high) if r else "—" for r in speed)
+            + f" | {fmt.seconds(compile_s)} | {fmt.count(run.break_even_calls(case.key))} |"
+        )
 
 
 if __name__ == "__main__":

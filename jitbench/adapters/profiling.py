@@ -120,8 +120,11 @@ def _ir_texts(
         host = wl.make_inputs(params, dtype=dtype, seed=seed)
         staged = modes.stage(host, device)
         aot = jcompile.cold_aot_breakdown(
-            wl.jax_fn, static_argnames=wl.static_argnames, args=staged.args,
-            kwargs={**staged.kwargs, **staged.static}, keep_text=True,
+            wl.jax_fn,
+            static_argnames=wl.static_argnames,
+            args=staged.args,
+            kwargs={**staged.kwargs, **staged.static},
+            keep_text=True,
         )
     except Exception as exc:
         return None, None, protocol.error_info(exc)
@@ -164,8 +167,12 @@ def profile_workload(
         if keep_text:
             jaxpr_text, hlo_text, text_error = _ir_texts(wl, params, dev, dtype=dtype, seed=seed)
     run = Run(
-        run_id=runner.new_run_id(), started_at=started, finished_at=runner.utc_now(),
-        complete=True, environment=env, config=config.to_dict(),
+        run_id=runner.new_run_id(),
+        started_at=started,
+        finished_at=runner.utc_now(),
+        complete=True,
+        environment=env,
+        config=config.to_dict(),
         measurements=tuple(measurements),
     )
     return Profile(
@@ -197,27 +204,39 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "ci_high_s": s.ci_high if s else None,
             "samples": len(m.samples_s),
             "calls_per_sample": m.calls_per_sample,
-            "speedup_vs_numpy": None if r is None else {"value": r.value, "low": r.low,
-                                                        "high": r.high},
+            "speedup_vs_numpy": None
+            if r is None
+            else {"value": r.value, "low": r.low, "high": r.high},
             "error": None if m.error is None else dict(m.error.__dict__),
         }
     wl = profile.workload
     return {
         "workload": {
-            "name": wl.name, "description": wl.description, "source": wl.source,
-            "tags": list(wl.tags), "static_argnames": list(wl.static_argnames),
+            "name": wl.name,
+            "description": wl.description,
+            "source": wl.source,
+            "tags": list(wl.tags),
+            "static_argnames": list(wl.static_argnames),
         },
         "case": {
-            "size": profile.case.size, "params": dict(profile.case.params),
-            "device": profile.case.device, "device_kind": profile.case.device_kind,
-            "dtype": profile.case.dtype, "input_bytes": profile.case.input_bytes,
+            "size": profile.case.size,
+            "params": dict(profile.case.params),
+            "device": profile.case.device,
+            "device_kind": profile.case.device_kind,
+            "dtype": profile.case.dtype,
+            "input_bytes": profile.case.input_bytes,
         },
-        "jit_compile": None if jc is None else {
+        "jit_compile": None
+        if jc is None
+        else {
             **{k: (dict(v) if isinstance(v, dict) else v) for k, v in jc.__dict__.items()},
             "total_compile_s": jc.total_compile_s,
         },
-        "eager_first_call": None if ec is None else {
-            "first_call_s": ec.first_call_s, "compile_count": ec.compile_count,
+        "eager_first_call": None
+        if ec is None
+        else {
+            "first_call_s": ec.first_call_s,
+            "compile_count": ec.compile_count,
         },
         "derived": {
             "achieved_flops_per_s": jit.achieved_flops_per_s if jit and jit.ok else None,
@@ -227,8 +246,13 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
         },
         "modes": modes_d,
         "diagnostics": [
-            {"mode": mode.value, "code": d.code, "severity": d.severity.value,
-             "message": d.message, "hint": d.hint}
+            {
+                "mode": mode.value,
+                "code": d.code,
+                "severity": d.severity.value,
+                "message": d.message,
+                "hint": d.hint,
+            }
             for mode, d in profile.diagnostics
         ],
         "jaxpr": profile.jaxpr_text,

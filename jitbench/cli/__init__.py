@@ -19,9 +19,7 @@ app = typer.Typer(
 
 @app.callback()
 def _root(
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks for errors.")
-    ] = False,
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
 ) -> None:
     common.set_debug(debug)
 

@@ -165,8 +165,11 @@ def compare_cmd(
     A case that was ok and now errors or mismatches is a regression too.
     """
     Thresholds(  # bad options fail (exit 2) before any file is read
-        threshold=threshold, alpha=alpha, compile_threshold=compile_threshold,
-        compile_floor_s=compile_floor, p_adjust=p_adjust,
+        threshold=threshold,
+        alpha=alpha,
+        compile_threshold=compile_threshold,
+        compile_floor_s=compile_floor,
+        p_adjust=p_adjust,
     )
     base_run = load_side(base, disturbed_factor=disturbed_factor)
     new_run = load_side(new, disturbed_factor=disturbed_factor)

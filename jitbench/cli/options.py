@@ -19,6 +19,4 @@ KeywordOpt = Annotated[
     str | None,
     typer.Option("-k", help="Select by name substring or tag: 'elementwise and not selu'."),
 ]
-OutOpt = Annotated[
-    Path, typer.Option("--out", help="Output folder for run JSON and HTML.")
-]
+OutOpt = Annotated[Path, typer.Option("--out", help="Output folder for run JSON and HTML.")]

@@ -25,8 +25,9 @@ _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Sever
 
 
 def _kv_table(title: str) -> Table:
-    table = Table(title=title, title_justify="left", show_header=False, box=None,
-                  padding=(0, 2), min_width=60)
+    table = Table(
+        title=title, title_justify="left", show_header=False, box=None, padding=(0, 2), min_width=60
+    )
     table.add_column("what", style="bold", no_wrap=True)
     table.add_column("value")
     return table
@@ -47,8 +48,10 @@ def _compile_section(p: Profile) -> RenderableType:
     jit = p.get(Mode.JIT)
     c = p.jit_compile
     if jit is not None and jit.error is not None:
-        table.add_row("error", Text(f"{jit.error.type}: {jit.error.message.splitlines()[0]}",
-                                    style="bold red"))
+        table.add_row(
+            "error",
+            Text(f"{jit.error.type}: {jit.error.message.splitlines()[0]}", style="bold red"),
+        )
         if jit.error.hint:
             table.add_row("hint", jit.error.hint)
     if c is None:
@@ -87,8 +90,10 @@ def _analysis_section(p: Profile) -> RenderableType:
     if c.has_loops:
         achieved = "— (the program loops; XLA's counts are per iteration)"
     else:
-        achieved = (f"{_rate(jit.achieved_flops_per_s if jit and ok else None, 'FLOP')}, "
-                    f"{_rate(jit.achieved_bytes_per_s if jit and ok else None, 'B')}")
+        achieved = (
+            f"{_rate(jit.achieved_flops_per_s if jit and ok else None, 'FLOP')}, "
+            f"{_rate(jit.achieved_bytes_per_s if jit and ok else None, 'B')}"
+        )
     table.add_row("achieved (steady state)", achieved)
     table.add_row("break-even vs NumPy", f"{fmt.count(p.break_even_calls)} calls")
     return table
@@ -111,7 +116,8 @@ def _modes_section(p: Profile) -> RenderableType:
         r = p.speedup(m.mode) if m.mode is not Mode.NUMPY else None
         style = "green" if m.status is Status.OK else "bold red"
         table.add_row(
-            m.mode.value, Text(m.status.value, style=style),
+            m.mode.value,
+            Text(m.status.value, style=style),
             fmt.seconds(s.median if s else None),
             f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
             f"{len(m.samples_s)} × {m.calls_per_sample}" if m.samples_s else "—",
@@ -139,13 +145,18 @@ def profile_renderable(p: Profile) -> RenderableType:
     case = p.case
     head = Text()
     head.append(f"profile {case.workload}", style="bold")
-    head.append(f"  size {case.size} ({', '.join(f'{k}={v}' for k, v in case.params.items())})"
-                f"  {case.device} ({case.device_kind})  {case.dtype}")
+    head.append(
+        f"  size {case.size} ({', '.join(f'{k}={v}' for k, v in case.params.items())})"
+        f"  {case.device} ({case.device_kind})  {case.dtype}"
+    )
     parts: list[RenderableType] = [head]
     if p.workload.description:
         parts.append(Text(p.workload.description, style="dim"))
     parts += [
-        _compile_section(p), _analysis_section(p), _eager_section(p), _modes_section(p),
+        _compile_section(p),
+        _analysis_section(p),
+        _eager_section(p),
+        _modes_section(p),
         _diagnostics_section(p),
     ]
     return Group(*parts)
@@ -188,8 +199,10 @@ def profile_cmd(
         return
     out.print(profile_renderable(p))
     if p.text_error is not None and (show_jaxpr or show_hlo):
-        err.print(f"[red]no IR:[/] {escape(p.text_error.type)}: "
-                  f"{escape(p.text_error.message.splitlines()[0])}")
+        err.print(
+            f"[red]no IR:[/] {escape(p.text_error.type)}: "
+            f"{escape(p.text_error.message.splitlines()[0])}"
+        )
     if show_jaxpr and p.jaxpr_text:
         out.rule("jaxpr")
         out.print(p.jaxpr_text, markup=False, highlight=False)

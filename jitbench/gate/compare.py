@@ -271,9 +271,7 @@ class Comparison:
                 "compile_gates": self.thresholds.compile_gates,
                 "p_adjust": self.thresholds.p_adjust,
             },
-            "pooling": [
-                {"text": n.text, "left_out": n.left_out} for n in self.pooling
-            ],
+            "pooling": [{"text": n.text, "left_out": n.left_out} for n in self.pooling],
             "has_regression": self.has_regression,
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
@@ -420,7 +418,12 @@ def compare_timing(
     r = stats.ratio_of_medians(list(new_samples), list(base_samples))
     p = stats.mann_whitney_p(list(base_samples), list(new_samples))
     return _judge(
-        r.value, r.low, r.high, p, thresholds, SignificanceTest.SAMPLES,
+        r.value,
+        r.low,
+        r.high,
+        p,
+        thresholds,
+        SignificanceTest.SAMPLES,
         sample_counts=(len(base_samples), len(new_samples)),
     )
 
@@ -446,7 +449,12 @@ def compare_runs(
     test = stats.moderated_t_test(spread, prior_variance, RUN_PRIOR_DF)
     p = max(test.p_value, stats.mann_whitney_p(list(base.samples_s), list(new.samples_s)))
     return _judge(
-        test.ratio, test.low, test.high, p, thresholds, SignificanceTest.RUNS,
+        test.ratio,
+        test.low,
+        test.high,
+        p,
+        thresholds,
+        SignificanceTest.RUNS,
         sample_counts=(len(base.samples_s), len(new.samples_s)),
     )
 
@@ -579,8 +587,7 @@ def adjust_for_multiplicity(
     cases the suite has.
     """
     tested = [
-        i for i, e in enumerate(entries)
-        if e.p_value is not None and e.verdict in _TESTED_VERDICTS
+        i for i, e in enumerate(entries) if e.p_value is not None and e.verdict in _TESTED_VERDICTS
     ]
     if not tested:
         return entries
@@ -700,8 +707,7 @@ def run_levels(runs: Sequence[Run]) -> list[float] | None:
         return None
     reference = {k: statistics.median(d[k] for d in medians) for k in shared}
     return [
-        math.exp(statistics.fmean(math.log(d[k] / reference[k]) for k in shared))
-        for d in medians
+        math.exp(statistics.fmean(math.log(d[k] / reference[k]) for k in shared)) for d in medians
     ]
 
 
@@ -736,9 +742,7 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
         return runs[0]
     levels = run_levels(runs) if disturbed_factor > 0 else None
     fastest = min(levels) if levels else 1.0
-    disturbed = {
-        i for i, level in enumerate(levels or ()) if level > fastest * disturbed_factor
-    }
+    disturbed = {i for i, level in enumerate(levels or ()) if level > fastest * disturbed_factor}
     groups: dict[tuple[CaseKey, Mode], list[tuple[int, Measurement]]] = {}
     for i, run in enumerate(runs):
         for m in run.measurements:
@@ -803,11 +807,13 @@ def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
         return ()
     notes = [PoolingNote(f"{side}: {len(pooled.get('runs', ()))} runs pooled")]
     for x in pooled.get("excluded", ()):
-        notes.append(PoolingNote(
-            f"{side}: run {x['run_id']} left out: {x['level']:.2f}× slower across the suite "
-            "than its fastest sibling run of the same code (the machine was disturbed)",
-            left_out=True,
-        ))
+        notes.append(
+            PoolingNote(
+                f"{side}: run {x['run_id']} left out: {x['level']:.2f}× slower across the suite "
+                "than its fastest sibling run of the same code (the machine was disturbed)",
+                left_out=True,
+            )
+        )
     return tuple(notes)
 
 
@@ -882,12 +888,16 @@ def compare(
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))
-    prior = stats.typical_run_variance([
-        spread
-        for k, m in new_by_key.items()
-        if (b := base_by_key.get(k)) is not None and b.ok and m.ok
-        and (spread := run_spread_of(b, m)) is not None
-    ])
+    prior = stats.typical_run_variance(
+        [
+            spread
+            for k, m in new_by_key.items()
+            if (b := base_by_key.get(k)) is not None
+            and b.ok
+            and m.ok
+            and (spread := run_spread_of(b, m)) is not None
+        ]
+    )
     entries = [
         compare_measurements(
             base_by_key.get(k), new_by_key[k], thresholds, run_prior_variance=prior
@@ -909,7 +919,8 @@ def compare(
         environment_differences=environment_differences(base, new),
         base_commit=_commit(base),
         new_commit=_commit(new),
-        pooling=pooling_notes(base, "base") + pooling_notes(new, "new")
+        pooling=pooling_notes(base, "base")
+        + pooling_notes(new, "new")
         + _run_test_notes(result, prior),
     )
 
@@ -946,9 +957,7 @@ __all__ = [
 ]
 
 
-def load_side(
-    path: str | os.PathLike[str], *, disturbed_factor: float = DISTURBED_FACTOR
-) -> Run:
+def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURBED_FACTOR) -> Run:
     """One run file, or a folder of run files (rounds of one side) pooled into one run
     (`merge_runs`, which leaves out runs the machine disturbed as a whole).
 

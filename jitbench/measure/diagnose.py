@@ -32,10 +32,18 @@ JIT_SLOWER = "jit-slower-than-numpy"
 EAGER_DISPATCH = "eager-dispatch-bound"
 NOISY = "noisy"
 
-PITFALL_CODES = frozenset({
-    TRACED_CONTROL_FLOW, IMPLICIT_TRANSFER, RECOMPILED, LARGE_JAXPR, SLOW_COMPILE,
-    OUTPUT_MISMATCH, NONFINITE, NUMPY_FLOAT64,
-})
+PITFALL_CODES = frozenset(
+    {
+        TRACED_CONTROL_FLOW,
+        IMPLICIT_TRANSFER,
+        RECOMPILED,
+        LARGE_JAXPR,
+        SLOW_COMPILE,
+        OUTPUT_MISMATCH,
+        NONFINITE,
+        NUMPY_FLOAT64,
+    }
+)
 CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY}
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).

@@ -54,8 +54,12 @@ class PlannedCase:
 def planned_case_record(pc: PlannedCase) -> Case:
     """The Case a planned case is recorded as (before its inputs are known)."""
     return Case(
-        workload=pc.workload.name, size=pc.size, device=device_label(pc.device),
-        dtype=pc.dtype, params=pc.params, platform=pc.device.platform,
+        workload=pc.workload.name,
+        size=pc.size,
+        device=device_label(pc.device),
+        dtype=pc.dtype,
+        params=pc.params,
+        platform=pc.device.platform,
         device_kind=pc.device.device_kind,
     )
 
@@ -116,7 +120,9 @@ class PreparedMode:
 def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
     """Time the AOT stages cold, then a separate cold first call of `jax.jit(f)`."""
     aot = jcompile.cold_aot_breakdown(
-        wl.jax_fn, static_argnames=wl.static_argnames, args=staged.args,
+        wl.jax_fn,
+        static_argnames=wl.static_argnames,
+        args=staged.args,
         kwargs={**staged.kwargs, **staged.static},
     )
     jitted = modes.jit_function(wl)
@@ -196,9 +202,11 @@ def _validate(
     result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
     if not result.ok:
         state.status = Status.MISMATCH
-        state.diagnostics.append(diagnose.mismatch(
-            result.message, nonfinite=result.nonfinite, mode=state.mode, against=against
-        ))
+        state.diagnostics.append(
+            diagnose.mismatch(
+                result.message, nonfinite=result.nonfinite, mode=state.mode, against=against
+            )
+        )
     return result.reference_wider
 
 
@@ -262,7 +270,10 @@ class CaseSession:
         by_total = sorted(self.aot_repeats, key=sum)
         trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
         jit.compile = replace(
-            c, trace_s=trace_s, lower_s=lower_s, compile_s=compile_s,
+            c,
+            trace_s=trace_s,
+            lower_s=lower_s,
+            compile_s=compile_s,
             compile_repeats_s=tuple(sum(stages) for stages in self.aot_repeats),
         )
 
@@ -315,8 +326,11 @@ def open_case(
     try:
         host = wl.make_inputs(pc.params, dtype=pc.dtype, seed=seed)
     except Exception as exc:
-        add_hint(exc, f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
-                  "fix it, or check it alone with Workload.make_inputs.")
+        add_hint(
+            exc,
+            f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
+            "fix it, or check it alone with Workload.make_inputs.",
+        )
         for s in states.values():
             s.fail(exc)
         return session
@@ -345,7 +359,8 @@ def open_case(
         try:
             staged = modes.stage(host, pc.device)
             session.transfer = {
-                "transfer_s": staged.transfer_s, "transfer_bytes": staged.transfer_bytes
+                "transfer_s": staged.transfer_s,
+                "transfer_bytes": staged.transfer_bytes,
             }
         except Exception as exc:
             for s in jax_states:
@@ -368,13 +383,21 @@ def open_case(
                 reference_wider |= _validate(s, wl, reference, out)
     if Mode.JIT in outputs and staged is not None:
         session.aot_again = functools.partial(
-            jcompile.cold_aot_breakdown, wl.jax_fn, static_argnames=wl.static_argnames,
-            args=staged.args, kwargs={**staged.kwargs, **staged.static},
+            jcompile.cold_aot_breakdown,
+            wl.jax_fn,
+            static_argnames=wl.static_argnames,
+            args=staged.args,
+            kwargs={**staged.kwargs, **staged.static},
         )
     if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
         # No NumPy reference (its side failed): jit must at least agree with eager.
-        _validate(states[Mode.JIT], wl, modes.to_host(outputs[Mode.EAGER]), outputs[Mode.JIT],
-                  against="eager")
+        _validate(
+            states[Mode.JIT],
+            wl,
+            modes.to_host(outputs[Mode.EAGER]),
+            outputs[Mode.JIT],
+            against="eager",
+        )
     if reference is None:
         # Say so rather than report an unchecked output as plain `ok`.
         for mode in outputs:

@@ -96,9 +96,7 @@ def time_calls(fn: Callable[[], object], n: int, clock: Clock = DEFAULT_CLOCK) -
     return clock() - t0
 
 
-def warm_up(
-    fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK
-) -> int:
+def warm_up(fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK) -> int:
     """Call `fn` at least `plan.warmup_calls` times, then until `plan.warmup_s` has passed.
 
     Returns the number of calls made.
@@ -111,9 +109,7 @@ def warm_up(
     return calls
 
 
-def calibrate(
-    fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK
-) -> int:
+def calibrate(fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK) -> int:
     """Grow the calls per sample until one sample lasts at least `plan.min_sample_s`."""
     n = 1
     while n < plan.max_calls_per_sample:
@@ -183,8 +179,9 @@ def sample_interleaved(
     """
     prior = prior or {}
     series = {
-        k: SampleSeries(key=k, calls_per_sample=calls_per_sample[k],
-                        samples_s=list(prior.get(k, ())))
+        k: SampleSeries(
+            key=k, calls_per_sample=calls_per_sample[k], samples_s=list(prior.get(k, ()))
+        )
         for k in calls
     }
     already = {k: len(s.samples_s) for k, s in series.items()}

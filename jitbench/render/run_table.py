@@ -89,14 +89,24 @@ def summary_table(run: Run) -> Table:
     achieved GB/s and the rest of the analysis)."""
     table = Table(title=f"jitbench run {run.run_id}", title_justify="left", expand=False)
     for col, justify in (
-        ("workload", "left"), ("size", "left"), ("device", "left"),
-        ("numpy", "right"), ("eager", "right"), ("jit", "right"),
-        ("eager ×", "right"), ("jit ×", "right"), ("jit compile", "right"),
-        ("GFLOP/s", "right"), ("break-even", "right"), ("notes", "left"),
+        ("workload", "left"),
+        ("size", "left"),
+        ("device", "left"),
+        ("numpy", "right"),
+        ("eager", "right"),
+        ("jit", "right"),
+        ("eager ×", "right"),
+        ("jit ×", "right"),
+        ("jit compile", "right"),
+        ("GFLOP/s", "right"),
+        ("break-even", "right"),
+        ("notes", "left"),
     ):
         # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
         table.add_column(
-            col, justify=justify, no_wrap=col != "notes",  # type: ignore[arg-type]
+            col,
+            justify=justify,
+            no_wrap=col != "notes",  # type: ignore[arg-type]
             overflow="fold" if col == "notes" else "ellipsis",
         )
     for case in run.cases():
@@ -106,8 +116,11 @@ def summary_table(run: Run) -> Table:
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         jit_ok = jit is not None and jit.ok
         table.add_row(
-            case.workload, case.size, case.device,
-            _time_cell(by_mode[Mode.NUMPY]), _time_cell(by_mode[Mode.EAGER]),
+            case.workload,
+            case.size,
+            case.device,
+            _time_cell(by_mode[Mode.NUMPY]),
+            _time_cell(by_mode[Mode.EAGER]),
             _time_cell(by_mode[Mode.JIT]),
             *(Text(fmt.ratio_ci(r.value, r.low, r.high) if r else "—") for r in speed.values()),
             fmt.seconds(compile_s),
@@ -124,15 +137,19 @@ def problems(run: Run) -> list[str]:
     lines = []
     for m in run.measurements:
         if m.failed:
-            lines.append(f"{m.case.label} {m.mode.value}: {m.failure_text}"
-                         + (f" — hint: {m.hint}" if m.hint else ""))
+            lines.append(
+                f"{m.case.label} {m.mode.value}: {m.failure_text}"
+                + (f" — hint: {m.hint}" if m.hint else "")
+            )
     for m in run.measurements:
         if m.failed:
             continue
         for d in m.diagnostics:
             if d.severity in (Severity.WARNING, Severity.ERROR):
-                lines.append(f"{m.case.label} {m.mode.value}: {d.code}: {d.message}"
-                             + (f" — hint: {d.hint}" if d.hint else ""))
+                lines.append(
+                    f"{m.case.label} {m.mode.value}: {d.code}: {d.message}"
+                    + (f" — hint: {d.hint}" if d.hint else "")
+                )
     return lines
 
 
@@ -145,7 +162,10 @@ def workloads_table(workloads: Iterable[Workload]) -> Table:
             f"{k}({', '.join(f'{pk}={pv}' for pk, pv in v.items())})" for k, v in wl.sizes.items()
         )
         table.add_row(
-            wl.name, sizes, str(len(wl.sweep)) if wl.sweep else "—", ", ".join(wl.tags),
+            wl.name,
+            sizes,
+            str(len(wl.sweep)) if wl.sweep else "—",
+            ", ".join(wl.tags),
             wl.description,
         )
     return table

@@ -35,7 +35,7 @@ def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
     s = str(text)
     if limit and len(s) > limit:
         head = (limit - 1) // 2
-        s = s[:head] + "…" + s[len(s) - (limit - 1 - head):]
+        s = s[:head] + "…" + s[len(s) - (limit - 1 - head) :]
     # Quotes stay as they are: plotly decodes &lt; &gt; &amp; but shows &quot; literally,
     # and without < no tag (so no attribute) can start.
     return html.escape(s, quote=False)
@@ -302,29 +302,42 @@ def measurement_rows(run: Run) -> list[dict[str, Cell]]:
             f"[{d.severity.value}] {d.code}: {d.message}" + (f" — {d.hint}" if d.hint else "")
             for d in m.diagnostics
         )
-        rows.append({
-            "workload": Cell(m.case.workload, m.case.workload),
-            "size": Cell(m.case.size, m.case.input_elements or m.case.size,
-                         title=f"{fmt.count(m.case.input_elements)} input elements"
-                         if m.case.input_elements else ""),
-            "device": Cell(m.case.device, m.case.device, title=m.case.device_kind),
-            "dtype": Cell(m.case.dtype, m.case.dtype),
-            "mode": Cell(m.mode.value, MODE_ORDER.index(m.mode)),
-            "status": Cell(m.status.value, m.status.value),
-            "median": Cell(fmt.seconds(s.median) if s else "—", s.median if s else None),
-            "ci": Cell(f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
-                       s.ci_halfwidth_rel if s else None,
-                       title="95 % CI of the median; sorts by relative half-width"),
-            "samples": Cell(f"{s.n} × {m.calls_per_sample}" if s else "—",
-                            s.n if s else None, title="samples × calls per sample"),
-            "speedup": Cell(fmt.ratio_ci(speed.value, speed.low, speed.high) if speed else "—",
-                            speed.value if speed else None),
-            "first_call": Cell(fmt.seconds(c.first_call_s) if c else "—",
-                               c.first_call_s if c else None),
-            "compile": Cell(fmt.seconds(compile_s), compile_s,
-                            title=_compile_title(m)),
-            "notes": Cell("; ".join(x for x in (problem, diags) if x), problem or diags),
-        })
+        rows.append(
+            {
+                "workload": Cell(m.case.workload, m.case.workload),
+                "size": Cell(
+                    m.case.size,
+                    m.case.input_elements or m.case.size,
+                    title=f"{fmt.count(m.case.input_elements)} input elements"
+                    if m.case.input_elements
+                    else "",
+                ),
+                "device": Cell(m.case.device, m.case.device, title=m.case.device_kind),
+                "dtype": Cell(m.case.dtype, m.case.dtype),
+                "mode": Cell(m.mode.value, MODE_ORDER.index(m.mode)),
+                "status": Cell(m.status.value, m.status.value),
+                "median": Cell(fmt.seconds(s.median) if s else "—", s.median if s else None),
+                "ci": Cell(
+                    f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
+                    s.ci_halfwidth_rel if s else None,
+                    title="95 % CI of the median; sorts by relative half-width",
+                ),
+                "samples": Cell(
+                    f"{s.n} × {m.calls_per_sample}" if s else "—",
+                    s.n if s else None,
+                    title="samples × calls per sample",
+                ),
+                "speedup": Cell(
+                    fmt.ratio_ci(speed.value, speed.low, speed.high) if speed else "—",
+                    speed.value if speed else None,
+                ),
+                "first_call": Cell(
+                    fmt.seconds(c.first_call_s) if c else "—", c.first_call_s if c else None
+                ),
+                "compile": Cell(fmt.seconds(compile_s), compile_s, title=_compile_title(m)),
+                "notes": Cell("; ".join(x for x in (problem, diags) if x), problem or diags),
+            }
+        )
     return rows
 
 
@@ -332,8 +345,12 @@ def _compile_title(m: Measurement) -> str:
     c = m.compile
     if c is None:
         return ""
-    parts = [f"trace {fmt.seconds(c.trace_s)}", f"lower {fmt.seconds(c.lower_s)}",
-             f"compile {fmt.seconds(c.compile_s)}", f"{c.compile_count} compile(s) on first call"]
+    parts = [
+        f"trace {fmt.seconds(c.trace_s)}",
+        f"lower {fmt.seconds(c.lower_s)}",
+        f"compile {fmt.seconds(c.compile_s)}",
+        f"{c.compile_count} compile(s) on first call",
+    ]
     if c.jaxpr_eqn_count is not None:
         parts.append(f"{c.jaxpr_eqn_count} jaxpr equations")
     return ", ".join(parts)
@@ -357,12 +374,14 @@ def started_text(run: Run) -> str:
 
 def newest_first(runs: Iterable[Run]) -> list[Run]:
     """Runs sorted by start time, newest first (unparseable dates last)."""
+
     def key(r: Run) -> tuple[int, float, str]:
         when = started(r)
         if when is None:
             return (1, 0.0, r.run_id)
         ts = when.timestamp() if when.tzinfo else when.replace(tzinfo=None).timestamp()
         return (0, -ts, r.run_id)
+
     return sorted(runs, key=key)
 
 
@@ -389,8 +408,18 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
     def add(key: str, value: Any) -> None:
         items.append((key, "—" if value in (None, "", {}, []) else str(value)))
 
-    for key in ("host", "os", "machine", "cpu", "cpu_count", "cpu_affinity_count", "python",
-                "python_implementation", "backend", "x64"):
+    for key in (
+        "host",
+        "os",
+        "machine",
+        "cpu",
+        "cpu_count",
+        "cpu_affinity_count",
+        "python",
+        "python_implementation",
+        "backend",
+        "x64",
+    ):
         if key in env:
             add(key, env.get(key))
     for name, version in versions(run).items():
@@ -400,8 +429,12 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
             add(f"device {d.get('label')}", d.get("kind"))
     git = env.get("git") if isinstance(env.get("git"), Mapping) else {}
     if git:
-        add("git", f"{git.get('commit')}{' (dirty)' if git.get('dirty') else ''}"
-            if git.get("commit") else None)
+        add(
+            "git",
+            f"{git.get('commit')}{' (dirty)' if git.get('dirty') else ''}"
+            if git.get("commit")
+            else None,
+        )
     for k, v in (env.get("env") or {}).items():
         add(f"${k}", v)
     for k, v in _flatten(run.config):
@@ -415,6 +448,7 @@ def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:
         if isinstance(v, Mapping):
             out.extend(_flatten(v, f"{prefix}{k}."))
         else:
-            out.append((f"{prefix}{k}",
-                        ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v))
+            out.append(
+                (f"{prefix}{k}", ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v)
+            )
     return out

@@ -28,8 +28,13 @@ _NICE = (1, 2, 5)
 
 def _layout(fig: go.Figure, *, title: str, height: int = 420) -> None:
     fig.update_layout(
-        title={"text": title, "x": 0.01, "xref": "container", "xanchor": "left",
-               "font": {"size": 15}},
+        title={
+            "text": title,
+            "x": 0.01,
+            "xref": "container",
+            "xanchor": "left",
+            "font": {"size": 15},
+        },
         template="plotly_white",
         font={"family": FONT, "size": 12},
         height=height,
@@ -103,8 +108,16 @@ def speedup_figure(
     modes_present = {m.mode for m in run.measurements}
     fig = go.Figure()
     # An invisible trace pins every category, including those with no point at all.
-    fig.add_trace(go.Scatter(x=categories, y=[1.0] * len(categories), mode="markers",
-                             marker={"opacity": 0}, hoverinfo="skip", showlegend=False))
+    fig.add_trace(
+        go.Scatter(
+            x=categories,
+            y=[1.0] * len(categories),
+            mode="markers",
+            marker={"opacity": 0},
+            hoverinfo="skip",
+            showlegend=False,
+        )
+    )
     values: list[float] = [1.0]
     notes: dict[str, dict[str, str]] = {}  # label -> {short text: hover detail}
     geo = {g.mode: g for g in data.geomean_speedups(run, device)}
@@ -117,14 +130,17 @@ def speedup_figure(
             m = run.get(case.key, mode)
             if r is not None and not (math.isfinite(r.value) and r.value > 0):
                 notes.setdefault(label, {})[f"✗ {mode.value} no ratio"] = (
-                    f"{mode.value}: speedup {r.value} cannot be drawn on a log axis")
+                    f"{mode.value}: speedup {r.value} cannot be drawn on a log axis"
+                )
                 continue
             if r is None:
-                failed = [x for x in (m, run.get(case.key, Mode.NUMPY))
-                          if x is not None and x.failed]
+                failed = [
+                    x for x in (m, run.get(case.key, Mode.NUMPY)) if x is not None and x.failed
+                ]
                 for x in failed:
                     notes.setdefault(label, {})[f"✗ {x.mode.value} {x.status.value}"] = (
-                        f"{x.mode.value}: {plot_text(x.failure_text, limit=120)}")
+                        f"{x.mode.value}: {plot_text(x.failure_text, limit=120)}"
+                    )
                 continue
             lo = r.low if r.low is not None and 0 < r.low <= r.value else r.value
             hi = r.high if r.high is not None and math.isfinite(r.high) else r.value
@@ -134,49 +150,103 @@ def speedup_figure(
             minus.append(r.value - lo)
             values += [lo, hi]
             hover.append(f"{label}<br>{mode.value}: {fmt.ratio_ci(r.value, r.low, r.high)}")
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="markers", name=f"{mode.value} vs NumPy",
-            legendgroup=mode.value, offsetgroup=mode.value,
-            marker={"color": COLORS[mode], "symbol": SYMBOLS[mode], "size": 10,
-                    "line": {"width": 1, "color": "white"}},
-            error_y={"type": "data", "symmetric": False, "array": plus, "arrayminus": minus,
-                     "color": COLORS[mode], "thickness": 1.5, "width": 4},
-            hovertext=hover, hoverinfo="text",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="markers",
+                name=f"{mode.value} vs NumPy",
+                legendgroup=mode.value,
+                offsetgroup=mode.value,
+                marker={
+                    "color": COLORS[mode],
+                    "symbol": SYMBOLS[mode],
+                    "size": 10,
+                    "line": {"width": 1, "color": "white"},
+                },
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": plus,
+                    "arrayminus": minus,
+                    "color": COLORS[mode],
+                    "thickness": 1.5,
+                    "width": 4,
+                },
+                hovertext=hover,
+                hoverinfo="text",
+            )
+        )
         g = geo.get(mode)
         if g is not None and g.value is not None:
             values.append(g.value)
-            fig.add_trace(go.Scatter(
-                x=[GEOMEAN], y=[g.value], mode="markers+text", name=f"{mode.value} geomean",
-                legendgroup=mode.value, offsetgroup=mode.value, showlegend=False,
-                marker={"color": COLORS[mode], "symbol": "star", "size": 15,
-                        "line": {"width": 1, "color": "black"}},
-                text=[fmt.ratio(g.value)], textposition="top center",
-                hovertext=[f"{mode.value}: geometric mean {fmt.ratio(g.value)} over "
-                           f"{g.count} case(s); {g.failed} failed or mismatched left out"],
-                hoverinfo="text",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=[GEOMEAN],
+                    y=[g.value],
+                    mode="markers+text",
+                    name=f"{mode.value} geomean",
+                    legendgroup=mode.value,
+                    offsetgroup=mode.value,
+                    showlegend=False,
+                    marker={
+                        "color": COLORS[mode],
+                        "symbol": "star",
+                        "size": 15,
+                        "line": {"width": 1, "color": "black"},
+                    },
+                    text=[fmt.ratio(g.value)],
+                    textposition="top center",
+                    hovertext=[
+                        f"{mode.value}: geometric mean {fmt.ratio(g.value)} over "
+                        f"{g.count} case(s); {g.failed} failed or mismatched left out"
+                    ],
+                    hoverinfo="text",
+                )
+            )
     lo, hi = y_range or _log_range(values)
     for label, lines in notes.items():
         fig.add_annotation(
-            x=label, y=math.log10(lo * 1.05), yanchor="bottom", showarrow=False,
-            text="<br>".join(lines), hovertext="<br>".join(lines.values()),
-            font={"color": FAIL_COLOR, "size": 11}, bgcolor="rgba(255,255,255,0.8)",
+            x=label,
+            y=math.log10(lo * 1.05),
+            yanchor="bottom",
+            showarrow=False,
+            text="<br>".join(lines),
+            hovertext="<br>".join(lines.values()),
+            font={"color": FAIL_COLOR, "size": 11},
+            bgcolor="rgba(255,255,255,0.8)",
         )
-    fig.add_hline(y=1.0, line={"color": "#444", "width": 1, "dash": "dash"},
-                  annotation_text="1× = NumPy", annotation_position="top left",
-                  annotation_font={"size": 10, "color": "#444"})
+    fig.add_hline(
+        y=1.0,
+        line={"color": "#444", "width": 1, "dash": "dash"},
+        annotation_text="1× = NumPy",
+        annotation_position="top left",
+        annotation_font={"size": 10, "color": "#444"},
+    )
     ticks = log_ticks(lo, hi)
-    _layout(fig, title=plot_text(title or f"Speedup over NumPy — {device}", limit=120),
-            height=300 + _category_margin(labels))
+    _layout(
+        fig,
+        title=plot_text(title or f"Speedup over NumPy — {device}", limit=120),
+        height=300 + _category_margin(labels),
+    )
     fig.update_layout(
-        scattermode="group", scattergap=0.5,
-        xaxis={"title": {"text": "workload [size]"}, "type": "category",
-               "categoryorder": "array", "categoryarray": categories, "tickangle": -30},
+        scattermode="group",
+        scattergap=0.5,
+        xaxis={
+            "title": {"text": "workload [size]"},
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": categories,
+            "tickangle": -30,
+        },
         margin={"r": 40, "b": _category_margin(labels)},
-        yaxis={"title": {"text": "speedup over NumPy (×, log)"},
-               "type": "log", "range": [math.log10(lo), math.log10(hi)],
-               "tickvals": ticks, "ticktext": [fmt.ratio(t) for t in ticks]},
+        yaxis={
+            "title": {"text": "speedup over NumPy (×, log)"},
+            "type": "log",
+            "range": [math.log10(lo), math.log10(hi)],
+            "tickvals": ticks,
+            "ticktext": [fmt.ratio(t) for t in ticks],
+        },
     )
     return fig
 
@@ -195,8 +265,11 @@ def compile_figure(run: Run, device: str, *, title: str | None = None) -> go.Fig
         m = run.get(case.key, Mode.JIT)
         c = m.compile if m is not None else None
         shown = m is not None and m.status is Status.OK and c is not None
-        for name, v in (("trace", c.trace_s if c else None), ("lower", c.lower_s if c else None),
-                        ("compile", c.compile_s if c else None)):
+        for name, v in (
+            ("trace", c.trace_s if c else None),
+            ("lower", c.lower_s if c else None),
+            ("compile", c.compile_s if c else None),
+        ):
             stages[name].append(v * 1e3 if shown and v is not None else None)
         first.append(c.first_call_s * 1e3 if shown and c and c.first_call_s is not None else None)
         steady.append(m.median_s * 1e3 if shown and m and m.median_s is not None else None)
@@ -207,53 +280,92 @@ def compile_figure(run: Run, device: str, *, title: str | None = None) -> go.Fig
             notes.append((label, text, 0.0))
         else:
             be = run.break_even_calls(case.key)
-            top = max(v for v in (sum(x[-1] or 0 for x in stages.values()), first[-1] or 0,
-                                  steady[-1] or 0))
-            notes.append((label, f"break-even: {fmt.count(be)}"
-                          + (" calls" if be is not None and math.isfinite(be) else ""), top))
+            top = max(
+                v
+                for v in (sum(x[-1] or 0 for x in stages.values()), first[-1] or 0, steady[-1] or 0)
+            )
+            notes.append(
+                (
+                    label,
+                    f"break-even: {fmt.count(be)}"
+                    + (" calls" if be is not None and math.isfinite(be) else ""),
+                    top,
+                )
+            )
     by_label = {label: text for label, text, _ in notes}
     hover_notes = [by_label.get(label, "") for label in labels]
     fig = go.Figure()
     base = [0.0] * len(labels)
     for name, vals in stages.items():
-        fig.add_trace(go.Bar(
-            x=labels, y=vals, base=list(base), name=f"{name} (cold)", offsetgroup="compile",
-            legendgroup="compile", marker_color=STAGE_COLORS[name],
-            hovertext=[f"{lab}<br>{name}: {fmt.seconds(v / 1e3) if v is not None else '—'}"
-                       f"<br>{note}" for lab, v, note in zip(labels, vals, hover_notes,
-                                                            strict=True)],
-            hoverinfo="text",
-        ))
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=vals,
+                base=list(base),
+                name=f"{name} (cold)",
+                offsetgroup="compile",
+                legendgroup="compile",
+                marker_color=STAGE_COLORS[name],
+                hovertext=[
+                    f"{lab}<br>{name}: {fmt.seconds(v / 1e3) if v is not None else '—'}<br>{note}"
+                    for lab, v, note in zip(labels, vals, hover_notes, strict=True)
+                ],
+                hoverinfo="text",
+            )
+        )
         base = [b + (v or 0.0) for b, v in zip(base, vals, strict=True)]
-    for name, vals, color in (("first call (cold)", first, "#64b5cd"),
-                              ("steady state per call", steady, COLORS[Mode.JIT])):
-        fig.add_trace(go.Bar(
-            x=labels, y=vals, name=name, offsetgroup=name, marker_color=color,
-            text=[fmt.seconds(v / 1e3) if v is not None else "" for v in vals],
-            textposition="outside", cliponaxis=False,
-            hovertext=[f"{lab}<br>{name}: {fmt.seconds(v / 1e3) if v is not None else '—'}"
-                       f"<br>{note}" for lab, v, note in zip(labels, vals, hover_notes,
-                                                            strict=True)],
-            hoverinfo="text",
-        ))
+    for name, vals, color in (
+        ("first call (cold)", first, "#64b5cd"),
+        ("steady state per call", steady, COLORS[Mode.JIT]),
+    ):
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=vals,
+                name=name,
+                offsetgroup=name,
+                marker_color=color,
+                text=[fmt.seconds(v / 1e3) if v is not None else "" for v in vals],
+                textposition="outside",
+                cliponaxis=False,
+                hovertext=[
+                    f"{lab}<br>{name}: {fmt.seconds(v / 1e3) if v is not None else '—'}<br>{note}"
+                    for lab, v, note in zip(labels, vals, hover_notes, strict=True)
+                ],
+                hoverinfo="text",
+            )
+        )
     crowded = len(labels) > MAX_ANNOTATED
     for label, text, top in notes:
         failed = text.startswith("✗")
         if crowded and not failed:
             continue  # too many to read: the break-even count is in the hover text instead
         fig.add_annotation(
-            x=label, y=top, yanchor="bottom", yshift=18 if not failed else 0, showarrow=False,
-            text=text, font={"size": 11, "color": FAIL_COLOR if failed else "#333"},
+            x=label,
+            y=top,
+            yanchor="bottom",
+            yshift=18 if not failed else 0,
+            showarrow=False,
+            text=text,
+            font={"size": 11, "color": FAIL_COLOR if failed else "#333"},
         )
-    _layout(fig, title=plot_text(title or f"jit compile vs run — {device}", limit=120),
-            height=330 + _category_margin(labels))
+    _layout(
+        fig,
+        title=plot_text(title or f"jit compile vs run — {device}", limit=120),
+        height=330 + _category_margin(labels),
+    )
     fig.update_layout(margin={"t": 90, "b": _category_margin(labels)})
     fig.update_layout(
-        barmode="group", bargap=0.25,
-        xaxis={"title": {"text": "workload [size]"}, "type": "category",
-               "categoryorder": "array", "categoryarray": labels, "tickangle": -30},
-        yaxis={"title": {"text": "time (ms, linear)"},
-               "rangemode": "tozero"},
+        barmode="group",
+        bargap=0.25,
+        xaxis={
+            "title": {"text": "workload [size]"},
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": labels,
+            "tickangle": -30,
+        },
+        yaxis={"title": {"text": "time (ms, linear)"}, "rangemode": "tozero"},
     )
     return fig
 
@@ -268,53 +380,81 @@ def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
     for mode, points in series.items():
         xs_all += [p.elements for p in points]
         ys_all += [p.ci_low_s for p in points] + [p.ci_high_s for p in points]
-        fig.add_trace(go.Scatter(
-            x=[p.elements for p in points], y=[p.median_s for p in points],
-            mode="lines+markers", name=mode.value,
-            marker={"color": COLORS[mode], "symbol": SYMBOLS[mode], "size": 8},
-            line={"color": COLORS[mode]},
-            error_y={"type": "data", "symmetric": False,
-                     "array": [p.ci_high_s - p.median_s for p in points],
-                     "arrayminus": [p.median_s - p.ci_low_s for p in points],
-                     "color": COLORS[mode], "thickness": 1},
-            hovertext=[f"{plot_text(p.size)} ({fmt.count(p.elements)} elements)<br>"
-                       f"{mode.value}: {fmt.seconds(p.median_s)}" for p in points],
-            hoverinfo="text",
-        ))
+        fig.add_trace(
+            go.Scatter(
+                x=[p.elements for p in points],
+                y=[p.median_s for p in points],
+                mode="lines+markers",
+                name=mode.value,
+                marker={"color": COLORS[mode], "symbol": SYMBOLS[mode], "size": 8},
+                line={"color": COLORS[mode]},
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "array": [p.ci_high_s - p.median_s for p in points],
+                    "arrayminus": [p.median_s - p.ci_low_s for p in points],
+                    "color": COLORS[mode],
+                    "thickness": 1,
+                },
+                hovertext=[
+                    f"{plot_text(p.size)} ({fmt.count(p.elements)} elements)<br>"
+                    f"{mode.value}: {fmt.seconds(p.median_s)}"
+                    for p in points
+                ],
+                hoverinfo="text",
+            )
+        )
     ylo, yhi = _log_range(ys_all, pad=1.3)
     xlo, xhi = _log_range(xs_all, pad=1.5)
     for mode in data.JAX_MODES:
         for cross in data.crossovers(series, mode):
             # Labels near the right edge go left of their line, so they are not clipped.
-            side = "left" if math.log(cross.elements / xlo) > 0.6 * math.log(xhi / xlo) \
-                else "right"
+            side = "left" if math.log(cross.elements / xlo) > 0.6 * math.log(xhi / xlo) else "right"
             verb = "overtakes" if cross.overtakes else "falls behind"
             label = f"{mode.value} {verb} ≈ {data.approx_elements(cross.elements)}"
-            fig.add_trace(go.Scatter(
-                x=[cross.elements, cross.elements], y=[ylo, yhi], mode="lines+text",
-                name=plot_text(cross.text), showlegend=True,
-                line={"color": COLORS[mode], "dash": "dot", "width": 2},
-                text=(["", label] if mode is Mode.JIT else [label, ""]),
-                textposition=f"bottom {side}" if mode is Mode.JIT else f"top {side}",
-                textfont={"color": COLORS[mode], "size": 11},
-                hovertext=[plot_text(cross.text)] * 2, hoverinfo="text",
-            ))
+            fig.add_trace(
+                go.Scatter(
+                    x=[cross.elements, cross.elements],
+                    y=[ylo, yhi],
+                    mode="lines+text",
+                    name=plot_text(cross.text),
+                    showlegend=True,
+                    line={"color": COLORS[mode], "dash": "dot", "width": 2},
+                    text=(["", label] if mode is Mode.JIT else [label, ""]),
+                    textposition=f"bottom {side}" if mode is Mode.JIT else f"top {side}",
+                    textfont={"color": COLORS[mode], "size": 11},
+                    hovertext=[plot_text(cross.text)] * 2,
+                    hoverinfo="text",
+                )
+            )
     failures = data.sweep_failures(run, device, workload)
     subtitle = ""
     if failures:
         shown = "; ".join(f"{m.mode.value} {m.status.value} at {c.size}" for c, m in failures[:4])
         more = f" (+{len(failures) - 4} more)" if len(failures) > 4 else ""
-        subtitle = f"<br><span style='font-size:11px;color:{FAIL_COLOR}'>left out: " \
-                   f"{plot_text(shown, limit=200)}{more}</span>"
+        subtitle = (
+            f"<br><span style='font-size:11px;color:{FAIL_COLOR}'>left out: "
+            f"{plot_text(shown, limit=200)}{more}</span>"
+        )
     yt = log_ticks(ylo, yhi)
-    _layout(fig, title=f"{plot_text(workload)} on {plot_text(device)} — time vs size{subtitle}",
-            height=380)
+    _layout(
+        fig,
+        title=f"{plot_text(workload)} on {plot_text(device)} — time vs size{subtitle}",
+        height=380,
+    )
     fig.update_layout(
-        xaxis={"title": {"text": "input size (elements, log scale)"}, "type": "log",
-               "range": [math.log10(xlo), math.log10(xhi)]},
-        yaxis={"title": {"text": "time per call (s, log scale)"}, "type": "log",
-               "range": [math.log10(ylo), math.log10(yhi)],
-               "tickvals": yt, "ticktext": [fmt.seconds(t) for t in yt]},
+        xaxis={
+            "title": {"text": "input size (elements, log scale)"},
+            "type": "log",
+            "range": [math.log10(xlo), math.log10(xhi)],
+        },
+        yaxis={
+            "title": {"text": "time per call (s, log scale)"},
+            "type": "log",
+            "range": [math.log10(ylo), math.log10(yhi)],
+            "tickvals": yt,
+            "ticktext": [fmt.seconds(t) for t in yt],
+        },
         legend={"y": -0.3, "yanchor": "top", "x": 0, "xanchor": "left"},
         margin={"b": 110},
     )

@@ -30,15 +30,23 @@ PLOTLY_JS = "plotly.min.js"
 RUNS_DIR = "runs"
 INDEX = "index.html"
 
-_FIG_CONFIG = {"displaylogo": False, "responsive": True,
-               "toImageButtonOptions": {"format": "png", "scale": 2}}
+_FIG_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
 
 
 def _figure_json(fig: Any) -> Markup:
     """Figure JSON safe to embed in a <script type="application/json"> element."""
     text = fig.to_json(validate=False, engine="json")
-    for raw, safe in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
-                      ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+    for raw, safe in (
+        ("<", "\\u003c"),
+        (">", "\\u003e"),
+        ("&", "\\u0026"),
+        ("\u2028", "\\u2028"),
+        ("\u2029", "\\u2029"),
+    ):
         text = text.replace(raw, safe)
     return Markup(text)
 
@@ -102,26 +110,34 @@ def _device_sections(runs: Sequence[Run], *, with_host: bool) -> list[dict[str, 
             sweeps = []
             for wl in data.sweep_workloads(run, device):
                 series = data.sweep_series(run, device, wl)
-                sweeps.append({
-                    "workload": wl,
-                    "figure": figures.sweep_figure(run, device, wl),
-                    "verdicts": [data.sweep_verdict(series, m) for m in data.JAX_MODES
-                                 if m in series],
-                })
+                sweeps.append(
+                    {
+                        "workload": wl,
+                        "figure": figures.sweep_figure(run, device, wl),
+                        "verdicts": [
+                            data.sweep_verdict(series, m) for m in data.JAX_MODES if m in series
+                        ],
+                    }
+                )
             modes = {m.mode for m in run.measurements if m.case.device == device}
-            sections.append({
-                "run": run,
-                "device": device,
-                "has_speedup": Mode.NUMPY in modes and bool(modes & set(data.JAX_MODES)),
-                "has_jit": Mode.JIT in modes,
-                "title": data.device_title(run, device, with_host=with_host),
-                "geomeans": data.geomean_speedups(run, device),
-                "speedup": figures.speedup_figure(
-                    run, device, title=f"Speedup over NumPy — "
-                    f"{data.device_title(run, device, with_host=with_host)}"),
-                "compile": figures.compile_figure(run, device),
-                "sweeps": sweeps,
-            })
+            sections.append(
+                {
+                    "run": run,
+                    "device": device,
+                    "has_speedup": Mode.NUMPY in modes and bool(modes & set(data.JAX_MODES)),
+                    "has_jit": Mode.JIT in modes,
+                    "title": data.device_title(run, device, with_host=with_host),
+                    "geomeans": data.geomean_speedups(run, device),
+                    "speedup": figures.speedup_figure(
+                        run,
+                        device,
+                        title=f"Speedup over NumPy — "
+                        f"{data.device_title(run, device, with_host=with_host)}",
+                    ),
+                    "compile": figures.compile_figure(run, device),
+                    "sweeps": sweeps,
+                }
+            )
     return sections
 
 
@@ -129,35 +145,55 @@ def _problems(run: Run) -> list[dict[str, str]]:
     out = []
     for m in run.measurements:
         if m.failed:
-            out.append({"case": m.case.label, "mode": m.mode.value, "status": m.status.value,
-                        "what": m.failure_text, "hint": m.hint})
+            out.append(
+                {
+                    "case": m.case.label,
+                    "mode": m.mode.value,
+                    "status": m.status.value,
+                    "what": m.failure_text,
+                    "hint": m.hint,
+                }
+            )
     return out
 
 
 _COLUMNS = (
-    ("workload", "workload"), ("size", "size"), ("device", "device"), ("dtype", "dtype"),
-    ("mode", "mode"), ("status", "status"), ("median", "median / call"),
-    ("ci", "95 % CI"), ("samples", "samples"), ("speedup", "× NumPy [CI]"),
-    ("first_call", "first call"), ("compile", "jit compile"), ("notes", "errors & diagnostics"),
+    ("workload", "workload"),
+    ("size", "size"),
+    ("device", "device"),
+    ("dtype", "dtype"),
+    ("mode", "mode"),
+    ("status", "status"),
+    ("median", "median / call"),
+    ("ci", "95 % CI"),
+    ("samples", "samples"),
+    ("speedup", "× NumPy [CI]"),
+    ("first_call", "first call"),
+    ("compile", "jit compile"),
+    ("notes", "errors & diagnostics"),
 )
 
 
 def render_run_page(run: Run) -> str:
     """HTML of one run's page (links assume it lives in `runs/` under the report root)."""
-    return _env().get_template("run.html").render(
-        root="../",
-        run=run,
-        title=f"jitbench run {run.run_id}",
-        started=data.started_text(run),
-        machine=data.machine(run),
-        versions=data.versions(run),
-        sections=_device_sections([run], with_host=False),
-        problems=_problems(run),
-        columns=_COLUMNS,
-        rows=data.measurement_rows(run),
-        environment=data.environment_items(run),
-        json_name=f"{data.safe_file_stem(run.run_id)}.json",
-        Mode=Mode,
+    return (
+        _env()
+        .get_template("run.html")
+        .render(
+            root="../",
+            run=run,
+            title=f"jitbench run {run.run_id}",
+            started=data.started_text(run),
+            machine=data.machine(run),
+            versions=data.versions(run),
+            sections=_device_sections([run], with_host=False),
+            problems=_problems(run),
+            columns=_COLUMNS,
+            rows=data.measurement_rows(run),
+            environment=data.environment_items(run),
+            json_name=f"{data.safe_file_stem(run.run_id)}.json",
+            Mode=Mode,
+        )
     )
 
 
@@ -187,18 +223,29 @@ def render_multi_page(runs: Sequence[Run]) -> str:
             title = data.device_title(run, device, with_host=with_host)
             if seen.count((data.host(run), device)) > 1:  # same device in several runs
                 title += f" · run {run.run_id}"
-            charts.append({
-                "run": run, "device": device, "title": title,
-                "page": f"{RUNS_DIR}/{data.safe_file_stem(run.run_id)}.html",
-                "geomeans": data.geomean_speedups(run, device),
-                "figure": figures.speedup_figure(run, device, title=title, y_range=y_range),
-            })
-    crowded = any(len(data.cases_on(c["run"], c["device"])) > figures.MAX_ANNOTATED
-                  for c in charts)
-    return _env().get_template("multi.html").render(
-        root="", title=f"jitbench: {len(runs)} runs side by side", runs=runs, charts=charts,
-        grid_class="stack" if crowded else "grid",
-        data=data, Mode=Mode,
+            charts.append(
+                {
+                    "run": run,
+                    "device": device,
+                    "title": title,
+                    "page": f"{RUNS_DIR}/{data.safe_file_stem(run.run_id)}.html",
+                    "geomeans": data.geomean_speedups(run, device),
+                    "figure": figures.speedup_figure(run, device, title=title, y_range=y_range),
+                }
+            )
+    crowded = any(len(data.cases_on(c["run"], c["device"])) > figures.MAX_ANNOTATED for c in charts)
+    return (
+        _env()
+        .get_template("multi.html")
+        .render(
+            root="",
+            title=f"jitbench: {len(runs)} runs side by side",
+            runs=runs,
+            charts=charts,
+            grid_class="stack" if crowded else "grid",
+            data=data,
+            Mode=Mode,
+        )
     )
 
 
@@ -255,20 +302,30 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         page = json_path.with_suffix(".html")
         if not page.exists() or page.stat().st_mtime < json_path.stat().st_mtime:
             _write(page, render_run_page(run))
-        entries.append({
-            "run": run,
-            "page": f"{RUNS_DIR}/{page.name}",
-            "json": f"{RUNS_DIR}/{json_path.name}",
-            "started": data.started_text(run),
-            "machine": data.machine(run),
-            "devices": [data.device_title(run, d) for d in data.device_labels(run)],
-            "jax": data.versions(run).get("jax") or "—",
-            "workloads": data.workloads(run),
-            "geomeans": [(d, data.geomean_speedups(run, d)) for d in data.device_labels(run)],
-        })
+        entries.append(
+            {
+                "run": run,
+                "page": f"{RUNS_DIR}/{page.name}",
+                "json": f"{RUNS_DIR}/{json_path.name}",
+                "started": data.started_text(run),
+                "machine": data.machine(run),
+                "devices": [data.device_title(run, d) for d in data.device_labels(run)],
+                "jax": data.versions(run).get("jax") or "—",
+                "workloads": data.workloads(run),
+                "geomeans": [(d, data.geomean_speedups(run, d)) for d in data.device_labels(run)],
+            }
+        )
     combined = sorted(p.name for p in root.glob("report-*.html"))
-    html = _env().get_template("index.html").render(
-        root="", title="jitbench reports", entries=entries, broken=broken, combined=combined,
+    html = (
+        _env()
+        .get_template("index.html")
+        .render(
+            root="",
+            title="jitbench reports",
+            entries=entries,
+            broken=broken,
+            combined=combined,
+        )
     )
     return _write(root / INDEX, html)
 

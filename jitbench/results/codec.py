@@ -70,19 +70,12 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "transfer_bytes": m.transfer_bytes,
         "compile": None
         if m.compile is None
-        else {
-            k: (dict(v) if isinstance(v, Mapping) else v)
-            for k, v in m.compile.__dict__.items()
-        },
+        else {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in m.compile.__dict__.items()},
         "error": None if m.error is None else dict(m.error.__dict__),
-        "diagnostics": [
-            {k: _enum_value(v) for k, v in d.__dict__.items()} for d in m.diagnostics
-        ],
+        "diagnostics": [{k: _enum_value(v) for k, v in d.__dict__.items()} for d in m.diagnostics],
         **({"run_sample_counts": list(m.run_sample_counts)} if m.run_sample_counts else {}),
         # Derived, written for readers such as jq; ignored on load (recomputed).
-        "summary": None
-        if s is None
-        else {k: _finite_or_none(v) for k, v in s.as_dict().items()},
+        "summary": None if s is None else {k: _finite_or_none(v) for k, v in s.as_dict().items()},
     }
 
 
@@ -121,9 +114,7 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
         calls_per_sample=int(d.get("calls_per_sample", 0)),
         transfer_s=d.get("transfer_s"),
         transfer_bytes=d.get("transfer_bytes"),
-        compile=None
-        if compile_d is None
-        else _compile_from_dict(compile_d),
+        compile=None if compile_d is None else _compile_from_dict(compile_d),
         error=None if d.get("error") is None else ErrorInfo(**d["error"]),
         diagnostics=tuple(
             Diagnostic(
@@ -165,7 +156,7 @@ def run_from_dict(data: Any, *, source: str = "<data>") -> Run:
 
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_ID:
         raise ResultsFormatError(
-            f"{source} is not a jitbench run (no \"schema\": \"{SCHEMA_ID}\" field); "
+            f'{source} is not a jitbench run (no "schema": "{SCHEMA_ID}" field); '
             "pass a file written by `jitbench run`."
         )
     version = str(data.get("schema_version", ""))

@@ -289,4 +289,3 @@ class Run:
             return None
         saved = base.median_s - jit.median_s
         return compile_s / saved if saved > 0 else math.inf
-

@@ -134,8 +134,11 @@ def suite_file_of(workload: object) -> str | None:
 def _exception_dict(exc: BaseException) -> dict[str, str]:
     from jitbench.measure import diagnose
 
-    return {"type": type(exc).__name__, "message": str(exc)[:2000],
-            "hint": diagnose.hint_for_exception(exc)}
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:2000],
+        "hint": diagnose.hint_for_exception(exc),
+    }
 
 
 def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
@@ -151,8 +154,11 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         from jitbench.suite.workload import Workload
 
         module = registry.import_suite_file(Path(spec["suite"]))
-        found = [v for v in vars(module).values()
-                 if isinstance(v, Workload) and v.name == spec["workload"]]
+        found = [
+            v
+            for v in vars(module).values()
+            if isinstance(v, Workload) and v.name == spec["workload"]
+        ]
         if not found:
             raise LookupError(f"workload {spec['workload']!r} not found in {spec['suite']}")
         config = runner.RunConfig.from_dict(spec["config"])
@@ -160,8 +166,9 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
             device = runner.resolve_devices([spec["device"]])[0]
             runner.warm_up_process([device])
             conn.send(("ready", None))
-            planned = protocol.PlannedCase(found[0], spec["size"], dict(spec["params"]),
-                                         device, spec["dtype"])
+            planned = protocol.PlannedCase(
+                found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]
+            )
             measured = runner.measure_case(planned, config)
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
@@ -185,8 +192,9 @@ def _death_message(exitcode: int | None) -> ErrorInfo:
             "SIGABRT": "native code aborted (an assertion or a fatal error in a library); "
             "the other cases were not affected.",
         }.get(name, "the other cases were not affected.")
-        return ErrorInfo(type="ChildProcessDied", message=f"child process died with {name}",
-                         hint=hint)
+        return ErrorInfo(
+            type="ChildProcessDied", message=f"child process died with {name}", hint=hint
+        )
     return ErrorInfo(
         type="ChildProcessDied",
         message=f"child process exited with code {exitcode} before sending results",
@@ -243,8 +251,12 @@ def run_in_child(
     """
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child_main, args=(sender, dict(spec)), daemon=True,
-                       name=f"jitbench-{spec.get('workload')}")
+    proc = ctx.Process(
+        target=_child_main,
+        args=(sender, dict(spec)),
+        daemon=True,
+        name=f"jitbench-{spec.get('workload')}",
+    )
     with _sigint_ignored_while_spawning():
         proc.start()
     sender.close()
@@ -254,19 +266,25 @@ def run_in_child(
         try:
             msg = _receive(receiver, proc, startup_limit)
             if msg is None:
-                return ChildFailure(Status.TIMEOUT, ErrorInfo(
-                    type="Timeout",
-                    message=f"child process did not start within {startup_limit:g} s",
-                    hint="importing the suite file hangs or is very slow; check it alone.",
-                ))
+                return ChildFailure(
+                    Status.TIMEOUT,
+                    ErrorInfo(
+                        type="Timeout",
+                        message=f"child process did not start within {startup_limit:g} s",
+                        hint="importing the suite file hangs or is very slow; check it alone.",
+                    ),
+                )
             if msg[0] == "ready":
                 msg = _receive(receiver, proc, limit)
             if msg is None:
-                return ChildFailure(Status.TIMEOUT, ErrorInfo(
-                    type="Timeout",
-                    message=f"case exceeded --timeout {timeout_s:g} s; child process killed",
-                    hint="raise --timeout, or choose a smaller --sizes preset.",
-                ))
+                return ChildFailure(
+                    Status.TIMEOUT,
+                    ErrorInfo(
+                        type="Timeout",
+                        message=f"case exceeded --timeout {timeout_s:g} s; child process killed",
+                        hint="raise --timeout, or choose a smaller --sizes preset.",
+                    ),
+                )
         except EOFError:
             proc.join(10)
             return ChildFailure(Status.ERROR, _death_message(proc.exitcode))
@@ -274,11 +292,14 @@ def run_in_child(
         if kind == "result":
             return list(payload)
         info = payload if isinstance(payload, dict) else {"type": "Error", "message": str(payload)}
-        return ChildFailure(Status.ERROR, ErrorInfo(
-            type=str(info.get("type", "Error")),
-            message=f"in the child process: {info.get('message', '')}",
-            hint=str(info.get("hint", "")),
-        ))
+        return ChildFailure(
+            Status.ERROR,
+            ErrorInfo(
+                type=str(info.get("type", "Error")),
+                message=f"in the child process: {info.get('message', '')}",
+                hint=str(info.get("hint", "")),
+            ),
+        )
     finally:
         if proc.is_alive():
             proc.kill()

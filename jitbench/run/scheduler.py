@@ -262,8 +262,12 @@ def failed_case(
 def child_spec(pc: PlannedCase, config: RunConfig, suite: str) -> dict[str, Any]:
     """What a child process needs to find and measure `pc` again (JSON-able)."""
     return {
-        "suite": suite, "workload": pc.workload.name, "size": pc.size,
-        "params": dict(pc.params), "device": device_label(pc.device), "dtype": pc.dtype,
+        "suite": suite,
+        "workload": pc.workload.name,
+        "size": pc.size,
+        "params": dict(pc.params),
+        "device": device_label(pc.device),
+        "dtype": pc.dtype,
         "config": config.to_dict(),
     }
 
@@ -299,13 +303,18 @@ def measure_guarded(
     if config.isolate:
         suite = isolate.suite_file_of(pc.workload)
         if suite is None:
-            return failed_case(pc, config, Status.ERROR, ErrorInfo(
-                type="IsolationError",
-                message=f"workload {pc.workload.name!r} is not defined in a suite file, "
-                "so a child process cannot find it",
-                hint="define it in a suite file (discovered with --suite), or run without "
-                "--isolate.",
-            ))
+            return failed_case(
+                pc,
+                config,
+                Status.ERROR,
+                ErrorInfo(
+                    type="IsolationError",
+                    message=f"workload {pc.workload.name!r} is not defined in a suite file, "
+                    "so a child process cannot find it",
+                    hint="define it in a suite file (discovered with --suite), or run without "
+                    "--isolate.",
+                ),
+            )
         outcome = isolate.run_in_child(child_spec(pc, config, suite), timeout_s=config.timeout_s)
         if isinstance(outcome, isolate.ChildFailure):
             return failed_case(pc, config, outcome.status, outcome.error)
@@ -321,8 +330,9 @@ def measure_guarded(
             keep(session)
         return result
 
-    return _guarded(pc, config, first_round if keep is not None else lambda: measure_case(
-        pc, config))
+    return _guarded(
+        pc, config, first_round if keep is not None else lambda: measure_case(pc, config)
+    )
 
 
 def sample_guarded(pc: PlannedCase, session: CaseSession, config: RunConfig) -> list[Measurement]:
@@ -335,9 +345,7 @@ def sample_guarded(pc: PlannedCase, session: CaseSession, config: RunConfig) -> 
     return _guarded(pc, config, next_round)
 
 
-def compile_guarded(
-    pc: PlannedCase, session: CaseSession, config: RunConfig
-) -> list[Measurement]:
+def compile_guarded(pc: PlannedCase, session: CaseSession, config: RunConfig) -> list[Measurement]:
     """One more cold compile measurement of a live case, guarded like `measure_guarded`.
     Done after the last sampling round: clearing JAX's caches then costs no re-warm."""
 
@@ -463,8 +471,12 @@ def run_workloads(
 
         def snapshot(complete: bool) -> Run:
             return Run(
-                run_id=rid, started_at=started, finished_at=utc_now() if complete else None,
-                complete=complete, environment=env, config=config_record,
+                run_id=rid,
+                started_at=started,
+                finished_at=utc_now() if complete else None,
+                complete=complete,
+                environment=env,
+                config=config_record,
                 measurements=tuple(measured),
             )
 
@@ -487,8 +499,7 @@ def run_workloads(
                 result = measure_guarded(pc, config, keep=keep_session(pc) if spread else None)
                 slots[_key(pc)] = slice(len(measured), len(measured) + len(result))
                 measured.extend(result)
-                emit(CaseFinished(result[0].case if result else case, i, len(cases),
-                                  tuple(result)))
+                emit(CaseFinished(result[0].case if result else case, i, len(cases), tuple(result)))
                 if checkpoint is not None:
                     checkpoint(snapshot(False))
             later_rounds = range(2, config.plan.rounds + 1) if spread else range(0)
