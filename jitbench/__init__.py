@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jitbench.api import run
+from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import (
     ConfigError,
     JitbenchError,
@@ -12,7 +13,6 @@ from jitbench.errors import (
     WorkloadError,
 )
 from jitbench.gate.compare import Comparison, compare
-from jitbench.measure.timer import SamplingPlan
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -24,7 +24,7 @@ from jitbench.results import (
     load_run,
     save_run,
 )
-from jitbench.run.scheduler import RunConfig, run_workloads
+from jitbench.run.scheduler import run_workloads
 from jitbench.suite.discovery import Registry, discover
 from jitbench.suite.workload import Workload, workload
 

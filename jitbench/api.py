@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from jitbench.config import RunConfig
 from jitbench.errors import SuiteError
 from jitbench.results import Run
-from jitbench.run.scheduler import RunConfig, RunEvent, run_workloads
+from jitbench.run.scheduler import RunEvent, run_workloads
 from jitbench.suite.discovery import Registry, discover
 
 

@@ -10,8 +10,8 @@ import jax
 import numpy as np
 import pytest
 
+from jitbench import RunConfig, run_workloads
 from jitbench.results import Severity, Status
-from jitbench.run.scheduler import RunConfig, run_workloads
 from jitbench.suite.discovery import discover
 
 REPO = Path(__file__).resolve().parents[1]

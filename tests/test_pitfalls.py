@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from jitbench import RunConfig, run_workloads
 from jitbench.measure import diagnose
 from jitbench.results import Mode, Run, Status
-from jitbench.run.scheduler import RunConfig, run_workloads
 from jitbench.suite.discovery import discover, import_suite_file
 
 SUITES = Path(__file__).resolve().parents[1] / "suites"

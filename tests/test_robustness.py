@@ -25,7 +25,9 @@ import pytest
 from typer.testing import CliRunner
 
 from jitbench.cli import app
+from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, WorkloadError
+from jitbench.measure.devices import resolve_devices
 from jitbench.measure.protocol import require_array_tree
 from jitbench.results import (
     Mode,
@@ -38,11 +40,9 @@ from jitbench.results import (
 )
 from jitbench.run import child as isolate
 from jitbench.run.scheduler import (
-    RunConfig,
     RunInterrupted,
     measure_guarded,
     plan_cases,
-    resolve_devices,
     run_workloads,
 )
 from jitbench.suite.discovery import discover

@@ -30,12 +30,13 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
+from jitbench.config import SamplingPlan
 from jitbench.measure import modes
 from jitbench.measure import validation as validate
-from jitbench.measure.protocol import PREPARE, device_label
-from jitbench.measure.timer import SamplingPlan, calibrate, warm_up
+from jitbench.measure.devices import device_label, warm_up_process
+from jitbench.measure.protocol import PREPARE
+from jitbench.measure.timer import calibrate, warm_up
 from jitbench.results import Mode
-from jitbench.run.scheduler import warm_up_process
 from jitbench.suite.discovery import Registry
 from jitbench.suite.workload import Workload
 

@@ -1,7 +1,7 @@
 """One workload in depth: every mode measured, the jit compile taken apart, diagnostics.
 
 `profile_workload` measures one case (workload × size × device × dtype) with the same
-protocol as `jitbench run` (it calls `runner.measure_case`), and can keep the jaxpr and
+protocol as `jitbench run` (it calls `protocol.measure_case`), and can keep the jaxpr and
 the optimised HLO text. `profile_to_dict` is its JSON form. Nothing here prints.
 """
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import jax
 
+from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import ConfigError
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import environment, modes, protocol
-from jitbench.measure.timer import SamplingPlan
+from jitbench.measure import devices, environment, modes, protocol
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -27,7 +27,7 @@ from jitbench.results import (
     Run,
     measurement_to_dict,
 )
-from jitbench.run import scheduler as runner
+from jitbench.results.model import new_run_id, utc_now
 from jitbench.stats import Ratio
 from jitbench.suite.discovery import unknown_name_message
 from jitbench.suite.workload import Workload
@@ -107,9 +107,9 @@ def resolve_size(wl: Workload, size: str | None) -> tuple[str, dict[str, Any]]:
 
 
 def _pick_device(spec: str | None) -> jax.Device:
-    devices = runner.resolve_devices([spec] if spec else [])
+    found = devices.resolve_devices([spec] if spec else [])
     # Without --device, prefer an accelerator: that is where profiling is most telling.
-    return next((d for d in devices if d.platform != "cpu"), devices[0])
+    return next((d for d in found if d.platform != "cpu"), found[0])
 
 
 def _ir_texts(
@@ -154,22 +154,22 @@ def profile_workload(
     """
     label, params = resolve_size(wl, size)
     dtype = "float64" if x64 else "float32"
-    config = runner.RunConfig(sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN)
-    started = runner.utc_now()
-    with runner.x64_enabled(x64):
+    config = RunConfig(sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN)
+    started = utc_now()
+    with devices.x64_enabled(x64):
         dev = _pick_device(device)
         env = environment.capture()
-        runner.warm_up_process([dev])
+        devices.warm_up_process([dev])
         planned = protocol.PlannedCase(wl, label, params, dev, dtype)
-        measurements = runner.measure_case(planned, config)
+        measurements = protocol.measure_case(planned, config)
         jaxpr_text = hlo_text = None
         text_error = None
         if keep_text:
             jaxpr_text, hlo_text, text_error = _ir_texts(wl, params, dev, dtype=dtype, seed=seed)
     run = Run(
-        run_id=runner.new_run_id(),
+        run_id=new_run_id(),
         started_at=started,
-        finished_at=runner.utc_now(),
+        finished_at=utc_now(),
         complete=True,
         environment=env,
         config=config.to_dict(),

@@ -16,8 +16,8 @@ from jitbench.adapters.profiling import PROFILE_PLAN, Profile, profile_to_dict, 
 from jitbench.cli import app
 from jitbench.cli.common import err, escape, handles_errors, out
 from jitbench.cli.options import SuiteOpt
+from jitbench.config import SamplingPlan
 from jitbench.errors import ConfigError
-from jitbench.measure.timer import SamplingPlan
 from jitbench.results import Mode, Severity, Status
 from jitbench.suite.discovery import discover
 

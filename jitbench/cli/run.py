@@ -36,6 +36,7 @@ from jitbench.cli.common import (
 )
 from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
+from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
 from jitbench.gate.compare import compare, load_side
 from jitbench.render import run_table as console
@@ -44,7 +45,6 @@ from jitbench.run.scheduler import (
     CaseFinished,
     CaseStarted,
     RoundStarted,
-    RunConfig,
     RunEvent,
     RunInterrupted,
     RunStarted,

@@ -19,12 +19,13 @@ from typing import Any
 import jax
 import numpy as np
 
+from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import WorkloadError
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes
 from jitbench.measure import validation as validate
+from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
-    SamplingPlan,
     calibrate,
     relative_ci_halfwidth,
     sample_interleaved,
@@ -34,10 +35,6 @@ from jitbench.results import Case, CompileInfo, Diagnostic, ErrorInfo, Measureme
 from jitbench.suite.workload import Inputs, Workload
 
 MAX_ERROR_CHARS = 2000
-
-
-def device_label(device: jax.Device) -> str:
-    return f"{device.platform}:{device.id}"
 
 
 @dataclass(frozen=True)
@@ -448,3 +445,20 @@ def _finish(
             )
         )
     return out
+
+
+def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
+    """Measure one case in every configured mode under the protocol (see DESIGN §1).
+
+    All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
+    over the run instead (see `SamplingPlan.rounds`).
+    """
+    session = open_case(
+        pc, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+    )
+    for _ in range(config.plan.rounds):
+        session.sample(config.plan.for_round())
+    for _ in range(config.plan.compile_measurements - 1):
+        session.repeat_compile()
+    # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
+    return session.measurements()

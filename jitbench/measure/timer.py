@@ -12,12 +12,13 @@ import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import repeat
 from typing import Generic, Protocol, TypeVar
 
 from jitbench import stats
+from jitbench.config import SamplingPlan
 
 K = TypeVar("K", bound=Hashable)
 
@@ -29,56 +30,6 @@ class Clock(Protocol):
 
 
 DEFAULT_CLOCK: Clock = time.perf_counter
-
-
-@dataclass(frozen=True, kw_only=True)
-class SamplingPlan:
-    """How long and how precisely to sample.
-
-    Attributes:
-        min_sample_s: calibration target: one sample lasts at least this long.
-        warmup_s: after at least `warmup_calls` calls, keep calling until this much time.
-        min_samples: never declare convergence with fewer samples.
-        max_samples: stop a mode at this many samples.
-        precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
-        budget_s: time budget for sampling all modes of one case together.
-        floor_samples: samples every mode gets even when the budget is spent.
-        rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
-            then round 2 of every case, and so on, so each case's samples are spread over
-            the whole run instead of one contiguous window (machine speed drifts over
-            seconds; samples from one short window agree with each other more than with
-            the next window). 1 samples each case in one go.
-    """
-
-    min_sample_s: float = 0.01
-    warmup_s: float = 0.05
-    warmup_calls: int = 2
-    min_samples: int = 10
-    max_samples: int = 500
-    precision: float = 0.01
-    budget_s: float = 0.5
-    floor_samples: int = 3
-    max_calls_per_sample: int = 10_000_000
-    rounds: int = 1
-
-    @property
-    def compile_measurements(self) -> int:
-        """Cold jit compiles measured per case: 3 with rounds (the median is kept, and the
-        repeats come after the last round, so they are spread over the run's end), else 1."""
-        return 3 if self.rounds > 1 else 1
-
-    def for_round(self) -> SamplingPlan:
-        """The plan of one of `rounds` rounds: its share of the budget, the sample floor and
-        the sample cap. Convergence is still judged on all samples so far (`min_samples`,
-        `precision`), so a case that is precise early still gets a sample each round."""
-        if self.rounds <= 1:
-            return self
-        return replace(
-            self,
-            budget_s=self.budget_s / self.rounds,
-            floor_samples=max(1, math.ceil(self.floor_samples / self.rounds)),
-            max_samples=max(1, math.ceil(self.max_samples / self.rounds)),
-        )
 
 
 def time_calls(fn: Callable[[], object], n: int, clock: Clock = DEFAULT_CLOCK) -> float:

@@ -6,9 +6,11 @@ old file can always be re-analysed. Their JSON form lives in `jitbench.results.c
 
 from __future__ import annotations
 
+import datetime as _dt
 import enum
 import itertools
 import math
+import secrets
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -16,17 +18,10 @@ from functools import cached_property
 from typing import Any
 
 from jitbench import stats
+from jitbench.config import Mode
 
 SCHEMA_ID = "jitbench.run"
 SCHEMA_VERSION = "1.2"
-
-
-class Mode(str, enum.Enum):
-    """How a workload is executed."""
-
-    NUMPY = "numpy"
-    EAGER = "eager"
-    JIT = "jit"
 
 
 class Status(str, enum.Enum):
@@ -289,3 +284,12 @@ class Run:
             return None
         saved = base.median_s - jit.median_s
         return compile_s / saved if saved > 0 else math.inf
+
+
+def new_run_id() -> str:
+    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{now}-{secrets.token_hex(3)}"
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")

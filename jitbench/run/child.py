@@ -148,8 +148,8 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         from jitbench import results
-        from jitbench.measure import protocol
-        from jitbench.run import scheduler as runner
+        from jitbench.config import RunConfig
+        from jitbench.measure import devices, protocol
         from jitbench.suite import discovery as registry
         from jitbench.suite.workload import Workload
 
@@ -161,15 +161,15 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         ]
         if not found:
             raise LookupError(f"workload {spec['workload']!r} not found in {spec['suite']}")
-        config = runner.RunConfig.from_dict(spec["config"])
-        with runner.x64_enabled(config.x64):
-            device = runner.resolve_devices([spec["device"]])[0]
-            runner.warm_up_process([device])
+        config = RunConfig.from_dict(spec["config"])
+        with devices.x64_enabled(config.x64):
+            device = devices.resolve_devices([spec["device"]])[0]
+            devices.warm_up_process([device])
             conn.send(("ready", None))
             planned = protocol.PlannedCase(
                 found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]
             )
-            measured = runner.measure_case(planned, config)
+            measured = protocol.measure_case(planned, config)
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         with suppress(Exception):  # the pipe may be gone; the parent sees EOF then

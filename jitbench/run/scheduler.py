@@ -6,102 +6,38 @@ callback and partial runs to a `checkpoint` callback, both supplied by the calle
 
 from __future__ import annotations
 
-import contextlib
-import datetime as _dt
-import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import jax
-import numpy as np
 
+from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, SuiteError
 from jitbench.measure import environment
+from jitbench.measure.devices import device_label, resolve_devices, warm_up_process, x64_enabled
 from jitbench.measure.protocol import (
     CaseSession,
     PlannedCase,
     add_hint,
-    device_label,
     error_info,
+    measure_case,
     open_case,
     planned_case_record,
 )
-from jitbench.measure.timer import SamplingPlan
 from jitbench.results import (
     Case,
     ErrorInfo,
     Measurement,
-    Mode,
     Run,
     Status,
     measurement_from_dict,
 )
+from jitbench.results.model import new_run_id, utc_now
 from jitbench.run import child as isolate
 from jitbench.suite.discovery import import_suite_file, unknown_name_message
 from jitbench.suite.workload import Workload
-
-ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
-
-
-@dataclass(frozen=True, kw_only=True)
-class RunConfig:
-    """What to run and how precisely. `plan` holds the sampling rules."""
-
-    sizes: tuple[str, ...] = ("S", "M")
-    modes: tuple[Mode, ...] = ALL_MODES
-    devices: tuple[str, ...] = ()
-    x64: bool = False
-    sweep: bool = False
-    seed: int = 0
-    quick: bool = False
-    plan: SamplingPlan = field(default_factory=SamplingPlan)
-    timeout_s: float | None = None
-    isolate: bool = False
-
-    @classmethod
-    def quick_settings(cls, **overrides: Any) -> RunConfig:
-        """Smoke-test settings: smallest preset, tiny budgets, seconds in total."""
-        plan = SamplingPlan(
-            min_sample_s=0.001,
-            warmup_s=0.0,
-            min_samples=3,
-            max_samples=5,
-            precision=0.05,
-            budget_s=0.02,
-        )
-        return cls(**{"sizes": ("S",), "plan": plan, "quick": True, **overrides})
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["modes"] = [m.value for m in self.modes]
-        return d
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
-        """Rebuild a config from `to_dict` output (a run file's "config"); unknown keys are
-        ignored so files written by other versions still load.
-
-        Raises:
-            ConfigError: a value cannot be read back (e.g. an unknown mode).
-        """
-        known = {f.name for f in fields(cls)}
-        plan_known = {f.name for f in fields(SamplingPlan)}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        try:
-            if "plan" in kwargs:
-                kwargs["plan"] = SamplingPlan(
-                    **{k: v for k, v in dict(kwargs["plan"]).items() if k in plan_known}
-                )
-            for key in ("sizes", "devices"):
-                if key in kwargs:
-                    kwargs[key] = tuple(str(x) for x in kwargs[key])
-            if "modes" in kwargs:
-                kwargs["modes"] = tuple(Mode(m) for m in kwargs["modes"])
-            return cls(**kwargs)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"cannot read the recorded run configuration: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -152,43 +88,6 @@ class RunInterrupted(KeyboardInterrupt):
         self.cause = cause
 
 
-def new_run_id() -> str:
-    now = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"{now}-{secrets.token_hex(3)}"
-
-
-def utc_now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
-    """Devices named by platform ("cpu", "gpu") or platform:id ("cpu:1").
-
-    Default: the first device of every platform JAX can initialise.
-    Raises ConfigError for an unknown platform or id.
-    """
-    available = environment.all_devices()
-    if not specs:
-        first: dict[str, jax.Device] = {}
-        for d in available:
-            first.setdefault(d.platform, d)
-        return list(first.values())
-    by_label = {f"{d.platform}:{d.id}": d for d in available}
-    platforms = {d.platform for d in available}
-    chosen: list[jax.Device] = []
-    for raw in specs:
-        spec = raw.strip().lower().replace("cuda", "gpu").replace("rocm", "gpu")
-        if spec in by_label:
-            chosen.append(by_label[spec])
-        elif spec in platforms:
-            chosen.append(next(d for d in available if d.platform == spec))
-        else:
-            raise ConfigError(
-                unknown_name_message("device", raw, sorted(platforms) + sorted(by_label))
-            )
-    return list(dict.fromkeys(chosen))
-
-
 def plan_cases(
     workloads: Sequence[Workload], config: RunConfig, devices: Sequence[jax.Device]
 ) -> list[PlannedCase]:
@@ -212,43 +111,6 @@ def plan_cases(
             for device in devices:
                 planned.append(PlannedCase(wl, size, params, device, dtype))
     return planned
-
-
-def warm_up_process(devices: Sequence[jax.Device]) -> None:
-    """Compile and run a trivial function per device so backend start-up is not charged
-    to the first workload's compile time."""
-    for device in devices:
-        x = jax.device_put(np.ones(8, np.float32), device)
-        jax.block_until_ready(jax.jit(lambda v: v * 2 + 1)(x))
-        jax.block_until_ready(x + 1)
-
-
-def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
-    """Measure one case in every configured mode under the protocol (see DESIGN §1).
-
-    All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
-    over the run instead (see `SamplingPlan.rounds`).
-    """
-    session = open_case(
-        pc, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
-    )
-    for _ in range(config.plan.rounds):
-        session.sample(config.plan.for_round())
-    for _ in range(config.plan.compile_measurements - 1):
-        session.repeat_compile()
-    # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
-    return session.measurements()
-
-
-@contextlib.contextmanager
-def x64_enabled(flag: bool) -> Iterator[None]:
-    """Set `jax_enable_x64` for the block (both sides then use float64 inputs)."""
-    before = bool(environment.jax_flag("jax_enable_x64"))
-    jax.config.update("jax_enable_x64", flag)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", before)
 
 
 def failed_case(

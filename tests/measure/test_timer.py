@@ -7,8 +7,8 @@ import itertools
 
 import pytest
 
+from jitbench.config import SamplingPlan
 from jitbench.measure.timer import (
-    SamplingPlan,
     calibrate,
     relative_ci_halfwidth,
     sample_interleaved,

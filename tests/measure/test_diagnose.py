@@ -253,7 +253,7 @@ def test_transfer_guard_error_maps_to_implicit_transfer() -> None:
 
 
 def _faq_fn():  # type: ignore[no-untyped-def]
-    registry = discover([Path(__file__).resolve().parents[1] / "suites" / "linalg.py"])
+    registry = discover([Path(__file__).resolve().parents[2] / "suites" / "linalg.py"])
     return registry.get("centred_product").jax_fn
 
 

@@ -20,7 +20,7 @@ from jitbench.adapters import asv as asv_bridge
 from jitbench.adapters.asv import CaseSkipped, WorkloadBenchmark
 from jitbench.measure import compilation as jcompile
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

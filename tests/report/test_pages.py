@@ -9,11 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import TINY_SUITE
 
 from jitbench import RunConfig, discover, load_run, run_workloads, save_run
 from jitbench.report import data, figures, pages, write_index, write_report, write_run_page
 from jitbench.results import ErrorInfo, Mode, Run, Status
+from tests.conftest import TINY_SUITE
 
 SWEEP_WORKLOAD = '''
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from jitbench.adapters.profiling import profile_to_dict, profile_workload
+from jitbench.config import SamplingPlan
 from jitbench.errors import ConfigError
-from jitbench.measure.timer import SamplingPlan
 from jitbench.results import Mode, Status
 from jitbench.suite.discovery import discover
 
-SUITES = Path(__file__).resolve().parents[1] / "suites"
+SUITES = Path(__file__).resolve().parents[2] / "suites"
 FAST = SamplingPlan(
     min_sample_s=0.001, warmup_s=0.0, min_samples=3, max_samples=5, precision=0.05, budget_s=0.02
 )

@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_report import crafted_evil, real_run, relabelled
 
 from jitbench import load_run
 from jitbench.report import write_report, write_run_page
 from jitbench.results import Run
+from tests.report.test_pages import crafted_evil, real_run, relabelled
 
-ARTIFACTS = Path(os.environ.get("JITBENCH_TEST_ARTIFACTS") or Path(__file__).parent / "artifacts")
+ARTIFACTS = Path(
+    os.environ.get("JITBENCH_TEST_ARTIFACTS") or Path(__file__).resolve().parents[1] / "artifacts"
+)
 
 
 def _chromium() -> str | None:

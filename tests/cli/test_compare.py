@@ -21,7 +21,7 @@ from jitbench import Mode, RunConfig, run
 from jitbench.cli import app
 from jitbench.results import dump_run, load_run
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 GATE_SUITE = '''
 import os

@@ -1,0 +1,69 @@
+"""Devices: which ones a run uses by default, how they are named, and readying them.
+
+One resolver serves `run`, `profile` and asv: the default is the first device of every
+platform JAX can initialise.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import jax
+import numpy as np
+
+from jitbench.errors import ConfigError
+from jitbench.measure import environment
+from jitbench.suite.discovery import unknown_name_message
+
+
+def device_label(device: jax.Device) -> str:
+    return f"{device.platform}:{device.id}"
+
+
+def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
+    """Devices named by platform ("cpu", "gpu") or platform:id ("cpu:1").
+
+    Default: the first device of every platform JAX can initialise.
+    Raises ConfigError for an unknown platform or id.
+    """
+    available = environment.all_devices()
+    if not specs:
+        first: dict[str, jax.Device] = {}
+        for d in available:
+            first.setdefault(d.platform, d)
+        return list(first.values())
+    by_label = {f"{d.platform}:{d.id}": d for d in available}
+    platforms = {d.platform for d in available}
+    chosen: list[jax.Device] = []
+    for raw in specs:
+        spec = raw.strip().lower().replace("cuda", "gpu").replace("rocm", "gpu")
+        if spec in by_label:
+            chosen.append(by_label[spec])
+        elif spec in platforms:
+            chosen.append(next(d for d in available if d.platform == spec))
+        else:
+            raise ConfigError(
+                unknown_name_message("device", raw, sorted(platforms) + sorted(by_label))
+            )
+    return list(dict.fromkeys(chosen))
+
+
+def warm_up_process(devices: Sequence[jax.Device]) -> None:
+    """Compile and run a trivial function per device so backend start-up is not charged
+    to the first workload's compile time."""
+    for device in devices:
+        x = jax.device_put(np.ones(8, np.float32), device)
+        jax.block_until_ready(jax.jit(lambda v: v * 2 + 1)(x))
+        jax.block_until_ready(x + 1)
+
+
+@contextlib.contextmanager
+def x64_enabled(flag: bool) -> Iterator[None]:
+    """Set `jax_enable_x64` for the block (both sides then use float64 inputs)."""
+    before = bool(environment.jax_flag("jax_enable_x64"))
+    jax.config.update("jax_enable_x64", flag)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", before)
