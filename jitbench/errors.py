@@ -6,6 +6,9 @@ Each message names the thing, shows the bad value and says what to do; the CLI m
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class JitbenchError(Exception):
     """Base of all errors meant for the user. `exit_code` is what the CLI exits with."""
@@ -31,3 +34,12 @@ class ResultsFormatError(JitbenchError):
 
 class OutputError(JitbenchError):
     """An output location cannot be written."""
+
+
+def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
+    """'unknown workload 'x'; did you mean 'y'? …' with the closest known names."""
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
+    listing = "`jitbench list` shows all." if kind == "workload" else f"known: {', '.join(known)}."
+    return f"unknown {kind} {name!r}{hint} {listing}"

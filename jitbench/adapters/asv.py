@@ -2,16 +2,16 @@
 
 One class per workload, parameterised by size preset × mode. `setup` builds the inputs,
 stages them, compiles and validates once per process (cached here, because asv re-runs
-`setup` before every sample and in every round); `time_call` times exactly the call
-`jitbench run` times (`modes.build_call`, blocking on the output, under the same transfer
-guard), in samples of the same calibrated number of calls, reported per call;
+`setup` before every sample and in every round) through the one-case protocol
+(`protocol.open_case`, the steps `jitbench run` takes); `time_call` times exactly the call
+`jitbench run` times (blocking on the output, under the same transfer guard), in samples of
+the same calibrated number of calls, reported per call;
 `track_compile_s` and `track_first_call_s` report the cold compile seconds that
 `jitbench run` records (`compile.cold_aot_breakdown` / `compile.cold_first_call`).
 A case that cannot run (an error, a NumPy/JAX mismatch, an unknown size) raises
 `NotImplementedError` in `setup`, which asv records as skipped instead of failed.
 
-The module is named `asv_bridge`, not `asv`, so it never shadows the `asv` package. It does
-not import asv, and importing it does not start a JAX backend (asv's fork server imports
+It does not import asv, and importing it does not start a JAX backend (asv's fork server imports
 the benchmark modules before it forks; a JAX runtime must not be forked).
 """
 
@@ -31,11 +31,10 @@ import jax
 import numpy as np
 
 from jitbench.config import SamplingPlan
+from jitbench.errors import WorkloadError
 from jitbench.measure import modes
-from jitbench.measure import validation as validate
-from jitbench.measure.devices import device_label, warm_up_process
-from jitbench.measure.protocol import PREPARE
-from jitbench.measure.timer import calibrate, warm_up
+from jitbench.measure.devices import device_label, pick_device, warm_up_process
+from jitbench.measure.protocol import PlannedCase, open_case
 from jitbench.results import Mode
 from jitbench.suite.discovery import Registry
 from jitbench.suite.workload import Workload
@@ -87,14 +86,6 @@ _prepared: dict[tuple[object, ...], PreparedCase | CaseSkipped] = {}
 _warm_devices: set[str] = set()
 
 
-def default_device() -> jax.Device:
-    """JAX's default device (the first GPU when there is one, else the CPU).
-
-    Set `JAX_PLATFORMS=cpu` to pin asv runs to the CPU.
-    """
-    return jax.devices()[0]
-
-
 def default_dtype() -> str:
     """float32, or float64 when `jax_enable_x64` is on (e.g. `JAX_ENABLE_X64=1`), as `--x64`."""
     # canonicalize_dtype maps float64 to float32 unless x64 is on; it starts no backend.
@@ -121,7 +112,7 @@ def prepare_case(
             so a broken case is not rebuilt for every asv sample.
     """
     mode = Mode(mode)
-    device = device or default_device()
+    device = device or pick_device()
     dtype = default_dtype()
     key = (id(wl), wl.name, size, mode.value, device_label(device), dtype)
     hit = _prepared.get(key)
@@ -148,55 +139,33 @@ def prepare_case(
 
 def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: str) -> PreparedCase:
     label = device_label(device)
-    host = wl.make_inputs(wl.size_params(size), dtype=dtype, seed=SEED)
-    numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-    if mode is Mode.NUMPY:
-        return PreparedCase(
-            workload=wl.name,
-            size=size,
-            mode=mode,
-            device=label,
-            dtype=dtype,
-            call=numpy_call,
-            calls_per_sample=_calls_per_sample(numpy_call, mode),
-        )
-    try:
-        reference = numpy_call()
-    except Exception:  # as in `jitbench run`: no reference, no validation
-        reference = None
     if label not in _warm_devices:
         # Backend start-up must not be charged to the first compile of the process.
         warm_up_process([device])
         _warm_devices.add(label)
-    staged = modes.stage(host, device)
-    # The same cold preparation as `jitbench run` (AOT stages, cold first call, guard).
-    prepared = PREPARE[mode](wl, host, staged)
-    call, out, info = prepared.call, prepared.output, prepared.compile
-    if reference is not None:
-        check = validate.compare(reference, modes.to_host(out), rtol=wl.rtol, atol=wl.atol)
-        if not check.ok:
-            raise CaseSkipped(
-                f"{wl.name}[{size}] {mode.value}: output does not match NumPy: {check.message}"
-            )
+    planned = PlannedCase(wl, size, dict(wl.size_params(size)), device, dtype)
+    # `jitbench run`'s own steps 1-4 for this one mode: inputs, NumPy reference, staging,
+    # cold compile and first call, validation, warm-up and calibration.
+    session = open_case(planned, timed=(mode,), plan=PLAN, seed=SEED, quick=False)
+    try:
+        ready = session.ready(mode)
+    except WorkloadError as exc:
+        raise CaseSkipped(
+            f"{exc} (`jitbench run {wl.name} -s {size} -m {mode.value}` shows the diagnosis)"
+        ) from None
+    info = ready.compile
     return PreparedCase(
         workload=wl.name,
         size=size,
         mode=mode,
         device=label,
         dtype=dtype,
-        call=call,
-        calls_per_sample=_calls_per_sample(call, mode),
-        first_call_s=info.first_call_s,
-        compile_s=info.total_compile_s,
-        compile_count=info.compile_count,
+        call=ready.call,
+        calls_per_sample=ready.calls_per_sample,
+        first_call_s=info.first_call_s if info else None,
+        compile_s=info.total_compile_s if info else None,
+        compile_count=info.compile_count if info else None,
     )
-
-
-def _calls_per_sample(call: Callable[[], Any], mode: Mode) -> int:
-    """Warm up and calibrate as `jitbench run` does, under the same transfer guard."""
-    with modes.timed_region(mode):
-        warm_up(call, plan=PLAN)
-        return calibrate(call, plan=PLAN)
 
 
 class _PerCallClock:

@@ -14,7 +14,6 @@ from typing import Any
 import jax
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.errors import ConfigError
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import devices, environment, modes, protocol
 from jitbench.results import (
@@ -29,7 +28,6 @@ from jitbench.results import (
 )
 from jitbench.results.model import new_run_id, utc_now
 from jitbench.stats import Ratio
-from jitbench.suite.discovery import unknown_name_message
 from jitbench.suite.workload import Workload
 
 # Enough samples for a ±2 % median on a quiet machine, with half a second of sampling
@@ -89,29 +87,6 @@ class Profile:
         return [(m.mode, d) for m in self.run.measurements for d in m.diagnostics]
 
 
-def resolve_size(wl: Workload, size: str | None) -> tuple[str, dict[str, Any]]:
-    """(label, params) of a preset or sweep label; the smallest preset by default.
-
-    Raises ConfigError naming the close matches for an unknown size.
-    """
-    if size is None:
-        label = "S" if "S" in wl.sizes else next(iter(wl.sizes))
-        return label, dict(wl.sizes[label])
-    if size in wl.sizes:
-        return size, dict(wl.sizes[size])
-    for label, params in zip(wl.sweep_labels, wl.sweep, strict=True):
-        if label == size:
-            return label, dict(params)
-    known = [*wl.sizes, *wl.sweep_labels]
-    raise ConfigError(unknown_name_message("size", size, known) + f" (workload {wl.name!r})")
-
-
-def _pick_device(spec: str | None) -> jax.Device:
-    found = devices.resolve_devices([spec] if spec else [])
-    # Without --device, prefer an accelerator: that is where profiling is most telling.
-    return next((d for d in found if d.platform != "cpu"), found[0])
-
-
 def _ir_texts(
     wl: Workload, params: dict[str, Any], device: jax.Device, *, dtype: str, seed: int
 ) -> tuple[str | None, str | None, ErrorInfo | None]:
@@ -152,12 +127,12 @@ def profile_workload(
     Raises:
         ConfigError: unknown size or device.
     """
-    label, params = resolve_size(wl, size)
+    label, params = wl.resolve_size(size)
     dtype = "float64" if x64 else "float32"
     config = RunConfig(sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN)
     started = utc_now()
     with devices.x64_enabled(x64):
-        dev = _pick_device(device)
+        dev = devices.pick_device(device)
         env = environment.capture()
         devices.warm_up_process([dev])
         planned = protocol.PlannedCase(wl, label, params, dev, dtype)

@@ -1,7 +1,8 @@
 """Devices: which ones a run uses by default, how they are named, and readying them.
 
-One resolver serves `run`, `profile` and asv: the default is the first device of every
-platform JAX can initialise.
+The rules are written once here: a run measures the first device of every platform JAX
+can initialise by default (`resolve_devices`); single-device tools (`profile`, asv) take
+the first accelerator, else the CPU (`pick_device`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from collections.abc import Iterator, Sequence
 import jax
 import numpy as np
 
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, unknown_name_message
 from jitbench.measure import environment
-from jitbench.suite.discovery import unknown_name_message
 
 
 def device_label(device: jax.Device) -> str:
@@ -67,3 +67,15 @@ def x64_enabled(flag: bool) -> Iterator[None]:
         yield
     finally:
         jax.config.update("jax_enable_x64", before)
+
+
+def pick_device(spec: str | None = None) -> jax.Device:
+    """The one device a single-device tool (`jitbench profile`, asv) measures on: the one
+    `spec` names, else the first accelerator (where comparing modes is most telling), else
+    the CPU. Set `JAX_PLATFORMS=cpu` to pin it to the CPU.
+
+    Raises:
+        ConfigError: `spec` names no device JAX can see.
+    """
+    found = resolve_devices([spec] if spec else [])
+    return next((d for d in found if d.platform != "cpu"), found[0])

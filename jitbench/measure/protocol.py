@@ -159,6 +159,15 @@ def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedM
     )
 
 
+@dataclass(frozen=True)
+class ReadyMode:
+    """A mode of an opened case, warmed up and calibrated: what an adapter times."""
+
+    call: Callable[[], Any]
+    calls_per_sample: int
+    compile: CompileInfo | None  # None for NumPy
+
+
 PREPARE = {Mode.JIT: prepare_jit, Mode.EAGER: prepare_eager}
 
 
@@ -286,6 +295,22 @@ class CaseSession:
                         s.call()
             except Exception as exc:
                 s.fail(exc)
+
+    def ready(self, mode: Mode) -> ReadyMode:
+        """`mode` as prepared by `open_case`: its timed call, calibration and cold compile
+        figures, for adapters that time the call themselves (asv).
+
+        Raises:
+            WorkloadError: the mode failed or did not match the reference; the message is
+                the measurement's one-line failure text.
+        """
+        state = self.states[mode]
+        if state.status is not Status.OK or state.call is None:
+            failed = next(m for m in self.measurements() if m.mode is mode)
+            raise WorkloadError(f"{self.case.label} {mode.value}: {failed.failure_text}")
+        return ReadyMode(
+            call=state.call, calls_per_sample=state.calls_per_sample, compile=state.compile
+        )
 
     def measurements(self) -> list[Measurement]:
         """The case's measurements from the samples so far (may be called after any round)."""

@@ -7,17 +7,16 @@ A file that fails to import is recorded as a `SuiteLoadError` and the others sti
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import importlib.util
 import re
 import sys
 import traceback
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jitbench.errors import SuiteError
+from jitbench.errors import SuiteError, unknown_name_message
 from jitbench.suite.workload import Workload
 
 DEFAULT_SUITE = Path("suites")
@@ -76,15 +75,6 @@ class Registry:
             matcher = compile_keyword(keyword)
             chosen = [w for w in chosen if matcher(w)]
         return chosen
-
-
-def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
-    """'unknown workload 'x'; did you mean 'y'? …' with the closest known names."""
-    known = list(known)
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
-    listing = "`jitbench list` shows all." if kind == "workload" else f"known: {', '.join(known)}."
-    return f"unknown {kind} {name!r}{hint} {listing}"
 
 
 _TOKEN_RE = re.compile(r"\s*(\(|\)|[^\s()]+)")

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from jitbench.errors import WorkloadError
+from jitbench.errors import ConfigError, WorkloadError, unknown_name_message
 
 SIZE_PRESETS = ("S", "M", "L")
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
@@ -87,16 +87,27 @@ class Workload:
         static = {k: kwargs.pop(k) for k in self.static_argnames if k in kwargs}
         return Inputs(args=args, kwargs=kwargs, static=static)
 
-    def size_params(self, size: str) -> Mapping[str, Any]:
-        """Params of a preset or sweep label. Raises WorkloadError for an unknown size."""
+    def resolve_size(self, size: str | None = None) -> tuple[str, dict[str, Any]]:
+        """(label, params) of a size preset or sweep label; the smallest preset (S, else
+        the first one declared) when `size` is None. The one size resolver: `run`,
+        `profile` and asv all go through it.
+
+        Raises:
+            ConfigError: an unknown size, with the close matches and the known ones.
+        """
+        if size is None:
+            size = "S" if "S" in self.sizes else next(iter(self.sizes))
         if size in self.sizes:
-            return self.sizes[size]
-        for params in self.sweep:
-            if sweep_label(params) == size:
-                return params
-        raise WorkloadError(
-            f"workload {self.name!r} has no size {size!r}; it has {', '.join(self.sizes)}."
-        )
+            return size, dict(self.sizes[size])
+        for label, params in zip(self.sweep_labels, self.sweep, strict=True):
+            if label == size:
+                return label, dict(params)
+        known = [*self.sizes, *self.sweep_labels]
+        raise ConfigError(unknown_name_message("size", size, known) + f" (workload {self.name!r})")
+
+    def size_params(self, size: str) -> dict[str, Any]:
+        """Params of a preset or sweep label (see `resolve_size`)."""
+        return self.resolve_size(size)[1]
 
     @property
     def sweep_labels(self) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from jitbench import WorkloadError, workload
+from jitbench import ConfigError, WorkloadError, workload
 
 
 def vec(rng, *, dtype, n):
@@ -94,5 +94,7 @@ def test_size_params_knows_presets_and_sweep_labels():
     )
     assert wl.sweep_labels == ["n=10", "n=100"]
     assert wl.size_params("n=100") == {"n": 100}
-    with pytest.raises(WorkloadError, match="no size 'XL'"):
+    assert wl.resolve_size(None) == ("S", {"n": 1})
+    assert wl.resolve_size("n=10") == ("n=10", {"n": 10})
+    with pytest.raises(ConfigError, match=r"unknown size 'XL'.*known: S, n=10, n=100.*'swept'"):
         wl.size_params("XL")
