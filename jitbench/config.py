@@ -23,7 +23,8 @@ class Mode(str, enum.Enum):
     JIT = "jit"
 
 
-ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
+ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)  # also the display order
+JAX_MODES = (Mode.EAGER, Mode.JIT)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 import jax
 import numpy as np
 
-from jitbench.config import SamplingPlan
+from jitbench.config import ALL_MODES, SamplingPlan
 from jitbench.errors import WorkloadError
 from jitbench.measure import modes
 from jitbench.measure.devices import device_label, pick_device, warm_up_process
@@ -39,7 +39,6 @@ from jitbench.results import Mode
 from jitbench.suite.discovery import Registry
 from jitbench.suite.workload import Workload
 
-ASV_MODES: tuple[Mode, ...] = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 PARAM_NAMES = ["size", "mode"]
 #: asv's per-benchmark timeout in seconds: setup compiles, and L presets take a while.
 TIMEOUT_S = 300.0
@@ -262,7 +261,7 @@ def benchmark_class(
     name: str | None = None,
     module: str | None = None,
     sizes: Sequence[str] | None = None,
-    modes_: Sequence[Mode] = ASV_MODES,
+    modes_: Sequence[Mode] = ALL_MODES,
 ) -> type[WorkloadBenchmark]:
     """The asv benchmark class of one workload.
 

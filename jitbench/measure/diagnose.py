@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from jitbench import formatting as fmt
 from jitbench import stats
+from jitbench.config import ALL_MODES
 from jitbench.results import Diagnostic, Measurement, Mode, Severity, Status
 
 # Pitfall codes: each means the measurement was affected by a known JAX pitfall.
@@ -270,7 +271,7 @@ def case_diagnostics(
     so a noisy quick run does not report them by chance.
     """
     by_mode = {m.mode: m for m in measurements}
-    numpy_m, eager_m, jit_m = (by_mode.get(m) for m in (Mode.NUMPY, Mode.EAGER, Mode.JIT))
+    numpy_m, eager_m, jit_m = (by_mode.get(m) for m in ALL_MODES)
     extra: dict[Mode, list[Diagnostic]] = {m.mode: [] for m in measurements}
 
     if jit_m is not None and jit_m.status is not Status.ERROR and jit_m.compile is not None:

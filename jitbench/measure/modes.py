@@ -24,10 +24,8 @@ from typing import Any
 import jax
 import numpy as np
 
-from jitbench.results import Mode
+from jitbench.config import Mode
 from jitbench.suite.workload import Inputs, Workload
-
-JAX_MODES = (Mode.EAGER, Mode.JIT)
 
 
 @dataclass(frozen=True)

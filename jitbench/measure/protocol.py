@@ -19,11 +19,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from jitbench.config import RunConfig, SamplingPlan
+from jitbench.config import JAX_MODES, RunConfig, SamplingPlan
 from jitbench.errors import WorkloadError
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import diagnose, modes
-from jitbench.measure import validation as validate
+from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
     calibrate,
@@ -205,7 +204,7 @@ def _validate(
     state: _ModeState, wl: Workload, reference: Any, output: Any, *, against: str = "numpy"
 ) -> bool:
     """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider."""
-    result = validate.compare(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
+    result = validation.check_outputs(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
     if not result.ok:
         state.status = Status.MISMATCH
         state.diagnostics.append(
@@ -376,7 +375,7 @@ def open_case(
 
     # 2. Stage inputs on the device, timed on its own.
     staged: modes.Staged | None = None
-    jax_states = [states[m] for m in modes.JAX_MODES if m in states]
+    jax_states = [states[m] for m in JAX_MODES if m in states]
     if jax_states:
         try:
             staged = modes.stage(host, pc.device)

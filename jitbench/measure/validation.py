@@ -45,7 +45,7 @@ def _leaf_dtype(x: np.ndarray) -> np.dtype[Any]:
     return x.dtype
 
 
-def compare(
+def check_outputs(
     reference: Any, actual: Any, *, rtol: float | None = None, atol: float | None = None
 ) -> Validation:
     """Compare two output pytrees leaf by leaf.

@@ -17,10 +17,9 @@ from typing import Any
 
 from jitbench import formatting as fmt
 from jitbench import stats
+from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.results import Case, Measurement, Mode, Run
 
-JAX_MODES = (Mode.EAGER, Mode.JIT)
-MODE_ORDER = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 MAX_LABEL_CHARS = 60
 
 
@@ -194,7 +193,7 @@ def sweep_series(run: Run, device: str, workload: str) -> dict[Mode, list[SweepP
     for c in cases_on(run, device):
         if c.workload != workload or not c.input_elements:
             continue
-        for mode in MODE_ORDER:
+        for mode in ALL_MODES:
             m = run.get(c.key, mode)
             if m is None or not m.ok or m.summary is None:
                 continue
@@ -204,7 +203,7 @@ def sweep_series(run: Run, device: str, workload: str) -> dict[Mode, list[SweepP
             )
     for points in series.values():
         points.sort(key=lambda p: p.elements)
-    return {m: series[m] for m in MODE_ORDER if m in series}
+    return {m: series[m] for m in ALL_MODES if m in series}
 
 
 def sweep_failures(run: Run, device: str, workload: str) -> list[tuple[Case, Measurement]]:
@@ -213,7 +212,7 @@ def sweep_failures(run: Run, device: str, workload: str) -> list[tuple[Case, Mea
         (c, m)
         for c in cases_on(run, device)
         if c.workload == workload
-        for m in (run.get(c.key, mode) for mode in MODE_ORDER)
+        for m in (run.get(c.key, mode) for mode in ALL_MODES)
         if m is not None and m.failed
     ]
 
@@ -314,7 +313,7 @@ def measurement_rows(run: Run) -> list[dict[str, Cell]]:
                 ),
                 "device": Cell(m.case.device, m.case.device, title=m.case.device_kind),
                 "dtype": Cell(m.case.dtype, m.case.dtype),
-                "mode": Cell(m.mode.value, MODE_ORDER.index(m.mode)),
+                "mode": Cell(m.mode.value, ALL_MODES.index(m.mode)),
                 "status": Cell(m.status.value, m.status.value),
                 "median": Cell(fmt.seconds(s.median) if s else "—", s.median if s else None),
                 "ci": Cell(

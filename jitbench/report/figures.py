@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import plotly.graph_objects as go
 
 from jitbench import formatting as fmt
+from jitbench.config import JAX_MODES
 from jitbench.report import data
 from jitbench.report.data import plot_text
 from jitbench.results import Mode, Run, Status
@@ -79,7 +80,7 @@ def speedup_range(runs: Sequence[Run]) -> tuple[float, float]:
     values = [1.0]
     for run in runs:
         for case in run.cases():
-            for mode in data.JAX_MODES:
+            for mode in JAX_MODES:
                 r = run.speedup(case.key, mode)
                 if r is not None:
                     values += [r.value, r.low or r.value, r.high or r.value]  # non-finite
@@ -121,7 +122,7 @@ def speedup_figure(
     values: list[float] = [1.0]
     notes: dict[str, dict[str, str]] = {}  # label -> {short text: hover detail}
     geo = {g.mode: g for g in data.geomean_speedups(run, device)}
-    for mode in data.JAX_MODES:
+    for mode in JAX_MODES:
         if mode not in modes_present:
             continue
         xs, ys, plus, minus, hover = [], [], [], [], []
@@ -406,7 +407,7 @@ def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
         )
     ylo, yhi = _log_range(ys_all, pad=1.3)
     xlo, xhi = _log_range(xs_all, pad=1.5)
-    for mode in data.JAX_MODES:
+    for mode in JAX_MODES:
         for cross in data.crossovers(series, mode):
             # Labels near the right edge go left of their line, so they are not clipped.
             side = "left" if math.log(cross.elements / xlo) > 0.6 * math.log(xhi / xlo) else "right"

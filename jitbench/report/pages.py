@@ -22,6 +22,7 @@ import jinja2
 from markupsafe import Markup
 
 from jitbench import formatting as fmt
+from jitbench.config import JAX_MODES
 from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.report import data, figures
 from jitbench.results import Mode, Run, dump_run, load_run, save_run, write_text_atomic
@@ -115,7 +116,7 @@ def _device_sections(runs: Sequence[Run], *, with_host: bool) -> list[dict[str, 
                         "workload": wl,
                         "figure": figures.sweep_figure(run, device, wl),
                         "verdicts": [
-                            data.sweep_verdict(series, m) for m in data.JAX_MODES if m in series
+                            data.sweep_verdict(series, m) for m in JAX_MODES if m in series
                         ],
                     }
                 )
@@ -124,7 +125,7 @@ def _device_sections(runs: Sequence[Run], *, with_host: bool) -> list[dict[str, 
                 {
                     "run": run,
                     "device": device,
-                    "has_speedup": Mode.NUMPY in modes and bool(modes & set(data.JAX_MODES)),
+                    "has_speedup": Mode.NUMPY in modes and bool(modes & set(JAX_MODES)),
                     "has_jit": Mode.JIT in modes,
                     "title": data.device_title(run, device, with_host=with_host),
                     "geomeans": data.geomean_speedups(run, device),
