@@ -1,0 +1,47 @@
+"""Results files of every schema version written so far still load and re-analyse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, run_from_dict
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+VERSIONS = ("1.0", "1.1", "1.2")
+
+
+def test_there_is_a_fixture_for_the_current_version() -> None:
+    assert SCHEMA_VERSION in VERSIONS, "add a fixture written by the new schema version"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_old_run_loads_and_reanalyses(version: str) -> None:
+    run = load_run(FIXTURES / f"run-schema-{version}.json")
+    assert run.schema_version == version
+    assert {m.case.workload for m in run.measurements} == {"double", "cumulative"}
+    assert {m.mode for m in run.measurements} == set(Mode)
+    for m in run.measurements:
+        assert m.status is Status.OK, m.failure_text
+        assert m.samples_s and m.median_s is not None and m.median_s > 0
+        assert m.summary is not None and m.summary.n == len(m.samples_s)
+    # Derived figures come from the raw samples, so they exist for old files too.
+    key = run.measurements[0].case.key
+    assert run.speedup(key, Mode.JIT) is not None
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_old_run_survives_a_round_trip(version: str) -> None:
+    import json
+
+    run = load_run(FIXTURES / f"run-schema-{version}.json")
+    again = run_from_dict(json.loads(dump_run(run)))
+    assert again.measurements == run.measurements
+
+
+def test_fields_added_later_read_as_unknown() -> None:
+    old = load_run(FIXTURES / "run-schema-1.0.json")
+    jit = [m for m in old.measurements if m.mode is Mode.JIT]
+    assert all(m.compile is not None and m.compile.while_loop_count is None for m in jit)
+    assert all(not m.compile.compile_repeats_s for m in jit if m.compile)
