@@ -6,6 +6,7 @@ Only renderers (console, HTML, markdown) call this module; the data keeps raw fl
 from __future__ import annotations
 
 import math
+import re
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
@@ -61,3 +62,16 @@ def count(value: float | None) -> str:
     if math.isinf(value):
         return "never"
     return f"{math.ceil(value):,}"
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
+
+
+def md_escape(text: object) -> str:
+    """Escape text for a GitHub-flavoured markdown table cell.
+
+    `|` would end the cell and a newline the row; the other characters could start
+    emphasis, code, links or HTML.
+    """
+    s = " ".join(str(text).splitlines())
+    return _MD_SPECIAL.sub(r"\\\1", s)

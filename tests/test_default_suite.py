@@ -123,8 +123,10 @@ def _assert_all_ok(run):
     assert not problems, "\n".join(problems)
 
 
-def test_every_workload_validates_in_all_modes_at_S(workloads):
-    run = run_workloads(workloads, RunConfig.quick_settings(sizes=("S",)))
+def test_every_workload_validates_in_all_modes_at_S(default_suite_run):
+    run = default_suite_run
+    assert {m.case.workload for m in run.measurements} == EXPECTED
+    assert {m.case.size for m in run.measurements} == {"S"}
     assert len(run.measurements) == 3 * len(EXPECTED)
     _assert_all_ok(run)
 

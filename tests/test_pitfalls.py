@@ -51,10 +51,8 @@ def pitfalls_run() -> Run:
 
 
 @pytest.fixture(scope="module")
-def default_run() -> Run:
-    registry = discover([SUITES])
-    assert not registry.errors, registry.errors
-    return run_workloads(list(registry.workloads.values()), quick_config())
+def default_run(default_suite_run: Run) -> Run:
+    return default_suite_run
 
 
 def test_pitfalls_are_kept_out_of_the_default_suite() -> None:

@@ -112,6 +112,8 @@ def overhead_ratio(rounds: int = 5) -> list[tuple[float, float, float]]:
     for _ in range(rounds):
         run = jitbench.run_workloads([trivial], RunConfig(sizes=("S",), modes=(Mode.JIT,)))
         ours = run.measurements[0].median_s
+        if ours is None:
+            raise SystemExit(f"the trivial case failed: {run.measurements[0].failure_text}")
         t = timeit.Timer("f(x).block_until_ready()", globals={"f": f, "x": x})
         n, _ = t.autorange()
         bare = statistics.median(s / n for s in t.repeat(repeat=15, number=n))

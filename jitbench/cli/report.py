@@ -1,4 +1,4 @@
-"""`jitbench report`: render run JSON files as HTML pages plus an index."""
+"""`jitbench report`: render run JSON files as HTML pages plus an index, or as markdown."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import typer
 from jitbench.cli import app
 from jitbench.cli.common import handles_errors, out
 from jitbench.cli.options import OutOpt
+from jitbench.render.run_markdown import run_markdown
 from jitbench.report import load_runs, write_report
+from jitbench.results import write_text_atomic
 
 
 @app.command("report")
@@ -20,12 +22,35 @@ def report_cmd(
         list[Path], typer.Argument(help="Run JSON files (from `jitbench run`).", show_default=False)
     ],
     out_dir: OutOpt = Path("reports"),
+    markdown: Annotated[
+        str | None,
+        typer.Option(
+            "--markdown",
+            metavar="FILE",
+            help="Write each run as a markdown table to FILE ('-' for stdout) instead of HTML.",
+        ),
+    ] = None,
+    sizes: Annotated[
+        str | None,
+        typer.Option("--sizes", "-s", help="With --markdown: only these sizes, e.g. S,M."),
+    ] = None,
 ) -> None:
     """Render one or more runs as HTML: a page per run, side by side when several, an index.
 
     Pages open from disk with no network (plotly.js is written once beside them).
+    With --markdown, print or write a markdown table per run instead (for a README or a
+    CI step summary).
     """
     loaded = load_runs(runs)
+    if markdown is not None:
+        chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
+        text = "\n".join(run_markdown(run, sizes=chosen) for run in loaded)
+        if markdown == "-":
+            out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
+        else:
+            write_text_atomic(Path(markdown), text)
+            out.print(f"markdown written to {markdown}")
+        return
     page = write_report(loaded, out_dir)
     out.print(f"report written to {page}")
     out.print(f"index: {out_dir / 'index.html'}")

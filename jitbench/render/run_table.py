@@ -105,8 +105,8 @@ def summary_table(run: Run) -> Table:
         # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
         table.add_column(
             col,
-            justify=justify,
-            no_wrap=col != "notes",  # type: ignore[arg-type]
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=col != "notes",
             overflow="fold" if col == "notes" else "ellipsis",
         )
     for case in run.cases():

@@ -1,0 +1,59 @@
+"""A run as a GitHub-flavoured markdown table: medians, speedups with CIs, compile, break-even.
+
+`jitbench report RUN.json --markdown FILE` writes it (the README's tables come from it).
+"""
+
+from __future__ import annotations
+
+from jitbench import formatting as fmt
+from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.results import Case, Mode, Run
+
+HEADER = (
+    "| workload | size | device | NumPy | eager | jit | eager × | jit × | jit compile "
+    "| break-even |\n"
+    "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+)
+
+
+def _size_cell(case: Case) -> str:
+    params = ", ".join(
+        f"{k}={v:,}" if isinstance(v, int) else f"{k}={v}" for k, v in case.params.items()
+    )
+    return f"{case.size} ({params})" if params and params != case.size else case.size
+
+
+def run_markdown(run: Run, *, sizes: tuple[str, ...] = ()) -> str:
+    """The run's cases as one markdown table (only `sizes` where given), one row per case.
+
+    A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
+    without a trustworthy value shows `—`.
+    """
+    lines = [HEADER]
+    for case in run.cases():
+        if sizes and case.size not in sizes:
+            continue
+        times = []
+        for mode in ALL_MODES:
+            m = run.get(case.key, mode)
+            if m is None:
+                times.append("")
+            else:
+                times.append(fmt.seconds(m.median_s) if m.ok else m.status.value)
+        ratios = []
+        for mode in JAX_MODES:
+            r = run.speedup(case.key, mode)
+            ratios.append(fmt.ratio_ci(r.value, r.low, r.high) if r else "—")
+        jit = run.get(case.key, Mode.JIT)
+        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        cells = [
+            f"`{fmt.md_escape(case.workload)}`",
+            fmt.md_escape(_size_cell(case)),
+            fmt.md_escape(case.device),
+            *times,
+            *ratios,
+            fmt.seconds(compile_s),
+            fmt.count(run.break_even_calls(case.key)),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"

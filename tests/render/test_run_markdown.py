@@ -1,0 +1,66 @@
+"""The markdown table of a run, and `jitbench report --markdown`."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from jitbench.cli import app
+from jitbench.render.run_markdown import run_markdown
+from jitbench.results import ErrorInfo, Mode, Status, load_run
+
+RUN_FILE = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.2.json"
+
+
+def test_one_row_per_case_with_times_speedups_compile_and_break_even() -> None:
+    run = load_run(RUN_FILE)
+    lines = run_markdown(run).splitlines()
+    assert lines[0].startswith("| workload | size | device | NumPy | eager | jit |")
+    assert len(lines) == 2 + len(run.cases())
+    row = next(line for line in lines if line.startswith("| `double`"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1:3] == ["S (n=64)", "cpu:0"]
+    assert all(c.endswith("s") for c in cells[3:6])  # three medians with units
+    assert "×" in cells[6] and "[" in cells[7]  # speedups with intervals
+    assert cells[8].endswith("ms") and cells[9]
+
+
+def test_failed_mode_shows_its_status_and_hostile_names_are_escaped() -> None:
+    run = load_run(RUN_FILE)
+    broken = tuple(
+        replace(
+            m,
+            case=replace(m.case, workload="a|b"),
+            status=Status.ERROR if m.mode is Mode.JIT else m.status,
+            samples_s=() if m.mode is Mode.JIT else m.samples_s,
+            error=ErrorInfo(type="E", message="x") if m.mode is Mode.JIT else None,
+        )
+        for m in run.measurements
+        if m.case.workload == "double"
+    )
+    text = run_markdown(replace(run, measurements=broken))
+    assert "`a\\|b`" in text
+    row = text.splitlines()[2]
+    assert len(re.findall(r"(?<!\\)\|", row)) == 11  # the name's pipe adds no cell
+    assert "| error |" in row
+
+
+def test_sizes_filter() -> None:
+    assert len(run_markdown(load_run(RUN_FILE), sizes=("M",)).splitlines()) == 2
+
+
+def test_cli_report_markdown_to_stdout_and_file(tmp_path: Path) -> None:
+    runner = CliRunner()
+    result = runner.invoke(app, ["report", str(RUN_FILE), "--markdown", "-"])
+    assert result.exit_code == 0, result.output
+    assert result.output == run_markdown(load_run(RUN_FILE))
+    target = tmp_path / "table.md"
+    result = runner.invoke(
+        app, ["report", str(RUN_FILE), "--markdown", str(target), "--out", str(tmp_path / "h")]
+    )
+    assert result.exit_code == 0, result.output
+    assert target.read_text() == run_markdown(load_run(RUN_FILE))
+    assert not (tmp_path / "h").exists()  # markdown instead of HTML
