@@ -9,7 +9,6 @@ from __future__ import annotations
 import html
 import itertools
 import math
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,15 +37,6 @@ def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
     # Quotes stay as they are: plotly decodes &lt; &gt; &amp; but shows &quot; literally,
     # and without < no tag (so no attribute) can start.
     return html.escape(s, quote=False)
-
-
-_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def safe_file_stem(run_id: str) -> str:
-    """A file name stem for a run id that cannot leave its folder (ids come from files)."""
-    stem = _UNSAFE_FILE_CHARS.sub("_", run_id).strip(".") or "run"
-    return stem[:120]
 
 
 def device_labels(run: Run) -> list[str]:

@@ -25,11 +25,15 @@ from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES
 from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.report import data, figures
-from jitbench.results import Mode, Run, dump_run, load_run, save_run, write_text_atomic
-
-PLOTLY_JS = "plotly.min.js"
-RUNS_DIR = "runs"
-INDEX = "index.html"
+from jitbench.results import (
+    Mode,
+    OutputLayout,
+    Run,
+    dump_run,
+    load_run,
+    save_run,
+    write_text_atomic,
+)
 
 _FIG_CONFIG = {
     "displaylogo": False,
@@ -78,7 +82,7 @@ def write_plotly_js(out_dir: str | os.PathLike[str]) -> Path:
     already there. Returns its path."""
     from plotly.offline import get_plotlyjs
 
-    path = Path(out_dir) / PLOTLY_JS
+    path = OutputLayout(Path(out_dir)).plotly_js
     js = get_plotlyjs()
     try:
         if path.stat().st_size == len(js.encode("utf-8")) and path.read_text("utf-8") == js:
@@ -89,12 +93,12 @@ def write_plotly_js(out_dir: str | os.PathLike[str]) -> Path:
 
 
 def run_page_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
-    return Path(out_dir) / RUNS_DIR / f"{data.safe_file_stem(run.run_id)}.html"
+    return OutputLayout(Path(out_dir)).run_page(run.run_id)
 
 
 def _save_run_copy(run: Run, out_dir: Path) -> Path:
     """Keep the run's JSON beside its page (the index finds runs there)."""
-    path = out_dir / RUNS_DIR / f"{data.safe_file_stem(run.run_id)}.json"
+    path = OutputLayout(out_dir).run_json(run.run_id)
     text = dump_run(run)
     try:
         if path.read_text("utf-8") == text:
@@ -192,7 +196,7 @@ def render_run_page(run: Run) -> str:
             columns=_COLUMNS,
             rows=data.measurement_rows(run),
             environment=data.environment_items(run),
-            json_name=f"{data.safe_file_stem(run.run_id)}.json",
+            json_name=OutputLayout(Path(".")).run_json(run.run_id).name,
             Mode=Mode,
         )
     )
@@ -215,6 +219,7 @@ def render_multi_page(runs: Sequence[Run]) -> str:
     """HTML of several runs side by side: one speedup chart per (run, device) on a shared
     axis, geometric means compared, and links to each run's own page."""
     y_range = figures.speedup_range(runs)
+    layout = OutputLayout(Path("."))  # the multi page sits at the output folder's root
     hosts = {data.host(r) for r in runs}
     with_host = len(hosts) > 1 or len(runs) > 1
     charts = []
@@ -229,7 +234,7 @@ def render_multi_page(runs: Sequence[Run]) -> str:
                     "run": run,
                     "device": device,
                     "title": title,
-                    "page": f"{RUNS_DIR}/{data.safe_file_stem(run.run_id)}.html",
+                    "page": layout.relative(layout.run_page(run.run_id)),
                     "geomeans": data.geomean_speedups(run, device),
                     "figure": figures.speedup_figure(run, device, title=title, y_range=y_range),
                 }
@@ -294,8 +299,9 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         OutputError: `out_dir` cannot be written.
     """
     root = Path(out_dir)
+    layout = OutputLayout(root)
     write_plotly_js(root)
-    loaded, broken = _load_all(root / RUNS_DIR)
+    loaded, broken = _load_all(layout.runs_dir)
     by_run = {id(r): p for r, p in loaded}
     entries = []
     for run in data.newest_first(r for r, _ in loaded):
@@ -306,8 +312,8 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         entries.append(
             {
                 "run": run,
-                "page": f"{RUNS_DIR}/{page.name}",
-                "json": f"{RUNS_DIR}/{json_path.name}",
+                "page": layout.relative(page),
+                "json": layout.relative(json_path),
                 "started": data.started_text(run),
                 "machine": data.machine(run),
                 "devices": [data.device_title(run, d) for d in data.device_labels(run)],
@@ -328,7 +334,7 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
             combined=combined,
         )
     )
-    return _write(root / INDEX, html)
+    return _write(layout.index, html)
 
 
 def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:

@@ -17,7 +17,13 @@ from jitbench.results.codec import (
     run_from_dict,
     run_to_dict,
 )
-from jitbench.results.files import ensure_writable_dir, save_run, write_text_atomic
+from jitbench.results.files import (
+    OutputLayout,
+    ensure_writable_dir,
+    safe_file_stem,
+    save_run,
+    write_text_atomic,
+)
 from jitbench.results.model import (
     FAILED_STATUSES,
     Case,
@@ -41,6 +47,7 @@ __all__ = [
     "ErrorInfo",
     "Measurement",
     "Mode",
+    "OutputLayout",
     "Run",
     "Severity",
     "Status",
@@ -51,6 +58,7 @@ __all__ = [
     "measurement_to_dict",
     "run_from_dict",
     "run_to_dict",
+    "safe_file_stem",
     "save_run",
     "write_text_atomic",
 ]

@@ -1,9 +1,22 @@
-"""Files of results: atomic writes, writable output folders, saving a run."""
+"""Files of results: the output folder layout, atomic writes, writable folders, saving a run.
+
+An output folder (`jitbench run --out`, `jitbench report --out`, default `reports/`) holds:
+
+    index.html            every run found in runs/, newest first
+    plotly.min.js         plotly.js, written once beside the pages
+    runs/<run-id>.json    run data
+    runs/<run-id>.html    one page per run
+    report-<digest>.html  several runs side by side
+
+`OutputLayout` is the one place that knows these names.
+"""
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from jitbench.errors import OutputError
@@ -68,3 +81,43 @@ def save_run(run: Run, path: str | os.PathLike[str]) -> Path:
     p = Path(path)
     write_text_atomic(p, dump_run(run))
     return p
+
+
+_UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_file_stem(run_id: str) -> str:
+    """A file name stem for a run id that cannot leave its folder (ids come from files)."""
+    stem = _UNSAFE_FILE_CHARS.sub("_", run_id).strip(".") or "run"
+    return stem[:120]
+
+
+@dataclass(frozen=True)
+class OutputLayout:
+    """The files of one output folder (see the module docstring)."""
+
+    root: Path
+
+    RUNS = "runs"
+
+    @property
+    def runs_dir(self) -> Path:
+        return self.root / self.RUNS
+
+    @property
+    def index(self) -> Path:
+        return self.root / "index.html"
+
+    @property
+    def plotly_js(self) -> Path:
+        return self.root / "plotly.min.js"
+
+    def run_json(self, run_id: str) -> Path:
+        return self.runs_dir / f"{safe_file_stem(run_id)}.json"
+
+    def run_page(self, run_id: str) -> Path:
+        return self.runs_dir / f"{safe_file_stem(run_id)}.html"
+
+    def relative(self, path: Path) -> str:
+        """`path` as a link from a page at the folder's root, e.g. 'runs/x.html'."""
+        return path.relative_to(self.root).as_posix()

@@ -12,7 +12,7 @@ import pytest
 
 from jitbench import RunConfig, discover, load_run, run_workloads, save_run
 from jitbench.report import data, figures, pages, write_index, write_report, write_run_page
-from jitbench.results import ErrorInfo, Mode, Run, Status
+from jitbench.results import ErrorInfo, Mode, Run, Status, safe_file_stem
 from tests.conftest import TINY_SUITE
 
 SWEEP_WORKLOAD = '''
@@ -199,7 +199,7 @@ def test_plot_text_and_file_names_are_safe() -> None:
     clipped = data.plot_text("a" * 100 + "[n=1000]")
     assert len(clipped) == data.MAX_LABEL_CHARS and clipped.endswith("a[n=1000]")
     for bad in ("../../evil", "/abs/path", "..", "a b\\c"):
-        stem = data.safe_file_stem(bad)
+        stem = safe_file_stem(bad)
         assert "/" not in stem and "\\" not in stem and stem not in ("", ".", "..")
 
 
@@ -223,8 +223,8 @@ def test_write_report_files_and_index(run: Run, tmp_path: Path) -> None:
     page = write_report([run, other], tmp_path)
     assert page.name.startswith("report-") and page.parent == tmp_path
     for r in (run, other):
-        assert (tmp_path / "runs" / f"{data.safe_file_stem(r.run_id)}.html").is_file()
-        assert load_run(tmp_path / "runs" / f"{data.safe_file_stem(r.run_id)}.json") is not None
+        assert (tmp_path / "runs" / f"{safe_file_stem(r.run_id)}.html").is_file()
+        assert load_run(tmp_path / "runs" / f"{safe_file_stem(r.run_id)}.json") is not None
     js = tmp_path / "plotly.min.js"
     before = js.stat().st_mtime_ns
     write_run_page(run, tmp_path)
