@@ -74,6 +74,25 @@ def test_mann_whitney_identical_and_shifted():
     assert stats.mann_whitney_p(list(range(10)), [x + 100 for x in range(10)]) < 0.001
 
 
+def test_mann_whitney_min_p_and_samples_needed():
+    # Exact two-sided Mann–Whitney on perfectly separated samples: 2 / C(2n, n).
+    assert stats.mann_whitney_min_p(3, 3) == pytest.approx(2 / 20)
+    assert stats.mann_whitney_min_p(4, 4) == pytest.approx(2 / 70)
+    assert stats.mann_whitney_min_p(5, 5) == pytest.approx(2 / 252)
+    assert stats.mann_whitney_samples_needed(0.01) == 5
+    assert stats.mann_whitney_samples_needed(0.05) == 4
+    assert stats.mann_whitney_min_p(0, 5) == 1.0
+
+
+def test_benjamini_hochberg():
+    # Sorted p_i * m / i, made monotone from the largest down, capped at 1, in input order.
+    assert stats.benjamini_hochberg([0.04, 0.01, 0.03, 0.5]) == pytest.approx(
+        [0.04 * 4 / 3, 0.04, 0.04 * 4 / 3, 0.5]
+    )
+    assert stats.benjamini_hochberg([0.002]) == [0.002]
+    assert stats.benjamini_hochberg([]) == []
+
+
 # --- the run-level test (pooled runs) -------------------------------------------------
 
 

@@ -16,7 +16,6 @@ import os
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -335,28 +334,6 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
 # Classification
 
 
-@lru_cache(maxsize=4096)
-def smallest_p(n_base: int, n_new: int) -> float:
-    """The smallest two-sided Mann–Whitney p-value reachable with these sample counts.
-
-    Computed on perfectly separated data, so it is what the test itself can give. When it
-    is not below `alpha`, no change can be called significant: the verdict is inconclusive.
-    """
-    if n_base < 1 or n_new < 1:
-        return 1.0
-    return stats.mann_whitney_p(
-        [float(i) for i in range(n_base)], [float(n_base + i) for i in range(n_new)]
-    )
-
-
-def samples_needed(alpha: float) -> int:
-    """Samples per side (equal counts) needed before a change can be significant at alpha."""
-    n = 2
-    while smallest_p(n, n) >= alpha and n < 1000:
-        n += 1
-    return n
-
-
 @dataclass(frozen=True)
 class TimingResult:
     """A run-time verdict with the figures it was reached on (see `Entry`)."""
@@ -387,10 +364,11 @@ def _judge(
         return TimingResult(Verdict.UNCHANGED, ratio, low, high, p, "", test)
     direction = "slower" if ratio > 1 else "faster"
     n_base, n_new = sample_counts
-    if smallest_p(n_base, n_new) >= thresholds.alpha:
+    if stats.mann_whitney_min_p(n_base, n_new) >= thresholds.alpha:
         note = (
             f"{direction}, but {n_base} vs {n_new} samples cannot reach "
-            f"p < {thresholds.alpha:g}; measure at least {samples_needed(thresholds.alpha)} "
+            f"p < {thresholds.alpha:g}; measure at least "
+            f"{stats.mann_whitney_samples_needed(thresholds.alpha)} "
             "per side (--min-samples)"
         )
         return TimingResult(Verdict.INCONCLUSIVE, ratio, low, high, p, note, test)
@@ -592,12 +570,7 @@ def adjust_for_multiplicity(
     if not tested:
         return entries
     raw = [float(entries[i].p_value or 0.0) for i in tested]  # tested: never None
-    if thresholds.p_adjust == "bh" and len(raw) > 1:
-        from scipy.stats import false_discovery_control
-
-        adjusted = [float(q) for q in false_discovery_control(raw, method="bh")]
-    else:
-        adjusted = raw
+    adjusted = stats.benjamini_hochberg(raw) if thresholds.p_adjust == "bh" else raw
     out = list(entries)
     for i, q in zip(tested, adjusted, strict=True):
         e = replace(entries[i], p_adjusted=q)
@@ -952,8 +925,6 @@ __all__ = [
     "pooling_notes",
     "run_levels",
     "run_spread_of",
-    "samples_needed",
-    "smallest_p",
 ]
 
 

@@ -20,8 +20,6 @@ from jitbench.gate.compare import (
     compare,
     compare_compile,
     compare_timing,
-    samples_needed,
-    smallest_p,
 )
 from jitbench.render.comparison import (
     comparison_markdown,
@@ -202,16 +200,6 @@ def test_zero_variance_on_both_sides_but_different_is_a_regression():
 def test_zero_median_is_not_compared():
     verdict = compare_timing((0.0, 0.0, 0.0), (1e-3, 1e-3, 1e-3), Thresholds()).verdict
     assert verdict is Verdict.NOT_COMPARED
-
-
-def test_smallest_p_and_samples_needed():
-    # Exact two-sided Mann–Whitney on perfectly separated samples: 2 / C(2n, n).
-    assert smallest_p(3, 3) == pytest.approx(2 / 20)
-    assert smallest_p(4, 4) == pytest.approx(2 / 70)
-    assert smallest_p(5, 5) == pytest.approx(2 / 252)
-    assert samples_needed(0.01) == 5
-    assert samples_needed(0.05) == 4
-    assert smallest_p(0, 5) == 1.0
 
 
 def test_threshold_and_alpha_are_options():
