@@ -12,7 +12,7 @@ import typer
 from jitbench.cli import app
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
 from jitbench.errors import OutputError
-from jitbench.gate.compare import (
+from jitbench.gate import (
     DISTURBED_FACTOR,
     Comparison,
     Thresholds,

@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.gate.compare import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
+from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.results import Mode
 
 _VERDICT_STYLE = {
