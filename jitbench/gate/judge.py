@@ -23,7 +23,7 @@ from jitbench.gate.model import (
     Comparison,
     CompileChange,
     Entry,
-    GeoMean,
+    GeoMeanRatio,
     PoolingNote,
     SignificanceTest,
     Thresholds,
@@ -280,7 +280,8 @@ def adjust_for_multiplicity(
     return tuple(out)
 
 
-def _geomeans(entries: tuple[Entry, ...]) -> tuple[GeoMean, ...]:
+def _geomean_ratios(entries: tuple[Entry, ...]) -> tuple[GeoMeanRatio, ...]:
+    """Per device and mode, the geometric mean of the new/base ratios of compared cases."""
     groups: dict[tuple[str, Mode], list[float]] = {}
     for e in entries:
         if e.ratio is not None and e.verdict is not Verdict.NOT_COMPARED:
@@ -291,7 +292,7 @@ def _geomeans(entries: tuple[Entry, ...]) -> tuple[GeoMean, ...]:
     for (device, mode), ratios in ordered:
         g = stats.geometric_mean(ratios)
         if g is not None:
-            out.append(GeoMean(device=device, mode=mode, ratio=g, count=len(ratios)))
+            out.append(GeoMeanRatio(device=device, mode=mode, ratio=g, count=len(ratios)))
     return tuple(out)
 
 
@@ -385,7 +386,7 @@ def compare(
         new_run_id=new.run_id,
         thresholds=thresholds,
         entries=result,
-        geomeans=_geomeans(result),
+        geomeans=_geomean_ratios(result),
         environment_differences=environment_differences(base, new),
         base_commit=commit_label(base),
         new_commit=commit_label(new),

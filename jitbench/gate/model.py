@@ -186,8 +186,9 @@ class Entry:
 
 
 @dataclass(frozen=True, kw_only=True)
-class GeoMean:
-    """Geometric mean of new/base median ratios over the cases compared in one mode/device."""
+class GeoMeanRatio:
+    """Geometric mean of new/base median ratios over the cases compared in one mode/device:
+    above 1 is slower. Not a speedup (`jitbench.report.data.GeoMean` is one: NumPy ÷ mode)."""
 
     device: str
     mode: Mode
@@ -220,7 +221,7 @@ class Comparison:
     new_run_id: str
     thresholds: Thresholds
     entries: tuple[Entry, ...]
-    geomeans: tuple[GeoMean, ...] = ()
+    geomeans: tuple[GeoMeanRatio, ...] = ()  # JSON key "geomeans"
     environment_differences: tuple[EnvDifference, ...] = ()
     base_commit: str | None = None
     new_commit: str | None = None
