@@ -148,7 +148,7 @@ def compare_cmd(
             "--compile-gate/--no-compile-gate",
             help="Whether a compile-time regression fails the gate (it is reported either way).",
         ),
-    ] = True,
+    ] = _DEFAULTS.compile_gates,
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
@@ -164,18 +164,8 @@ def compare_cmd(
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
     """
-    Thresholds(  # bad options fail (exit 2) before any file is read
-        threshold=threshold,
-        alpha=alpha,
-        compile_threshold=compile_threshold,
-        compile_floor_s=compile_floor,
-        p_adjust=p_adjust,
-    )
-    base_run = load_side(base, disturbed_factor=disturbed_factor)
-    new_run = load_side(new, disturbed_factor=disturbed_factor)
-    cmp = compare(
-        base_run,
-        new_run,
+    # Built once, here, so bad options fail (exit 2) before any file is read.
+    thresholds = Thresholds(
         threshold=threshold,
         alpha=alpha,
         compile_threshold=compile_threshold,
@@ -183,5 +173,8 @@ def compare_cmd(
         compile_gates=compile_gate,
         p_adjust=p_adjust,
     )
+    base_run = load_side(base, disturbed_factor=disturbed_factor)
+    new_run = load_side(new, disturbed_factor=disturbed_factor)
+    cmp = compare(base_run, new_run, thresholds=thresholds)
     render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)

@@ -318,44 +318,31 @@ def _run_test_notes(entries: tuple[Entry, ...], prior: float | None) -> tuple[Po
     return (PoolingNote(text),)
 
 
-def compare(
-    base: Run,
-    new: Run,
-    *,
-    threshold: float = 1.10,
-    alpha: float = 0.01,
-    compile_threshold: float = 1.25,
-    compile_floor_s: float = 0.020,
-    compile_gates: bool = True,
-    p_adjust: str = "bh",
-) -> Comparison:
+def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
     """Compare a new run against a base run, case by case and mode by mode.
 
     Measurements are matched by workload, size, device, dtype and mode. Run time regresses
-    when the new/base ratio exceeds `threshold` and the change is significant at `alpha`
-    (after `p_adjust` over all timing tests, see `adjust_for_multiplicity`): by the
-    two-sided Mann–Whitney U test on the raw samples and, when either side pools
-    several runs (`merge_runs`), also a t-test on each run's median (`compare_runs`). Too
-    few samples to ever reach `alpha` give "inconclusive", never a regression. Jit compile
-    time (trace + lower + compile) regresses when it grows by more than
-    `compile_threshold` and by more than `compile_floor_s` seconds; with
+    when the new/base ratio exceeds `thresholds.threshold` and the change is significant
+    at `thresholds.alpha` (after `thresholds.p_adjust` over all timing tests, see
+    `adjust_for_multiplicity`): by the two-sided Mann–Whitney U test on the raw samples
+    and, when either side pools several runs (`merge_runs`), also a t-test on each run's
+    median (`compare_runs`). Too few samples to ever reach alpha give "inconclusive",
+    never a regression. Jit compile time (trace + lower + compile) regresses when it grows
+    by more than `compile_threshold` and by more than `compile_floor_s` seconds; with
     `compile_gates=False` it is reported but does not fail the gate. A case that was ok
     and now errors or mismatches is "now failing".
 
+    Args:
+        base: the baseline run (or a side pooled by `merge_runs` / `load_side`).
+        new: the run judged against it.
+        thresholds: what counts as a change; None for the defaults (`Thresholds()`). Bad
+            values are refused when the `Thresholds` is built, before anything is judged.
+
     Returns:
         A frozen Comparison; `has_regression` is what a CI gate exits on.
-
-    Raises:
-        ConfigError: a threshold or alpha out of range.
     """
-    thresholds = Thresholds(
-        threshold=threshold,
-        alpha=alpha,
-        compile_threshold=compile_threshold,
-        compile_floor_s=compile_floor_s,
-        compile_gates=compile_gates,
-        p_adjust=p_adjust,
-    )
+    if thresholds is None:
+        thresholds = Thresholds()
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import math
+import numbers
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -54,17 +55,23 @@ FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NOW_FAILING})
 
 @dataclass(frozen=True, kw_only=True)
 class Thresholds:
-    """What counts as a change.
+    """What counts as a change: the gate's options, validated when constructed and with
+    their defaults written here once (the CLI's defaults are read from this class).
 
     Attributes:
         threshold: run-time factor; new/base median beyond it (or below 1/threshold) is large.
-        alpha: significance level of the two-sided Mann–Whitney U test on the raw samples.
+        alpha: significance level of the two-sided Mann–Whitney U test on the raw samples
+            (and, with pooled runs, of the t-test on the runs' medians).
         p_adjust: "bh" adjusts the p-values for the number of timing tests in the comparison
             (Benjamini–Hochberg, which bounds the chance of any false alarm in an A/A
             comparison by `alpha`); "none" tests each case at `alpha` on its own.
         compile_threshold: compile-time factor (jit trace + lower + compile seconds).
         compile_floor_s: a compile change must also exceed this many seconds in absolute terms.
         compile_gates: whether a compile-time regression fails the gate (it is always reported).
+
+    Raises:
+        ConfigError: an option of the wrong type, out of range, NaN or infinite; the message
+            names its command-line flag, shows the value and gives a value that works.
     """
 
     threshold: float = 1.10
@@ -75,25 +82,47 @@ class Thresholds:
     p_adjust: str = "bh"
 
     def __post_init__(self) -> None:
-        if self.p_adjust not in P_ADJUST_METHODS:
+        if not (isinstance(self.p_adjust, str) and self.p_adjust in P_ADJUST_METHODS):
             raise ConfigError(
                 f"--p-adjust is one of {', '.join(P_ADJUST_METHODS)}, got {self.p_adjust!r}."
             )
-        if not (self.threshold > 1 and math.isfinite(self.threshold)):
+        if not (_is_real(self.threshold) and self.threshold > 1 and math.isfinite(self.threshold)):
             raise ConfigError(
-                f"--threshold is a factor above 1 such as 1.10 (10 % slower), got {self.threshold}."
+                "--threshold is a finite factor above 1 such as 1.10 (10 % slower), "
+                f"got {self.threshold!r}."
             )
-        if not 0 < self.alpha < 1:
-            raise ConfigError(f"--alpha is a p-value level such as 0.01, got {self.alpha}.")
-        if not (self.compile_threshold > 1 and math.isfinite(self.compile_threshold)):
+        if not (_is_real(self.alpha) and 0 < self.alpha < 1):
             raise ConfigError(
-                "--compile-threshold is a factor above 1 such as 1.25, "
-                f"got {self.compile_threshold}."
+                f"--alpha is a significance level between 0 and 1 such as 0.01, got {self.alpha!r}."
             )
-        if not (self.compile_floor_s >= 0 and math.isfinite(self.compile_floor_s)):
+        if not (
+            _is_real(self.compile_threshold)
+            and self.compile_threshold > 1
+            and math.isfinite(self.compile_threshold)
+        ):
             raise ConfigError(
-                f"--compile-floor is seconds >= 0 such as 0.02, got {self.compile_floor_s}."
+                "--compile-threshold is a finite factor above 1 such as 1.25, "
+                f"got {self.compile_threshold!r}."
             )
+        if not (
+            _is_real(self.compile_floor_s)
+            and self.compile_floor_s >= 0
+            and math.isfinite(self.compile_floor_s)
+        ):
+            raise ConfigError(
+                "--compile-floor is a finite number of seconds >= 0 such as 0.02, "
+                f"got {self.compile_floor_s!r}."
+            )
+        if not isinstance(self.compile_gates, bool):
+            raise ConfigError(
+                "--compile-gate/--no-compile-gate is on or off (compile_gates=True or False), "
+                f"got {self.compile_gates!r}."
+            )
+
+
+def _is_real(value: object) -> bool:
+    """A real number (int, float, NumPy scalar) that is not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True, kw_only=True)

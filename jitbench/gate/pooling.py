@@ -8,6 +8,7 @@ under `config["pooled"]`, which `pooling_notes` turns into lines for the report.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 import statistics
 from collections.abc import Mapping, Sequence
@@ -44,9 +45,16 @@ def run_levels(runs: Sequence[Run]) -> list[float] | None:
 
 
 def _check_disturbed_factor(factor: float) -> None:
-    if not (factor == 0 or factor > 1):
+    """The one check of `disturbed_factor` (`merge_runs` and `load_side` call it first).
+
+    Raises:
+        ConfigError: not a number, NaN, infinite, or neither 0 nor above 1.
+    """
+    is_real = isinstance(factor, numbers.Real) and not isinstance(factor, bool)
+    if not (is_real and (factor == 0 or (factor > 1 and math.isfinite(factor)))):
         raise ConfigError(
-            f"--disturbed-factor is 0 (keep every run) or a factor above 1, got {factor}."
+            "--disturbed-factor is 0 (keep every run) or a finite factor above 1 such as "
+            f"{DISTURBED_FACTOR}, got {factor!r}."
         )
 
 
@@ -65,7 +73,7 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
 
     Raises:
         ValueError: `runs` is empty.
-        ConfigError: `disturbed_factor` is neither 0 nor above 1.
+        ConfigError: `disturbed_factor` is neither 0 nor a finite factor above 1.
     """
     if not runs:
         raise ValueError("no runs to merge")

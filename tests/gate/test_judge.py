@@ -117,12 +117,16 @@ def test_threshold_and_alpha_are_options():
         only(compare(make_run(meas(samples=base)), make_run(meas(samples=new)))).verdict
         is Verdict.REGRESSION
     )
-    loose = compare(make_run(meas(samples=base)), make_run(meas(samples=new)), threshold=1.2)
+    loose = compare(
+        make_run(meas(samples=base)),
+        make_run(meas(samples=new)),
+        thresholds=Thresholds(threshold=1.2),
+    )
     assert only(loose).verdict is Verdict.UNCHANGED
     strict_alpha = compare(
         make_run(meas(samples=spread(1e-3, 5))),
         make_run(meas(samples=spread(1.5e-3, 5))),
-        alpha=0.001,
+        thresholds=Thresholds(alpha=0.001),
     )
     assert only(strict_alpha).verdict is Verdict.INCONCLUSIVE
 
@@ -214,13 +218,13 @@ def test_compile_regression_fails_the_gate_on_its_own():
     looser = compare(
         make_run(meas(samples=ok, compile_s=0.1)),
         make_run(meas(samples=ok, compile_s=0.2)),
-        compile_threshold=2.5,
+        thresholds=Thresholds(compile_threshold=2.5),
     )
     assert not looser.has_regression
     reported_only = compare(
         make_run(meas(samples=ok, compile_s=0.1)),
         make_run(meas(samples=ok, compile_s=0.2)),
-        compile_gates=False,
+        thresholds=Thresholds(compile_gates=False),
     )
     assert not reported_only.has_regression
     assert len(reported_only.compile_regressions) == 1
@@ -278,7 +282,7 @@ def test_p_values_are_adjusted_for_the_number_of_tests():
     assert e.verdict is Verdict.UNCHANGED
     assert "not significant across 41 tests" in e.note
     # Without the adjustment each case is tested at alpha on its own.
-    e = only(compare(base, new, p_adjust="none"), workload="w0")
+    e = only(compare(base, new, thresholds=Thresholds(p_adjust="none")), workload="w0")
     assert e.verdict is Verdict.REGRESSION and e.p_adjusted == pytest.approx(p)
 
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from jitbench.errors import ConfigError
-from jitbench.gate import Verdict, compare, merge_runs, run_levels
+from jitbench.gate import Verdict, compare, load_side, merge_runs, run_levels
 from jitbench.render.comparison import comparison_markdown
 from jitbench.results import Mode, Status
 from tests.gate.builders import STEADY, make_run, meas, only, runs_at_levels, spread
@@ -142,3 +142,17 @@ def test_compare_accepts_folders_of_rounds(tmp_path):
     (tmp_path / "empty").mkdir()
     empty = CliRunner().invoke(app, ["compare", str(tmp_path / "empty"), str(tmp_path / "head")])
     assert empty.exit_code == 2 and "no run JSON" in empty.output
+
+
+@pytest.mark.parametrize("factor", [float("nan"), float("inf"), -1.0, 0.5, 1.0, "1.2", None])
+def test_a_bad_disturbed_factor_is_refused_before_anything_is_read(factor, tmp_path):
+    runs = [make_run(meas(samples=spread(1e-3, 8)), run_id=f"r{i}") for i in range(2)]
+    for call in (
+        lambda: merge_runs(runs, disturbed_factor=factor),
+        lambda: load_side(tmp_path / "missing.json", disturbed_factor=factor),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            call()
+        message = str(caught.value)
+        assert message.startswith("--disturbed-factor is 0 (keep every run) or a finite factor")
+        assert f"got {factor!r}." in message and "such as 1.15" in message
