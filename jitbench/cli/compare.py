@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -16,7 +15,6 @@ from jitbench.gate import (
     DISTURBED_FACTOR,
     Comparison,
     Thresholds,
-    Verdict,
     compare,
     load_side,
 )
@@ -99,23 +97,13 @@ def render(
     """Print the comparison and write the requested files (shared with `run --baseline`)."""
     to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
     console = err if to_stdout else out  # keep stdout clean for the machine-readable output
-    console.print(compare_render.comparison_renderable(cmp, all_rows=all_rows))
-    for note in cmp.pooling:
-        console.print(f"[{'yellow' if note.left_out else 'dim'}]{escape(note.text)}[/]")
-    style = "bold red" if cmp.has_regression else "green"
-    console.print(f"[{style}]{escape(compare_render.summary_line(cmp))}[/]")
-    if cmp.has_regression:
-        console.print(f"[bold red]regressed:[/] {escape(', '.join(cmp.regressed_workloads))}")
-    inconclusive = cmp.count(Verdict.INCONCLUSIVE)
-    if inconclusive:
-        err.print(
-            f"[yellow]warning:[/] {inconclusive} large change(s) could not be tested "
-            "with so few samples; rerun both sides with more samples (--min-samples)."
-        )
+    console.print(compare_render.comparison_report(cmp, all_rows=all_rows))
+    if (warning := compare_render.inconclusive_warning(cmp)) is not None:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
     if markdown is not None:
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:
-        write_output(json_path, json.dumps(cmp.to_dict(), indent=1, allow_nan=False))
+        write_output(json_path, cmp.to_json())
 
 
 @app.command("compare")

@@ -7,6 +7,7 @@ Nothing here judges anything: `judge` fills these frozen types in, renderers rea
 from __future__ import annotations
 
 import enum
+import json
 import math
 import numbers
 import statistics
@@ -284,6 +285,10 @@ class Comparison:
         return tuple(
             e for e in self.entries if e.compile and e.compile.verdict is Verdict.IMPROVEMENT
         )
+
+    def to_json(self) -> str:
+        """The comparison as strict JSON text (what `jitbench compare --json` writes)."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (strict JSON: infinities and NaN become None)."""

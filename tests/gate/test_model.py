@@ -81,6 +81,7 @@ def test_to_dict_is_strict_json():
     assert data["entries"][0]["verdict"] == "regression"
     assert data["entries"][0]["compile"]["ratio"] is None  # infinite ratio from a 0 s base
     assert data["counts"]["regression"] == 1
+    assert json.loads(cmp.to_json()) == data  # the text `--json` writes
 
 
 def test_compare_is_exported():

@@ -3,10 +3,18 @@ the rich table, on constructed runs."""
 
 from __future__ import annotations
 
+import io
 import re
 
 from jitbench.gate import compare
-from jitbench.render.comparison import comparison_markdown, comparison_table, md_escape
+from jitbench.render.comparison import (
+    comparison_markdown,
+    comparison_report,
+    comparison_table,
+    inconclusive_warning,
+    md_escape,
+    verdict_lines,
+)
 from tests.gate.builders import ENV, make_run, meas, spread
 
 
@@ -68,3 +76,24 @@ def test_rich_table_has_a_row_per_entry():
     )
     assert comparison_table(cmp).row_count == 2
     assert comparison_table(cmp, all_rows=False).row_count == 1
+
+
+def test_console_report_ends_with_the_verdict_and_warns_of_untestable_changes():
+    from rich.console import Console
+
+    few, many = spread(1e-3, 3), spread(1e-3, 12)
+    cmp = compare(
+        make_run(meas("few", samples=few), meas("slow", samples=many)),
+        make_run(meas("few", samples=spread(2e-3, 3)), meas("slow", samples=spread(2e-3, 12))),
+    )
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(comparison_report(cmp))
+    lines = console.export_text().splitlines()
+    assert lines[-2:] == ["FAIL: 1 regression, 1 inconclusive", "regressed: slow"]
+    assert inconclusive_warning(cmp) == (
+        "1 large change(s) could not be tested with so few samples; "
+        "rerun both sides with more samples (--min-samples)."
+    )
+    calm = compare(make_run(meas(samples=many)), make_run(meas(samples=many)))
+    assert inconclusive_warning(calm) is None
+    assert [t.plain for t in verdict_lines(calm)] == ["pass: 1 unchanged"]
