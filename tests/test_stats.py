@@ -3,8 +3,10 @@ run-level (moderated t) test."""
 
 from __future__ import annotations
 
+import ast
 import math
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,3 +161,15 @@ def test_moderated_t_test_with_zero_variance():
     # Without a prior, the case's own variance alone (df = 2) decides.
     t = stats.moderated_t_test(stats.run_spread([1.0, 1.1], [2.0, 2.1]), None, 10.0)
     assert 0 < t.p_value < 0.05
+
+
+def test_stats_imports_no_jitbench_module_but_errors():
+    # Statistics stay below every stage: only the error family may be imported.
+    tree = ast.parse(Path(stats.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.module:
+            imported.add(n.module)
+            if n.module == "jitbench":
+                imported.update(f"jitbench.{a.name}" for a in n.names)
+    assert {m for m in imported if m.split(".")[0] == "jitbench"} <= {"jitbench.errors"}
