@@ -257,7 +257,7 @@ def adjust_for_multiplicity(
 
     Each entry's verdict was reached with its own p-value. With `p_adjust="bh"` the
     p-values of every entry that was tested (regression, improvement, unchanged) are
-    replaced by Benjamini–Hochberg adjusted ones (`scipy.stats.false_discovery_control`),
+    replaced by Benjamini–Hochberg adjusted ones (`stats.benjamini_hochberg`),
     and a large change whose adjusted p is not below `alpha` becomes unchanged. When no
     change is real this bounds the chance of any false regression by `alpha`, however many
     cases the suite has.
