@@ -12,7 +12,7 @@ from jitbench.errors import (
     SuiteError,
     WorkloadError,
 )
-from jitbench.gate.compare import Comparison, compare
+from jitbench.gate import Comparison, compare
 from jitbench.results import (
     Case,
     CompileInfo,

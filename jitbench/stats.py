@@ -1,9 +1,11 @@
-"""Summary statistics of raw samples: median with a distribution-free CI, speedup CIs.
+"""Statistics of raw timing samples: medians with distribution-free CIs, ratio CIs, and the
+significance tests the gate uses (Mann–Whitney U, a moderated t-test on run medians,
+Benjamini–Hochberg adjustment), free of any jitbench type.
 
 Timing samples are skewed and heavy-tailed, so everything on samples is built on the median
 and order statistics rather than the mean and a normal approximation. The one exception is
 the run-level test on each pooled run's median: a (moderated) t-test on their logs, which
-assumes those are normal; `compare` pairs it with Mann–Whitney for that reason.
+assumes those are normal; the gate pairs it with Mann–Whitney for that reason.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -146,6 +149,42 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
     if len(set(a) | set(b)) == 1:
         return 1.0
     return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+
+
+@lru_cache(maxsize=4096)
+def mann_whitney_min_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided Mann–Whitney p-value reachable with these sample counts.
+
+    Computed on perfectly separated data, so it is what the test itself can give (for
+    equal counts n, 2 / C(2n, n)); 1.0 when a side has no samples. When it is not below a
+    significance level, no change can be significant at that level.
+    """
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return mann_whitney_p([float(i) for i in range(n_a)], [float(n_a + i) for i in range(n_b)])
+
+
+def mann_whitney_samples_needed(alpha: float, *, cap: int = 1000) -> int:
+    """Samples per side (equal counts) before Mann–Whitney can reach p < `alpha`; `cap` at
+    most (a level so small that no count below it will do)."""
+    n = 2
+    while mann_whitney_min_p(n, n) >= alpha and n < cap:
+        n += 1
+    return n
+
+
+def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
+    """Benjamini–Hochberg adjusted p-values, in the order given.
+
+    Compared with a level alpha, they bound the false discovery rate by alpha, and so the
+    chance of any false finding when nothing changed. A single p-value is its own
+    adjustment (returned as is).
+    """
+    if len(p_values) < 2:
+        return [float(p) for p in p_values]
+    from scipy.stats import false_discovery_control
+
+    return [float(q) for q in false_discovery_control(list(p_values), method="bh")]
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@ run-level (moderated t) test."""
 
 from __future__ import annotations
 
+import ast
 import math
 import statistics
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,6 +76,25 @@ def test_mann_whitney_identical_and_shifted():
     assert stats.mann_whitney_p(list(range(10)), [x + 100 for x in range(10)]) < 0.001
 
 
+def test_mann_whitney_min_p_and_samples_needed():
+    # Exact two-sided Mann–Whitney on perfectly separated samples: 2 / C(2n, n).
+    assert stats.mann_whitney_min_p(3, 3) == pytest.approx(2 / 20)
+    assert stats.mann_whitney_min_p(4, 4) == pytest.approx(2 / 70)
+    assert stats.mann_whitney_min_p(5, 5) == pytest.approx(2 / 252)
+    assert stats.mann_whitney_samples_needed(0.01) == 5
+    assert stats.mann_whitney_samples_needed(0.05) == 4
+    assert stats.mann_whitney_min_p(0, 5) == 1.0
+
+
+def test_benjamini_hochberg():
+    # Sorted p_i * m / i, made monotone from the largest down, capped at 1, in input order.
+    assert stats.benjamini_hochberg([0.04, 0.01, 0.03, 0.5]) == pytest.approx(
+        [0.04 * 4 / 3, 0.04, 0.04 * 4 / 3, 0.5]
+    )
+    assert stats.benjamini_hochberg([0.002]) == [0.002]
+    assert stats.benjamini_hochberg([]) == []
+
+
 # --- the run-level test (pooled runs) -------------------------------------------------
 
 
@@ -140,3 +161,15 @@ def test_moderated_t_test_with_zero_variance():
     # Without a prior, the case's own variance alone (df = 2) decides.
     t = stats.moderated_t_test(stats.run_spread([1.0, 1.1], [2.0, 2.1]), None, 10.0)
     assert 0 < t.p_value < 0.05
+
+
+def test_stats_imports_no_jitbench_module_but_errors():
+    # Statistics stay below every stage: only the error family may be imported.
+    tree = ast.parse(Path(stats.__file__).read_text())
+    imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.module:
+            imported.add(n.module)
+            if n.module == "jitbench":
+                imported.update(f"jitbench.{a.name}" for a in n.names)
+    assert {m for m in imported if m.split(".")[0] == "jitbench"} <= {"jitbench.errors"}

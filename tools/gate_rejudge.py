@@ -21,7 +21,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from jitbench.gate.compare import Comparison, Verdict, compare, merge_runs, run_levels  # noqa: E402
+from jitbench.gate import Comparison, Verdict, compare, merge_runs, run_levels  # noqa: E402
 from jitbench.results import Run, load_run  # noqa: E402
 
 

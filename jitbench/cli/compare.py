@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,11 +11,10 @@ import typer
 from jitbench.cli import app
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
 from jitbench.errors import OutputError
-from jitbench.gate.compare import (
+from jitbench.gate import (
     DISTURBED_FACTOR,
     Comparison,
     Thresholds,
-    Verdict,
     compare,
     load_side,
 )
@@ -99,23 +97,13 @@ def render(
     """Print the comparison and write the requested files (shared with `run --baseline`)."""
     to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
     console = err if to_stdout else out  # keep stdout clean for the machine-readable output
-    console.print(compare_render.comparison_renderable(cmp, all_rows=all_rows))
-    for note in cmp.pooling:
-        console.print(f"[{'yellow' if note.left_out else 'dim'}]{escape(note.text)}[/]")
-    style = "bold red" if cmp.has_regression else "green"
-    console.print(f"[{style}]{escape(compare_render.summary_line(cmp))}[/]")
-    if cmp.has_regression:
-        console.print(f"[bold red]regressed:[/] {escape(', '.join(cmp.regressed_workloads))}")
-    inconclusive = cmp.count(Verdict.INCONCLUSIVE)
-    if inconclusive:
-        err.print(
-            f"[yellow]warning:[/] {inconclusive} large change(s) could not be tested "
-            "with so few samples; rerun both sides with more samples (--min-samples)."
-        )
+    console.print(compare_render.comparison_report(cmp, all_rows=all_rows))
+    if (warning := compare_render.inconclusive_warning(cmp)) is not None:
+        err.print(f"[yellow]warning:[/] {escape(warning)}")
     if markdown is not None:
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:
-        write_output(json_path, json.dumps(cmp.to_dict(), indent=1, allow_nan=False))
+        write_output(json_path, cmp.to_json())
 
 
 @app.command("compare")
@@ -148,7 +136,7 @@ def compare_cmd(
             "--compile-gate/--no-compile-gate",
             help="Whether a compile-time regression fails the gate (it is reported either way).",
         ),
-    ] = True,
+    ] = _DEFAULTS.compile_gates,
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
@@ -164,18 +152,8 @@ def compare_cmd(
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
     """
-    Thresholds(  # bad options fail (exit 2) before any file is read
-        threshold=threshold,
-        alpha=alpha,
-        compile_threshold=compile_threshold,
-        compile_floor_s=compile_floor,
-        p_adjust=p_adjust,
-    )
-    base_run = load_side(base, disturbed_factor=disturbed_factor)
-    new_run = load_side(new, disturbed_factor=disturbed_factor)
-    cmp = compare(
-        base_run,
-        new_run,
+    # Built once, here, so bad options fail (exit 2) before any file is read.
+    thresholds = Thresholds(
         threshold=threshold,
         alpha=alpha,
         compile_threshold=compile_threshold,
@@ -183,5 +161,8 @@ def compare_cmd(
         compile_gates=compile_gate,
         p_adjust=p_adjust,
     )
+    base_run = load_side(base, disturbed_factor=disturbed_factor)
+    new_run = load_side(new, disturbed_factor=disturbed_factor)
+    cmp = compare(base_run, new_run, thresholds=thresholds)
     render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)

@@ -38,7 +38,7 @@ from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
-from jitbench.gate.compare import compare, load_side
+from jitbench.gate import compare, load_side
 from jitbench.render import run_table as console
 from jitbench.results import Mode, Run, ensure_writable_dir, load_run, save_run
 from jitbench.run.scheduler import (

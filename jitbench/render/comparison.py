@@ -1,4 +1,4 @@
-"""Render a `Comparison`: a rich table for the terminal and markdown for a pull request.
+"""Render a `Comparison`: rich renderables for the terminal and markdown for a pull request.
 
 Builders return a rich renderable or a string; writing them anywhere is the CLI's job.
 """
@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.gate.compare import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
+from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.results import Mode
 
 _VERDICT_STYLE = {
@@ -207,6 +207,40 @@ def comparison_renderable(cmp: Comparison, *, all_rows: bool = True) -> Group:
         if t is not None
     ]
     return Group(*parts)
+
+
+def pooling_lines(cmp: Comparison) -> list[Text]:
+    """How each side was pooled, one line per note; a left-out run stands out."""
+    return [Text(n.text, style="yellow" if n.left_out else "dim") for n in cmp.pooling]
+
+
+def verdict_lines(cmp: Comparison) -> list[Text]:
+    """The summary line (pass / FAIL and the counts) and, on failure, the regressed
+    workloads."""
+    lines = [Text(summary_line(cmp), style="bold red" if cmp.has_regression else "green")]
+    if cmp.has_regression:
+        regressed = ", ".join(cmp.regressed_workloads)
+        lines.append(Text.assemble(("regressed:", "bold red"), f" {regressed}"))
+    return lines
+
+
+def comparison_report(cmp: Comparison, *, all_rows: bool = True) -> Group:
+    """Everything `jitbench compare` shows: `comparison_renderable`, the pooling notes and
+    the verdict lines."""
+    return Group(
+        comparison_renderable(cmp, all_rows=all_rows), *pooling_lines(cmp), *verdict_lines(cmp)
+    )
+
+
+def inconclusive_warning(cmp: Comparison) -> str | None:
+    """A warning when large changes could not be tested for want of samples, else None."""
+    inconclusive = cmp.count(Verdict.INCONCLUSIVE)
+    if not inconclusive:
+        return None
+    return (
+        f"{inconclusive} large change(s) could not be tested with so few samples; "
+        "rerun both sides with more samples (--min-samples)."
+    )
 
 
 def _plain(value: object) -> str:

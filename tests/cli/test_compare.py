@@ -272,6 +272,45 @@ def test_compare_bad_threshold_exits_2(good_run):
     assert "--threshold" in result.output
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--threshold", "nan"),
+        ("--threshold", "inf"),
+        ("--threshold", "-1.2"),
+        ("--threshold", "0.95"),
+        ("--alpha", "nan"),
+        ("--alpha", "inf"),
+        ("--alpha", "-0.01"),
+        ("--compile-threshold", "nan"),
+        ("--compile-threshold", "0.8"),
+        ("--compile-floor", "inf"),
+        ("--compile-floor", "-0.5"),
+        ("--disturbed-factor", "nan"),
+        ("--disturbed-factor", "inf"),
+        ("--disturbed-factor", "-2"),
+    ],
+)
+def test_compare_bad_option_exits_2_with_one_line_before_reading_files(option, value, tmp_path):
+    # The files do not exist: the option is refused first, by the library's own check.
+    missing = [str(tmp_path / "base.json"), str(tmp_path / "new.json")]
+    result = runner.invoke(app, ["compare", *missing, option, value])
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1, result.output
+    assert lines[0].startswith(f"error: {option} is ") and f"got {float(value)!r}." in lines[0]
+    assert "does not exist" not in result.output and "Traceback" not in result.output
+
+
+def test_compare_bad_option_is_one_line_on_stderr_as_a_subprocess(cli):
+    proc = cli("compare", "base.json", "new.json", "--alpha", "nan")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "error: --alpha is a significance level between 0 and 1 such as 0.01, got nan."
+    )
+    assert proc.stdout == ""
+
+
 @pytest.mark.parametrize("kind", ["missing", "truncated", "newer_schema"])
 def test_run_baseline_bad_input_exits_2_before_measuring(kind, good_run, tmp_path, tiny_suite):
     bad = _bad_file(kind, good_run, tmp_path)

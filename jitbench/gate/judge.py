@@ -1,0 +1,383 @@
+"""Judging: each case × mode of two runs gets a verdict from its run-time ratio, its
+significance tests and its compile-time change; `compare` judges all cases of two runs,
+adjusts the p-values for their number and summarises them into a `Comparison`.
+
+A timing change is a regression only when it is both large (new/base median ratio beyond
+`threshold`) and significant (two-sided Mann–Whitney U on the raw samples, p < `alpha`
+after the Benjamini–Hochberg adjustment over every timing test of the comparison: a
+60-case suite tested at 0.01 each would otherwise flag something in ~45 % of A/A pairs).
+Compile time has one sample per run, so it is judged by a looser factor plus an absolute
+floor. Everything here is pure: it returns frozen results and never prints.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any
+
+from jitbench import stats
+from jitbench.gate.envdiff import commit_label, environment_differences
+from jitbench.gate.model import (
+    Comparison,
+    CompileChange,
+    Entry,
+    GeoMeanRatio,
+    PoolingNote,
+    SignificanceTest,
+    Thresholds,
+    Verdict,
+    judged_compile_s,
+)
+from jitbench.gate.pooling import pooling_notes
+from jitbench.results import Measurement, Mode, Run
+
+#: Prior degrees of freedom of a case's between-run variance in the run-level test: the
+#: suite's typical spread counts as ten runs' worth of evidence (see `compare_runs`).
+RUN_PRIOR_DF = 10.0
+
+#: Fewest runs per side with which the run-level test found a 30 % slowdown every time on a
+#: shared 2-vCPU VM (with two it found 5 of 12); fewer earn a warning in the report.
+MIN_RUNS_PER_SIDE = 3
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """A run-time verdict with the figures it was reached on (see `Entry`)."""
+
+    verdict: Verdict
+    ratio: float
+    low: float | None = None
+    high: float | None = None
+    p_value: float | None = None
+    note: str = ""
+    test: SignificanceTest | None = None
+
+
+def _judge(
+    ratio: float,
+    low: float | None,
+    high: float | None,
+    p: float,
+    thresholds: Thresholds,
+    test: SignificanceTest,
+    *,
+    sample_counts: tuple[int, int],
+) -> TimingResult:
+    """Regression / improvement when the ratio is beyond the factor and p < alpha;
+    inconclusive when the sample counts can never give Mann–Whitney p < alpha."""
+    t = thresholds.threshold
+    if not (ratio > t or ratio < 1 / t):
+        return TimingResult(Verdict.UNCHANGED, ratio, low, high, p, "", test)
+    direction = "slower" if ratio > 1 else "faster"
+    n_base, n_new = sample_counts
+    if stats.mann_whitney_min_p(n_base, n_new) >= thresholds.alpha:
+        note = (
+            f"{direction}, but {n_base} vs {n_new} samples cannot reach "
+            f"p < {thresholds.alpha:g}; measure at least "
+            f"{stats.mann_whitney_samples_needed(thresholds.alpha)} "
+            "per side (--min-samples)"
+        )
+        return TimingResult(Verdict.INCONCLUSIVE, ratio, low, high, p, note, test)
+    if p >= thresholds.alpha:
+        note = f"{direction} but not significant"
+        return TimingResult(Verdict.UNCHANGED, ratio, low, high, p, note, test)
+    verdict = Verdict.REGRESSION if ratio > 1 else Verdict.IMPROVEMENT
+    return TimingResult(verdict, ratio, low, high, p, "", test)
+
+
+def compare_timing(
+    base_samples: tuple[float, ...] | list[float],
+    new_samples: tuple[float, ...] | list[float],
+    thresholds: Thresholds,
+) -> TimingResult:
+    """Classify a run-time change from raw samples (seconds per call) on both sides.
+
+    The verdict is REGRESSION / IMPROVEMENT only when the median ratio is beyond the factor
+    *and* the two-sided Mann–Whitney test is significant; a large change that the sample
+    counts cannot make significant is INCONCLUSIVE (never a regression); everything else
+    is UNCHANGED.
+    """
+    if not (statistics.median(base_samples) > 0 and statistics.median(new_samples) > 0):
+        return TimingResult(Verdict.NOT_COMPARED, math.nan, note="a median is zero")
+    r = stats.ratio_of_medians(list(new_samples), list(base_samples))
+    p = stats.mann_whitney_p(list(base_samples), list(new_samples))
+    return _judge(
+        r.value,
+        r.low,
+        r.high,
+        p,
+        thresholds,
+        SignificanceTest.SAMPLES,
+        sample_counts=(len(base_samples), len(new_samples)),
+    )
+
+
+def compare_runs(
+    base: Measurement,
+    new: Measurement,
+    spread: stats.RunSpread,
+    prior_variance: float | None,
+    thresholds: Thresholds,
+) -> TimingResult:
+    """Classify a run-time change of pooled runs from each run's median (`run_spread_of`).
+
+    Samples within one run agree far better than runs of the same code do (on a shared VM
+    a case's median moves ~5 % from run to run beyond the whole run's level), so with
+    several runs per side the run, not the sample, is the unit of evidence: a moderated
+    t-test on the log run medians, the case's between-run variance shrunk toward the
+    suite's typical one (`prior_variance`) with `RUN_PRIOR_DF` degrees of freedom. The
+    Mann–Whitney test on the pooled samples must agree too: the p-value is the larger of
+    the two (an intersection–union test, valid at `alpha` for "both are significant").
+    The ratio is that of the geometric means of the runs' medians, with the t-test's CI.
+    """
+    test = stats.moderated_t_test(spread, prior_variance, RUN_PRIOR_DF)
+    p = max(test.p_value, stats.mann_whitney_p(list(base.samples_s), list(new.samples_s)))
+    return _judge(
+        test.ratio,
+        test.low,
+        test.high,
+        p,
+        thresholds,
+        SignificanceTest.RUNS,
+        sample_counts=(len(base.samples_s), len(new.samples_s)),
+    )
+
+
+def run_spread_of(base: Measurement, new: Measurement) -> stats.RunSpread | None:
+    """The between-run spread of a case when either side pools several runs, else None
+    (one run per side: the samples are all there is)."""
+    if not (base.run_sample_counts or new.run_sample_counts):
+        return None
+    return stats.run_spread(base.run_medians_s, new.run_medians_s)
+
+
+def compare_compile(
+    base_s: float | None, new_s: float | None, thresholds: Thresholds
+) -> CompileChange | None:
+    """Classify a cold compile-time change: factor and absolute floor, no significance test
+    (one compile per run). None when either side lacks the figure."""
+    if base_s is None or new_s is None or base_s < 0 or new_s < 0:
+        return None
+    f, floor = thresholds.compile_threshold, thresholds.compile_floor_s
+    if new_s > base_s * f and new_s - base_s > floor:
+        verdict = Verdict.REGRESSION
+    elif base_s > new_s * f and base_s - new_s > floor:
+        verdict = Verdict.IMPROVEMENT
+    else:
+        verdict = Verdict.UNCHANGED
+    return CompileChange(base_s=base_s, new_s=new_s, verdict=verdict)
+
+
+def _params_note(base: Measurement, new: Measurement) -> str:
+    bp, np_ = dict(base.case.params), dict(new.case.params)
+    if bp == np_:
+        return ""
+    changed = [
+        f"{k} {bp.get(k, '—')}→{np_.get(k, '—')}"
+        for k in sorted(set(bp) | set(np_), key=str)
+        if bp.get(k) != np_.get(k)
+    ]
+    return "size parameters changed: " + ", ".join(changed)
+
+
+def compare_measurements(
+    base: Measurement | None,
+    new: Measurement | None,
+    thresholds: Thresholds,
+    *,
+    run_prior_variance: float | None = None,
+) -> Entry:
+    """Classify one case × mode (either side may be missing). With pooled runs the
+    run-time test is `compare_runs`, given the suite's `run_prior_variance`."""
+    ref = new if new is not None else base
+    assert ref is not None, "at least one side must exist"
+    common: dict[str, Any] = {
+        "workload": ref.case.workload,
+        "size": ref.case.size,
+        "device": ref.case.device,
+        "dtype": ref.case.dtype,
+        "mode": ref.mode,
+        "base": base,
+        "new": new,
+        "compile_gates": thresholds.compile_gates,
+    }
+    if base is None:
+        return Entry(verdict=Verdict.NEW, **common)
+    if new is None:
+        return Entry(verdict=Verdict.REMOVED, **common)
+    compile_change = compare_compile(judged_compile_s(base), judged_compile_s(new), thresholds)
+    base_failed, new_failed = base.failed, new.failed
+    if base_failed and new_failed:
+        return Entry(verdict=Verdict.STILL_FAILING, note=f"{new.status.value}", **common)
+    if new_failed:
+        why = new.error.type if new.error is not None else new.status.value
+        return Entry(verdict=Verdict.NOW_FAILING, note=why, **common)
+    if base_failed:
+        return Entry(
+            verdict=Verdict.FIXED, compile=compile_change, note=f"was {base.status.value}", **common
+        )
+    if not (base.ok and new.ok):
+        side = "base" if not base.ok else "new"
+        m = base if not base.ok else new
+        return Entry(
+            verdict=Verdict.NOT_COMPARED,
+            compile=compile_change,
+            note=f"{side} is {m.status.value} with {len(m.samples_s)} samples",
+            **common,
+        )
+    spread = run_spread_of(base, new)
+    if spread is not None:
+        timing = compare_runs(base, new, spread, run_prior_variance, thresholds)
+    else:
+        timing = compare_timing(base.samples_s, new.samples_s, thresholds)
+    notes = [n for n in (timing.note, _params_note(base, new)) if n]
+    return Entry(
+        verdict=timing.verdict,
+        ratio=timing.ratio,
+        ratio_low=timing.low,
+        ratio_high=timing.high,
+        p_value=timing.p_value,
+        test=timing.test,
+        compile=compile_change,
+        note="; ".join(notes),
+        **common,
+    )
+
+
+#: Verdicts reached by the timing test, so their p-values join the adjustment.
+_TESTED_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.UNCHANGED})
+
+
+def adjust_for_multiplicity(
+    entries: tuple[Entry, ...], thresholds: Thresholds
+) -> tuple[Entry, ...]:
+    """Adjust the timing p-values of all entries together and re-judge significance.
+
+    Each entry's verdict was reached with its own p-value. With `p_adjust="bh"` the
+    p-values of every entry that was tested (regression, improvement, unchanged) are
+    replaced by Benjamini–Hochberg adjusted ones (`stats.benjamini_hochberg`),
+    and a large change whose adjusted p is not below `alpha` becomes unchanged. When no
+    change is real this bounds the chance of any false regression by `alpha`, however many
+    cases the suite has.
+    """
+    tested = [
+        i for i, e in enumerate(entries) if e.p_value is not None and e.verdict in _TESTED_VERDICTS
+    ]
+    if not tested:
+        return entries
+    raw = [float(entries[i].p_value or 0.0) for i in tested]  # tested: never None
+    adjusted = stats.benjamini_hochberg(raw) if thresholds.p_adjust == "bh" else raw
+    out = list(entries)
+    for i, q in zip(tested, adjusted, strict=True):
+        e = replace(entries[i], p_adjusted=q)
+        if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and q >= thresholds.alpha:
+            direction = "slower" if e.verdict is Verdict.REGRESSION else "faster"
+            note = f"{direction}, but not significant across {len(tested)} tests"
+            e = replace(e, verdict=Verdict.UNCHANGED, note="; ".join(filter(None, (note, e.note))))
+        out[i] = e
+    return tuple(out)
+
+
+def _geomean_ratios(entries: tuple[Entry, ...]) -> tuple[GeoMeanRatio, ...]:
+    """Per device and mode, the geometric mean of the new/base ratios of compared cases."""
+    groups: dict[tuple[str, Mode], list[float]] = {}
+    for e in entries:
+        if e.ratio is not None and e.verdict is not Verdict.NOT_COMPARED:
+            groups.setdefault((e.device, e.mode), []).append(e.ratio)
+    mode_order = {m: i for i, m in enumerate(Mode)}
+    out = []
+    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], mode_order[kv[0][1]]))
+    for (device, mode), ratios in ordered:
+        g = stats.geometric_mean(ratios)
+        if g is not None:
+            out.append(GeoMeanRatio(device=device, mode=mode, ratio=g, count=len(ratios)))
+    return tuple(out)
+
+
+def _run_test_notes(entries: tuple[Entry, ...], prior: float | None) -> tuple[PoolingNote, ...]:
+    """A line saying that run time was tested run by run, on how many runs, and against
+    what typical spread; it warns when a side has too few runs for the test to have power."""
+    run_tested = [e for e in entries if e.test is SignificanceTest.RUNS]
+    if not run_tested:
+        return ()
+    n_base = max(len(e.base.run_medians_s) for e in run_tested if e.base)
+    n_new = max(len(e.new.run_medians_s) for e in run_tested if e.new)
+    typical = f"{math.expm1(math.sqrt(prior)):.1%}" if prior is not None else "unknown"
+    text = (
+        f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
+        f"{n_new} new runs), each case's spread shrunk toward the suite's typical "
+        f"run-to-run spread of {typical}, and Mann–Whitney on the samples"
+    )
+    if min(n_base, n_new) < MIN_RUNS_PER_SIDE:
+        text += (
+            f"; with fewer than {MIN_RUNS_PER_SIDE} runs on a side it finds only large "
+            "changes: measure 4 per side"
+        )
+    return (PoolingNote(text),)
+
+
+def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
+    """Compare a new run against a base run, case by case and mode by mode.
+
+    Measurements are matched by workload, size, device, dtype and mode. Run time regresses
+    when the new/base ratio exceeds `thresholds.threshold` and the change is significant
+    at `thresholds.alpha` (after `thresholds.p_adjust` over all timing tests, see
+    `adjust_for_multiplicity`): by the two-sided Mann–Whitney U test on the raw samples
+    and, when either side pools several runs (`merge_runs`), also a t-test on each run's
+    median (`compare_runs`). Too few samples to ever reach alpha give "inconclusive",
+    never a regression. Jit compile time (trace + lower + compile) regresses when it grows
+    by more than `compile_threshold` and by more than `compile_floor_s` seconds; with
+    `compile_gates=False` it is reported but does not fail the gate. A case that was ok
+    and now errors or mismatches is "now failing".
+
+    Args:
+        base: the baseline run (or a side pooled by `merge_runs` / `load_side`).
+        new: the run judged against it.
+        thresholds: what counts as a change; None for the defaults (`Thresholds()`). Bad
+            values are refused when the `Thresholds` is built, before anything is judged.
+
+    Returns:
+        A frozen Comparison; `has_regression` is what a CI gate exits on.
+    """
+    if thresholds is None:
+        thresholds = Thresholds()
+    base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
+    new_keys = [(m.case.key, m.mode) for m in new.measurements]
+    new_by_key = dict(zip(new_keys, new.measurements, strict=True))
+    prior = stats.typical_run_variance(
+        [
+            spread
+            for k, m in new_by_key.items()
+            if (b := base_by_key.get(k)) is not None
+            and b.ok
+            and m.ok
+            and (spread := run_spread_of(b, m)) is not None
+        ]
+    )
+    entries = [
+        compare_measurements(
+            base_by_key.get(k), new_by_key[k], thresholds, run_prior_variance=prior
+        )
+        for k in dict.fromkeys(new_keys)
+    ]
+    entries += [
+        compare_measurements(m, None, thresholds)
+        for k, m in base_by_key.items()
+        if k not in new_by_key
+    ]
+    result = adjust_for_multiplicity(tuple(entries), thresholds)
+    return Comparison(
+        base_run_id=base.run_id,
+        new_run_id=new.run_id,
+        thresholds=thresholds,
+        entries=result,
+        geomeans=_geomean_ratios(result),
+        environment_differences=environment_differences(base, new),
+        base_commit=commit_label(base),
+        new_commit=commit_label(new),
+        pooling=pooling_notes(base, "base")
+        + pooling_notes(new, "new")
+        + _run_test_notes(result, prior),
+    )

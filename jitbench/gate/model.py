@@ -1,0 +1,367 @@
+"""The gate's result model: verdicts, thresholds, one `Entry` per case × mode and the
+`Comparison` that holds them, with its JSON form (`Comparison.to_dict`).
+
+Nothing here judges anything: `judge` fills these frozen types in, renderers read them.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+import numbers
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from jitbench.errors import ConfigError
+from jitbench.results import Measurement, Mode
+
+COMPARISON_SCHEMA_ID = "jitbench.comparison"
+COMPARISON_SCHEMA_VERSION = "1.0"
+
+CaseKey = tuple[str, str, str, str]
+
+
+class Verdict(str, enum.Enum):
+    """How one case × mode changed from the base run to the new run."""
+
+    REGRESSION = "regression"
+    IMPROVEMENT = "improvement"
+    UNCHANGED = "unchanged"
+    INCONCLUSIVE = "inconclusive"  # a large change the sample counts cannot test at `alpha`
+    NEW = "new"
+    REMOVED = "removed"
+    NOW_FAILING = "now failing"
+    FIXED = "fixed"
+    STILL_FAILING = "still failing"
+    NOT_COMPARED = "not compared"  # skipped, or ok without samples, on either side
+
+
+class SignificanceTest(str, enum.Enum):
+    """How a run-time change was tested for significance."""
+
+    SAMPLES = "mann-whitney"  # two-sided Mann–Whitney U on the raw samples (one run per side)
+    # Pooled runs: a moderated t-test on each run's median and Mann–Whitney on the samples,
+    # both significant (`compare_runs`).
+    RUNS = "run t-test + mann-whitney"
+
+
+#: Multiple-comparison adjustments of the timing p-values ("bh": Benjamini–Hochberg).
+P_ADJUST_METHODS = ("bh", "none")
+
+#: Verdicts that make the gate fail (exit 1).
+FAILING_VERDICTS = frozenset({Verdict.REGRESSION, Verdict.NOW_FAILING})
+
+
+@dataclass(frozen=True, kw_only=True)
+class Thresholds:
+    """What counts as a change: the gate's options, validated when constructed and with
+    their defaults written here once (the CLI's defaults are read from this class).
+
+    Attributes:
+        threshold: run-time factor; new/base median beyond it (or below 1/threshold) is large.
+        alpha: significance level of the two-sided Mann–Whitney U test on the raw samples
+            (and, with pooled runs, of the t-test on the runs' medians).
+        p_adjust: "bh" adjusts the p-values for the number of timing tests in the comparison
+            (Benjamini–Hochberg, which bounds the chance of any false alarm in an A/A
+            comparison by `alpha`); "none" tests each case at `alpha` on its own.
+        compile_threshold: compile-time factor (jit trace + lower + compile seconds).
+        compile_floor_s: a compile change must also exceed this many seconds in absolute terms.
+        compile_gates: whether a compile-time regression fails the gate (it is always reported).
+
+    Raises:
+        ConfigError: an option of the wrong type, out of range, NaN or infinite; the message
+            names its command-line flag, shows the value and gives a value that works.
+    """
+
+    threshold: float = 1.10
+    alpha: float = 0.01
+    compile_threshold: float = 1.25
+    compile_floor_s: float = 0.020
+    compile_gates: bool = True
+    p_adjust: str = "bh"
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.p_adjust, str) and self.p_adjust in P_ADJUST_METHODS):
+            raise ConfigError(
+                f"--p-adjust is one of {', '.join(P_ADJUST_METHODS)}, got {self.p_adjust!r}."
+            )
+        if not (_is_real(self.threshold) and self.threshold > 1 and math.isfinite(self.threshold)):
+            raise ConfigError(
+                "--threshold is a finite factor above 1 such as 1.10 (10 % slower), "
+                f"got {self.threshold!r}."
+            )
+        if not (_is_real(self.alpha) and 0 < self.alpha < 1):
+            raise ConfigError(
+                f"--alpha is a significance level between 0 and 1 such as 0.01, got {self.alpha!r}."
+            )
+        if not (
+            _is_real(self.compile_threshold)
+            and self.compile_threshold > 1
+            and math.isfinite(self.compile_threshold)
+        ):
+            raise ConfigError(
+                "--compile-threshold is a finite factor above 1 such as 1.25, "
+                f"got {self.compile_threshold!r}."
+            )
+        if not (
+            _is_real(self.compile_floor_s)
+            and self.compile_floor_s >= 0
+            and math.isfinite(self.compile_floor_s)
+        ):
+            raise ConfigError(
+                "--compile-floor is a finite number of seconds >= 0 such as 0.02, "
+                f"got {self.compile_floor_s!r}."
+            )
+        if not isinstance(self.compile_gates, bool):
+            raise ConfigError(
+                "--compile-gate/--no-compile-gate is on or off (compile_gates=True or False), "
+                f"got {self.compile_gates!r}."
+            )
+
+
+def _is_real(value: object) -> bool:
+    """A real number (int, float, NumPy scalar) that is not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompileChange:
+    """Cold jit compile time (trace + lower + compile seconds) of one case, base vs new."""
+
+    base_s: float
+    new_s: float
+    verdict: Verdict  # REGRESSION, IMPROVEMENT or UNCHANGED
+
+    @property
+    def ratio(self) -> float:
+        return self.new_s / self.base_s if self.base_s > 0 else math.inf
+
+    @property
+    def delta_s(self) -> float:
+        return self.new_s - self.base_s
+
+
+def judged_compile_s(m: Measurement) -> float | None:
+    """The jit compile figure a comparison judges: the median of every cold compile
+    measured (several with rounds or pooled runs), else the one there is."""
+    if m.compile is None:
+        return None
+    if m.compile.compile_repeats_s:
+        return statistics.median(m.compile.compile_repeats_s)
+    return m.compile.total_compile_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class Entry:
+    """One case × mode present in either run, with its verdict.
+
+    Timing fields are None unless both sides are ok with samples. `ratio` is
+    new median / base median (above 1 is slower); `ratio_low`/`ratio_high` its 95 % CI;
+    `p_value` the two-sided p-value of `test` (with pooled runs, the larger of the run
+    t-test's and Mann–Whitney's) and `p_adjusted` the same after the comparison-wide
+    adjustment (the one the verdict used). With pooled runs the ratio is that of the
+    geometric means of the runs' medians and the CI is the t-test's; with one run per side
+    it is the ratio of medians with a bootstrap CI.
+    """
+
+    workload: str
+    size: str
+    device: str
+    dtype: str
+    mode: Mode
+    verdict: Verdict
+    base: Measurement | None = None
+    new: Measurement | None = None
+    ratio: float | None = None
+    ratio_low: float | None = None
+    ratio_high: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    test: SignificanceTest | None = None
+    compile: CompileChange | None = None
+    note: str = ""
+    compile_gates: bool = True
+
+    @property
+    def key(self) -> CaseKey:
+        return (self.workload, self.size, self.device, self.dtype)
+
+    @property
+    def p_judged(self) -> float | None:
+        """The p-value the verdict was reached with (adjusted when there is one)."""
+        return self.p_adjusted if self.p_adjusted is not None else self.p_value
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload}[{self.size}] {self.device} {self.dtype} {self.mode.value}"
+
+    @property
+    def base_median_s(self) -> float | None:
+        return self.base.median_s if self.base is not None else None
+
+    @property
+    def new_median_s(self) -> float | None:
+        return self.new.median_s if self.new is not None else None
+
+    @property
+    def fails_gate(self) -> bool:
+        """True for a run-time regression, a case now failing, or a compile regression."""
+        return self.verdict in FAILING_VERDICTS or (
+            self.compile_gates
+            and self.compile is not None
+            and self.compile.verdict is Verdict.REGRESSION
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeoMeanRatio:
+    """Geometric mean of new/base median ratios over the cases compared in one mode/device:
+    above 1 is slower. Not a speedup (`jitbench.report.data.GeoMean` is one: NumPy ÷ mode)."""
+
+    device: str
+    mode: Mode
+    ratio: float
+    count: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnvDifference:
+    """An environment or configuration field that differs between the two runs."""
+
+    name: str
+    base: Any
+    new: Any
+
+
+@dataclass(frozen=True)
+class PoolingNote:
+    """One line on how a side's runs were pooled; `left_out` when it drops a run."""
+
+    text: str
+    left_out: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class Comparison:
+    """The result of comparing two runs. `entries` follow the new run's order, then removed."""
+
+    base_run_id: str
+    new_run_id: str
+    thresholds: Thresholds
+    entries: tuple[Entry, ...]
+    geomeans: tuple[GeoMeanRatio, ...] = ()  # JSON key "geomeans"
+    environment_differences: tuple[EnvDifference, ...] = ()
+    base_commit: str | None = None
+    new_commit: str | None = None
+    pooling: tuple[PoolingNote, ...] = ()  # how folders of runs were pooled (`merge_runs`)
+
+    @property
+    def failures(self) -> tuple[Entry, ...]:
+        """Entries that fail the gate (regression, now failing, compile regression)."""
+        return tuple(e for e in self.entries if e.fails_gate)
+
+    @property
+    def has_regression(self) -> bool:
+        return any(e.fails_gate for e in self.entries)
+
+    @property
+    def regressed_workloads(self) -> tuple[str, ...]:
+        """Names of workloads with at least one failing entry, in order of appearance."""
+        return tuple(dict.fromkeys(e.workload for e in self.failures))
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for e in self.entries if e.verdict is verdict)
+
+    @property
+    def compile_regressions(self) -> tuple[Entry, ...]:
+        return tuple(
+            e for e in self.entries if e.compile and e.compile.verdict is Verdict.REGRESSION
+        )
+
+    @property
+    def compile_improvements(self) -> tuple[Entry, ...]:
+        return tuple(
+            e for e in self.entries if e.compile and e.compile.verdict is Verdict.IMPROVEMENT
+        )
+
+    def to_json(self) -> str:
+        """The comparison as strict JSON text (what `jitbench compare --json` writes)."""
+        return json.dumps(self.to_dict(), indent=1, allow_nan=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (strict JSON: infinities and NaN become None)."""
+        return {
+            "schema": COMPARISON_SCHEMA_ID,
+            "schema_version": COMPARISON_SCHEMA_VERSION,
+            "base_run_id": self.base_run_id,
+            "new_run_id": self.new_run_id,
+            "base_commit": self.base_commit,
+            "new_commit": self.new_commit,
+            "thresholds": {
+                "threshold": self.thresholds.threshold,
+                "alpha": self.thresholds.alpha,
+                "compile_threshold": self.thresholds.compile_threshold,
+                "compile_floor_s": self.thresholds.compile_floor_s,
+                "compile_gates": self.thresholds.compile_gates,
+                "p_adjust": self.thresholds.p_adjust,
+            },
+            "pooling": [{"text": n.text, "left_out": n.left_out} for n in self.pooling],
+            "has_regression": self.has_regression,
+            "regressed_workloads": list(self.regressed_workloads),
+            "counts": {v.value: self.count(v) for v in Verdict},
+            "compile_regressions": len(self.compile_regressions),
+            "environment_differences": [
+                {"name": d.name, "base": d.base, "new": d.new} for d in self.environment_differences
+            ],
+            "geomeans": [
+                {
+                    "device": g.device,
+                    "mode": g.mode.value,
+                    "ratio": _finite(g.ratio),
+                    "count": g.count,
+                }
+                for g in self.geomeans
+            ],
+            "entries": [_entry_dict(e) for e in self.entries],
+        }
+
+
+def _finite(value: float | None) -> float | None:
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+def _entry_dict(e: Entry) -> dict[str, Any]:
+    return {
+        "workload": e.workload,
+        "size": e.size,
+        "device": e.device,
+        "dtype": e.dtype,
+        "mode": e.mode.value,
+        "verdict": e.verdict.value,
+        "fails_gate": e.fails_gate,
+        "base_status": e.base.status.value if e.base else None,
+        "new_status": e.new.status.value if e.new else None,
+        "base_median_s": e.base_median_s,
+        "new_median_s": e.new_median_s,
+        "base_n": len(e.base.samples_s) if e.base else 0,
+        "new_n": len(e.new.samples_s) if e.new else 0,
+        "ratio": _finite(e.ratio),
+        "ratio_low": _finite(e.ratio_low),
+        "ratio_high": _finite(e.ratio_high),
+        "p_value": e.p_value,
+        "p_adjusted": e.p_adjusted,
+        "test": e.test.value if e.test else None,
+        "compile": None
+        if e.compile is None
+        else {
+            "base_s": e.compile.base_s,
+            "new_s": e.compile.new_s,
+            "ratio": _finite(e.compile.ratio),
+            "verdict": e.compile.verdict.value,
+        },
+        "note": e.note,
+    }

@@ -1,0 +1,172 @@
+"""Pooling: one side of a comparison as one run file or a folder of runs of the same code
+(rounds), merged into one run; a run the machine slowed as a whole is left out of its side.
+
+This is the gate's only file I/O (`load_side`); the merged run records how it was pooled
+under `config["pooled"]`, which `pooling_notes` turns into lines for the report.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from jitbench.errors import ConfigError, ResultsFormatError
+from jitbench.gate.model import CaseKey, PoolingNote, judged_compile_s
+from jitbench.results import Measurement, Mode, Run, load_run
+
+#: A run of one side whose level across the suite is this many times that of its fastest
+#: sibling run was disturbed by the machine (see `run_levels`); 0 keeps every run.
+DISTURBED_FACTOR = 1.15
+
+#: Fewest cases two runs must share before their levels are compared at all.
+_MIN_CASES_FOR_LEVELS = 5
+
+
+def run_levels(runs: Sequence[Run]) -> list[float] | None:
+    """Each run's speed level: the geometric mean, over the case × modes every run measured,
+    of its median ÷ the median of all runs' medians. Runs of the same code differ in level
+    only by the machine's state; None when they share fewer than five cases."""
+    medians = [
+        {(m.case.key, m.mode): m.median_s for m in r.measurements if m.ok and m.median_s}
+        for r in runs
+    ]
+    shared = set.intersection(*(set(d) for d in medians)) if medians else set()
+    if len(shared) < _MIN_CASES_FOR_LEVELS:
+        return None
+    reference = {k: statistics.median(d[k] for d in medians) for k in shared}
+    return [
+        math.exp(statistics.fmean(math.log(d[k] / reference[k]) for k in shared)) for d in medians
+    ]
+
+
+def _check_disturbed_factor(factor: float) -> None:
+    """The one check of `disturbed_factor` (`merge_runs` and `load_side` call it first).
+
+    Raises:
+        ConfigError: not a number, NaN, infinite, or neither 0 nor above 1.
+    """
+    is_real = isinstance(factor, numbers.Real) and not isinstance(factor, bool)
+    if not (is_real and (factor == 0 or (factor > 1 and math.isfinite(factor)))):
+        raise ConfigError(
+            "--disturbed-factor is 0 (keep every run) or a finite factor above 1 such as "
+            f"{DISTURBED_FACTOR}, got {factor!r}."
+        )
+
+
+def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTOR) -> Run:
+    """Pool several runs of the same code into one, for rounds that alternate base and new.
+
+    Samples of the same case × mode are concatenated (they are seconds per call, so
+    different calls-per-sample counts pool fine). A run whose level across the suite
+    (`run_levels`) is more than `disturbed_factor` times its fastest sibling's was slowed
+    by the machine as a whole (a busy neighbour for a minute: 7 of 72 runs on a 2-vCPU VM,
+    at 1.15–1.42×, while undisturbed siblings stayed within 1.13×); its samples are left
+    out and the merged run's `config["pooled"]` says so. Every run's cold compiles pool into
+    `compile_repeats_s`, whose median is what `compare` judges; a case that failed in any
+    run counts as failed. Environment and configuration come from the first run. One run
+    is returned unchanged.
+
+    Raises:
+        ValueError: `runs` is empty.
+        ConfigError: `disturbed_factor` is neither 0 nor a finite factor above 1.
+    """
+    if not runs:
+        raise ValueError("no runs to merge")
+    _check_disturbed_factor(disturbed_factor)
+    if len(runs) == 1:
+        return runs[0]
+    levels = run_levels(runs) if disturbed_factor > 0 else None
+    fastest = min(levels) if levels else 1.0
+    disturbed = {i for i, level in enumerate(levels or ()) if level > fastest * disturbed_factor}
+    groups: dict[tuple[CaseKey, Mode], list[tuple[int, Measurement]]] = {}
+    for i, run in enumerate(runs):
+        for m in run.measurements:
+            groups.setdefault((m.case.key, m.mode), []).append((i, m))
+    merged = []
+    for pairs in groups.values():
+        ms = [m for _, m in pairs]
+        failed = next((m for m in ms if m.failed), None)
+        if failed is not None:
+            merged.append(failed)
+            continue
+        ok = [m for m in ms if m.ok]
+        if not ok:
+            merged.append(ms[0])
+            continue
+        timed = sorted((c, i) for i, m in enumerate(ok) if (c := judged_compile_s(m)) is not None)
+        keeper = ok[timed[(len(timed) - 1) // 2][1]] if timed else ok[0]
+        kept = [m for i, m in pairs if m.ok and i not in disturbed] or ok
+        samples = tuple(x for m in kept for x in m.samples_s)
+        counts = tuple(c for m in kept for c in (m.run_sample_counts or (len(m.samples_s),)))
+        if keeper.compile is not None and timed:
+            # Every run's cold compiles count, so the judged figure is their median.
+            repeats = tuple(
+                x
+                for m in ok
+                if m.compile is not None
+                for x in (m.compile.compile_repeats_s or (judged_compile_s(m),))
+                if x is not None
+            )
+            keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))
+        merged.append(replace(keeper, samples_s=samples, run_sample_counts=counts))
+    first = runs[0]
+    pooled = {
+        "runs": [r.run_id for r in runs],
+        "excluded": [
+            {"run_id": runs[i].run_id, "level": (levels or [])[i] / fastest}
+            for i in sorted(disturbed)
+        ],
+    }
+    return replace(
+        first,
+        run_id=f"{first.run_id}+{len(runs) - 1}",
+        finished_at=runs[-1].finished_at,
+        complete=all(r.complete for r in runs),
+        config={**first.config, "pooled": pooled},
+        measurements=tuple(merged),
+    )
+
+
+def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
+    """Lines saying how a side was pooled and which runs were left out, and why."""
+    pooled = run.config.get("pooled")
+    if not isinstance(pooled, Mapping):
+        return ()
+    notes = [PoolingNote(f"{side}: {len(pooled.get('runs', ()))} runs pooled")]
+    for x in pooled.get("excluded", ()):
+        notes.append(
+            PoolingNote(
+                f"{side}: run {x['run_id']} left out: {x['level']:.2f}× slower across the suite "
+                "than its fastest sibling run of the same code (the machine was disturbed)",
+                left_out=True,
+            )
+        )
+    return tuple(notes)
+
+
+def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURBED_FACTOR) -> Run:
+    """One run file, or a folder of run files (rounds of one side) pooled into one run
+    (`merge_runs`, which leaves out runs the machine disturbed as a whole).
+
+    A folder may hold the run files or be a `--out` folder with them under `runs/`.
+
+    Raises:
+        ConfigError: a bad `disturbed_factor` (before any file is read).
+        ResultsFormatError: a missing, invalid or foreign file, or an empty folder.
+    """
+    _check_disturbed_factor(disturbed_factor)
+    path = Path(path)
+    if not path.is_dir():
+        return load_run(path)
+    files = sorted(path.glob("*.json")) or sorted((path / "runs").glob("*.json"))
+    if not files:
+        raise ResultsFormatError(
+            f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
+            "pass a run file or the --out folder of `jitbench run`."
+        )
+    return merge_runs([load_run(f) for f in files], disturbed_factor=disturbed_factor)

@@ -1,0 +1,364 @@
+"""Judging (`jitbench.gate.judge`): verdicts from run-time ratios and significance, status
+changes, compile time, geometric means, the multiplicity adjustment and the run-level test
+of pooled sides, on constructed runs (tests/cli/test_compare.py measures real runs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from jitbench.gate import (
+    SignificanceTest,
+    Thresholds,
+    Verdict,
+    compare,
+    compare_compile,
+    compare_timing,
+    merge_runs,
+)
+from jitbench.render.comparison import comparison_markdown, thresholds_line
+from jitbench.results import Mode, Run, Status
+from tests.gate.builders import STEADY, make_run, meas, only, runs_at_levels, spread
+
+# --- timing classification ------------------------------------------------------------
+
+
+def test_identical_runs_are_unchanged():
+    samples = spread(1e-3, 20, 0.05)
+    cmp = compare(make_run(meas(samples=samples)), make_run(meas(samples=samples)))
+    e = only(cmp)
+    assert e.verdict is Verdict.UNCHANGED
+    assert e.ratio == pytest.approx(1.0)
+    assert e.p_value == pytest.approx(1.0, abs=1e-9) or e.p_value > 0.9
+    assert not cmp.has_regression
+
+
+def test_large_and_significant_slowdown_is_a_regression():
+    base, new = spread(1e-3, 15), spread(1.3e-3, 15)
+    cmp = compare(make_run(meas(samples=base)), make_run(meas(samples=new)))
+    e = only(cmp)
+    assert e.verdict is Verdict.REGRESSION
+    assert e.ratio == pytest.approx(1.3)
+    assert e.p_value < 0.01
+    assert cmp.has_regression and cmp.regressed_workloads == ("w",)
+
+
+def test_large_and_significant_speedup_is_an_improvement():
+    cmp = compare(
+        make_run(meas(samples=spread(1.3e-3, 15))), make_run(meas(samples=spread(1e-3, 15)))
+    )
+    assert only(cmp).verdict is Verdict.IMPROVEMENT
+    assert not cmp.has_regression
+
+
+def test_significant_but_small_change_is_unchanged():
+    # 5 % slower with tight samples: significant, but below the 1.10 factor.
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 30, 0.005))),
+        make_run(meas(samples=spread(1.05e-3, 30, 0.005))),
+    )
+    e = only(cmp)
+    assert e.p_value < 1e-6
+    assert e.verdict is Verdict.UNCHANGED
+
+
+def test_large_but_not_significant_change_is_unchanged():
+    # Medians 30 % apart, but the samples overlap almost completely.
+    base = tuple(x * 1e-3 for x in (0.9, 0.95, 1.0, 1.0, 1.0, 1.0, 1.5, 1.6, 1.7, 1.8))
+    new = tuple(x * 1e-3 for x in (0.9, 0.95, 1.0, 1.3, 1.3, 1.3, 1.5, 1.6, 1.7, 1.8))
+    e = only(compare(make_run(meas(samples=base)), make_run(meas(samples=new))))
+    assert e.ratio > 1.1
+    assert e.p_value >= 0.01
+    assert e.verdict is Verdict.UNCHANGED
+    assert "not significant" in e.note
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4])
+def test_too_few_samples_are_inconclusive_never_a_regression(n):
+    # Twice as slow, but n vs n samples cannot reach p < 0.01 even perfectly separated.
+    cmp = compare(make_run(meas(samples=spread(1e-3, n))), make_run(meas(samples=spread(2e-3, n))))
+    e = only(cmp)
+    assert e.verdict is Verdict.INCONCLUSIVE
+    assert "--min-samples" in e.note
+    assert not cmp.has_regression
+
+
+def test_few_samples_within_threshold_are_unchanged():
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 3))), make_run(meas(samples=spread(1.02e-3, 3)))
+    )
+    assert only(cmp).verdict is Verdict.UNCHANGED
+
+
+def test_zero_variance_identical_is_unchanged():
+    cmp = compare(make_run(meas(samples=(1e-3,) * 12)), make_run(meas(samples=(1e-3,) * 12)))
+    e = only(cmp)
+    assert e.verdict is Verdict.UNCHANGED and e.p_value == 1.0
+
+
+def test_zero_variance_on_both_sides_but_different_is_a_regression():
+    # Constant samples on each side (a coarse clock): fully separated, so significant.
+    cmp = compare(make_run(meas(samples=(1e-3,) * 12)), make_run(meas(samples=(2e-3,) * 12)))
+    e = only(cmp)
+    assert e.p_value < 1e-4
+    assert e.verdict is Verdict.REGRESSION
+
+
+def test_zero_median_is_not_compared():
+    verdict = compare_timing((0.0, 0.0, 0.0), (1e-3, 1e-3, 1e-3), Thresholds()).verdict
+    assert verdict is Verdict.NOT_COMPARED
+
+
+def test_threshold_and_alpha_are_options():
+    base, new = spread(1e-3, 15), spread(1.15e-3, 15)
+    assert (
+        only(compare(make_run(meas(samples=base)), make_run(meas(samples=new)))).verdict
+        is Verdict.REGRESSION
+    )
+    loose = compare(
+        make_run(meas(samples=base)),
+        make_run(meas(samples=new)),
+        thresholds=Thresholds(threshold=1.2),
+    )
+    assert only(loose).verdict is Verdict.UNCHANGED
+    strict_alpha = compare(
+        make_run(meas(samples=spread(1e-3, 5))),
+        make_run(meas(samples=spread(1.5e-3, 5))),
+        thresholds=Thresholds(alpha=0.001),
+    )
+    assert only(strict_alpha).verdict is Verdict.INCONCLUSIVE
+
+
+# --- status changes -------------------------------------------------------------------
+
+
+def test_new_removed_failing_fixed():
+    ok = spread(1e-3, 10)
+    base = make_run(
+        meas("kept", samples=ok),
+        meas("gone", samples=ok),
+        meas("breaks", samples=ok),
+        meas("heals", status=Status.ERROR),
+        meas("broken", status=Status.MISMATCH, samples=ok),
+        meas("skip", status=Status.SKIPPED),
+    )
+    new = make_run(
+        meas("kept", samples=ok),
+        meas("added", samples=ok),
+        meas("breaks", status=Status.ERROR),
+        meas("heals", samples=ok),
+        meas("broken", status=Status.MISMATCH, samples=ok),
+        meas("skip", samples=ok),
+    )
+    cmp = compare(base, new)
+    verdicts = {e.workload: e.verdict for e in cmp.entries}
+    assert verdicts == {
+        "kept": Verdict.UNCHANGED,
+        "added": Verdict.NEW,
+        "gone": Verdict.REMOVED,
+        "breaks": Verdict.NOW_FAILING,
+        "heals": Verdict.FIXED,
+        "broken": Verdict.STILL_FAILING,
+        "skip": Verdict.NOT_COMPARED,
+    }
+    assert cmp.has_regression
+    assert cmp.regressed_workloads == ("breaks",)
+    assert only(cmp, "breaks").note == "ValueError"
+    # Removed cases come last, after the new run's order.
+    assert cmp.entries[-1].workload == "gone"
+
+
+def test_mismatch_is_now_failing():
+    ok = spread(1e-3, 10)
+    cmp = compare(make_run(meas(samples=ok)), make_run(meas(status=Status.MISMATCH, samples=ok)))
+    assert only(cmp).verdict is Verdict.NOW_FAILING
+
+
+def test_matching_uses_size_device_dtype_and_mode():
+    ok = spread(1e-3, 10)
+    cmp = compare(
+        make_run(meas(samples=ok, size="S"), meas(samples=ok, mode=Mode.NUMPY)),
+        make_run(meas(samples=ok, size="M"), meas(samples=ok, mode=Mode.NUMPY)),
+    )
+    verdicts = sorted((e.size, e.mode.value, e.verdict.value) for e in cmp.entries)
+    assert verdicts == [("M", "jit", "new"), ("S", "jit", "removed"), ("S", "numpy", "unchanged")]
+
+
+def test_changed_size_parameters_are_noted():
+    cmp = compare(
+        make_run(meas(samples=spread(1e-3, 10), params={"n": 50})),
+        make_run(meas(samples=spread(1e-3, 10), params={"n": 65})),
+    )
+    assert "n 50→65" in only(cmp).note
+
+
+# --- compile time ---------------------------------------------------------------------
+
+
+def test_compile_needs_factor_and_floor():
+    t = Thresholds()
+    assert compare_compile(0.100, 0.130, t).verdict is Verdict.REGRESSION  # ×1.3, +30 ms
+    assert compare_compile(0.100, 0.120, t).verdict is Verdict.UNCHANGED  # ×1.2
+    assert compare_compile(0.010, 0.029, t).verdict is Verdict.UNCHANGED  # ×2.9, +19 ms
+    assert compare_compile(0.130, 0.100, t).verdict is Verdict.IMPROVEMENT
+    assert compare_compile(None, 0.1, t) is None
+
+
+def test_compile_regression_fails_the_gate_on_its_own():
+    ok = spread(1e-3, 10)
+    cmp = compare(
+        make_run(meas(samples=ok, compile_s=0.1)), make_run(meas(samples=ok, compile_s=0.2))
+    )
+    e = only(cmp)
+    assert e.verdict is Verdict.UNCHANGED
+    assert e.compile is not None and e.compile.verdict is Verdict.REGRESSION
+    assert cmp.has_regression and cmp.compile_regressions == (e,)
+    looser = compare(
+        make_run(meas(samples=ok, compile_s=0.1)),
+        make_run(meas(samples=ok, compile_s=0.2)),
+        thresholds=Thresholds(compile_threshold=2.5),
+    )
+    assert not looser.has_regression
+    reported_only = compare(
+        make_run(meas(samples=ok, compile_s=0.1)),
+        make_run(meas(samples=ok, compile_s=0.2)),
+        thresholds=Thresholds(compile_gates=False),
+    )
+    assert not reported_only.has_regression
+    assert len(reported_only.compile_regressions) == 1
+
+
+# --- summaries ------------------------------------------------------------------------
+
+
+def test_geometric_mean_per_mode_and_device():
+    base = make_run(
+        meas("a", samples=spread(1e-3, 10)),
+        meas("b", samples=spread(1e-3, 10)),
+        meas("a", Mode.NUMPY, samples=spread(1e-3, 10)),
+    )
+    new = make_run(
+        meas("a", samples=spread(2e-3, 10)),
+        meas("b", samples=spread(0.5e-3, 10)),
+        meas("a", Mode.NUMPY, samples=spread(1.5e-3, 10)),
+    )
+    g = {(x.device, x.mode): (x.ratio, x.count) for x in compare(base, new).geomeans}
+    assert g[("cpu:0", Mode.JIT)][0] == pytest.approx(1.0)
+    assert g[("cpu:0", Mode.JIT)][1] == 2
+    assert g[("cpu:0", Mode.NUMPY)][0] == pytest.approx(1.5)
+
+
+# --- multiplicity ---------------------------------------------------------------------
+
+
+def _borderline_runs(n_cases: int) -> tuple[Run, Run]:
+    """Each case 15 % slower with p ~0.001 on its own (12 vs 12 overlapping samples):
+    significant one at a time, not across many tests."""
+    base_s = spread(1e-3, 12, 0.12)
+    new_s = tuple(sorted(x * 1.15 for x in base_s))
+    base = [meas(workload=f"w{i}", samples=base_s) for i in range(n_cases)]
+    new = [meas(workload=f"w{i}", samples=new_s) for i in range(n_cases)]
+    return make_run(*base), make_run(*new)
+
+
+def test_p_values_are_adjusted_for_the_number_of_tests():
+    base, new = _borderline_runs(1)
+    single = only(compare(base, new), workload="w0")
+    p = single.p_value
+    assert p is not None and 0.0005 < p < 0.01
+    assert single.verdict is Verdict.REGRESSION  # one test: adjusted p equals p
+    assert single.p_adjusted == pytest.approx(p)
+
+    # The same case beside 40 unchanged ones: BH multiplies its p by 41, no regression.
+    steady = spread(1e-3, 12, 0.05)
+    others = [meas(workload=f"u{i}", samples=steady) for i in range(40)]
+    base = make_run(*base.measurements, *others)
+    new = make_run(*new.measurements, *others)
+    e = only(compare(base, new), workload="w0")
+    assert e.p_value == pytest.approx(p)
+    assert e.p_adjusted == pytest.approx(min(1.0, p * 41))
+    assert e.verdict is Verdict.UNCHANGED
+    assert "not significant across 41 tests" in e.note
+    # Without the adjustment each case is tested at alpha on its own.
+    e = only(compare(base, new, thresholds=Thresholds(p_adjust="none")), workload="w0")
+    assert e.verdict is Verdict.REGRESSION and e.p_adjusted == pytest.approx(p)
+
+
+def test_a_clear_slowdown_survives_the_adjustment():
+    steady = spread(1e-3, 30, 0.05)
+    others = [meas(workload=f"u{i}", samples=steady) for i in range(59)]
+    base = make_run(meas(samples=steady), *others)
+    new = make_run(meas(samples=tuple(x * 1.3 for x in steady)), *others)
+    cmp = compare(base, new)
+    e = only(cmp)
+    assert e.verdict is Verdict.REGRESSION and e.p_adjusted < 0.01
+    assert cmp.regressed_workloads == ("w",)
+    assert "Benjamini–Hochberg" in comparison_markdown(cmp)
+
+
+# --- pooled runs: tested run by run ---------------------------------------------------
+
+
+def test_pooled_sides_are_tested_run_by_run():
+    # w: three of four new runs came out 30 % slower, the fourth 15 % faster: runs that
+    # disagree, as one case's runs sometimes do on a shared machine.
+    base = merge_runs(runs_at_levels({"w": [1.0, 1.02, 0.98, 1.0], **STEADY}, "b"))
+    new = merge_runs(runs_at_levels({"w": [1.3, 1.3, 1.3, 0.85], **STEADY}, "n"))
+    e = only(compare(base, new))
+    assert e.test is SignificanceTest.RUNS
+    # The ratio of the geometric means of the runs' medians.
+    assert e.ratio == pytest.approx((1.3**3 * 0.85 / (1.02 * 0.98)) ** 0.25, rel=1e-3)
+    # Large (1.17×), but four runs this scattered cannot make it significant.
+    assert e.ratio > 1.10 and e.verdict is Verdict.UNCHANGED and e.p_value > 0.01
+    # The same samples as one run per side: Mann–Whitney counts 32 samples per side as
+    # independent, and 24 of the new ones sit above every base one: a "regression".
+    flat = compare(_unpooled(base), _unpooled(new))
+    assert only(flat).test is SignificanceTest.SAMPLES
+    assert only(flat).verdict is Verdict.REGRESSION
+
+
+def _unpooled(run: Run) -> Run:
+    return replace(
+        run, measurements=tuple(replace(m, run_sample_counts=()) for m in run.measurements)
+    )
+
+
+def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
+    base = merge_runs(runs_at_levels({"w": [1.0, 1.03, 0.97, 1.01], **STEADY}, "b"))
+    new = merge_runs(runs_at_levels({"w": [1.3, 1.33, 1.27, 1.31], **STEADY}, "n"))
+    cmp = compare(base, new)
+    e = only(cmp)
+    assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.REGRESSION
+    assert e.ratio_low < 1.3 < e.ratio_high and e.p_adjusted < 0.01
+    assert cmp.regressed_workloads == ("w",)
+    assert (
+        "t-test on the runs' medians and Mann–Whitney on the samples, both p < 0.01"
+        in thresholds_line(cmp)
+    )
+    assert "t-test on the runs" in comparison_markdown(cmp)
+    assert cmp.to_dict()["entries"][0]["test"] == "run t-test + mann-whitney"
+    assert "4 base vs 4 new runs" in cmp.pooling[-1].text
+    assert "typical run-to-run spread of" in cmp.pooling[-1].text
+    assert "measure 4 per side" not in cmp.pooling[-1].text
+
+
+def test_pooled_runs_with_too_few_samples_are_inconclusive():
+    # Three runs of one sample each per side: the runs agree, but 3 vs 3 samples can never
+    # give Mann–Whitney p < 0.01, so the pooled test cannot either.
+    base = merge_runs(
+        [
+            make_run(meas(samples=(1e-3 * f,)), run_id=f"b{i}")
+            for i, f in enumerate((1.0, 1.01, 0.99))
+        ]
+    )
+    new = merge_runs(
+        [
+            make_run(meas(samples=(1.5e-3 * f,)), run_id=f"n{i}")
+            for i, f in enumerate((1.0, 1.01, 0.99))
+        ]
+    )
+    e = only(compare(base, new))
+    assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.INCONCLUSIVE
+    assert "3 vs 3 samples cannot reach p < 0.01" in e.note
