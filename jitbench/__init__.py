@@ -12,7 +12,7 @@ from jitbench.errors import (
     SuiteError,
     WorkloadError,
 )
-from jitbench.gate import Comparison, compare
+from jitbench.gate import Comparison, Thresholds, compare, load_side
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -47,12 +47,14 @@ __all__ = [
     "SamplingPlan",
     "Status",
     "SuiteError",
+    "Thresholds",
     "Workload",
     "WorkloadError",
     "__version__",
     "compare",
     "discover",
     "load_run",
+    "load_side",
     "run",
     "run_workloads",
     "save_run",

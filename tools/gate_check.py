@@ -52,7 +52,9 @@ def cpu_load() -> str:
         parts.append("load " + Path("/proc/loadavg").read_text().split()[0])
     try:
         some = Path("/proc/pressure/cpu").read_text().splitlines()[0]
-        parts.append("cpu-pressure " + re.search(r"avg10=([\d.]+)", some).group(1) + "%")
+        found = re.search(r"avg10=([\d.]+)", some)
+        if found:
+            parts.append(f"cpu-pressure {found.group(1)}%")
     except (OSError, AttributeError, IndexError):
         pass
     return ", ".join(parts) or "unknown"

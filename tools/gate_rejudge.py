@@ -83,17 +83,17 @@ def main() -> int:
             others = [w for w in slow.regressed_workloads if w != args.inject]
             t = totals.setdefault(label, [0, 0, 0, 0])
             t[0] += 1
-            t[1] += not aa.has_regression
-            t[2] += caught
-            t[3] += not others
+            t[1] += int(not aa.has_regression)
+            t[2] += int(caught)
+            t[3] += int(not others)
             print(
                 f"{rdir.name} {label}: A/A regressed {list(aa.regressed_workloads) or 'none'}; "
                 f"slow regressed {list(slow.regressed_workloads) or 'none'} "
                 f"({args.inject}: {injected(slow, args.inject)})"
             )
-    for label, (n, clean, caught, only) in totals.items():
+    for label, (n, clean, caught_count, only) in totals.items():
         print(
-            f"{label}: A/A clean {clean}/{n}, slowdown caught {caught}/{n}, "
+            f"{label}: A/A clean {clean}/{n}, slowdown caught {caught_count}/{n}, "
             f"no other workload flagged {only}/{n}"
         )
     return 0

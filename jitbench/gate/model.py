@@ -218,7 +218,8 @@ class Entry:
 @dataclass(frozen=True, kw_only=True)
 class GeoMeanRatio:
     """Geometric mean of new/base median ratios over the cases compared in one mode/device:
-    above 1 is slower. Not a speedup (`jitbench.report.data.GeoMean` is one: NumPy ÷ mode)."""
+    above 1 is slower. Not a speedup (`jitbench.report.data.GeoMeanSpeedup` is one:
+    NumPy ÷ mode)."""
 
     device: str
     mode: Mode

@@ -6,13 +6,13 @@ Builders return a rich renderable or a string; writing them anywhere is the CLI'
 from __future__ import annotations
 
 import math
-import re
 
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
+from jitbench.formatting import md_escape
 from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.results import Mode
 
@@ -249,18 +249,6 @@ def _plain(value: object) -> str:
 
 # ---------------------------------------------------------------------------------------
 # markdown
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
-
-
-def md_escape(text: object) -> str:
-    """Escape text for a GitHub-flavoured markdown table cell.
-
-    `|` would end the cell and a newline the row; the other characters could start
-    emphasis, code, links or HTML.
-    """
-    s = " ".join(str(text).splitlines())
-    return _MD_SPECIAL.sub(r"\\\1", s)
 
 
 def _md_row(cells: list[str]) -> str:

@@ -101,7 +101,7 @@ def speedup_value(run: Run, case: Case, mode: Mode) -> float | None:
 
 
 @dataclass(frozen=True)
-class GeoMean:
+class GeoMeanSpeedup:
     """Geometric-mean speedup of one mode on one device over `count` cases."""
 
     mode: Mode
@@ -110,7 +110,7 @@ class GeoMean:
     failed: int
 
 
-def geomean_speedups(run: Run, device: str) -> list[GeoMean]:
+def geomean_speedups(run: Run, device: str) -> list[GeoMeanSpeedup]:
     """Geometric mean of the speedup over NumPy per JAX mode, over cases where both sides
     are `ok`; failed and mismatched cases are counted apart, never averaged in."""
     out = []
@@ -128,7 +128,7 @@ def geomean_speedups(run: Run, device: str) -> list[GeoMean]:
             v = speedup_value(run, case, mode)
             if v is not None:
                 values.append(v)
-        out.append(GeoMean(mode, stats.geometric_mean(values), len(values), failed))
+        out.append(GeoMeanSpeedup(mode, stats.geometric_mean(values), len(values), failed))
     return out
 
 
