@@ -1,0 +1,134 @@
+"""Give NumPy and XLA the same cores: pin the process and size the BLAS/OpenMP pools.
+
+Threads decide the answer on a small machine: NumPy's `a @ b` at n=700 took 25–33 ms with
+OpenBLAS's default two threads while another process kept a core busy, and 8.4 ms with one
+thread, in the same minute. XLA's CPU pool competes the same way, and its size cannot be
+changed once the backend has started (in jax 0.10 `--xla_cpu_multi_thread_eigen=false` no
+longer keeps a jitted matmul on one core either). So `limited_threads(n)` does what holds for
+both libraries at any time: it pins every thread of the process (and every thread started
+later) to `n` cores with `sched_setaffinity`, and sets the BLAS/OpenMP pools to `n` threads
+with threadpoolctl so NumPy does not put more threads than cores on them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, kw_only=True)
+class ThreadState:
+    """What the measured code ran with.
+
+    Attributes:
+        requested: the `--threads` value; None means the libraries' own defaults.
+        cores: the CPU ids the process was pinned to (all allowed ones when not pinned).
+        pinned: whether jitbench pinned the threads (False where the OS cannot).
+        blas: each BLAS/OpenMP pool threadpoolctl sees: library, API, threads, version.
+        xla_flags: `XLA_FLAGS` as the backend saw it ('' when unset).
+    """
+
+    requested: int | None
+    cores: tuple[int, ...]
+    pinned: bool
+    blas: tuple[dict[str, Any], ...]
+    xla_flags: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requested": self.requested,
+            "cores": list(self.cores),
+            "pinned": self.pinned,
+            "blas": [dict(b) for b in self.blas],
+            "xla_flags": self.xla_flags,
+        }
+
+    @property
+    def summary(self) -> str:
+        """One line for a table header, e.g. '1 thread (core 0; openblas 1)'."""
+        if self.requested is None:
+            count = f"library defaults on {len(self.cores)} core(s)"
+        else:
+            count = f"{self.requested} thread{'s' if self.requested != 1 else ''}"
+        pools = ", ".join(f"{b.get('internal_api')} {b.get('num_threads')}" for b in self.blas)
+        where = f"core{'s' if len(self.cores) != 1 else ''} {_ranges(self.cores)}"
+        return f"{count} ({where}{'; ' + pools if pools else ''})"
+
+
+def _ranges(cores: tuple[int, ...]) -> str:
+    """'0-3,6' for (0, 1, 2, 3, 6)."""
+    runs: list[list[int]] = []
+    for c in sorted(cores):
+        if runs and runs[-1][1] == c - 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
+
+
+def allowed_cores() -> tuple[int, ...]:
+    """The CPU ids this process may run on (all of them where affinity is unsupported)."""
+    if hasattr(os, "sched_getaffinity"):
+        return tuple(sorted(os.sched_getaffinity(0)))
+    return tuple(range(os.cpu_count() or 1))
+
+
+def blas_pools() -> tuple[dict[str, Any], ...]:
+    """The BLAS/OpenMP pools loaded in this process, as threadpoolctl reports them."""
+    from threadpoolctl import threadpool_info
+
+    keep = ("user_api", "internal_api", "num_threads", "version", "threading_layer")
+    return tuple({k: info.get(k) for k in keep} for info in threadpool_info())
+
+
+def current_state(requested: int | None = None, *, pinned: bool = False) -> ThreadState:
+    """The thread setting in force now (for `jitbench env` and the run record)."""
+    return ThreadState(
+        requested=requested,
+        cores=allowed_cores(),
+        pinned=pinned,
+        blas=blas_pools(),
+        xla_flags=os.environ.get("XLA_FLAGS", ""),
+    )
+
+
+def _pin_all_threads(cores: set[int]) -> bool:
+    """Pin every existing thread of the process (and so the threads they start) to `cores`."""
+    if not hasattr(os, "sched_setaffinity"):
+        return False
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    done = False
+    for tid in tids:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(tid, cores)
+            done = True
+    return done
+
+
+@contextlib.contextmanager
+def limited_threads(n: int | None) -> Iterator[ThreadState]:
+    """Run the block on `n` cores with `n` BLAS/OpenMP threads; None changes nothing.
+
+    The first `n` allowed cores are used (all of them when fewer are allowed). Affinity and
+    pool sizes are restored afterwards. Yields what was in force inside the block.
+    """
+    if n is None:
+        yield current_state(None)
+        return
+    from threadpoolctl import threadpool_limits
+
+    before = set(allowed_cores())
+    chosen = set(sorted(before)[:n])
+    pinned = _pin_all_threads(chosen)
+    try:
+        with threadpool_limits(limits=n):
+            yield current_state(n, pinned=pinned)
+    finally:
+        if pinned:
+            _pin_all_threads(before)
