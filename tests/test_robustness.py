@@ -310,7 +310,7 @@ def test_resume_finishes_without_remeasuring(finished_run: Path, tmp_path: Path)
     assert statuses(after) == {"ok_double[S]": OK, "ok_double[M]": OK}
     kept = [m for m in after.measurements if m.case.size == "S"]
     assert [m.samples_s for m in kept] == [m.samples_s for m in before.measurements]
-    assert len(after.config["resumed_at"]) == 1
+    assert len(after.config.resumed_at) == 1
 
 
 def _write_bad_results(kind: str, finished: Path, path: Path) -> None:
@@ -516,7 +516,7 @@ def test_fault_matrix_isolated(name: str, isolated_run: tuple[object, Run]) -> N
     label, expected, message = ISOLATED_FAULTS[name]
     assert result.exit_code == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert run.complete and run.config["isolate"] is True
+    assert run.complete and run.config.settings.isolate is True
     table = statuses(run)
     assert list(table) == ["ok_double[S]", "aborts[S]", "hangs[S]"]  # nothing lost, in order
     assert table[label] == expected

@@ -125,7 +125,7 @@ def test_rounds_are_recorded_and_reported(cli, tiny_suite, tmp_path):
     assert "sampling round 2/3" in result.stderr and "sampling round 3/3" in result.stderr
     [path] = (tmp_path / "runs").glob("*.json")
     run = load_run(path)
-    assert run.complete and run.config["plan"]["rounds"] == 3
+    assert run.complete and run.config.settings.plan.rounds == 3
     jit = [m for m in run.measurements if m.mode.value == "jit"]
     assert jit and all(len(m.compile.compile_repeats_s) == 3 for m in jit)
     assert all(len(m.samples_s) >= 3 for m in run.measurements)

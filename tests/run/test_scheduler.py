@@ -203,7 +203,7 @@ def test_rounds_spread_each_cases_samples_over_the_run():
             assert len(repeats) == 3 and all(r > 0 for r in repeats)
             assert m.compile.total_compile_s == pytest.approx(sorted(repeats)[1])
         assert not any(d.code == "recompiled-during-timing" for d in m.diagnostics)
-    assert run.config["plan"]["rounds"] == 3
+    assert run.config.settings.plan.rounds == 3
 
 
 def test_a_case_failing_in_a_later_round_keeps_the_others_going():
