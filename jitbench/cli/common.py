@@ -1,11 +1,16 @@
-"""What every command shares: the two consoles, the error boundary and option parsing."""
+"""What every command shares: the Typer app, the two consoles, the error boundary and
+option parsing.
+
+Each command module registers its command on `app` and imports nothing else from
+`jitbench.cli` but this module and `options`; `jitbench.cli` imports the command modules.
+"""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -26,6 +31,21 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 _debug = False
+
+app = typer.Typer(
+    name="jitbench",
+    help="Benchmark NumPy vs JAX eager vs JAX jit under one honest measurement protocol.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    set_debug(debug)
 
 
 def set_debug(flag: bool) -> None:

@@ -22,11 +22,11 @@ from rich.progress import (
 )
 
 from jitbench.api import select_workloads
-from jitbench.cli import app
 from jitbench.cli.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    app,
     err,
     escape,
     handles_errors,
