@@ -3,5 +3,5 @@
 `plan` (the cases a config asks for; what a resume finishes), `scheduler` (the loop over
 cases and rounds, checkpoints, resume), `executors` (measure a case in this process or in a
 child), `child` (the child process), `deadline` (a case's time limit in this process),
-`signals` (SIGINT/SIGTERM as a clean stop), `events`.
+`warmup` (readying a process), `signals` (SIGINT/SIGTERM as a clean stop), `events`.
 """

@@ -3,7 +3,7 @@
 `run_in_child(spec, timeout_s=...)` measures one case in a fresh process (multiprocessing
 *spawn*): a crash (`os.abort()`, a segfault), a hang or an out-of-memory kill costs only
 that case. The child re-discovers the workload by suite file path and name, readies itself
-(imports JAX, warms the backend up), says it is ready, then measures and
+(imports JAX and the statistics, warms the backend up), says it is ready, then measures and
 sends its measurements back as JSON dicts; the parent kills it when the case's time limit
 passes. The limit counts from "ready", so the child's start-up is not charged to the case.
 """
@@ -56,6 +56,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         from jitbench import results
         from jitbench.config import RunConfig
         from jitbench.measure import devices, protocol
+        from jitbench.run.warmup import warm_up
         from jitbench.suite import discovery as registry
         from jitbench.suite.workload import Workload
 
@@ -70,7 +71,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         config = RunConfig.from_dict(spec["config"])
         with devices.x64_enabled(config.x64):
             device = devices.resolve_devices([spec["device"]])[0]
-            devices.warm_up_process([device])
+            warm_up([device])
             conn.send(("ready", None))
             planned = protocol.PlannedCase(
                 found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]

@@ -18,7 +18,7 @@ import jax
 
 from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
-from jitbench.measure.devices import device_label, warm_up_process
+from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import (
     CaseSession,
     PlannedCase,
@@ -32,6 +32,7 @@ from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_di
 from jitbench.run import child
 from jitbench.run.deadline import CaseTimeout, deadline
 from jitbench.run.plan import suite_file_of
+from jitbench.run.warmup import warm_up
 
 
 class LiveCase(Protocol):
@@ -107,7 +108,7 @@ class InProcessExecutor:
         return self.config.plan.rounds > 1
 
     def prepare(self) -> None:
-        warm_up_process(self.devices)
+        warm_up(self.devices)
 
     def measure(self, pc: PlannedCase) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -15,7 +17,7 @@ from jitbench.results import Run, Status, load_run, measurement_from_dict, measu
 from jitbench.run import child
 from jitbench.run.scheduler import run_workloads
 from jitbench.suite.discovery import discover
-from tests.faults import FAULT_SUITE, OK, QUICK, all_modes, invoke, run_files, statuses
+from tests.faults import FAULT_SUITE, OK, QUICK, REPO, all_modes, invoke, run_files, statuses
 
 ISOLATED_FAULTS = {
     "isolate-healthy-case": ("ok_double[S]", OK, ""),
@@ -56,6 +58,40 @@ def test_fault_matrix_isolated(name: str, isolated_run: tuple[object, Run]) -> N
             assert m.error.hint
         if m.status is Status.OK:
             assert m.samples_s and m.case.platform == "cpu"  # measured in the child, sent back
+
+
+# What a child imports between its "ready" and its result is charged to the case's
+# --timeout: on a busy machine a lazily imported scipy.stats (half a second idle) made a
+# healthy case exceed --timeout 4. The child's warm-up must import it first.
+_STARTUP_PROBE = """
+import sys
+from pathlib import Path
+from jitbench.config import RunConfig
+from jitbench.measure import devices, protocol
+from jitbench.run.warmup import warm_up
+from jitbench.suite.discovery import import_suite_file
+
+wl = import_suite_file(Path(sys.argv[1])).ok_double
+device = devices.resolve_devices(["cpu"])[0]
+warm_up([device])
+before = set(sys.modules)
+planned = protocol.PlannedCase(wl, "S", {"n": 32}, device, "float32")
+protocol.measure_case(planned, RunConfig.quick_settings())
+print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "scipy"))
+"""
+
+
+def test_a_case_imports_nothing_heavy_after_the_warm_up() -> None:
+    env = {"PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", _STARTUP_PROBE, str(FAULT_SUITE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(
