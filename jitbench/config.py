@@ -1,14 +1,17 @@
 """What a run is asked to do: the modes, the sampling plan and the run configuration.
 
-These objects validate themselves when constructed, so the CLI, the Python API and a child
-process get the same errors; defaults are written here once.
+These objects validate themselves when constructed (type, range, finiteness), so the CLI,
+the Python API and a child process get the same one-line errors; defaults are written here
+once. A message names the option as the CLI user knows it (`--budget`), or the field where
+the CLI has no option for it, shows the bad value and says what to pass instead.
 """
 
 from __future__ import annotations
 
+import difflib
 import enum
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
@@ -27,9 +30,96 @@ ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)  # also the display order
 JAX_MODES = (Mode.EAGER, Mode.JIT)
 
 
+# ---------------------------------------------------------------------------------------
+# Field checks: each returns the value in its canonical form or raises a one-line ConfigError.
+
+
+def _real(value: object) -> float | None:
+    """`value` as a float when it is a finite real number (a bool is not one), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _seconds(name: str, value: object, *, fix: str) -> float:
+    """Zero or more seconds."""
+    seconds = _real(value)
+    if seconds is None or seconds < 0:
+        raise ConfigError(
+            f"{name} must be a finite number of seconds, 0 or more, got {value!r}; {fix}"
+        )
+    return seconds
+
+
+def _budget_error(value: object) -> ConfigError:
+    return ConfigError(
+        f"--budget must be positive and finite (seconds of sampling per case), got {value!r}; "
+        "pass e.g. --budget 0.5."
+    )
+
+
+def _precision_error(value: object) -> ConfigError:
+    return ConfigError(
+        f"--precision is a fraction such as 0.01 (±1 %), between 0 and 1, got {value!r}; "
+        "pass e.g. --precision 0.02 for ±2 %."
+    )
+
+
+def _count(name: str, value: object, *, least: int, fix: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{name} must be at least {least} (a whole number), got {value!r}; {fix}")
+    return value
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} is a flag (True or False), got {value!r}.")
+    return value
+
+
+def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
+    """A tuple of distinct non-empty names, in the given order (a list is accepted)."""
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise ConfigError(f"{name} takes a tuple of names such as {example}, got {value!r}.")
+    bad = [v for v in value if not (isinstance(v, str) and v.strip())]
+    if bad:
+        raise ConfigError(f"{name} takes non-empty names such as {example}, got {bad[0]!r}.")
+    return tuple(dict.fromkeys(value))
+
+
+def parse_mode(value: object) -> Mode:
+    """A Mode from a Mode or its name (any case).
+
+    Raises:
+        ConfigError: an unknown name, with the closest known ones.
+    """
+    if isinstance(value, Mode):
+        return value
+    known = [m.value for m in Mode]
+    name = value.strip().lower() if isinstance(value, str) else None
+    if name in known:
+        return Mode(name)
+    close = difflib.get_close_matches(str(value), known, n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
+    raise ConfigError(f"unknown mode {value!r}{hint} known: {', '.join(known)}.")
+
+
+def _set(obj: object, name: str, value: object) -> None:
+    """Store the canonical form of a field of a frozen dataclass (in `__post_init__`)."""
+    object.__setattr__(obj, name, value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class SamplingPlan:
     """How long and how precisely to sample.
+
+    Every field is checked when the plan is made (type, range, finite). A plan may be
+    degenerate where the sampler still has a meaning for it, because a plan is also what
+    one round of a run samples with (`for_round`): no budget (each mode gets its floor
+    samples), precision 0 (never stop early), or `min_samples` above `max_samples`
+    (convergence is judged on the earlier rounds' samples too). `RunConfig` refuses those
+    for a whole run.
 
     Attributes:
         min_sample_s: calibration target: one sample lasts at least this long.
@@ -44,6 +134,9 @@ class SamplingPlan:
             the whole run instead of one contiguous window (machine speed drifts over
             seconds; samples from one short window agree with each other more than with
             the next window). 1 samples each case in one go.
+
+    Raises:
+        ConfigError: a field of the wrong type, out of range, NaN or infinite.
     """
 
     min_sample_s: float = 0.01
@@ -56,6 +149,32 @@ class SamplingPlan:
     floor_samples: int = 3
     max_calls_per_sample: int = 10_000_000
     rounds: int = 1
+
+    def __post_init__(self) -> None:
+        _set(
+            self,
+            "min_sample_s",
+            _seconds("min_sample_s", self.min_sample_s, fix="0 times one call per sample."),
+        )
+        _set(
+            self,
+            "warmup_s",
+            _seconds("warmup_s", self.warmup_s, fix="0 warms up with `warmup_calls` calls only."),
+        )
+        budget = _real(self.budget_s)
+        if budget is None or budget < 0:
+            raise _budget_error(self.budget_s)
+        _set(self, "budget_s", budget)
+        precision = _real(self.precision)
+        if precision is None or not 0 <= precision < 1:
+            raise _precision_error(self.precision)
+        _set(self, "precision", precision)
+        _count("warmup_calls", self.warmup_calls, least=0, fix="0 skips the warm-up calls.")
+        _count("--min-samples", self.min_samples, least=1, fix="pass e.g. --min-samples 10.")
+        _count("max_samples", self.max_samples, least=1, fix="it caps the samples of a mode.")
+        _count("floor_samples", self.floor_samples, least=1, fix="a mode needs a sample.")
+        _count("max_calls_per_sample", self.max_calls_per_sample, least=1, fix="try 10_000_000.")
+        _count("--rounds", self.rounds, least=1, fix="--rounds 1 samples each case in one go.")
 
     @property
     def compile_measurements(self) -> int:
@@ -79,7 +198,17 @@ class SamplingPlan:
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
-    """What to run and how precisely. `plan` holds the sampling rules."""
+    """What to run and how precisely. `plan` holds the sampling rules.
+
+    Sizes, modes and devices are kept as tuples of distinct names in the given order (a
+    list is accepted; a mode may be given by name). Sizes and devices are matched against
+    the workloads and the machine when the run is planned.
+
+    Raises:
+        ConfigError: a field of the wrong type or out of range, an unknown or missing mode,
+            or a plan a whole run cannot use (no budget, precision 0, `min_samples` above
+            `max_samples`).
+    """
 
     sizes: tuple[str, ...] = ("S", "M")
     modes: tuple[Mode, ...] = ALL_MODES
@@ -91,6 +220,43 @@ class RunConfig:
     plan: SamplingPlan = field(default_factory=SamplingPlan)
     timeout_s: float | None = None
     isolate: bool = False
+
+    def __post_init__(self) -> None:
+        sizes = _names("--sizes", self.sizes, example="('S', 'M')")
+        if not sizes:
+            raise ConfigError("--sizes needs at least one size preset, such as S.")
+        _set(self, "sizes", sizes)
+        if isinstance(self.modes, str) or not isinstance(self.modes, Sequence):
+            raise ConfigError(f"--modes takes modes such as ('numpy', 'jit'), got {self.modes!r}.")
+        modes = tuple(dict.fromkeys(parse_mode(m) for m in self.modes))
+        if not modes:
+            raise ConfigError("--modes needs at least one of numpy, eager, jit.")
+        _set(self, "modes", modes)
+        _set(self, "devices", _names("--devices", self.devices, example="('cpu', 'gpu:1')"))
+        for name in ("x64", "sweep", "quick", "isolate"):
+            _flag(f"--{name}", getattr(self, name))
+        _count("--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more.")
+        if not isinstance(self.plan, SamplingPlan):
+            raise ConfigError(f"plan must be a SamplingPlan, got {type(self.plan).__name__}.")
+        if self.timeout_s is not None:
+            timeout = _real(self.timeout_s)
+            if timeout is None or timeout <= 0:
+                raise ConfigError(
+                    f"--timeout is a positive number of seconds, got {self.timeout_s!r}; "
+                    "leave it out for no time limit."
+                )
+            _set(self, "timeout_s", timeout)
+        # A whole run's plan: the degenerate plans a round may be are refused here.
+        plan = self.plan
+        if plan.budget_s <= 0:
+            raise _budget_error(plan.budget_s)
+        if plan.precision <= 0:
+            raise _precision_error(plan.precision)
+        if plan.min_samples > plan.max_samples:
+            raise ConfigError(
+                f"--min-samples {plan.min_samples} is above max_samples {plan.max_samples}, "
+                "so no case could converge; lower --min-samples or raise max_samples."
+            )
 
     @classmethod
     def quick_settings(cls, **overrides: Any) -> RunConfig:
@@ -113,10 +279,12 @@ class RunConfig:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
         """Rebuild a config from `to_dict` output (a run file's "config"); unknown keys are
-        ignored so files written by other versions still load.
+        ignored so files written by other versions still load, and missing ones take their
+        defaults.
 
         Raises:
-            ConfigError: a value cannot be read back (e.g. an unknown mode).
+            ConfigError: a value cannot be read back (e.g. an unknown mode) or breaks a
+                rule of the settings; the message says which.
         """
         known = {f.name for f in fields(cls)}
         plan_known = {f.name for f in fields(SamplingPlan)}
@@ -132,5 +300,5 @@ class RunConfig:
             if "modes" in kwargs:
                 kwargs["modes"] = tuple(Mode(m) for m in kwargs["modes"])
             return cls(**kwargs)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, ConfigError) as exc:
             raise ConfigError(f"cannot read the recorded run configuration: {exc}") from None

@@ -26,7 +26,7 @@ from jitbench.results import (
     Run,
     measurement_to_dict,
 )
-from jitbench.results.model import new_run_id, utc_now
+from jitbench.results.model import RecordedConfig, new_run_id, utc_now
 from jitbench.stats import Ratio
 from jitbench.suite.workload import Workload
 
@@ -147,7 +147,7 @@ def profile_workload(
         finished_at=utc_now(),
         complete=True,
         environment=env,
-        config=config.to_dict(),
+        config=RecordedConfig(settings=config),
         measurements=tuple(measurements),
     )
     return Profile(

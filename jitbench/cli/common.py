@@ -1,17 +1,22 @@
-"""What every command shares: the two consoles, the error boundary and option parsing."""
+"""What every command shares: the Typer app, the two consoles, the error boundary and
+option parsing.
+
+Each command module registers its command on `app` and imports nothing else from
+`jitbench.cli` but this module and `options`; `jitbench.cli` imports the command modules.
+"""
 
 from __future__ import annotations
 
 import functools
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from jitbench.errors import ConfigError, JitbenchError
-from jitbench.suite.discovery import unknown_name_message
+from jitbench.errors import JitbenchError
+from jitbench.run.signals import Terminated
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns,
 # so the summary table is not truncated.
@@ -23,9 +28,25 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
 
 _debug = False
+
+app = typer.Typer(
+    name="jitbench",
+    help="Benchmark NumPy vs JAX eager vs JAX jit under one honest measurement protocol.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _root(
+    debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks for errors.")] = False,
+) -> None:
+    set_debug(debug)
 
 
 def set_debug(flag: bool) -> None:
@@ -48,9 +69,10 @@ def handles_errors(fn: F) -> F:
                 err.print_exception()
             err.print(f"[bold red]error:[/] {escape(str(exc))}")
             raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            err.print("[yellow]interrupted[/]")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except KeyboardInterrupt as exc:
+            terminated = isinstance(exc, Terminated)
+            err.print(f"[yellow]{'terminated' if terminated else 'interrupted'}[/]")
+            raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
         except Exception as exc:
             if _debug:
                 err.print_exception()
@@ -75,17 +97,6 @@ def split_list(values: Sequence[str] | None) -> list[str]:
     for v in values or ():
         items.extend(p.strip() for p in v.split(",") if p.strip())
     return items
-
-
-def parse_choices(values: Sequence[str], known: Sequence[str], *, kind: str) -> list[str]:
-    """Validate names against `known` (case-insensitive), suggesting close matches."""
-    lookup = {k.lower(): k for k in known}
-    chosen = []
-    for v in values:
-        if v.lower() not in lookup:
-            raise ConfigError(unknown_name_message(kind, v, known))
-        chosen.append(lookup[v.lower()])
-    return list(dict.fromkeys(chosen))
 
 
 def is_interactive() -> bool:

@@ -8,8 +8,7 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli import app
-from jitbench.cli.common import EXIT_FAILED, EXIT_OK, err, escape, handles_errors, out
+from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, err, escape, handles_errors, out
 from jitbench.errors import OutputError
 from jitbench.gate import (
     DISTURBED_FACTOR,

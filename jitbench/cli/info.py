@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli import app
-from jitbench.cli.common import err, handles_errors, out
+from jitbench.cli.common import app, err, handles_errors, out
 from jitbench.cli.options import KeywordOpt, SuiteOpt
 from jitbench.measure import environment
 from jitbench.render import run_table as console

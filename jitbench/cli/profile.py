@@ -13,8 +13,7 @@ from rich.text import Text
 
 from jitbench import formatting as fmt
 from jitbench.adapters.profiling import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
-from jitbench.cli import app
-from jitbench.cli.common import err, escape, handles_errors, out
+from jitbench.cli.common import app, err, escape, handles_errors, out
 from jitbench.cli.options import SuiteOpt
 from jitbench.config import SamplingPlan
 from jitbench.errors import ConfigError

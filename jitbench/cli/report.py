@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli import app
-from jitbench.cli.common import handles_errors, out
+from jitbench.cli.common import app, handles_errors, out
 from jitbench.cli.options import OutOpt
 from jitbench.render.run_markdown import run_markdown
 from jitbench.report import load_runs, write_report

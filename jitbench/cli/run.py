@@ -1,12 +1,12 @@
-"""`jitbench run`: discover, measure, save as it goes, and render the summary."""
+"""`jitbench run`: parse the options, call `jitbench.run`, render progress and the summary.
+
+Everything the command does below its options (selection, resume rules, checks before
+measuring, the run file written as it goes) is `jitbench.api.run`; this module builds the
+RunConfig from the options, installs the stop signals, renders and picks the exit code.
+"""
 
 from __future__ import annotations
 
-import signal
-import sys
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -21,44 +21,35 @@ from rich.progress import (
     TimeElapsedColumn,
 )
 
-from jitbench.api import select_workloads
-from jitbench.cli import app
+from jitbench import api
 from jitbench.cli.common import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
     EXIT_OK,
+    EXIT_TERMINATED,
+    app,
     err,
     escape,
     handles_errors,
     out,
-    parse_choices,
     split_list,
 )
 from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
-from jitbench.config import RunConfig
+from jitbench.config import RunConfig, parse_mode
 from jitbench.errors import ConfigError
 from jitbench.gate import compare, load_side
 from jitbench.render import run_table as console
-from jitbench.results import Mode, Run, ensure_writable_dir, load_run, save_run
-from jitbench.run.scheduler import (
+from jitbench.run.events import (
     CaseFinished,
     CaseStarted,
     RoundStarted,
     RunEvent,
     RunInterrupted,
     RunStarted,
-    new_run_id,
-    run_workloads,
-    workloads_for_resume,
+    SuiteSkipped,
 )
-from jitbench.suite.discovery import discover
-
-EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
-
-
-def run_path(out_dir: Path, run_id: str) -> Path:
-    return out_dir / "runs" / f"{run_id}.json"
+from jitbench.run.signals import Terminated, stop_signals
 
 
 def build_config(
@@ -74,37 +65,33 @@ def build_config(
     min_samples: int | None,
     seed: int,
     rounds: int | None = None,
+    isolate: bool = False,
+    timeout: float | None = None,
 ) -> RunConfig:
+    """The RunConfig the options ask for; it checks itself (ConfigError names the option).
+    `--min-samples` above the default cap raises the cap with it."""
     base = RunConfig.quick_settings() if quick else RunConfig()
-    plan = base.plan
+    plan: dict[str, Any] = {}
     if budget is not None:
-        if budget <= 0:
-            raise ConfigError(f"--budget must be positive, got {budget}.")
-        plan = replace(plan, budget_s=budget)
+        plan["budget_s"] = budget
     if precision is not None:
-        if not 0 < precision < 1:
-            raise ConfigError(f"--precision is a fraction such as 0.01 (±1 %), got {precision}.")
-        plan = replace(plan, precision=precision)
+        plan["precision"] = precision
     if min_samples is not None:
-        if min_samples < 1:
-            raise ConfigError(f"--min-samples must be at least 1, got {min_samples}.")
-        plan = replace(
-            plan, min_samples=min_samples, max_samples=max(plan.max_samples, min_samples)
-        )
+        plan["min_samples"] = min_samples
+        plan["max_samples"] = max(base.plan.max_samples, min_samples)
     if rounds is not None:
-        if rounds < 1:
-            raise ConfigError(f"--rounds must be at least 1, got {rounds}.")
-        plan = replace(plan, rounds=rounds)
-    chosen_modes = parse_choices(modes, [m.value for m in Mode], kind="mode") if modes else None
+        plan["rounds"] = rounds
     return replace(
         base,
-        sizes=tuple(sizes) if sizes else base.sizes,
-        modes=tuple(Mode(m) for m in chosen_modes) if chosen_modes else base.modes,
+        sizes=tuple(sizes) or base.sizes,
+        modes=tuple(parse_mode(m) for m in modes) or base.modes,
         devices=tuple(devices),
         x64=x64,
         sweep=sweep,
         seed=seed,
-        plan=plan,
+        plan=replace(base.plan, **plan),
+        isolate=isolate,
+        timeout_s=timeout,
     )
 
 
@@ -114,6 +101,7 @@ class _Reporter:
     def __init__(self) -> None:
         self.progress: Progress | None = None
         self.task: TaskID | None = None
+        self.suite_errors = 0
 
     def __enter__(self) -> _Reporter:
         if err.is_terminal:
@@ -133,7 +121,14 @@ class _Reporter:
             self.progress.__exit__(None, None, None)
 
     def __call__(self, event: RunEvent) -> None:
-        if isinstance(event, RunStarted):
+        if isinstance(event, SuiteSkipped):
+            self.suite_errors += 1
+            printer = self.progress.console if self.progress is not None else err
+            printer.print(
+                f"[yellow]suite error:[/] {escape(event.error)} "
+                "(skipped; the other suite files still run)"
+            )
+        elif isinstance(event, RunStarted):
             done = event.done_cases
             if self.progress is not None:
                 self.task = self.progress.add_task(
@@ -253,109 +248,51 @@ def run_cmd(
     The run file is rewritten atomically after every case, so Ctrl-C (exit 130) or SIGTERM
     (exit 143) leaves a valid partial run that `--resume` finishes.
     """
-    if timeout is not None and not timeout > 0:
-        raise ConfigError(f"--timeout is a positive number of seconds, got {timeout}.")
-    # A bad baseline fails fast (exit 2), before anything is measured.
     if fail_on_regression and baseline is None:
         raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
+    config = build_config(
+        quick=quick,
+        sizes=split_list(sizes),
+        modes=split_list(modes),
+        devices=split_list(devices),
+        x64=x64,
+        sweep=sweep,
+        budget=budget,
+        precision=precision,
+        min_samples=min_samples,
+        seed=seed,
+        rounds=rounds,
+        isolate=isolate,
+        timeout=timeout,
+    )
+    # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None
-    previous: Run | None = None
-    registry_errors: list[object] = []
-    if resume is not None:
-        given = [
-            flag
-            for flag, value in (
-                ("NAMES", names),
-                ("--suite", suite),
-                ("-k", keyword),
-                ("--sizes", sizes),
-                ("--modes", modes),
-                ("--devices", devices),
-                ("--x64", x64),
-                ("--sweep", sweep),
-                ("--budget", budget),
-                ("--precision", precision),
-                ("--min-samples", min_samples),
-                ("--rounds", rounds),
-                ("--quick", quick),
-                ("--seed", seed),
-            )
-            if value
-        ]
-        if given:
-            raise ConfigError(
-                "--resume finishes a run with the settings recorded in it; "
-                f"drop {', '.join(given)}."
-            )
-        previous = load_run(resume)
-        if previous.complete:
-            raise ConfigError(
-                f"{str(resume)!r} is a complete run; nothing to resume. Start a new run "
-                "without --resume."
-            )
-        recorded = RunConfig.from_dict(previous.config)
-        config = replace(
-            recorded,
-            isolate=isolate or recorded.isolate,
-            timeout_s=timeout if timeout is not None else recorded.timeout_s,
-        )
-        workloads = workloads_for_resume(previous)
-        run_id, path = previous.run_id, resume
-    else:
-        config = build_config(
-            quick=quick,
-            sizes=split_list(sizes),
-            modes=split_list(modes),
-            devices=split_list(devices),
-            x64=x64,
-            sweep=sweep,
-            budget=budget,
-            precision=precision,
-            min_samples=min_samples,
-            seed=seed,
-            rounds=rounds,
-        )
-        config = replace(config, isolate=isolate, timeout_s=timeout)
-        registry = discover(suite or ())
-        registry_errors = list(registry.errors)
-        for e in registry.errors:
-            err.print(
-                f"[yellow]suite error:[/] {escape(str(e))} "
-                "(skipped; the other suite files still run)"
-            )
-        workloads = select_workloads(registry, names or (), keyword)
-        run_id = new_run_id()
-        path = run_path(out_dir, run_id)
-    ensure_writable_dir(path.parent)  # fail before measuring, not after an hour
-
-    def checkpoint(partial: Run) -> None:
-        save_run(partial, path)
-        raise_if_stop_requested()
-
     try:
-        with _Reporter() as reporter, _stop_signals():
-            run = run_workloads(
-                workloads,
-                config,
+        with _Reporter() as reporter, stop_signals():
+            run = api.run(
+                names or (),
+                suites=suite or (),
+                keyword=keyword,
+                config=config,
+                resume=resume,
+                out=out_dir,
                 on_event=reporter,
-                checkpoint=checkpoint,
-                run_id=run_id,
-                resume=previous,
             )
     except RunInterrupted as exc:
-        _save_shielded(exc.partial, path)
         cases = len(exc.partial.cases())
-        what = "terminated" if isinstance(exc.cause, _Terminated) else "interrupted"
+        terminated = isinstance(exc.cause, Terminated)
+        saved = escape(str(exc.saved_to))
         err.print(
-            f"[yellow]{what}:[/] partial run ({cases} case(s) measured) saved to "
-            f"{escape(str(path))}; finish it with `jitbench run --resume {escape(str(path))}`"
+            f"[yellow]{'terminated' if terminated else 'interrupted'}:[/] partial run "
+            f"({cases} case(s) measured) saved to {saved}; finish it with "
+            f"`jitbench run --resume {saved}`"
         )
-        code = EXIT_TERMINATED if isinstance(exc.cause, _Terminated) else EXIT_INTERRUPTED
-        raise typer.Exit(code) from None
-    _save_shielded(run, path)
+        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
+    path = resume if resume is not None else api.run_file(out_dir, run.run_id)
 
     out.print(console.summary_table(run))
-    if config.quick:
+    settings = run.config.settings
+    if settings is not None and settings.quick:
         out.print("[dim]quick run: few samples, rough figures.[/]")
     elif (footer := console.noisy_footer(run)) is not None:
         out.print(f"[dim]{footer}[/]")
@@ -373,81 +310,5 @@ def run_cmd(
         comparison = compare(base_run, run)
         render_comparison(comparison)
         regressed = fail_on_regression and comparison.has_regression
-    raise typer.Exit(
-        EXIT_FAILED if (strict and (failed or registry_errors)) or regressed else EXIT_OK
-    )
-
-
-class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised as an interrupt so the partial run is saved the same way."""
-
-
-# The stop a signal asked for. A handler's exception can be swallowed when the signal lands
-# while Python runs a callback that ignores exceptions (JAX's gc callback, a __del__), so
-# the request is also recorded here and raised again at the next case boundary.
-_stop_requested: list[type[KeyboardInterrupt]] = []
-
-
-def _on_sigterm(_signum: int, _frame: object) -> None:
-    _stop_requested.append(_Terminated)
-    raise _Terminated
-
-
-def _on_sigint(_signum: int, _frame: object) -> None:
-    _stop_requested.append(KeyboardInterrupt)
-    raise KeyboardInterrupt
-
-
-def raise_if_stop_requested() -> None:
-    """Raise the interrupt a signal asked for, if its own raise was swallowed."""
-    if _stop_requested:
-        raise _stop_requested[0]()
-
-
-@contextmanager
-def _stop_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGINT into interrupts while measuring, remembered until honoured.
-
-    An inherited SIG_IGN for SIGINT (a background job) is left alone.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    _stop_requested.clear()
-    previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
-    previous_hook = sys.unraisablehook
-
-    def quiet_recorded_interrupts(unraisable: Any) -> None:
-        # A recorded stop is raised again at the next case boundary: no traceback for it.
-        if isinstance(unraisable.exc_value, KeyboardInterrupt) and _stop_requested:
-            return
-        previous_hook(unraisable)
-
-    sys.unraisablehook = quiet_recorded_interrupts
-    try:
-        yield
-    finally:
-        sys.unraisablehook = previous_hook
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
-@contextmanager
-def _signals_ignored() -> Iterator[None]:
-    """Ignore SIGINT and SIGTERM for the block, so a second Ctrl-C cannot cut a save short."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
-
-
-def _save_shielded(run: Run, path: Path) -> None:
-    with _signals_ignored():
-        save_run(run, path)
+    strict_failure = strict and (failed or reporter.suite_errors > 0)
+    raise typer.Exit(EXIT_FAILED if strict_failure or regressed else EXIT_OK)

@@ -75,8 +75,8 @@ def noisy_footer(run: Run) -> str | None:
     noisy = [m for m in run.measurements if any(d.code == "noisy" for d in m.diagnostics)]
     if not noisy:
         return None
-    target = (run.config.get("plan") or {}).get("precision")
-    goal = f"the ±{target * 100:g} % target" if isinstance(target, (int, float)) else "the target"
+    settings = run.config.settings
+    goal = f"the ±{settings.plan.precision * 100:g} % target" if settings else "the target"
     return (
         f"{len(noisy)} of {len(run.measurements)} measurements did not reach {goal} within "
         "the sampling budget (noisy; their CIs are shown): raise --budget or quiet the machine."

@@ -426,7 +426,7 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
         )
     for k, v in (env.get("env") or {}).items():
         add(f"${k}", v)
-    for k, v in _flatten(run.config):
+    for k, v in _flatten(run.config_record()):
         add(f"config.{k}", v)
     return items
 

@@ -29,6 +29,7 @@ from jitbench.results.model import (
     ErrorInfo,
     Measurement,
     Mode,
+    RecordedConfig,
     Run,
     Severity,
     Status,
@@ -88,7 +89,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "finished_at": run.finished_at,
         "complete": run.complete,
         "environment": dict(run.environment),
-        "config": dict(run.config),
+        "config": run.config.to_dict(),
         "measurements": [measurement_to_dict(m) for m in run.measurements],
     }
 
@@ -188,7 +189,7 @@ def run_from_dict(data: Any, *, source: str = "<data>") -> Run:
         finished_at=data.get("finished_at"),
         complete=bool(data.get("complete", False)),
         environment=data.get("environment") or {},
-        config=data.get("config") or {},
+        config=RecordedConfig.from_dict(data.get("config") or {}),
         measurements=measurements,
     )
 

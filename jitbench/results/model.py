@@ -12,13 +12,14 @@ import itertools
 import math
 import secrets
 import statistics
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
 
 from jitbench import stats
-from jitbench.config import Mode
+from jitbench.config import Mode, RunConfig
+from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
 SCHEMA_VERSION = "1.2"
@@ -232,18 +233,138 @@ def _per_second(amount: float | None, seconds: float | None) -> float | None:
 
 
 @dataclass(frozen=True, kw_only=True)
+class Selection:
+    """One workload a run selected, and the suite file that defines it; `suite` is None
+    for a workload not loaded from a file (such a run cannot be resumed)."""
+
+    workload: str
+    suite: str | None = None
+
+
+_SETTINGS_KEYS = frozenset(f.name for f in fields(RunConfig))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordedConfig(Mapping[str, Any]):
+    """What a run file records under "config": the settings the run was measured with and
+    where the run came from.
+
+    Attributes:
+        settings: the RunConfig; None when the file records none this version can read
+            (its keys are then kept in `extra`, so the file is written back unchanged).
+        selection: the workloads run, to find them again on resume; None when not recorded.
+        resumed_at: UTC times at which the run was resumed, oldest first.
+        pooled: set by the gate on a run pooled from several (its layout is the gate's).
+        extra: keys this version does not know, kept so a newer file is written back whole.
+
+    The JSON form is `to_dict`/`from_dict`. The Mapping methods read that same dict form;
+    they keep code written against the old untyped `Run.config` dict working (the gate
+    today) and will go: new code reads the attributes, or `Run.config_record()`.
+    """
+
+    settings: RunConfig | None = None
+    selection: tuple[Selection, ...] | None = None
+    resumed_at: tuple[str, ...] = ()
+    pooled: Mapping[str, Any] | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: the settings' keys, then selection, resumed_at, pooled and the
+        unknown keys (the layout `jitbench run` has always written)."""
+        d: dict[str, Any] = self.settings.to_dict() if self.settings is not None else {}
+        if self.selection is not None:
+            d["selection"] = [{"workload": s.workload, "suite": s.suite} for s in self.selection]
+        if self.resumed_at:
+            d["resumed_at"] = list(self.resumed_at)
+        if self.pooled is not None:
+            d["pooled"] = self.pooled
+        d.update(self.extra)
+        return d
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RecordedConfig:
+        """Read the JSON form. Never raises: what cannot be read is kept in `extra`.
+
+        Settings missing from the file take their defaults (files written before a setting
+        existed); a file with none of the settings' keys has `settings` None.
+        """
+        extra = {k: v for k, v in data.items() if k not in _SETTINGS_KEYS}
+        settings = None
+        if any(k in data for k in _SETTINGS_KEYS):
+            try:
+                settings = RunConfig.from_dict(data)
+            except ConfigError:  # kept as found; resuming such a run says why it cannot
+                extra = dict(data)
+        selection = _selection(extra.pop("selection", None))
+        if selection is None and "selection" in data:
+            extra["selection"] = data["selection"]
+        resumed = extra.pop("resumed_at", [])
+        if not (isinstance(resumed, list) and all(isinstance(t, str) for t in resumed)):
+            extra["resumed_at"], resumed = resumed, []
+        pooled = extra.pop("pooled", None)
+        if pooled is not None and not isinstance(pooled, Mapping):
+            extra["pooled"], pooled = pooled, None
+        return cls(
+            settings=settings,
+            selection=selection,
+            resumed_at=tuple(resumed),
+            pooled=pooled,
+            extra=extra,
+        )
+
+    @cached_property
+    def _as_dict(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._as_dict[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._as_dict)
+
+    def __len__(self) -> int:
+        return len(self._as_dict)
+
+
+def _selection(value: object) -> tuple[Selection, ...] | None:
+    """The recorded selection, or None when it is missing or not in the known form."""
+    if not isinstance(value, list):
+        return None
+    entries = []
+    for entry in value:
+        if not (isinstance(entry, Mapping) and isinstance(entry.get("workload"), str)):
+            return None
+        suite = entry.get("suite")
+        entries.append(Selection(workload=entry["workload"], suite=suite and str(suite)))
+    return tuple(entries)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Run:
-    """A whole benchmark run: environment, configuration and every measurement."""
+    """A whole benchmark run: environment, configuration and every measurement.
+
+    `config` may be given in its JSON dict form too (as the gate builds one today); it is
+    read with `RecordedConfig.from_dict`.
+    """
 
     run_id: str
     started_at: str
     finished_at: str | None
     complete: bool
     environment: Mapping[str, Any]
-    config: Mapping[str, Any]
+    config: RecordedConfig = field(default_factory=RecordedConfig)
     measurements: tuple[Measurement, ...]
     schema: str = SCHEMA_ID
     schema_version: str = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.config, RecordedConfig):
+            object.__setattr__(self, "config", RecordedConfig.from_dict(self.config))
+
+    def config_record(self) -> dict[str, Any]:
+        """The run's "config" as the untyped dict of the JSON file (settings, selection,
+        resumed_at, pooled), for code that reads the dict form."""
+        return self.config.to_dict()
 
     def cases(self) -> list[Case]:
         """Distinct cases in first-seen order."""

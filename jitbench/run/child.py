@@ -1,15 +1,11 @@
-"""Keep one case's faults from costing the whole run: a per-case deadline, and child processes.
+"""Measure one case in a child process, so its faults cost only that case.
 
-- `deadline(seconds)` limits a case measured in this process. It arms `SIGALRM`
-  (`signal.setitimer`) and raises `CaseTimeout` from the handler on the main thread, which
-  interrupts a hung Python loop. Limits: Python runs signal handlers between bytecodes, so a
-  single long C call (one huge XLA compile, one BLAS call, a C extension that never returns)
-  is interrupted only when it returns; it needs the main thread and a POSIX `setitimer`.
-  Use `run_in_child` (`--isolate`) when that is not enough.
-- `run_in_child(spec, ...)` measures one case in a fresh process (multiprocessing *spawn*),
-  so a crash (`os.abort()`, a segfault), a hang or an out-of-memory kill costs only that
-  case. The child re-discovers the workload by suite file path and name and sends its
-  measurements back as JSON dicts; the parent kills it when the deadline passes.
+`run_in_child(spec, timeout_s=...)` measures one case in a fresh process (multiprocessing
+*spawn*): a crash (`os.abort()`, a segfault), a hang or an out-of-memory kill costs only
+that case. The child re-discovers the workload by suite file path and name, readies itself
+(imports JAX and the statistics, warms the backend up), says it is ready, then measures and
+sends its measurements back as JSON dicts; the parent kills it when the case's time limit
+passes. The limit counts from "ready", so the child's start-up is not charged to the case.
 """
 
 from __future__ import annotations
@@ -17,7 +13,6 @@ from __future__ import annotations
 import math
 import multiprocessing
 import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -27,89 +22,11 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from jitbench.errors import ConfigError
 from jitbench.results import ErrorInfo, Status
 
-# After the deadline, SIGALRM fires again at this interval until the case stops, in case
-# the first CaseTimeout was swallowed (e.g. converted by native code into another error).
-RETRY_INTERVAL_S = 0.5
 # Seconds a child may take to import JAX, the suite and warm the backend up before its
 # case's own --timeout starts counting (only enforced when a timeout is set).
 STARTUP_LIMIT_S = 120.0
-SUITE_MODULE_PREFIX = "jitbench_suite_"
-
-
-class CaseTimeout(BaseException):
-    """A case ran past its deadline.
-
-    A BaseException (like KeyboardInterrupt), so the runner's per-mode `except Exception`
-    handlers do not record it as a mode failure and go on with the case.
-    """
-
-    def __init__(self, seconds: float) -> None:
-        super().__init__(f"case exceeded the time limit of {seconds:g} s")
-        self.seconds = seconds
-
-
-@dataclass
-class Deadline:
-    """State of one `deadline()` block; `expired` is True once the alarm has fired."""
-
-    seconds: float | None
-    active: bool = True
-    expired: bool = False
-
-
-@contextmanager
-def deadline(seconds: float | None) -> Iterator[Deadline]:
-    """Raise `CaseTimeout` in the block's (main) thread once `seconds` have passed.
-
-    None or a non-positive value means no limit. The previous SIGALRM handler and interval
-    timer are restored on exit.
-
-    Raises:
-        ConfigError: a limit was asked for off the main thread or on a platform without
-            `signal.setitimer` (use child processes there).
-    """
-    state = Deadline(seconds)
-    if seconds is None or seconds <= 0:
-        state.active = False
-        yield state
-        return
-    if not hasattr(signal, "setitimer") or not hasattr(signal, "SIGALRM"):
-        raise ConfigError(
-            "a per-case timeout without --isolate needs signal.setitimer, which this platform "
-            "lacks; add --isolate."
-        )
-    if threading.current_thread() is not threading.main_thread():
-        raise ConfigError(
-            "a per-case timeout without isolation works only on the main thread; "
-            "call from the main thread or use isolate=True."
-        )
-
-    def on_alarm(_signum: int, _frame: object) -> None:
-        if state.active:
-            state.expired = True
-            raise CaseTimeout(seconds)
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    started = time.monotonic()
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds, RETRY_INTERVAL_S)
-    try:
-        yield state
-    finally:
-        try:
-            state.active = False  # from here on a late alarm is ignored
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
-            if old_delay > 0:  # give back an outer timer what is left of it
-                left = max(old_delay - (time.monotonic() - started), 1e-3)
-                signal.setitimer(signal.ITIMER_REAL, left, old_interval)
-
-
-# ---------------------------------------------------------------------------------------
-# Child processes
 
 
 @dataclass(frozen=True)
@@ -118,17 +35,6 @@ class ChildFailure:
 
     status: Status
     error: ErrorInfo
-
-
-def suite_file_of(workload: object) -> str | None:
-    """The suite file that defines `workload` (a module imported by the registry), or None."""
-    for name, module in list(sys.modules.items()):
-        if not name.startswith(SUITE_MODULE_PREFIX) or module is None:
-            continue
-        if any(value is workload for value in vars(module).values()):
-            path = getattr(module, "__file__", None)
-            return str(Path(path).resolve()) if path else None
-    return None
 
 
 def _exception_dict(exc: BaseException) -> dict[str, str]:
@@ -150,6 +56,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         from jitbench import results
         from jitbench.config import RunConfig
         from jitbench.measure import devices, protocol
+        from jitbench.run.warmup import warm_up
         from jitbench.suite import discovery as registry
         from jitbench.suite.workload import Workload
 
@@ -164,7 +71,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         config = RunConfig.from_dict(spec["config"])
         with devices.x64_enabled(config.x64):
             device = devices.resolve_devices([spec["device"]])[0]
-            devices.warm_up_process([device])
+            warm_up([device])
             conn.send(("ready", None))
             planned = protocol.PlannedCase(
                 found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]

@@ -125,7 +125,25 @@ def test_rounds_are_recorded_and_reported(cli, tiny_suite, tmp_path):
     assert "sampling round 2/3" in result.stderr and "sampling round 3/3" in result.stderr
     [path] = (tmp_path / "runs").glob("*.json")
     run = load_run(path)
-    assert run.complete and run.config["plan"]["rounds"] == 3
+    assert run.complete and run.config.settings.plan.rounds == 3
     jit = [m for m in run.measurements if m.mode.value == "jit"]
     assert jit and all(len(m.compile.compile_repeats_s) == 3 for m in jit)
     assert all(len(m.samples_s) >= 3 for m in run.measurements)
+
+
+def test_command_modules_import_only_common_and_options_from_the_cli(repo):
+    """No hidden cycle: `jitbench.cli` imports the command modules, which register on
+    `cli.common.app` and import nothing else from the package."""
+    import ast
+
+    allowed = {"jitbench.cli.common", "jitbench.cli.options"}
+    # `run --baseline` prints its comparison as `compare` does, with compare's renderer.
+    shared = {("run.py", "jitbench.cli.compare")}
+    for path in sorted((repo / "jitbench" / "cli").glob("*.py")):
+        if path.name in ("__init__.py", "common.py", "options.py"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jitbench.cli"):
+                assert node.module in allowed or (path.name, node.module) in shared, (
+                    f"{path.name} imports {node.module}"
+                )

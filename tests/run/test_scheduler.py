@@ -1,8 +1,13 @@
-"""Real runs of tiny workloads through the whole protocol (real JAX compiles, real timing)."""
+"""The scheduler: its order of cases, rounds, checkpoints and events with a fake executor and
+a fake clock (exact, no sleeps), then real runs of tiny workloads through the whole protocol
+(real JAX compiles, real timing)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 
 import jax
 import jax.numpy as jnp
@@ -10,11 +15,305 @@ import numpy as np
 import pytest
 
 from jitbench import Mode, RunConfig, Status, discover, run_workloads, workload
+from jitbench.config import SamplingPlan
 from jitbench.measure.compilation import cold_first_call, count_compiles
+from jitbench.measure.protocol import PlannedCase, planned_case_record
+from jitbench.results import Measurement, Run
+from jitbench.results.model import RecordedConfig
+from jitbench.run import signals
+from jitbench.run.events import (
+    CaseFinished,
+    CaseStarted,
+    RoundStarted,
+    RunInterrupted,
+    RunStarted,
+)
+from jitbench.run.scheduler import schedule
+from tests.faults import FAULT_SUITE, OK, statuses
 
 
 def vec(rng, *, dtype, n):
     return (rng.standard_normal(n).astype(dtype),)
+
+
+# --- the loop, with a fake executor and a fake clock ------------------------------------------
+
+
+class FakeClock:
+    """UTC times "T0", "T1", … one per call."""
+
+    def __init__(self) -> None:
+        self.ticks = iter(range(10**6))
+
+    def __call__(self) -> str:
+        return f"T{next(self.ticks)}"
+
+
+@dataclass
+class FakeCase:
+    """A live case that records its steps; it stops sampling after `rounds` rounds, or
+    raises `interrupt_in` round `interrupt_in` (a Ctrl-C)."""
+
+    name: str
+    log: list[tuple[str, str]]
+    pc: PlannedCase
+    rounds: int = 99
+    interrupt_in: int | None = None
+    taken: int = 1
+
+    @property
+    def sampling(self) -> bool:
+        return self.taken < self.rounds
+
+    def measurements(self) -> list[Measurement]:
+        case = planned_case_record(self.pc)
+        return [
+            Measurement(case=case, mode=Mode.JIT, status=Status.OK, samples_s=(1.0,) * self.taken)
+        ]
+
+    def next_round(self) -> list[Measurement]:
+        self.log.append(("round", self.name))
+        if self.interrupt_in == self.taken + 1:
+            raise KeyboardInterrupt
+        self.taken += 1
+        return self.measurements()
+
+    def repeat_compile(self) -> list[Measurement]:
+        self.log.append(("compile", self.name))
+        return self.measurements()
+
+
+@dataclass
+class FakeExecutor:
+    spreads_rounds: bool
+    log: list[tuple[str, str]] = field(default_factory=list)
+    options: dict[str, dict[str, int]] = field(default_factory=dict)  # FakeCase fields by name
+    hook: dict[str, object] = field(default_factory=dict)  # called when measuring a name
+
+    def prepare(self) -> None:
+        self.log.append(("prepare", ""))
+
+    def measure(self, pc: PlannedCase) -> tuple[list[Measurement], FakeCase | None]:
+        name = pc.workload.name
+        self.log.append(("measure", name))
+        if name in self.hook:
+            self.hook[name]()  # type: ignore[operator]
+        live = FakeCase(name, self.log, pc, **self.options.get(name, {}))
+        return live.measurements(), live if self.spreads_rounds else None
+
+
+def _planned(*names: str) -> list[PlannedCase]:
+    device = jax.devices("cpu")[0]
+    cases = []
+    for name in names:
+
+        @workload(inputs=vec, sizes={"S": {"n": 4}}, name=name)
+        def wl(xp, x):
+            return x
+
+        cases.append(PlannedCase(wl, "S", {"n": 4}, device, "float32"))
+    return cases
+
+
+def _start(*measurements: Measurement) -> Run:
+    return Run(
+        run_id="r1",
+        started_at="T-start",
+        finished_at=None,
+        complete=False,
+        environment={},
+        config=RecordedConfig(settings=RunConfig()),
+        measurements=measurements,
+    )
+
+
+def _samples(run: Run) -> dict[str, int]:
+    return {m.case.workload: len(m.samples_s) for m in run.measurements}
+
+
+def test_cases_then_later_rounds_then_compiles_in_case_order() -> None:
+    executor, events, checkpoints = FakeExecutor(spreads_rounds=True), [], []
+    run = schedule(
+        _planned("a", "b"),
+        executor,
+        _start(),
+        plan=SamplingPlan(rounds=3),
+        on_event=events.append,
+        checkpoint=checkpoints.append,
+        clock=FakeClock(),
+    )
+    assert executor.log == [
+        ("prepare", ""),
+        ("measure", "a"),
+        ("measure", "b"),
+        ("round", "a"),
+        ("round", "b"),
+        ("round", "a"),
+        ("round", "b"),
+        ("compile", "a"),
+        ("compile", "b"),
+        ("compile", "a"),
+        ("compile", "b"),
+    ]
+    assert [type(e) for e in events] == [
+        RunStarted,
+        CaseStarted,
+        CaseFinished,
+        CaseStarted,
+        CaseFinished,
+        RoundStarted,
+        RoundStarted,
+    ]
+    assert events[0] == RunStarted("r1", 2, 0)
+    assert [(e.case.workload, e.index, e.total) for e in events[1:5]] == [
+        ("a", 0, 2),
+        ("a", 0, 2),
+        ("b", 1, 2),
+        ("b", 1, 2),
+    ]
+    assert events[5:] == [RoundStarted(2, 3, 2), RoundStarted(3, 3, 2)]
+    # A checkpoint after each case, each later round and the compiles; all partial.
+    assert [_samples(c) for c in checkpoints] == [
+        {"a": 1},
+        {"a": 1, "b": 1},
+        {"a": 2, "b": 2},
+        {"a": 3, "b": 3},
+        {"a": 3, "b": 3},
+    ]
+    assert not any(c.complete or c.finished_at for c in checkpoints)
+    assert run.complete and (run.started_at, run.finished_at) == ("T-start", "T0")
+    assert _samples(run) == {"a": 3, "b": 3} and run.run_id == "r1"
+
+
+def test_a_case_that_stops_sampling_leaves_the_later_rounds() -> None:
+    executor, events = FakeExecutor(spreads_rounds=True, options={"b": {"rounds": 2}}), []
+    run = schedule(
+        _planned("a", "b"),
+        executor,
+        _start(),
+        plan=SamplingPlan(rounds=3),
+        on_event=events.append,
+        clock=FakeClock(),
+    )
+    assert executor.log[3:] == [
+        ("round", "a"),
+        ("round", "b"),
+        ("round", "a"),
+        ("compile", "a"),
+        ("compile", "a"),
+    ]
+    assert [e for e in events if isinstance(e, RoundStarted)] == [
+        RoundStarted(2, 3, 2),
+        RoundStarted(3, 3, 1),
+    ]
+    assert _samples(run) == {"a": 3, "b": 2}
+
+
+def test_an_executor_that_does_not_spread_rounds_measures_each_case_once() -> None:
+    executor, events, checkpoints = FakeExecutor(spreads_rounds=False), [], []
+    run = schedule(
+        _planned("a", "b"),
+        executor,
+        _start(),
+        plan=SamplingPlan(rounds=3),
+        on_event=events.append,
+        checkpoint=checkpoints.append,
+        clock=FakeClock(),
+    )
+    assert executor.log == [("prepare", ""), ("measure", "a"), ("measure", "b")]
+    assert not any(isinstance(e, RoundStarted) for e in events)
+    assert len(checkpoints) == 2 and run.complete and run.finished_at == "T0"
+
+
+def test_resume_measures_only_the_cases_the_run_lacks() -> None:
+    a, b = _planned("a", "b")
+    held = Measurement(
+        case=planned_case_record(a), mode=Mode.JIT, status=Status.OK, samples_s=(9.0,)
+    )
+    executor, events = FakeExecutor(spreads_rounds=False), []
+    run = schedule(
+        [a, b],
+        executor,
+        _start(held),
+        plan=SamplingPlan(),
+        on_event=events.append,
+        clock=FakeClock(),
+    )
+    assert executor.log == [("prepare", ""), ("measure", "b")]
+    assert events[0] == RunStarted("r1", 2, 1)
+    assert (events[1].case.workload, events[1].index) == ("b", 1)
+    assert run.measurements[0] is held and _samples(run) == {"a": 1, "b": 1}
+
+
+def test_an_interrupt_in_a_later_round_carries_every_round_finished_so_far() -> None:
+    executor = FakeExecutor(spreads_rounds=True, options={"b": {"interrupt_in": 2}})
+    with pytest.raises(RunInterrupted) as info:
+        schedule(
+            _planned("a", "b"), executor, _start(), plan=SamplingPlan(rounds=3), clock=FakeClock()
+        )
+    partial = info.value.partial
+    assert isinstance(info.value.cause, KeyboardInterrupt) and info.value.saved_to is None
+    assert not partial.complete and partial.finished_at is None
+    assert _samples(partial) == {"a": 2, "b": 1}  # a's round 2 is kept, b's was cut short
+
+
+@pytest.fixture
+def stop_signals() -> Iterator[None]:
+    with signals.stop_signals():
+        yield
+
+
+def test_a_swallowed_stop_signal_stops_the_run_at_the_next_case(stop_signals: None) -> None:
+    def swallowed_sigterm() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler raises at the next bytecode
+            pytest.fail("the SIGTERM handler did not raise")
+        except signals.Terminated:
+            pass  # as a __del__ or JAX's gc callback drops it
+
+    executor = FakeExecutor(spreads_rounds=False, hook={"a": swallowed_sigterm})
+    with pytest.raises(RunInterrupted) as info:
+        schedule(_planned("a", "b"), executor, _start(), plan=SamplingPlan(), clock=FakeClock())
+    assert isinstance(info.value.cause, signals.Terminated)
+    assert _samples(info.value.partial) == {"a": 1}  # the case ran to its end; b never did
+    assert executor.log == [("prepare", ""), ("measure", "a")]
+
+
+def test_a_resumed_run_records_when_it_was_resumed() -> None:
+    registry = discover([FAULT_SUITE])
+    config = RunConfig.quick_settings()
+    clock = FakeClock()
+    first = run_workloads([registry.get("ok_double")], config, clock=clock)
+    assert (first.started_at, first.finished_at) == ("T0", "T1")
+    partial = replace(first, complete=False, finished_at=None)
+    again = run_workloads([registry.get("ok_double")], config, resume=partial, clock=clock)
+    assert again.config.resumed_at == ("T2",) and again.finished_at == "T3"
+    assert again.measurements == first.measurements  # nothing left to measure
+    assert again.config.settings == config and again.config.selection == first.config.selection
+
+
+def test_interrupt_carries_the_partial_run() -> None:
+    registry = discover([FAULT_SUITE])
+    seen: list[object] = []
+
+    def on_event(event: object) -> None:
+        seen.append(event)
+        if type(event).__name__ == "CaseFinished":
+            raise KeyboardInterrupt  # as a Ctrl-C arriving right after the first case
+
+    with pytest.raises(RunInterrupted) as info:
+        run_workloads(
+            [registry.get("ok_double")],
+            RunConfig.quick_settings(sizes=("S", "M")),
+            on_event=on_event,
+        )
+    partial = info.value.partial
+    assert isinstance(info.value, KeyboardInterrupt)
+    assert not partial.complete and partial.finished_at is None
+    assert statuses(partial) == {"ok_double[S]": OK}
+
+
+# --- real runs ----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -177,8 +476,9 @@ def test_rounds_spread_each_cases_samples_over_the_run():
 
     events, partial_runs = [], []
     config = RunConfig.quick_settings(sizes=("S", "M"))
+    # min_samples = max_samples: no case converges before its last round.
     config = RunConfig.quick_settings(
-        sizes=("S", "M"), plan=replace(config.plan, rounds=3, max_samples=6, min_samples=100)
+        sizes=("S", "M"), plan=replace(config.plan, rounds=3, max_samples=6, min_samples=6)
     )
     run = run_workloads(
         [spread_a, spread_b], config, on_event=events.append, checkpoint=partial_runs.append
@@ -202,7 +502,7 @@ def test_rounds_spread_each_cases_samples_over_the_run():
             assert len(repeats) == 3 and all(r > 0 for r in repeats)
             assert m.compile.total_compile_s == pytest.approx(sorted(repeats)[1])
         assert not any(d.code == "recompiled-during-timing" for d in m.diagnostics)
-    assert run.config["plan"]["rounds"] == 3
+    assert run.config.settings.plan.rounds == 3
 
 
 def test_a_case_failing_in_a_later_round_keeps_the_others_going():

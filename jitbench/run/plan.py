@@ -1,0 +1,178 @@
+"""Plan a run: the cases a configuration asks for, the workloads it selected, and what a
+resumed run finishes with (its recorded workloads and settings)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import fields, replace
+from pathlib import Path
+
+import jax
+
+from jitbench.config import RunConfig, SamplingPlan
+from jitbench.errors import ConfigError, SuiteError
+from jitbench.measure.devices import device_label
+from jitbench.measure.protocol import PlannedCase
+from jitbench.results import Run
+from jitbench.results.model import Selection
+from jitbench.suite.discovery import import_suite_file, unknown_name_message
+from jitbench.suite.workload import Workload
+
+# Module names `suite.discovery.import_suite_file` gives suite files.
+SUITE_MODULE_PREFIX = "jitbench_suite_"
+
+CaseKey = tuple[str, str, str, str]
+
+
+def plan_cases(
+    workloads: Sequence[Workload], config: RunConfig, devices: Sequence[jax.Device]
+) -> list[PlannedCase]:
+    """Every workload × size × device × dtype the config asks for.
+
+    Raises ConfigError when a requested size exists in none of the workloads.
+    """
+    dtype = "float64" if config.x64 else "float32"
+    if not config.sweep and workloads:
+        known = {s for w in workloads for s in w.sizes}
+        for size in config.sizes:
+            if size not in known:
+                raise ConfigError(unknown_name_message("size", size, sorted(known)))
+    planned = []
+    for wl in workloads:
+        if config.sweep and wl.sweep:
+            sizes = [(label, dict(p)) for label, p in zip(wl.sweep_labels, wl.sweep, strict=True)]
+        else:
+            sizes = [(s, dict(wl.sizes[s])) for s in config.sizes if s in wl.sizes]
+        for size, params in sizes:
+            for device in devices:
+                planned.append(PlannedCase(wl, size, params, device, dtype))
+    return planned
+
+
+def case_key(pc: PlannedCase) -> CaseKey:
+    """The key of the Case a planned case is recorded as (`Case.key`)."""
+    return (pc.workload.name, pc.size, device_label(pc.device), pc.dtype)
+
+
+def suite_file_of(workload: object) -> str | None:
+    """The suite file that defines `workload` (a module imported by the registry), or None."""
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(SUITE_MODULE_PREFIX) or module is None:
+            continue
+        if any(value is workload for value in vars(module).values()):
+            path = getattr(module, "__file__", None)
+            return str(Path(path).resolve()) if path else None
+    return None
+
+
+def selection_of(workloads: Sequence[Workload]) -> tuple[Selection, ...]:
+    """What a run records of its workloads, so a resume can find them again."""
+    return tuple(Selection(workload=wl.name, suite=suite_file_of(wl)) for wl in workloads)
+
+
+def workloads_for_resume(run: Run) -> list[Workload]:
+    """The workloads a partial run was started with, found again by suite file and name.
+
+    Raises:
+        SuiteError: the run does not record its workloads, a suite file is missing or
+            fails to import, or a workload is no longer in its file.
+    """
+    selection = run.config.selection
+    if not selection:
+        raise SuiteError(
+            f"run {run.run_id} does not record which workloads it ran (written by an older "
+            "jitbench?); it cannot be resumed, start a new run."
+        )
+    found: list[Workload] = []
+    for entry in selection:
+        name, suite = entry.workload, entry.suite
+        if not suite:
+            raise SuiteError(
+                f"workload {name!r} of run {run.run_id} was not loaded from a suite file; "
+                "it cannot be resumed, start a new run."
+            )
+        if not Path(suite).is_file():
+            raise SuiteError(
+                f"suite file {suite!r} of run {run.run_id} no longer exists; restore it "
+                "or start a new run."
+            )
+        try:
+            module = import_suite_file(Path(suite))
+        except Exception as exc:
+            raise SuiteError(
+                f"suite file {suite!r} fails to import ({type(exc).__name__}: {exc}); "
+                "fix it, then resume again."
+            ) from None
+        by_name = {v.name: v for v in vars(module).values() if isinstance(v, Workload)}
+        if name not in by_name:
+            raise SuiteError(
+                unknown_name_message("workload", name, by_name).replace(
+                    "`jitbench list` shows all.", f"(it is no longer in {suite})."
+                )
+            )
+        found.append(by_name[name])
+    return found
+
+
+# What a resume may not change, as the CLI names it, in the order of `jitbench run --help`.
+_SETTING_OPTIONS = (
+    ("sizes", "--sizes"),
+    ("modes", "--modes"),
+    ("devices", "--devices"),
+    ("x64", "--x64"),
+    ("sweep", "--sweep"),
+)
+_PLAN_OPTIONS = {
+    "budget_s": "--budget",
+    "precision": "--precision",
+    "min_samples": "--min-samples",
+    "rounds": "--rounds",
+}
+
+
+def changed_settings(requested: RunConfig) -> list[str]:
+    """The options in `requested` that are not at their defaults, named as on the command
+    line (a field with no option by its name), leaving out `--isolate` and `--timeout`:
+    those say how to measure, not what. The defaults are those of `--quick` when it is set.
+    """
+    base = RunConfig.quick_settings() if requested.quick else RunConfig()
+    changed = [
+        opt for name, opt in _SETTING_OPTIONS if getattr(requested, name) != getattr(base, name)
+    ]
+    plan_changed = [
+        f.name
+        for f in fields(SamplingPlan)
+        if getattr(requested.plan, f.name) != getattr(base.plan, f.name)
+    ]
+    if "min_samples" in plan_changed and "max_samples" in plan_changed:
+        plan_changed.remove("max_samples")  # --min-samples raises the cap with it
+    changed += [opt for name, opt in _PLAN_OPTIONS.items() if name in plan_changed]
+    changed += [f"plan.{name}" for name in plan_changed if name not in _PLAN_OPTIONS]
+    if requested.quick:
+        changed.append("--quick")
+    if requested.seed != base.seed:
+        changed.append("--seed")
+    return changed
+
+
+def settings_for_resume(run: Run, requested: RunConfig | None) -> RunConfig:
+    """The settings a resumed run is finished with: those recorded in it, measured with
+    the requested `isolate` (when set) and `timeout_s` (when given).
+
+    Raises:
+        ConfigError: the run records no settings this version can read.
+    """
+    recorded = run.config.settings
+    if recorded is None:
+        # Raises the reason when the recorded keys cannot be read.
+        RunConfig.from_dict(run.config.extra)
+        raise ConfigError(
+            f"run {run.run_id} does not record its settings (written by an older jitbench?); "
+            "it cannot be resumed, start a new run."
+        )
+    if requested is None:
+        return recorded
+    isolate = requested.isolate or recorded.isolate
+    timeout_s = requested.timeout_s if requested.timeout_s is not None else recorded.timeout_s
+    return replace(recorded, isolate=isolate, timeout_s=timeout_s)

@@ -1,0 +1,164 @@
+"""`jitbench run --resume`: finishing a partial run without measuring again, and refusing
+what cannot be resumed (bad files, missing suites or workloads, new settings) before the
+file is touched."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jitbench.results import load_run, save_run
+from tests.faults import FAULT_SUITE, OK, QUICK, invoke, run_files, statuses
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A complete quick run of ok_double at sizes S and M, measured once for the module."""
+    out = tmp_path_factory.mktemp("finished")
+    result = invoke("run", *QUICK, "--out", out, "ok_double", "-s", "S,M")
+    assert result.exit_code == 0, result.stderr
+    return run_files(out)[0]
+
+
+def partial_copy(finished: Path, dest: Path, *, keep_sizes: tuple[str, ...] = ("S",)) -> Path:
+    """The finished run cut back to `keep_sizes` and marked incomplete (as a Ctrl-C leaves it)."""
+    run = load_run(finished)
+    partial = replace(
+        run,
+        complete=False,
+        finished_at=None,
+        measurements=tuple(m for m in run.measurements if m.case.size in keep_sizes),
+    )
+    return save_run(partial, dest)
+
+
+def test_resume_finishes_without_remeasuring(finished_run: Path, tmp_path: Path) -> None:
+    path = partial_copy(finished_run, tmp_path / "partial.json")
+    before = load_run(path)
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 0, result.stderr
+    assert "resuming run" in result.stderr and "1 of 2 case(s) already measured" in result.stderr
+    after = load_run(path)
+    assert after.complete and after.run_id == before.run_id
+    assert after.started_at == before.started_at and after.environment == before.environment
+    assert statuses(after) == {"ok_double[S]": OK, "ok_double[M]": OK}
+    kept = [m for m in after.measurements if m.case.size == "S"]
+    assert [m.samples_s for m in kept] == [m.samples_s for m in before.measurements]
+    assert len(after.config.resumed_at) == 1
+    assert after.config.settings == before.config.settings  # the recorded settings
+
+
+def test_resume_may_add_a_timeout(finished_run: Path, tmp_path: Path) -> None:
+    path = partial_copy(finished_run, tmp_path / "partial.json")
+    before = load_run(path)
+    result = invoke("run", "--resume", path, "--timeout", "30")
+    assert result.exit_code == 0, result.stderr
+    after = load_run(path)
+    assert after.complete and statuses(after) == {"ok_double[S]": OK, "ok_double[M]": OK}
+    # How the rest was measured is not what was measured: the record stays as it was.
+    assert after.config.settings == before.config.settings
+    assert after.config.settings.timeout_s is None
+
+
+def _write_bad_results(kind: str, finished: Path, path: Path) -> None:
+    text = finished.read_text()
+    if kind == "truncated":
+        partial_copy(finished, path)
+        path.write_text(path.read_text()[: len(text) // 3])
+    elif kind == "not-json":
+        path.write_text("jitbench? no: this is a log file\n")
+    elif kind == "other-json":
+        path.write_text(json.dumps({"name": "another tool", "results": [1, 2, 3]}))
+    elif kind == "newer-schema":
+        partial_copy(finished, path)
+        data = json.loads(path.read_text())
+        data["schema_version"] = "9.0"
+        path.write_text(json.dumps(data))
+    elif kind == "complete":
+        path.write_text(text)
+    elif kind == "invalid-content":
+        partial_copy(finished, path)
+        data = json.loads(path.read_text())
+        data["measurements"][0]["status"] = "exploded"
+        path.write_text(json.dumps(data))
+    elif kind == "unreadable-settings":
+        partial_copy(finished, path)
+        data = json.loads(path.read_text())
+        data["config"]["plan"]["budget_s"] = -1
+        path.write_text(json.dumps(data))
+    elif kind == "no-settings":
+        partial_copy(finished, path)
+        data = json.loads(path.read_text())
+        data["config"] = {"selection": data["config"]["selection"]}
+        path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("truncated", "is not valid JSON"),
+        ("not-json", "is not valid JSON"),
+        ("other-json", "is not a jitbench run"),
+        ("newer-schema", "uses run schema 9.0, newer than this jitbench reads"),
+        ("complete", "is a complete run; nothing to resume"),
+        ("invalid-content", "is not a valid jitbench run"),
+        ("unreadable-settings", "cannot read the recorded run configuration: --budget must be"),
+        ("no-settings", "does not record its settings"),
+    ],
+)
+def test_resume_refuses_bad_files(
+    kind: str, message: str, finished_run: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "run.json"
+    _write_bad_results(kind, finished_run, path)
+    before = path.read_bytes()
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 2, result.stderr
+    assert message in result.stderr
+    assert result.stderr.count("\n") <= 3 and "Traceback" not in result.stderr
+    assert path.read_bytes() == before  # a refused resume never touches the file
+
+
+def test_resume_refuses_when_the_suite_is_gone(tmp_path: Path) -> None:
+    suite = tmp_path / "moving_suite.py"
+    suite.write_text(FAULT_SUITE.read_text())
+    out = tmp_path / "out"
+    assert invoke("run", "--suite", suite, "--quick", "--out", out, "ok_double").exit_code == 0
+    path = partial_copy(run_files(out)[0], tmp_path / "partial.json", keep_sizes=())
+    suite.unlink()
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 2
+    assert "no longer exists" in result.stderr
+
+
+def test_resume_refuses_when_the_workload_is_gone(finished_run: Path, tmp_path: Path) -> None:
+    path = partial_copy(finished_run, tmp_path / "partial.json")
+    data = json.loads(path.read_text())
+    data["config"]["selection"][0]["workload"] = "ok_doubled"
+    path.write_text(json.dumps(data))
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 2
+    assert "unknown workload 'ok_doubled'; did you mean 'ok_double'" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "dropped"),
+    [
+        (("-s", "L", "--quick"), "drop --sizes, --quick"),
+        (("ok_double", "-k", "double", "--seed", "3"), "drop NAMES, -k, --seed"),
+        (("--budget", "2", "--min-samples", "600", "--x64"), "drop --x64, --budget, --min-samples"),
+    ],
+    ids=["sizes-quick", "selection-seed", "plan"],
+)
+def test_resume_refuses_new_selection_options(
+    args: tuple[str, ...], dropped: str, finished_run: Path, tmp_path: Path
+) -> None:
+    path = partial_copy(finished_run, tmp_path / "partial.json")
+    before = path.read_bytes()
+    result = invoke("run", "--resume", path, *args)
+    assert result.exit_code == 2
+    assert f"--resume finishes a run with the settings recorded in it; {dropped}." in result.stderr
+    assert path.read_bytes() == before

@@ -1,0 +1,142 @@
+"""`jitbench run` with faults (issue 8): the fault-injection matrix on tests/fault_suite.py,
+one injected fault per entry, checks the documented exit code, the one-line message and that
+the results file is valid and holds every case measured before the fault. The CLI runs in
+this process (fast)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from jitbench.results import Status, load_run
+from tests.faults import OK, QUICK, all_modes, invoke, run_files, statuses
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One matrix entry: CLI args, the exit code, what the file must hold, the message."""
+
+    args: tuple[str, ...]
+    exit_code: int
+    cases: dict[str, dict[str, str]] = field(default_factory=dict)  # {} = no file written
+    message: str = ""  # expected in stderr or in the recorded error/hint text
+
+
+IN_PROCESS_FAULTS = {
+    "input-function-raises": Fault(
+        ("ok_double", "inputs_raise"),
+        0,
+        {"ok_double[S]": OK, "inputs_raise[S]": all_modes("error")},
+        "raised by the input function of 'inputs_raise'",
+    ),
+    "output-is-a-string": Fault(
+        ("ok_double", "returns_string"),
+        0,
+        {"ok_double[S]": OK, "returns_string[S]": all_modes("error")},
+        "returned a str ('not an array') where an array was expected",
+    ),
+    "output-is-none": Fault(
+        ("ok_double", "returns_none"),
+        0,
+        {"ok_double[S]": OK, "returns_none[S]": all_modes("error")},
+        "returned None, which holds no array",
+    ),
+    "numpy-side-raises": Fault(
+        ("ok_double", "numpy_raises"),
+        0,
+        {"ok_double[S]": OK, "numpy_raises[S]": {"numpy": "error", "eager": "ok", "jit": "ok"}},
+        "numpy side failed",
+    ),
+    "size-does-not-fit-numpy": Fault(
+        ("ok_double", "too_big", "-s", "S,XXL"),
+        0,
+        {"ok_double[S]": OK, "too_big[S]": OK, "too_big[XXL]": all_modes("error")},
+        "does not fit in memory",
+    ),
+    "size-does-not-fit-jax": Fault(
+        ("ok_double", "jax_oom"),
+        0,
+        {"ok_double[S]": OK, "jax_oom[S]": {"numpy": "ok", "eager": "error", "jit": "error"}},
+        "RESOURCE_EXHAUSTED",
+    ),
+    "workload-calls-sys-exit": Fault(
+        ("ok_double", "calls_exit", "ok_double", "-s", "S,M"),
+        0,
+        {"ok_double[S]": OK, "ok_double[M]": OK, "calls_exit[S]": all_modes("error")},
+        "called sys.exit()",
+    ),
+    "hang-cut-by-timeout-in-process": Fault(
+        ("ok_double", "hangs", "--timeout", "6"),
+        0,
+        {"ok_double[S]": OK, "hangs[S]": all_modes("timeout")},
+        "case exceeded --timeout 6 s",
+    ),
+    "strict-with-a-failed-case": Fault(
+        ("ok_double", "returns_none", "--strict"),
+        1,
+        {"ok_double[S]": OK, "returns_none[S]": all_modes("error")},
+    ),
+    "unknown-workload": Fault(("ok_doubel",), 2, {}, "did you mean 'ok_double'"),
+    "unknown-size": Fault(("ok_double", "-s", "XL"), 2, {}, "unknown size 'XL'"),
+    "unknown-mode": Fault(("ok_double", "-m", "jitt"), 2, {}, "did you mean 'jit'"),
+    "unknown-device": Fault(("ok_double", "-d", "tpu"), 2, {}, "unknown device 'tpu'"),
+    "bad-timeout-value": Fault(("ok_double", "--timeout", "0"), 2, {}, "--timeout is a positive"),
+}
+
+
+@pytest.mark.parametrize("name", list(IN_PROCESS_FAULTS))
+def test_fault_matrix_in_process(name: str, tmp_path: Path) -> None:
+    fault = IN_PROCESS_FAULTS[name]
+    out = tmp_path / "out"
+    result = invoke("run", *QUICK, "--out", out, *fault.args)
+    assert result.exit_code == fault.exit_code, result.stderr
+    assert "Traceback" not in result.stderr
+    files = run_files(out)
+    if not fault.cases:
+        assert files == [], "a usage error must stop before measuring"
+        assert fault.message in result.stderr
+        assert result.stderr.strip().startswith("error:")
+        return
+    [path] = files
+    run = load_run(path)  # valid against the schema
+    assert run.complete
+    assert statuses(run) == fault.cases
+    for m in run.measurements:
+        if m.status is Status.OK:
+            assert m.samples_s and m.calls_per_sample > 0
+        else:
+            assert m.error is not None and m.error.message
+    recorded = " ".join(
+        f"{m.error.message} {m.error.hint}" for m in run.measurements if m.error is not None
+    )
+    assert fault.message in recorded + result.stderr
+
+
+def test_failed_cases_carry_a_hint(tmp_path: Path) -> None:
+    result = invoke("run", *QUICK, "--out", tmp_path, "too_big", "-s", "XXL", "calls_exit")
+    assert result.exit_code == 0
+    run = load_run(run_files(tmp_path)[0])
+    for m in run.measurements:
+        assert m.error is not None and m.error.hint, m
+    assert "hint:" in result.stderr
+
+
+def test_unwritable_output_fails_before_measuring(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = invoke("run", *QUICK, "--out", blocker / "out", "ok_double")
+    assert result.exit_code == 2
+    assert "is not writable" in result.stderr and "--out" in result.stderr
+    assert "case(s)" not in result.stderr  # nothing was measured
+    assert "Traceback" not in result.stderr
+
+
+def test_debug_shows_the_traceback(tmp_path: Path) -> None:
+    plain = invoke("run", "--resume", tmp_path / "missing.json")
+    debug = invoke("--debug", "run", "--resume", tmp_path / "missing.json")
+    assert plain.exit_code == debug.exit_code == 2
+    assert "Traceback" not in plain.stderr
+    assert "Traceback" in debug.stderr
+    assert "does not exist" in plain.stderr

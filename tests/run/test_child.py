@@ -1,0 +1,116 @@
+"""Cases measured in child processes (`--isolate`): a crash or a hang costs only its case,
+measurements cross the process boundary intact, and the child's start-up is not charged to
+the case's --timeout. The isolated entries share one run: every child imports JAX afresh."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from jitbench.config import RunConfig
+from jitbench.results import Run, Status, load_run, measurement_from_dict, measurement_to_dict
+from jitbench.run import child
+from jitbench.run.scheduler import run_workloads
+from jitbench.suite.discovery import discover
+from tests.faults import FAULT_SUITE, OK, QUICK, REPO, all_modes, invoke, run_files, statuses
+
+ISOLATED_FAULTS = {
+    "isolate-healthy-case": ("ok_double[S]", OK, ""),
+    "isolate-child-aborts": ("aborts[S]", all_modes("error"), "child process died with SIGABRT"),
+    "isolate-hang-killed-by-timeout": (
+        "hangs[S]",
+        all_modes("timeout"),
+        "case exceeded --timeout 4 s; child process killed",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def isolated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Run]:
+    out = tmp_path_factory.mktemp("isolated")
+    started = time.monotonic()
+    result = invoke(
+        "run", *QUICK, "--out", out, "--isolate", "--timeout", "4", "ok_double", "aborts", "hangs"
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < 120, f"isolated run took {elapsed:.0f} s"
+    return result, load_run(run_files(out)[0])
+
+
+@pytest.mark.parametrize("name", list(ISOLATED_FAULTS))
+def test_fault_matrix_isolated(name: str, isolated_run: tuple[object, Run]) -> None:
+    result, run = isolated_run
+    label, expected, message = ISOLATED_FAULTS[name]
+    assert result.exit_code == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert run.complete and run.config.settings.isolate is True
+    table = statuses(run)
+    assert list(table) == ["ok_double[S]", "aborts[S]", "hangs[S]"]  # nothing lost, in order
+    assert table[label] == expected, [m.error for m in run.measurements]
+    for m in run.measurements:
+        if f"{m.case.workload}[{m.case.size}]" == label and message:
+            assert m.error is not None and m.error.message == message
+            assert m.error.hint
+        if m.status is Status.OK:
+            assert m.samples_s and m.case.platform == "cpu"  # measured in the child, sent back
+
+
+# What a child imports between its "ready" and its result is charged to the case's
+# --timeout: on a busy machine a lazily imported scipy.stats (half a second idle) made a
+# healthy case exceed --timeout 4. The child's warm-up must import it first.
+_STARTUP_PROBE = """
+import sys
+from pathlib import Path
+from jitbench.config import RunConfig
+from jitbench.measure import devices, protocol
+from jitbench.run.warmup import warm_up
+from jitbench.suite.discovery import import_suite_file
+
+wl = import_suite_file(Path(sys.argv[1])).ok_double
+device = devices.resolve_devices(["cpu"])[0]
+warm_up([device])
+before = set(sys.modules)
+planned = protocol.PlannedCase(wl, "S", {"n": 32}, device, "float32")
+protocol.measure_case(planned, RunConfig.quick_settings())
+print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "scipy"))
+"""
+
+
+def test_a_case_imports_nothing_heavy_after_the_warm_up() -> None:
+    env = {"PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", _STARTUP_PROBE, str(FAULT_SUITE)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    ("exitcode", "message", "hint"),
+    [
+        (-signal.SIGKILL, "child process died with SIGKILL", "out-of-memory killer"),
+        (-signal.SIGSEGV, "child process died with SIGSEGV", "native code"),
+        (3, "child process exited with code 3 before sending results", "sys.exit"),
+    ],
+    ids=["oom-kill", "segfault", "exit-code"],
+)
+def test_child_death_messages(exitcode: int, message: str, hint: str) -> None:
+    info = child._death_message(exitcode)
+    assert info.message == message and hint in info.hint
+
+
+def test_measurement_dicts_round_trip() -> None:
+    run = run_workloads([discover([FAULT_SUITE]).get("ok_double")], RunConfig.quick_settings())
+    assert run.measurements
+    for m in run.measurements:
+        again = measurement_from_dict(json.loads(json.dumps(measurement_to_dict(m))))
+        assert again.samples_s == m.samples_s and again.case == m.case

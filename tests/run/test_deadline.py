@@ -1,0 +1,45 @@
+"""The per-case deadline of a case measured in this process (SIGALRM)."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import pytest
+
+from jitbench.errors import ConfigError
+from jitbench.run.deadline import CaseTimeout, deadline
+
+
+def test_in_process_timeout_restores_the_alarm_handler() -> None:
+    def marker(_signum: int, _frame: object) -> None:
+        pass
+
+    before = signal.signal(signal.SIGALRM, marker)
+    try:
+        with pytest.raises(CaseTimeout), deadline(0.2):
+            while True:  # a real hang in Python, interrupted by SIGALRM
+                pass
+        assert signal.getsignal(signal.SIGALRM) is marker
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        with deadline(5.0) as limit:
+            pass
+        assert not limit.expired and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    finally:
+        signal.signal(signal.SIGALRM, before)
+
+
+def test_deadline_off_the_main_thread_is_refused() -> None:
+    errors: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            with deadline(1.0):
+                pass
+        except ConfigError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=worker)
+    t.start()
+    t.join()
+    assert errors and "main thread" in str(errors[0])

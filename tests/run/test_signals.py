@@ -1,0 +1,159 @@
+"""SIGINT and SIGTERM as a clean stop: real signals to a real `jitbench run`, which must save
+a partial run that `--resume` finishes, leave no child process behind, and stop even when
+the handler's raise is swallowed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jitbench.results import load_run
+from jitbench.run import signals
+from tests.faults import FAULT_SUITE, OK, QUICK, REPO, invoke, run_files, statuses
+
+
+def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "JITBENCH_TEST_TAG": tag}
+    # A job started in the background (CI, a non-interactive shell) inherits SIGINT
+    # ignored, and so would the child; a terminal's Ctrl-C reaches a process whose SIGINT
+    # is not ignored. A Python-level handler becomes SIG_DFL across exec, so install one
+    # while starting the child (no preexec_fn: forking a process that runs JAX is unsafe).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "jitbench", "run", *QUICK, "--out", str(out), *args],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _wait_for_first_case(proc: subprocess.Popen[str], out: Path, limit_s: float = 120) -> Path:
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        assert proc.poll() is None, f"the run ended early: {proc.communicate()}"
+        for path in run_files(out):
+            try:
+                if json.loads(path.read_text())["measurements"]:
+                    return path
+            except (OSError, ValueError):
+                pass  # cannot happen with atomic writes; retry anyway
+        time.sleep(0.05)
+    proc.kill()
+    raise AssertionError("no case finished in time")
+
+
+SIGNAL_RUN = ("ok_double", "ok_sleepy", "-s", "S,M")  # 3 cases, the last two slower
+
+
+def _processes_tagged(tag: str) -> list[int]:
+    """Live processes whose environment holds JITBENCH_TEST_TAG=tag (children inherit it)."""
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"JITBENCH_TEST_TAG={tag}".encode() in environ.read_bytes().split(b"\0"):
+                pids.append(int(environ.parent.name))
+        except OSError:
+            pass
+    return pids
+
+
+@pytest.mark.parametrize(
+    ("sig", "exit_code", "word", "extra"),
+    [
+        (signal.SIGINT, 130, "interrupted", ()),
+        (signal.SIGTERM, 143, "terminated", ("--isolate",)),
+    ],
+    ids=["sigint-then-resume", "sigterm-isolated"],
+)
+def test_real_signal_saves_a_resumable_run(
+    sig: signal.Signals, exit_code: int, word: str, extra: tuple[str, ...], tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    tag = f"{os.getpid()}-{tmp_path.name}"
+    proc = _start_run(out, *SIGNAL_RUN, *extra, tag=tag)
+    path = _wait_for_first_case(proc, out)
+    if "--isolate" in extra:  # signal the parent while a child is measuring a case
+        end = time.monotonic() + 60
+        while len(_processes_tagged(tag)) < 2 and time.monotonic() < end:
+            time.sleep(0.05)
+    assert proc.pid in _processes_tagged(tag)  # the orphan check below can see processes
+    # With --isolate: the parent, the child and multiprocessing's resource tracker.
+    assert len(_processes_tagged(tag)) >= (2 if "--isolate" in extra else 1)
+    proc.send_signal(sig)
+    _stdout, stderr = proc.communicate(timeout=120)
+    stderr = " ".join(stderr.split())  # undo rich's line wrapping
+    assert proc.returncode == exit_code, stderr
+    time.sleep(0.2)
+    assert _processes_tagged(tag) == [], "a child process outlived the run"
+    assert f"{word}: partial run" in stderr and f"--resume {path}" in stderr
+    assert "Traceback" not in stderr
+    partial = load_run(path)  # valid, loadable, marked incomplete
+    assert not partial.complete and partial.finished_at is None
+    done = statuses(partial)
+    assert done and all(v == OK for v in done.values())
+    if sig is not signal.SIGINT:
+        return
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 0, result.stderr
+    final = load_run(path)
+    assert final.complete and final.run_id == partial.run_id
+    assert statuses(final) == {"ok_double[S]": OK, "ok_double[M]": OK, "ok_sleepy[S]": OK}
+    before = {(m.case.key, m.mode): m.samples_s for m in partial.measurements}
+    for m in final.measurements:
+        if (m.case.key, m.mode) in before:  # finished before the signal: not re-measured
+            assert m.samples_s == before[(m.case.key, m.mode)]
+
+
+def test_a_signal_whose_raise_is_swallowed_still_stops_the_run(tmp_path: Path) -> None:
+    # A real process: Python's own unraisable hook would print the dropped exception.
+    from tests.conftest import run_cli
+
+    out = tmp_path / "out"
+    result = run_cli(
+        "run",
+        "--quick",
+        "--suite",
+        str(FAULT_SUITE),
+        "--out",
+        str(out),
+        "sigterm_swallowed",
+        "ok_double",
+    )
+    assert result.returncode == 143, result.stderr
+    assert "Traceback" not in result.stderr and "Exception ignored" not in result.stderr
+    [path] = run_files(out)
+    partial = load_run(path)
+    # The case in which the signal arrived finishes; nothing after it is measured.
+    assert not partial.complete
+    assert {m.case.workload for m in partial.measurements} == {"sigterm_swallowed"}
+
+
+def test_stop_signals_restore_the_handlers_and_forget_requests() -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    with pytest.raises(signals.Terminated), signals.stop_signals():
+        assert signal.getsignal(signal.SIGTERM) is not before[signal.SIGTERM]
+        os.kill(os.getpid(), signal.SIGTERM)  # the handler raises at the next bytecode
+        pytest.fail("the SIGTERM handler did not raise")
+    assert {s: signal.getsignal(s) for s in before} == before
+    signals.raise_if_stop_requested()  # the request ended with the block: nothing raised
+
+
+def test_signals_ignored_shields_a_save() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    with signals.signals_ignored():
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGINT)  # ignored
+    assert signal.getsignal(signal.SIGINT) is before

@@ -1,0 +1,184 @@
+"""The run configuration validates itself where it is made (issue 13): every rule through
+the Python API, and through the CLI, where a bad option exits 2 with one line before
+anything is measured."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jitbench.config import ALL_MODES, Mode, RunConfig, SamplingPlan
+from jitbench.errors import ConfigError
+from tests.faults import QUICK, invoke, run_files
+
+NAN, INF = math.nan, math.inf
+
+
+def refused(make: object, *words: str) -> str:
+    """The one-line ConfigError message `make()` raises; it holds every one of `words`."""
+    with pytest.raises(ConfigError) as info:
+        make()  # type: ignore[operator]
+    message = str(info.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+    return message
+
+
+# --- SamplingPlan ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        ("budget_s", -1.0, ("--budget must be positive", "got -1.0", "--budget 0.5")),
+        ("budget_s", NAN, ("--budget must be positive", "got nan")),
+        ("budget_s", INF, ("--budget must be positive", "got inf")),
+        ("budget_s", "0.5", ("--budget", "got '0.5'")),
+        ("budget_s", True, ("--budget", "got True")),
+        ("precision", -0.01, ("--precision is a fraction", "got -0.01", "--precision 0.02")),
+        ("precision", 1.0, ("--precision is a fraction", "got 1.0")),
+        ("precision", 5, ("--precision is a fraction", "got 5")),
+        ("precision", NAN, ("--precision", "got nan")),
+        ("min_sample_s", -0.001, ("min_sample_s must be a finite number of seconds", "-0.001")),
+        ("min_sample_s", INF, ("min_sample_s", "got inf")),
+        ("warmup_s", NAN, ("warmup_s must be a finite number of seconds", "got nan")),
+        ("warmup_calls", -1, ("warmup_calls must be at least 0", "got -1")),
+        ("warmup_calls", 1.5, ("warmup_calls", "whole number", "got 1.5")),
+        ("min_samples", 0, ("--min-samples must be at least 1", "got 0", "--min-samples 10")),
+        ("min_samples", 2.0, ("--min-samples", "got 2.0")),
+        ("max_samples", 0, ("max_samples must be at least 1", "got 0")),
+        ("floor_samples", 0, ("floor_samples must be at least 1", "got 0")),
+        ("max_calls_per_sample", 0, ("max_calls_per_sample must be at least 1",)),
+        ("rounds", 0, ("--rounds must be at least 1", "got 0", "--rounds 1")),
+        ("rounds", True, ("--rounds", "got True")),
+    ],
+)
+def test_sampling_plan_refuses(field: str, value: object, words: tuple[str, ...]) -> None:
+    refused(lambda: SamplingPlan(**{field: value}), *words)
+
+
+def test_sampling_plan_keeps_seconds_as_floats() -> None:
+    plan = SamplingPlan(budget_s=2, min_sample_s=0, warmup_s=1, precision=0)
+    assert (plan.budget_s, plan.min_sample_s, plan.warmup_s) == (2.0, 0.0, 1.0)
+    assert all(isinstance(v, float) for v in (plan.budget_s, plan.precision))
+
+
+def test_a_rounds_plan_may_be_degenerate_where_the_sampler_has_a_meaning_for_it() -> None:
+    # One round of 100: its cap (5) is below min_samples (10), which counts all rounds.
+    whole = SamplingPlan(min_samples=10, max_samples=500, rounds=100)
+    one = whole.for_round()
+    assert (one.min_samples, one.max_samples, one.floor_samples) == (10, 5, 1)
+    assert one.budget_s == pytest.approx(0.005)
+    # No budget (floor samples only) and precision 0 (never stop early) are plans too.
+    assert SamplingPlan(budget_s=0.0, precision=0.0).budget_s == 0.0
+
+
+# --- RunConfig --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({"sizes": "S"}, ("--sizes takes a tuple of names", "got 'S'")),
+        ({"sizes": ()}, ("--sizes needs at least one size",)),
+        ({"sizes": ("S", "")}, ("--sizes takes non-empty names", "got ''")),
+        ({"sizes": (1,)}, ("--sizes", "got 1")),
+        ({"modes": ()}, ("--modes needs at least one of numpy, eager, jit",)),
+        ({"modes": "jit"}, ("--modes takes modes", "got 'jit'")),
+        ({"modes": ("jitt",)}, ("unknown mode 'jitt'; did you mean 'jit'?", "known: numpy")),
+        ({"modes": (3,)}, ("unknown mode 3",)),
+        ({"devices": "cpu"}, ("--devices takes a tuple of names", "got 'cpu'")),
+        ({"devices": (" ",)}, ("--devices takes non-empty names",)),
+        ({"x64": 1}, ("--x64 is a flag (True or False)", "got 1")),
+        ({"sweep": "yes"}, ("--sweep is a flag",)),
+        ({"quick": None}, ("--quick is a flag",)),
+        ({"isolate": 0}, ("--isolate is a flag",)),
+        ({"seed": -1}, ("--seed must be at least 0", "got -1")),
+        ({"seed": 1.5}, ("--seed", "got 1.5")),
+        ({"seed": False}, ("--seed", "got False")),
+        ({"plan": {"budget_s": 1}}, ("plan must be a SamplingPlan, got dict",)),
+        ({"timeout_s": 0}, ("--timeout is a positive number of seconds", "got 0")),
+        ({"timeout_s": -3.0}, ("--timeout is a positive", "got -3.0", "leave it out")),
+        ({"timeout_s": INF}, ("--timeout is a positive", "got inf")),
+        ({"timeout_s": NAN}, ("--timeout is a positive", "got nan")),
+        ({"timeout_s": "5"}, ("--timeout", "got '5'")),
+        ({"plan": SamplingPlan(budget_s=0.0)}, ("--budget must be positive", "got 0.0")),
+        ({"plan": SamplingPlan(precision=0.0)}, ("--precision is a fraction", "got 0.0")),
+        (
+            {"plan": SamplingPlan(min_samples=600)},
+            ("--min-samples 600 is above max_samples 500", "lower --min-samples"),
+        ),
+    ],
+)
+def test_run_config_refuses(changes: dict[str, object], words: tuple[str, ...]) -> None:
+    refused(lambda: RunConfig(**changes), *words)
+    refused(lambda: replace(RunConfig(), **changes), *words)  # `replace` checks too
+
+
+def test_run_config_keeps_a_canonical_form() -> None:
+    config = RunConfig(
+        sizes=["M", "S", "M"], modes=["JIT", "numpy", Mode.JIT], devices=["cpu"], timeout_s=5
+    )
+    assert config.sizes == ("M", "S") and config.devices == ("cpu",)
+    assert config.modes == (Mode.JIT, Mode.NUMPY)
+    assert config.timeout_s == 5.0 and isinstance(config.timeout_s, float)
+    assert RunConfig().modes == ALL_MODES and RunConfig().timeout_s is None
+
+
+def test_config_round_trips_through_the_run_file() -> None:
+    config = RunConfig.quick_settings(
+        sizes=("S", "M"), modes=(Mode.JIT,), timeout_s=3.0, isolate=True, x64=True, seed=7
+    )
+    assert RunConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    with pytest.raises(ConfigError):
+        RunConfig.from_dict({"modes": ["warp"]})
+    refused(
+        lambda: RunConfig.from_dict({"plan": {"budget_s": -1}}),
+        "cannot read the recorded run configuration: --budget must be positive",
+    )
+
+
+# --- through the CLI: exit 2, one line, nothing measured -------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--budget", "0"), "--budget must be positive"),
+        (("--budget", "-1"), "--budget must be positive"),
+        (("--budget", "nan"), "--budget must be positive and finite"),
+        (("--budget", "inf"), "got inf"),
+        (("--precision", "0"), "--precision is a fraction"),
+        (("--precision", "1"), "--precision is a fraction"),
+        (("--precision", "nan"), "--precision is a fraction"),
+        (("--min-samples", "0"), "--min-samples must be at least 1"),
+        (("--rounds", "0"), "--rounds must be at least 1"),
+        (("--timeout", "0"), "--timeout is a positive number of seconds, got 0.0"),
+        (("--timeout", "inf"), "--timeout is a positive number of seconds, got inf"),
+        (("--timeout", "nan"), "--timeout is a positive number of seconds, got nan"),
+        (("--seed", "-1"), "--seed must be at least 0"),
+        (("--modes", "numpy,warp"), "unknown mode 'warp'"),
+    ],
+)
+def test_the_cli_reports_a_bad_option_before_measuring(
+    args: tuple[str, ...], message: str, tmp_path: Path
+) -> None:
+    result = invoke("run", *QUICK, "--out", tmp_path, "ok_double", *args)
+    assert result.exit_code == 2, result.stderr
+    assert result.stderr.startswith("error: ") and message in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert run_files(tmp_path) == [] and "case(s)" not in result.stderr
+
+
+def test_the_cli_raises_the_cap_with_min_samples(tmp_path: Path) -> None:
+    from jitbench.cli.run import build_config
+
+    options = dict(quick=False, sizes=[], modes=[], devices=[], x64=False, sweep=False)
+    options.update(budget=None, precision=None, seed=0)
+    config = build_config(**options, min_samples=600)  # type: ignore[arg-type]
+    assert (config.plan.min_samples, config.plan.max_samples) == (600, 600)
