@@ -24,7 +24,7 @@ from jitbench.results import (
     load_run,
     save_run,
 )
-from jitbench.run.scheduler import run_workloads
+from jitbench.runner.scheduler import run_workloads
 from jitbench.suite.discovery import Registry, discover
 from jitbench.suite.workload import Workload, workload
 

@@ -15,10 +15,10 @@ from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, SuiteError
 from jitbench.results import Run, ensure_writable_dir, load_run, save_run
 from jitbench.results.model import new_run_id
-from jitbench.run.events import RunEvent, RunInterrupted, SuiteSkipped
-from jitbench.run.plan import changed_settings, settings_for_resume, workloads_for_resume
-from jitbench.run.scheduler import run_workloads
-from jitbench.run.signals import signals_ignored
+from jitbench.runner.events import RunEvent, RunInterrupted, SuiteSkipped
+from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
+from jitbench.runner.scheduler import run_workloads
+from jitbench.runner.signals import signals_ignored
 from jitbench.suite.discovery import Registry, discover
 from jitbench.suite.workload import Workload
 
@@ -66,7 +66,7 @@ def run(
             `config.isolate` and `config.timeout_s` may be given with it.
         out: an output folder: the run is written to `run_file(out, run_id)` after every
             case and at the end (with `resume`, the resumed file is).
-        on_event: receives progress events (`jitbench.run.events`).
+        on_event: receives progress events (`jitbench.runner.events`).
         checkpoint: receives the partial run after every case.
 
     Raises:

@@ -1,4 +1,4 @@
-"""Workloads that fail on purpose, for tests/test_robustness.py (not a default suite).
+"""Workloads that fail on purpose, for the fault tests under tests/ (not a default suite).
 
 Each one injects one fault: an input function that raises, outputs that are not arrays,
 a NumPy side that raises, memory exhaustion on either side, sys.exit, a hang, a crash.

@@ -23,7 +23,7 @@ RANKS: dict[str, int] = {
     "results": 2,
     "suite": 3,
     "measure": 4,
-    "run": 5,
+    "runner": 5,
     "gate": 6,
     "render": 7,
     "report": 7,

@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from jitbench.errors import JitbenchError
-from jitbench.run.signals import Terminated
+from jitbench.runner.signals import Terminated
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns,
 # so the summary table is not truncated.

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, err, escape, handles_errors, out
-from jitbench.errors import OutputError
+from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, handles_errors
+from jitbench.cli.output import render_comparison
 from jitbench.gate import (
     DISTURBED_FACTOR,
-    Comparison,
     Thresholds,
     compare,
     load_side,
 )
-from jitbench.render import comparison as compare_render
-from jitbench.results import write_text_atomic
 
 _DEFAULTS = Thresholds()
 
@@ -73,36 +69,6 @@ JsonOpt = Annotated[
         "--json", help="Write the comparison as JSON; '-' for stdout.", show_default=False
     ),
 ]
-
-
-def write_output(path: Path, text: str) -> None:
-    """Write `text` to `path`, or to stdout when path is '-'."""
-    if str(path) == "-":
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
-        return
-    if path.is_dir():
-        raise OutputError(f"{str(path)!r} is a folder; give a file name.")
-    write_text_atomic(path, text)
-
-
-def render(
-    cmp: Comparison,
-    *,
-    markdown: Path | None = None,
-    json_path: Path | None = None,
-    all_rows: bool = True,
-) -> None:
-    """Print the comparison and write the requested files (shared with `run --baseline`)."""
-    to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
-    console = err if to_stdout else out  # keep stdout clean for the machine-readable output
-    console.print(compare_render.comparison_report(cmp, all_rows=all_rows))
-    if (warning := compare_render.inconclusive_warning(cmp)) is not None:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
-    if markdown is not None:
-        write_output(markdown, compare_render.comparison_markdown(cmp))
-    if json_path is not None:
-        write_output(json_path, cmp.to_json())
 
 
 @app.command("compare")
@@ -163,5 +129,5 @@ def compare_cmd(
     base_run = load_side(base, disturbed_factor=disturbed_factor)
     new_run = load_side(new, disturbed_factor=disturbed_factor)
     cmp = compare(base_run, new_run, thresholds=thresholds)
-    render(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
+    render_comparison(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)

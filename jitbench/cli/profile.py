@@ -15,8 +15,6 @@ from jitbench import formatting as fmt
 from jitbench.adapters.profiling import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
 from jitbench.cli.common import app, err, escape, handles_errors, out
 from jitbench.cli.options import SuiteOpt
-from jitbench.config import SamplingPlan
-from jitbench.errors import ConfigError
 from jitbench.results import Mode, Severity, Status
 from jitbench.suite.discovery import discover
 
@@ -181,11 +179,8 @@ def profile_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Profile one workload: compile breakdown, XLA analyses, timings and diagnostics."""
-    plan: SamplingPlan | None = None
-    if budget is not None:
-        if budget <= 0:
-            raise ConfigError(f"--budget must be positive, got {budget}.")
-        plan = replace(PROFILE_PLAN, budget_s=budget)
+    # SamplingPlan and RunConfig check the value (one place, as for `run`).
+    plan = replace(PROFILE_PLAN, budget_s=budget) if budget is not None else None
     registry = discover(suite or ())
     for e in registry.errors:
         err.print(f"[yellow]suite error:[/] {escape(str(e))}")

@@ -9,9 +9,9 @@ import typer
 
 from jitbench.cli.common import app, handles_errors, out
 from jitbench.cli.options import OutOpt
+from jitbench.cli.output import write_output
 from jitbench.render.run_markdown import run_markdown
 from jitbench.report import load_runs, write_report
-from jitbench.results import write_text_atomic
 
 
 @app.command("report")
@@ -44,10 +44,8 @@ def report_cmd(
     if markdown is not None:
         chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
         text = "\n".join(run_markdown(run, sizes=chosen) for run in loaded)
-        if markdown == "-":
-            out.print(text, markup=False, highlight=False, soft_wrap=True, end="")
-        else:
-            write_text_atomic(Path(markdown), text)
+        write_output(Path(markdown), text)
+        if markdown != "-":
             out.print(f"markdown written to {markdown}")
         return
     page = write_report(loaded, out_dir)

@@ -34,13 +34,13 @@ from jitbench.cli.common import (
     out,
     split_list,
 )
-from jitbench.cli.compare import render as render_comparison
 from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
+from jitbench.cli.output import render_comparison
 from jitbench.config import RunConfig, parse_mode
 from jitbench.errors import ConfigError
 from jitbench.gate import compare, load_side
 from jitbench.render import run_table as console
-from jitbench.run.events import (
+from jitbench.runner.events import (
     CaseFinished,
     CaseStarted,
     RoundStarted,
@@ -49,7 +49,7 @@ from jitbench.run.events import (
     RunStarted,
     SuiteSkipped,
 )
-from jitbench.run.signals import Terminated, stop_signals
+from jitbench.runner.signals import Terminated, stop_signals
 
 
 def build_config(

@@ -54,7 +54,7 @@ def environment_differences(base: Run, new: Run) -> tuple[EnvDifference, ...]:
     for name in sorted(set(be) | set(ne)):
         if be.get(name) != ne.get(name):
             diffs.append(EnvDifference(name=f"${name}", base=be.get(name), new=ne.get(name)))
-    diffs.extend(config_differences(base.config, new.config))
+    diffs.extend(config_differences(base.config_record(), new.config_record()))
     return tuple(diffs)
 
 

@@ -127,14 +127,14 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
         run_id=f"{first.run_id}+{len(runs) - 1}",
         finished_at=runs[-1].finished_at,
         complete=all(r.complete for r in runs),
-        config={**first.config, "pooled": pooled},
+        config=replace(first.config, pooled=pooled),
         measurements=tuple(merged),
     )
 
 
 def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
     """Lines saying how a side was pooled and which runs were left out, and why."""
-    pooled = run.config.get("pooled")
+    pooled = run.config.pooled
     if not isinstance(pooled, Mapping):
         return ()
     notes = [PoolingNote(f"{side}: {len(pooled.get('runs', ()))} runs pooled")]

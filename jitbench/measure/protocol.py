@@ -4,7 +4,7 @@
 and first call, validation, warm-up, calibration) and returns a `CaseSession`; each
 `CaseSession.sample` adds a round of interleaved samples; `CaseSession.measurements`
 reports what is known so far. Planning cases, spreading rounds across cases, guards,
-checkpoints and events belong to `jitbench.run`; `jitbench profile` and the asv bridge
+checkpoints and events belong to `jitbench.runner`; `jitbench profile` and the asv bridge
 reuse the parts here.
 """
 

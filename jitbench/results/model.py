@@ -12,7 +12,7 @@ import itertools
 import math
 import secrets
 import statistics
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -245,7 +245,7 @@ _SETTINGS_KEYS = frozenset(f.name for f in fields(RunConfig))
 
 
 @dataclass(frozen=True, kw_only=True)
-class RecordedConfig(Mapping[str, Any]):
+class RecordedConfig:
     """What a run file records under "config": the settings the run was measured with and
     where the run came from.
 
@@ -257,9 +257,7 @@ class RecordedConfig(Mapping[str, Any]):
         pooled: set by the gate on a run pooled from several (its layout is the gate's).
         extra: keys this version does not know, kept so a newer file is written back whole.
 
-    The JSON form is `to_dict`/`from_dict`. The Mapping methods read that same dict form;
-    they keep code written against the old untyped `Run.config` dict working (the gate
-    today) and will go: new code reads the attributes, or `Run.config_record()`.
+    The JSON form is `to_dict`/`from_dict`; `Run.config_record()` gives that dict.
     """
 
     settings: RunConfig | None = None
@@ -312,19 +310,6 @@ class RecordedConfig(Mapping[str, Any]):
             extra=extra,
         )
 
-    @cached_property
-    def _as_dict(self) -> dict[str, Any]:
-        return self.to_dict()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._as_dict[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._as_dict)
-
-    def __len__(self) -> int:
-        return len(self._as_dict)
-
 
 def _selection(value: object) -> tuple[Selection, ...] | None:
     """The recorded selection, or None when it is missing or not in the known form."""
@@ -343,7 +328,7 @@ def _selection(value: object) -> tuple[Selection, ...] | None:
 class Run:
     """A whole benchmark run: environment, configuration and every measurement.
 
-    `config` may be given in its JSON dict form too (as the gate builds one today); it is
+    `config` may be given in its JSON dict form too (tests build runs that way); it is
     read with `RecordedConfig.from_dict`.
     """
 

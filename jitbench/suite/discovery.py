@@ -127,11 +127,31 @@ def _line_in(path: Path, exc: BaseException) -> int | None:
     return line
 
 
+#: Suite files are imported as modules named `jitbench_suite_<stem>_<digest>`.
+SUITE_MODULE_PREFIX = "jitbench_suite_"
+
+
+def workloads_in(module: object) -> list[Workload]:
+    """The workloads a suite module defines, in definition order."""
+    return [v for v in vars(module).values() if isinstance(v, Workload)]
+
+
+def suite_file_of(workload: Workload) -> str | None:
+    """The suite file that defines `workload` (a module imported here), or None."""
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(SUITE_MODULE_PREFIX) or module is None:
+            continue
+        if any(w is workload for w in workloads_in(module)):
+            path = getattr(module, "__file__", None)
+            return str(Path(path).resolve()) if path else None
+    return None
+
+
 def import_suite_file(path: Path) -> object:
     """Import a suite file under a unique module name (kept in sys.modules)."""
     resolved = path.resolve()
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
-    mod_name = f"jitbench_suite_{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
+    mod_name = f"{SUITE_MODULE_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
     if mod_name in sys.modules:
         return sys.modules[mod_name]
     spec = importlib.util.spec_from_file_location(mod_name, resolved)
@@ -172,7 +192,6 @@ def discover(paths: Sequence[str | Path] = ()) -> Registry:
             if not explicit and getattr(module, "__jitbench_collect__", True) is False:
                 continue
             registry.files.append(str(file))
-            for value in vars(module).values():
-                if isinstance(value, Workload):
-                    registry.add(value, path=str(file))
+            for wl in workloads_in(module):
+                registry.add(wl, path=str(file))
     return registry

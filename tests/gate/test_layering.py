@@ -1,5 +1,5 @@
 """The gate's place in the pipeline: it reads results and statistics, never the stages
-above it (run, cli, report, render, adapters), and it never prints."""
+above it (runner, cli, report, render, adapters), and it never prints."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
     w0 = side.get(("w0", "S", "cpu:0", "float32"), Mode.JIT)
     assert w0.samples_s == quiet.measurements[0].samples_s  # the busy run's are left out
     assert w0.compile.compile_repeats_s == (0.10, 0.20)  # its compiles still count
-    assert side.config["pooled"]["excluded"] == [{"run_id": "busy", "level": pytest.approx(1.3)}]
+    assert side.config.pooled["excluded"] == [{"run_id": "busy", "level": pytest.approx(1.3)}]
     # Siblings within the factor pool as before, and 0 keeps every run.
     assert len(merge_runs([quiet, run(1.1, "near", 0.1)]).measurements[0].samples_s) == 16
     assert len(merge_runs([quiet, busy], disturbed_factor=0).measurements[0].samples_s) == 16

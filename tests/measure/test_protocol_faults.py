@@ -14,8 +14,8 @@ from jitbench.config import RunConfig
 from jitbench.errors import WorkloadError
 from jitbench.measure.protocol import require_array_tree
 from jitbench.results import Mode
-from jitbench.run.events import RunInterrupted
-from jitbench.run.scheduler import run_workloads
+from jitbench.runner.events import RunInterrupted
+from jitbench.runner.scheduler import run_workloads
 from jitbench.suite.discovery import discover
 from tests.faults import FAULT_SUITE, OK, statuses
 

@@ -89,12 +89,11 @@ def test_settings_missing_from_an_older_file_take_their_defaults() -> None:
     assert run.config.selection is None and run.config.resumed_at == ()
 
 
-def test_the_dict_form_still_reads_and_builds_a_run() -> None:
-    # How the gate uses `Run.config` today: read as a mapping, rebuilt from a dict.
+def test_a_run_built_from_the_dict_form_is_typed() -> None:
     run = make_run(RecordedConfig(settings=RunConfig(), selection=()))
-    assert run.config["plan"]["rounds"] == 1 and run.config.get("pooled") is None
-    assert dict(run.config) == run.config_record() and "selection" in run.config
-    pooled = replace(run, config={**run.config, "pooled": {"runs": ["r1"], "excluded": []}})
+    record = run.config_record()
+    assert record["plan"]["rounds"] == 1 and "pooled" not in record and "selection" in record
+    pooled = replace(run, config={**record, "pooled": {"runs": ["r1"], "excluded": []}})
     assert isinstance(pooled.config, RecordedConfig)
     assert pooled.config.settings == RunConfig() and pooled.config.selection == ()
-    assert pooled.config["pooled"] == {"runs": ["r1"], "excluded": []}
+    assert pooled.config.pooled == {"runs": ["r1"], "excluded": []}

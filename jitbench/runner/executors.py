@@ -29,10 +29,10 @@ from jitbench.measure.protocol import (
     planned_case_record,
 )
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
-from jitbench.run import child
-from jitbench.run.deadline import CaseTimeout, deadline
-from jitbench.run.plan import suite_file_of
-from jitbench.run.warmup import warm_up
+from jitbench.runner import child
+from jitbench.runner.deadline import CaseTimeout, deadline
+from jitbench.runner.warmup import warm_up
+from jitbench.suite.discovery import suite_file_of
 
 
 class LiveCase(Protocol):

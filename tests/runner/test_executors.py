@@ -9,8 +9,8 @@ from jitbench import workload
 from jitbench.config import RunConfig
 from jitbench.measure.devices import resolve_devices
 from jitbench.results import Status
-from jitbench.run.executors import ChildProcessExecutor, InProcessExecutor, executor_for
-from jitbench.run.plan import plan_cases
+from jitbench.runner.executors import ChildProcessExecutor, InProcessExecutor, executor_for
+from jitbench.runner.plan import plan_cases
 
 
 def _vec(rng, *, dtype, n):

@@ -14,8 +14,8 @@ import pytest
 
 from jitbench.config import RunConfig
 from jitbench.results import Run, Status, load_run, measurement_from_dict, measurement_to_dict
-from jitbench.run import child
-from jitbench.run.scheduler import run_workloads
+from jitbench.runner import child
+from jitbench.runner.scheduler import run_workloads
 from jitbench.suite.discovery import discover
 from tests.faults import FAULT_SUITE, OK, QUICK, REPO, all_modes, invoke, run_files, statuses
 
@@ -68,7 +68,7 @@ import sys
 from pathlib import Path
 from jitbench.config import RunConfig
 from jitbench.measure import devices, protocol
-from jitbench.run.warmup import warm_up
+from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import import_suite_file
 
 wl = import_suite_file(Path(sys.argv[1])).ok_double

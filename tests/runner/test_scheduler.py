@@ -20,15 +20,15 @@ from jitbench.measure.compilation import cold_first_call, count_compiles
 from jitbench.measure.protocol import PlannedCase, planned_case_record
 from jitbench.results import Measurement, Run
 from jitbench.results.model import RecordedConfig
-from jitbench.run import signals
-from jitbench.run.events import (
+from jitbench.runner import signals
+from jitbench.runner.events import (
     CaseFinished,
     CaseStarted,
     RoundStarted,
     RunInterrupted,
     RunStarted,
 )
-from jitbench.run.scheduler import schedule
+from jitbench.runner.scheduler import schedule
 from tests.faults import FAULT_SUITE, OK, statuses
 
 
@@ -464,7 +464,7 @@ def test_rounds_spread_each_cases_samples_over_the_run():
     """With rounds, every case is sampled once per round, after all cases were opened; the
     later cases' cold compiles clear JAX's caches, and that must not show up as compiles
     during timing (the live cases are re-warmed, uncounted)."""
-    from jitbench.run.scheduler import RoundStarted
+    from jitbench.runner.scheduler import RoundStarted
 
     @workload(inputs=vec, sizes={"S": {"n": 8}, "M": {"n": 16}}, name="spread_a")
     def spread_a(xp, x):

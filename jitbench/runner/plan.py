@@ -3,7 +3,6 @@ resumed run finishes with (its recorded workloads and settings)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from dataclasses import fields, replace
 from pathlib import Path
@@ -16,11 +15,13 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import PlannedCase
 from jitbench.results import Run
 from jitbench.results.model import Selection
-from jitbench.suite.discovery import import_suite_file, unknown_name_message
+from jitbench.suite.discovery import (
+    import_suite_file,
+    suite_file_of,
+    unknown_name_message,
+    workloads_in,
+)
 from jitbench.suite.workload import Workload
-
-# Module names `suite.discovery.import_suite_file` gives suite files.
-SUITE_MODULE_PREFIX = "jitbench_suite_"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -53,17 +54,6 @@ def plan_cases(
 def case_key(pc: PlannedCase) -> CaseKey:
     """The key of the Case a planned case is recorded as (`Case.key`)."""
     return (pc.workload.name, pc.size, device_label(pc.device), pc.dtype)
-
-
-def suite_file_of(workload: object) -> str | None:
-    """The suite file that defines `workload` (a module imported by the registry), or None."""
-    for name, module in list(sys.modules.items()):
-        if not name.startswith(SUITE_MODULE_PREFIX) or module is None:
-            continue
-        if any(value is workload for value in vars(module).values()):
-            path = getattr(module, "__file__", None)
-            return str(Path(path).resolve()) if path else None
-    return None
 
 
 def selection_of(workloads: Sequence[Workload]) -> tuple[Selection, ...]:
@@ -104,7 +94,7 @@ def workloads_for_resume(run: Run) -> list[Workload]:
                 f"suite file {suite!r} fails to import ({type(exc).__name__}: {exc}); "
                 "fix it, then resume again."
             ) from None
-        by_name = {v.name: v for v in vars(module).values() if isinstance(v, Workload)}
+        by_name = {w.name: w for w in workloads_in(module)}
         if name not in by_name:
             raise SuiteError(
                 unknown_name_message("workload", name, by_name).replace(

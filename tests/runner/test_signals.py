@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from jitbench.results import load_run
-from jitbench.run import signals
+from jitbench.runner import signals
 from tests.faults import FAULT_SUITE, OK, QUICK, REPO, invoke, run_files, statuses
 
 

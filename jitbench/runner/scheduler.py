@@ -16,7 +16,7 @@ from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, planned_case_record
 from jitbench.results import Measurement, Run
 from jitbench.results.model import RecordedConfig, new_run_id, utc_now
-from jitbench.run.events import (
+from jitbench.runner.events import (
     CaseFinished,
     CaseStarted,
     RoundStarted,
@@ -24,9 +24,9 @@ from jitbench.run.events import (
     RunInterrupted,
     RunStarted,
 )
-from jitbench.run.executors import Executor, LiveCase, executor_for
-from jitbench.run.plan import CaseKey, case_key, plan_cases, selection_of
-from jitbench.run.signals import raise_if_stop_requested
+from jitbench.runner.executors import Executor, LiveCase, executor_for
+from jitbench.runner.plan import CaseKey, case_key, plan_cases, selection_of
+from jitbench.runner.signals import raise_if_stop_requested
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601

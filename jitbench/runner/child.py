@@ -56,16 +56,11 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         from jitbench import results
         from jitbench.config import RunConfig
         from jitbench.measure import devices, protocol
-        from jitbench.run.warmup import warm_up
+        from jitbench.runner.warmup import warm_up
         from jitbench.suite import discovery as registry
-        from jitbench.suite.workload import Workload
 
         module = registry.import_suite_file(Path(spec["suite"]))
-        found = [
-            v
-            for v in vars(module).values()
-            if isinstance(v, Workload) and v.name == spec["workload"]
-        ]
+        found = [w for w in registry.workloads_in(module) if w.name == spec["workload"]]
         if not found:
             raise LookupError(f"workload {spec['workload']!r} not found in {spec['suite']}")
         config = RunConfig.from_dict(spec["config"])

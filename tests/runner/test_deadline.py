@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from jitbench.errors import ConfigError
-from jitbench.run.deadline import CaseTimeout, deadline
+from jitbench.runner.deadline import CaseTimeout, deadline
 
 
 def test_in_process_timeout_restores_the_alarm_handler() -> None:
