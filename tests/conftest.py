@@ -39,22 +39,6 @@ def cli():
     return run_cli
 
 
-@pytest.fixture(scope="session")
-def default_suite_run():
-    """One short run of the whole default suite at S, shared by the tests that need it
-    (validation of every workload, no false pitfalls): 0.1 s of sampling per case, enough
-    samples for the speed diagnostics to be meaningful."""
-    from dataclasses import replace
-
-    from jitbench import RunConfig, discover, run_workloads
-
-    registry = discover([REPO / "suites"])
-    assert not registry.errors, [str(e) for e in registry.errors]
-    config = RunConfig.quick_settings()
-    plan = replace(config.plan, budget_s=0.1, min_samples=5, max_samples=9)
-    return run_workloads(list(registry.workloads.values()), replace(config, plan=plan))
-
-
 TINY_SUITE = '''
 from jitbench import workload
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 
 from jitbench import RunConfig, run_workloads
+from jitbench.measure import diagnose
 from jitbench.results import Severity, Status
 from jitbench.suite.discovery import discover
 
@@ -123,12 +125,17 @@ def _assert_all_ok(run):
     assert not problems, "\n".join(problems)
 
 
-def test_every_workload_validates_in_all_modes_at_S(default_suite_run):
-    run = default_suite_run
+def test_every_workload_validates_in_all_modes_at_S_with_no_false_pitfall():
+    """One short run of the whole default suite (the slowest test; one run serves both
+    checks): every measurement ok, and no pitfall diagnostic on code that has none."""
+    run = default_suite_run()
     assert {m.case.workload for m in run.measurements} == EXPECTED
     assert {m.case.size for m in run.measurements} == {"S"}
     assert len(run.measurements) == 3 * len(EXPECTED)
     _assert_all_ok(run)
+    for m in run.measurements:
+        found = {d.code for d in m.diagnostics} & diagnose.PITFALL_CODES
+        assert not found, f"{m.case.label} {m.mode.value}: {found}"
 
 
 @pytest.mark.slow
@@ -165,3 +172,13 @@ def test_default_discovery_finds_exactly_the_default_suite():
     registry = discover([REPO / "suites"])
     assert registry.errors == []
     assert set(registry.workloads) == EXPECTED
+
+
+def default_suite_run():
+    """The whole default suite at S with 0.1 s of sampling per case: enough samples for the
+    speed diagnostics to mean something."""
+    config = RunConfig.quick_settings()
+    plan = replace(config.plan, budget_s=0.1, min_samples=5, max_samples=9)
+    registry = discover([REPO / "suites"])
+    assert not registry.errors, [str(e) for e in registry.errors]
+    return run_workloads(list(registry.workloads.values()), replace(config, plan=plan))

@@ -50,11 +50,6 @@ def pitfalls_run() -> Run:
     return run_workloads(list(registry.workloads.values()), quick_config())
 
 
-@pytest.fixture(scope="module")
-def default_run(default_suite_run: Run) -> Run:
-    return default_suite_run
-
-
 def test_pitfalls_are_kept_out_of_the_default_suite() -> None:
     default = discover([SUITES]).workloads
     explicit = discover([PITFALLS]).workloads
@@ -73,13 +68,6 @@ def test_every_pitfall_produces_its_code(pitfalls_run: Run) -> None:
         if not wanted:  # a fixed twin: no pitfall in any mode
             found = {c for cs in seen.values() for c in cs} & diagnose.PITFALL_CODES
             assert not found, f"{name} is the fix but shows {found}\n" + describe(pitfalls_run)
-
-
-def test_default_suite_has_no_false_pitfalls(default_run: Run) -> None:
-    for m in default_run.measurements:
-        assert m.status is Status.OK, describe(default_run)
-        found = {d.code for d in m.diagnostics} & diagnose.PITFALL_CODES
-        assert not found, f"{m.case.label} {m.mode.value}: {found}\n" + describe(default_run)
 
 
 def test_unrolled_loop_is_many_times_larger_and_slower_to_compile(pitfalls_run: Run) -> None:
