@@ -76,6 +76,27 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple
     return xs[idx[0]], xs[idx[1]]
 
 
+@lru_cache(maxsize=1024)
+def _median_ci_indices_cached(n: int) -> tuple[int, int] | None:
+    return median_ci_indices(n)
+
+
+def relative_ci_halfwidth(samples: Sequence[float]) -> float:
+    """Half-width of the 95 % CI of the median relative to the median (inf if undefined).
+
+    The one definition of "precision" (0.01 = ±1 %); fast enough to call after every sample.
+    """
+    idx = _median_ci_indices_cached(len(samples))
+    if idx is None:
+        return math.inf
+    xs = sorted(samples)
+    n = len(xs)
+    median = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+    if median <= 0:
+        return math.inf
+    return (xs[idx[1]] - xs[idx[0]]) / 2 / median
+
+
 def summarize(samples: Sequence[float]) -> Summary:
     """Summarise samples (seconds per call). Raises ValueError on an empty sequence."""
     if not samples:
@@ -130,6 +151,37 @@ def ratio_of_medians(
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(ratios, [tail, 100 - tail])
     return Ratio(value, float(low), float(high))
+
+
+def paired_ratio(
+    numerator: Sequence[float], denominator: Sequence[float], *, confidence: float = CONFIDENCE
+) -> Ratio:
+    """The median of the per-round ratios numerator[i] / denominator[i], with the
+    distribution-free CI of that median (exact binomial order statistics, on the logs).
+
+    For samples taken in lockstep rounds (sample i of both series in the same round), so
+    whatever slowed a round slows both sides of its ratio and cancels. Low/high are None
+    with fewer than 6 pairs (no 95 % interval exists then).
+
+    Raises:
+        ValueError: the series differ in length or are empty.
+    """
+    if len(numerator) != len(denominator) or not numerator:
+        raise ValueError(
+            f"paired samples need equal, non-zero lengths, got {len(numerator)} and "
+            f"{len(denominator)}"
+        )
+    logs = sorted(math.log(a / b) for a, b in zip(numerator, denominator, strict=True))
+    value = math.exp(statistics.median(logs))
+    n = len(logs)
+    idx = (
+        _median_ci_indices_cached(n)
+        if confidence == CONFIDENCE
+        else median_ci_indices(n, confidence)
+    )
+    if idx is None:
+        return Ratio(value, None, None)
+    return Ratio(value, math.exp(logs[idx[0]]), math.exp(logs[idx[1]]))
 
 
 def geometric_mean(values: Sequence[float]) -> float | None:

@@ -173,3 +173,34 @@ def test_stats_imports_no_jitbench_module_but_errors():
             if n.module == "jitbench":
                 imported.update(f"jitbench.{a.name}" for a in n.names)
     assert {m for m in imported if m.split(".")[0] == "jitbench"} <= {"jitbench.errors"}
+
+
+def test_paired_ratio_cancels_drift_common_to_a_round() -> None:
+    import math
+
+    from jitbench.stats import paired_ratio, ratio_of_medians
+
+    # Each round is slowed by its own factor (drift), alike for both sides: the per-round
+    # ratio is exactly 4, while the unpaired ratio of medians carries the drift's spread.
+    drift = [1.0, 1.6, 0.9, 2.2, 1.1, 1.4, 0.95, 1.8, 1.2, 1.05, 2.0, 1.3]
+    numpy_s = [4e-3 * d for d in drift]
+    jit_s = [1e-3 * d for d in drift]
+    paired = paired_ratio(numpy_s, jit_s)
+    assert paired.value == pytest.approx(4.0)
+    assert paired.low == pytest.approx(4.0) and paired.high == pytest.approx(4.0)
+    unpaired = ratio_of_medians(numpy_s, jit_s)
+    assert unpaired.low is not None and unpaired.high is not None
+    assert math.log(unpaired.high / unpaired.low) > 0.3
+
+
+def test_paired_ratio_interval_is_the_order_statistic_interval_of_the_log_ratios() -> None:
+    from jitbench.stats import median_ci_indices, paired_ratio
+
+    ratios = [2.0, 2.5, 1.5, 3.0, 2.2, 1.8, 2.1, 2.9, 1.7]
+    r = paired_ratio(ratios, [1.0] * len(ratios))
+    lo, hi = median_ci_indices(len(ratios))
+    assert (r.low, r.high) == (sorted(ratios)[lo], sorted(ratios)[hi])
+    assert r.value == pytest.approx(2.1)
+    assert paired_ratio([2.0] * 5, [1.0] * 5).low is None  # too few pairs for 95 %
+    with pytest.raises(ValueError, match="equal"):
+        paired_ratio([1.0, 2.0], [1.0])

@@ -13,12 +13,11 @@ import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from functools import lru_cache
 from itertools import repeat
 from typing import Generic, Protocol, TypeVar
 
-from jitbench import stats
 from jitbench.config import SamplingPlan
+from jitbench.stats import relative_ci_halfwidth
 
 K = TypeVar("K", bound=Hashable)
 
@@ -73,24 +72,6 @@ def calibrate(fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DE
     return plan.max_calls_per_sample
 
 
-@lru_cache(maxsize=1024)
-def _ci_indices(n: int) -> tuple[int, int] | None:
-    return stats.median_ci_indices(n)
-
-
-def relative_ci_halfwidth(samples: list[float]) -> float:
-    """Half-width of the 95 % CI of the median relative to the median (inf if undefined)."""
-    idx = _ci_indices(len(samples))
-    if idx is None:
-        return math.inf
-    xs = sorted(samples)
-    n = len(xs)
-    median = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-    if median <= 0:
-        return math.inf
-    return (xs[idx[1]] - xs[idx[0]]) / 2 / median
-
-
 @dataclass
 class SampleSeries(Generic[K]):
     """Samples of one callable (seconds per call) and why sampling stopped."""
@@ -115,18 +96,21 @@ def sample_interleaved(
     region: Callable[[K], AbstractContextManager[object]] | None = None,
     prior: Mapping[K, Sequence[float]] | None = None,
 ) -> dict[K, SampleSeries[K]]:
-    """Sample several callables in alternating rounds until each is precise enough.
+    """Sample several callables in lockstep rounds until all are precise enough.
 
-    Each round takes one sample of every callable still active (A, B, C, A, B, C, …), so
-    slow drift of the machine affects all of them alike. A callable stops when it has
-    `min_samples` and its CI is within `precision`, at `max_samples`, or when the case's
-    budget is spent and it has `floor_samples`. Garbage collection is off while sampling.
-    `region(key)` is entered around each sample, outside the timed loop (the transfer guard).
-    An exception stops that callable only; it is kept in `SampleSeries.error`.
+    Each round takes one sample of every callable (A, B, C, A, B, C, …) and every callable
+    is sampled in every round until the whole group stops, so sample i of each series comes
+    from the same round: slow drift of the machine affects them alike, and the ratio of two
+    series can be taken round by round (paired). The group stops when every callable has
+    `min_samples` and its CI within `precision` ("converged"), after `max_samples` rounds,
+    or when the budget is spent after `floor_samples` rounds; each series records whether
+    it had converged by then. Garbage collection is off while sampling. `region(key)` is
+    entered around each sample, outside the timed loop (the transfer guard). An exception
+    stops that callable only; it is kept in `SampleSeries.error`.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
-    `floor_samples` and the budget apply to the samples taken now.
+    `floor_samples` and the budget apply to the rounds taken now.
     """
     prior = prior or {}
     series = {
@@ -135,44 +119,43 @@ def sample_interleaved(
         )
         for k in calls
     }
-    already = {k: len(s.samples_s) for k, s in series.items()}
     active = list(calls)
     enter = region or (lambda _k: nullcontext())
     start = clock()
+    taken = 0
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
         while active:
-            for k in active:
+            for k in list(active):
                 s = series[k]
                 try:
                     with enter(k):
                         elapsed = time_calls(calls[k], s.calls_per_sample, clock)
                 except Exception as exc:  # a failing mode must not stop the others
                     s.error, s.stop_reason = exc, "error"
+                    active.remove(k)
                     continue
                 s.samples_s.append(elapsed / s.calls_per_sample)
-            over_budget = clock() - start >= plan.budget_s
-            still = []
+            if not active:
+                break
+            taken += 1
+            converged = {
+                k: len(series[k].samples_s) >= plan.min_samples
+                and relative_ci_halfwidth(series[k].samples_s) <= plan.precision
+                for k in active
+            }
+            if all(converged.values()):
+                reason = "converged"
+            elif taken >= plan.max_samples:
+                reason = "max_samples"
+            elif clock() - start >= plan.budget_s and taken >= plan.floor_samples:
+                reason = "budget"
+            else:
+                continue
             for k in active:
-                s = series[k]
-                if s.stop_reason:
-                    continue
-                n = len(s.samples_s)
-                taken = n - already[k]
-                if (
-                    n >= plan.min_samples
-                    and taken >= 1
-                    and relative_ci_halfwidth(s.samples_s) <= plan.precision
-                ):
-                    s.stop_reason = "converged"
-                elif taken >= plan.max_samples:
-                    s.stop_reason = "max_samples"
-                elif over_budget and taken >= plan.floor_samples:
-                    s.stop_reason = "budget"
-                else:
-                    still.append(k)
-            active = still
+                series[k].stop_reason = "converged" if converged[k] else reason
+            active = []
     finally:
         if gc_was_enabled:
             gc.enable()

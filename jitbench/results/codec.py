@@ -6,6 +6,8 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
   count a loop body once).
 - 1.2: compile.compile_repeats_s (several cold compile measurements, spread over a run
   with sampling rounds).
+- 1.3: no new field; the modes of a case are sampled in lockstep rounds, so sample i of
+  every mode comes from the same round and speedups are paired (`Run.paired`).
 """
 
 from __future__ import annotations

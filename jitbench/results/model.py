@@ -22,7 +22,9 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
+#: From this schema version on, the modes of a case are sampled in lockstep rounds.
+PAIRED_SINCE = (1, 3)
 
 
 class Status(str, enum.Enum):
@@ -364,15 +366,31 @@ class Run:
                 return m
         return None
 
+    @property
+    def paired(self) -> bool:
+        """Whether sample i of every mode of a case comes from the same round (schema 1.3
+        on: lockstep rounds), so speedups can be taken round by round."""
+        try:
+            version = tuple(int(x) for x in self.schema_version.split(".")[:2])
+        except ValueError:
+            return False
+        return version >= PAIRED_SINCE
+
     def speedup(self, case_key: tuple[str, str, str, str], mode: Mode) -> stats.Ratio | None:
         """Speedup of `mode` over NumPy for one case (NumPy time / mode time) with its CI.
 
-        None when either side is not `ok` (a mismatch is never given a headline speedup).
+        Paired where the samples are (`paired` and equal counts): the median of the
+        per-round ratios with its order-statistic CI, so drift common to a round cancels.
+        Otherwise (older files) the ratio of medians with a bootstrap CI. None when either
+        side is not `ok` (a mismatch is never given a headline speedup).
         """
         base = self.get(case_key, Mode.NUMPY)
         other = self.get(case_key, mode)
         if base is None or other is None or not (base.ok and other.ok):
             return None
+        a, b = base.samples_s, other.samples_s
+        if self.paired and len(a) == len(b) and min(a) > 0 and min(b) > 0:
+            return stats.paired_ratio(a, b)
         return stats.ratio_of_medians(base.samples_s, other.samples_s)
 
     def break_even_calls(self, case_key: tuple[str, str, str, str]) -> float | None:

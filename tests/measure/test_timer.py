@@ -246,3 +246,20 @@ def test_max_samples_and_floor_count_only_this_rounds_samples():
         prior={"a": [1.0, 9.0] * 25},
     )
     assert (series["a"].stop_reason, len(series["a"].samples_s)) == ("budget", 52)
+
+
+def test_modes_are_sampled_in_lockstep_until_all_stop():
+    """A mode that converges early keeps being sampled with the others, so sample i of
+    every series comes from round i (paired speedups)."""
+    clock = FakeClock()
+    noise = itertools.cycle([1.0, 3.0, 2.0, 5.0, 1.5])
+    plan = SamplingPlan(min_samples=6, max_samples=1000, precision=0.01, budget_s=40)
+    series = sample_interleaved(
+        {"steady": work(clock, 1e-3), "noisy": lambda: clock.advance(next(noise))},
+        {"steady": 1, "noisy": 1},
+        plan=plan,
+        clock=clock,
+    )
+    assert len(series["steady"].samples_s) == len(series["noisy"].samples_s) > 6
+    assert series["steady"].stop_reason == "converged"
+    assert series["noisy"].stop_reason == "budget"

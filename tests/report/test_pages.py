@@ -34,7 +34,10 @@ def real_run(folder: Path) -> Run:
     suite = folder / "report_suite.py"
     suite.write_text(TINY_SUITE + SWEEP_WORKLOAD)
     workloads = discover([suite]).select((), None)
-    return run_workloads(workloads, RunConfig.quick_settings(sweep=True))
+    config = RunConfig.quick_settings(sweep=True)
+    # Six paired rounds at least: the fewest with a distribution-free 95 % speedup interval.
+    plan = replace(config.plan, min_samples=6, floor_samples=6, max_samples=8)
+    return run_workloads(workloads, replace(config, plan=plan))
 
 
 def crafted_evil(run: Run) -> Run:
