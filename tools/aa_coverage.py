@@ -1,0 +1,164 @@
+"""Do jitbench's 95 % speedup intervals hold from one run to the next? (A/A runs)
+
+Runs `jitbench run` RUNS times in fresh processes (same code, same options, one after the
+other) and judges every ordered pair of runs (A, B), case by case, for eager and jit:
+
+- coverage: A's 95 % speedup interval contains B's speedup estimate. An honest interval
+  does so about 95 % of the time; the target is >= 90 %.
+- width: the interval's half-width as a factor, sqrt(high / low) (x/÷ 1.10 means ±10 %).
+- reproducibility: the two runs' speedups agree within 10 % (|log ratio| <= log 1.1).
+
+Also prints each run's wall time. With `--hog`, a busy loop keeps one core busy for the
+whole measurement (a noisy neighbour). `--judge DIR` re-judges runs already on disk.
+
+    python tools/aa_coverage.py --runs 10 --out /tmp/aa            # quiet machine
+    python tools/aa_coverage.py --runs 10 --out /tmp/aa-hog --hog  # one core busy
+    python tools/aa_coverage.py --judge /tmp/aa
+
+Extra arguments after `--` go to `jitbench run` (e.g. `-- -s S --budget 0.3`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+JAX_MODES = ("eager", "jit")
+
+
+def _run(out: Path, extra: list[str]) -> float:
+    """One `jitbench run` into `out`; returns its wall time in seconds."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    started = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitbench", "run", "--out", str(out), *extra],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - started
+    if proc.returncode not in (0, 1):
+        sys.exit(f"jitbench run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return wall
+
+
+def _load(folder: Path):  # type: ignore[no-untyped-def]
+    from jitbench import load_run
+
+    runs = []
+    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith("run")):
+        files = sorted((sub / "runs").glob("*.json"))
+        if files:
+            runs.append(load_run(files[-1]))
+    return runs
+
+
+def judge(runs: list) -> dict[str, float]:  # type: ignore[type-arg]
+    """Coverage, median width and reproducibility over every ordered pair of runs."""
+    from jitbench import Mode
+
+    covered = total = agree = pairs = 0
+    widths: list[float] = []
+    for run in runs:
+        for case in run.cases():
+            for mode in JAX_MODES:
+                r = run.speedup(case.key, Mode(mode))
+                if r is not None and r.low and r.high:
+                    widths.append(math.sqrt(r.high / r.low))
+    for a, b in itertools.permutations(runs, 2):
+        for case in a.cases():
+            for mode in JAX_MODES:
+                ra, rb = a.speedup(case.key, Mode(mode)), b.speedup(case.key, Mode(mode))
+                if ra is None or rb is None or ra.low is None or ra.high is None:
+                    continue
+                total += 1
+                covered += ra.low <= rb.value <= ra.high
+    for a, b in itertools.combinations(runs, 2):
+        for case in a.cases():
+            for mode in JAX_MODES:
+                ra, rb = a.speedup(case.key, Mode(mode)), b.speedup(case.key, Mode(mode))
+                if ra is None or rb is None:
+                    continue
+                pairs += 1
+                agree += abs(math.log(ra.value / rb.value)) <= math.log(1.1)
+    return {
+        "coverage": covered / total if total else math.nan,
+        "covered": covered,
+        "intervals": total,
+        "median_width": statistics.median(widths) if widths else math.nan,
+        "reproduced": agree / pairs if pairs else math.nan,
+        "agree": agree,
+        "pairs": pairs,
+    }
+
+
+def _print(figures: dict[str, float], walls: list[float]) -> None:
+    print(
+        f"coverage of 95 % speedup intervals: {figures['covered']}/{figures['intervals']} "
+        f"= {figures['coverage']:.1%} (target >= 90 %)"
+    )
+    print(f"median interval width: x/÷ {figures['median_width']:.3f} (target <= 1.10)")
+    print(
+        f"speedups reproduced within 10 %: {figures['agree']}/{figures['pairs']} "
+        f"= {figures['reproduced']:.1%} (target >= 90 %)"
+    )
+    if walls:
+        print(
+            "wall time per run: "
+            + ", ".join(f"{w:.1f}" for w in walls)
+            + f" s (median {statistics.median(walls):.1f} s)"
+        )
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="runs in a row (>= 2)")
+    parser.add_argument("--out", type=Path, default=Path("/tmp/jitbench_aa"))
+    parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
+    parser.add_argument("--judge", type=Path, help="only judge the runs under this folder")
+    args = parser.parse_args(argv)
+    if args.judge:
+        runs = _load(args.judge)
+        print(f"{len(runs)} runs under {args.judge}")
+        _print(judge(runs), [])
+        return 0
+    if args.runs < 2:
+        parser.error("--runs must be at least 2")
+    args.out.mkdir(parents=True, exist_ok=True)
+    hog = None
+    if args.hog:
+        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    walls = []
+    try:
+        for i in range(args.runs):
+            folder = args.out / f"run{i:02d}"
+            walls.append(_run(folder, extra))
+            load = (
+                Path("/proc/loadavg").read_text().split()[0]
+                if Path("/proc/loadavg").exists()
+                else "?"
+            )
+            print(f"run {i + 1}/{args.runs}: {walls[-1]:.1f} s, load {load}", flush=True)
+    finally:
+        if hog is not None:
+            hog.kill()
+    _print(judge(_load(args.out)), walls)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
