@@ -220,6 +220,7 @@ class RunConfig:
     plan: SamplingPlan = field(default_factory=SamplingPlan)
     timeout_s: float | None = None
     isolate: bool = False
+    processes: int = 1
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -236,6 +237,13 @@ class RunConfig:
         for name in ("x64", "sweep", "quick", "isolate"):
             _flag(f"--{name}", getattr(self, name))
         _count("--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more.")
+        _count(
+            "--processes",
+            self.processes,
+            least=1,
+            fix="each process measures every case once; 2 or 3 gives intervals that hold "
+            "from run to run.",
+        )
         if not isinstance(self.plan, SamplingPlan):
             raise ConfigError(f"plan must be a SamplingPlan, got {type(self.plan).__name__}.")
         if self.timeout_s is not None:

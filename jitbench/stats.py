@@ -274,15 +274,55 @@ def run_spread(base_medians: Sequence[float], new_medians: Sequence[float]) -> R
     return RunSpread(n_base=len(b), n_new=len(n), diff=mn - mb, sum_sq=sum_sq)
 
 
-def typical_run_variance(spreads: Sequence[RunSpread]) -> float | None:
-    """The suite's typical between-run variance (log scale): the median of the cases'
-    variances, each scaled by the median of its chi-square distribution so the figure
-    estimates the variance rather than the (smaller) median of its estimates. None
-    without cases to estimate it from."""
+def typical_variance(estimates: Sequence[tuple[float, int]]) -> float | None:
+    """The typical variance of a suite's cases, from each case's (variance, df): the
+    median of the variances, each scaled by the median of its chi-square distribution so
+    the figure estimates the variance rather than the (smaller) median of its estimates.
+    None without a case to estimate it from."""
     from scipy.stats import chi2
 
-    scaled = [s.variance * s.df / float(chi2.ppf(0.5, s.df)) for s in spreads if s.df > 0]
+    scaled = [v * df / float(chi2.ppf(0.5, df)) for v, df in estimates if df > 0]
     return statistics.median(scaled) if scaled else None
+
+
+def typical_run_variance(spreads: Sequence[RunSpread]) -> float | None:
+    """The suite's typical between-run variance (log scale) over the cases' spreads
+    (see `typical_variance`)."""
+    return typical_variance([(s.variance, s.df) for s in spreads])
+
+
+def repeat_interval(
+    logs: Sequence[float],
+    prior_variance: float | None,
+    prior_df: float,
+    confidence: float = CONFIDENCE,
+) -> Ratio:
+    """exp(mean of `logs`) with the interval a repeat measurement's estimate falls in.
+
+    `logs` holds one log estimate per worker process (e.g. the paired log speedup each
+    process measured), so their spread includes what changes from process to process, not
+    only within a process. The variance is shrunk toward `prior_variance` (the suite's
+    typical one) with `prior_df` degrees of freedom, as in `moderated_t_test`, because two
+    or three processes say little alone. The interval is a prediction interval for the mean
+    of another K processes' estimates (half-width t * s * sqrt(2/K)): "the next run lands
+    here 95 % of the time", the claim a benchmark's reader checks by running it again.
+    """
+    from scipy.stats import t as student_t
+
+    k = len(logs)
+    if k == 0:
+        raise ValueError("no estimates")
+    mean = statistics.fmean(logs)
+    own_df = k - 1
+    own_ss = sum((x - mean) ** 2 for x in logs)
+    if prior_variance is None or not math.isfinite(prior_variance):
+        prior_variance, prior_df = 0.0, 0.0
+    total_df = own_df + prior_df
+    if total_df <= 0:
+        return Ratio(math.exp(mean), None, None)
+    variance = (own_ss + prior_df * prior_variance) / total_df
+    half = float(student_t.ppf(0.5 + confidence / 2, total_df)) * math.sqrt(variance * 2 / k)
+    return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
 
 
 @dataclass(frozen=True)

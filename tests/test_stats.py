@@ -204,3 +204,25 @@ def test_paired_ratio_interval_is_the_order_statistic_interval_of_the_log_ratios
     assert paired_ratio([2.0] * 5, [1.0] * 5).low is None  # too few pairs for 95 %
     with pytest.raises(ValueError, match="equal"):
         paired_ratio([1.0, 2.0], [1.0])
+
+
+def test_repeat_interval_is_a_prediction_interval_from_the_process_spread() -> None:
+    import math
+
+    from scipy.stats import t as student_t
+
+    from jitbench.stats import repeat_interval
+
+    logs = [math.log(2.0), math.log(2.2)]
+    own_var = (math.log(2.2) - math.log(2.0)) ** 2 / 2
+    r = repeat_interval(logs, None, 10)
+    half = student_t.ppf(0.975, 1) * math.sqrt(own_var * 2 / 2)
+    assert r.value == pytest.approx(math.sqrt(2.0 * 2.2))
+    assert math.log(r.high / r.value) == pytest.approx(half)
+    # Shrunk toward the suite's typical variance, with the prior's degrees of freedom.
+    prior = 0.01**2
+    r2 = repeat_interval(logs, prior, 10)
+    variance = (own_var * 1 + prior * 10) / 11
+    half2 = student_t.ppf(0.975, 11) * math.sqrt(variance)
+    assert math.log(r2.high / r2.value) == pytest.approx(half2)
+    assert repeat_interval([0.5], None, 0).low is None  # one process: no spread to use

@@ -43,6 +43,7 @@ from jitbench.render import run_table as console
 from jitbench.runner.events import (
     CaseFinished,
     CaseStarted,
+    ProcessStarted,
     RoundStarted,
     RunEvent,
     RunInterrupted,
@@ -67,6 +68,7 @@ def build_config(
     rounds: int | None = None,
     isolate: bool = False,
     timeout: float | None = None,
+    processes: int | None = None,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
     `--min-samples` above the default cap raises the cap with it."""
@@ -92,6 +94,7 @@ def build_config(
         plan=replace(base.plan, **plan),
         isolate=isolate,
         timeout_s=timeout,
+        processes=base.processes if processes is None else processes,
     )
 
 
@@ -144,6 +147,12 @@ class _Reporter:
         elif isinstance(event, CaseStarted):
             if self.progress is not None and self.task is not None:
                 self.progress.update(self.task, description=escape(event.case.label))
+        elif isinstance(event, ProcessStarted):
+            what = f"worker process {event.index}/{event.total}: every case again"
+            if self.progress is not None and self.task is not None:
+                self.progress.update(self.task, description=what)
+            else:
+                err.print(what)
         elif isinstance(event, RoundStarted):
             what = f"sampling round {event.index}/{event.total} of {event.cases} case(s)"
             if self.progress is not None and self.task is not None:
@@ -197,6 +206,14 @@ def run_cmd(
             help="Spend each case's budget in this many rounds spread over the run, so its "
             "samples span the machine's drift instead of one short window (for gates on "
             "noisy machines; default 1).",
+        ),
+    ] = None,
+    processes: Annotated[
+        int | None,
+        typer.Option(
+            "--processes",
+            help="Measure every case in this many processes, one after another, so the "
+            "speedup intervals include what changes from run to run (default 1).",
         ),
     ] = None,
     quick: Annotated[
@@ -264,6 +281,7 @@ def run_cmd(
         rounds=rounds,
         isolate=isolate,
         timeout=timeout,
+        processes=processes,
     )
     # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None

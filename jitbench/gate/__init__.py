@@ -35,9 +35,9 @@ from jitbench.gate.model import (
     SignificanceTest,
     Thresholds,
     Verdict,
-    judged_compile_s,
 )
 from jitbench.gate.pooling import DISTURBED_FACTOR, load_side, merge_runs, pooling_notes, run_levels
+from jitbench.results.merge import judged_compile_s
 
 __all__ = [
     "COMPARISON_SCHEMA_ID",

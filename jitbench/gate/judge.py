@@ -28,10 +28,10 @@ from jitbench.gate.model import (
     SignificanceTest,
     Thresholds,
     Verdict,
-    judged_compile_s,
 )
 from jitbench.gate.pooling import pooling_notes
 from jitbench.results import Measurement, Mode, Run
+from jitbench.results.merge import judged_compile_s
 
 #: Prior degrees of freedom of a case's between-run variance in the run-level test: the
 #: suite's typical spread counts as ten runs' worth of evidence (see `compare_runs`).

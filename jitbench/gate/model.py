@@ -10,7 +10,6 @@ import enum
 import json
 import math
 import numbers
-import statistics
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,16 +140,6 @@ class CompileChange:
     @property
     def delta_s(self) -> float:
         return self.new_s - self.base_s
-
-
-def judged_compile_s(m: Measurement) -> float | None:
-    """The jit compile figure a comparison judges: the median of every cold compile
-    measured (several with rounds or pooled runs), else the one there is."""
-    if m.compile is None:
-        return None
-    if m.compile.compile_repeats_s:
-        return statistics.median(m.compile.compile_repeats_s)
-    return m.compile.total_compile_s
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -16,8 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from jitbench.errors import ConfigError, ResultsFormatError
-from jitbench.gate.model import CaseKey, PoolingNote, judged_compile_s
-from jitbench.results import Measurement, Mode, Run, load_run
+from jitbench.gate.model import PoolingNote
+from jitbench.results import Run, load_run
+from jitbench.results.merge import pool_runs
 
 #: A run of one side whose level across the suite is this many times that of its fastest
 #: sibling run was disturbed by the machine (see `run_levels`); 0 keeps every run.
@@ -83,39 +84,9 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
     levels = run_levels(runs) if disturbed_factor > 0 else None
     fastest = min(levels) if levels else 1.0
     disturbed = {i for i, level in enumerate(levels or ()) if level > fastest * disturbed_factor}
-    groups: dict[tuple[CaseKey, Mode], list[tuple[int, Measurement]]] = {}
-    for i, run in enumerate(runs):
-        for m in run.measurements:
-            groups.setdefault((m.case.key, m.mode), []).append((i, m))
-    merged = []
-    for pairs in groups.values():
-        ms = [m for _, m in pairs]
-        failed = next((m for m in ms if m.failed), None)
-        if failed is not None:
-            merged.append(failed)
-            continue
-        ok = [m for m in ms if m.ok]
-        if not ok:
-            merged.append(ms[0])
-            continue
-        timed = sorted((c, i) for i, m in enumerate(ok) if (c := judged_compile_s(m)) is not None)
-        keeper = ok[timed[(len(timed) - 1) // 2][1]] if timed else ok[0]
-        kept = [m for i, m in pairs if m.ok and i not in disturbed] or ok
-        samples = tuple(x for m in kept for x in m.samples_s)
-        counts = tuple(c for m in kept for c in (m.run_sample_counts or (len(m.samples_s),)))
-        if keeper.compile is not None and timed:
-            # Every run's cold compiles count, so the judged figure is their median.
-            repeats = tuple(
-                x
-                for m in ok
-                if m.compile is not None
-                for x in (m.compile.compile_repeats_s or (judged_compile_s(m),))
-                if x is not None
-            )
-            keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))
-        merged.append(replace(keeper, samples_s=samples, run_sample_counts=counts))
+    pooled = pool_runs(runs, sample_from=[i not in disturbed for i in range(len(runs))])
     first = runs[0]
-    pooled = {
+    record = {
         "runs": [r.run_id for r in runs],
         "excluded": [
             {"run_id": runs[i].run_id, "level": (levels or [])[i] / fastest}
@@ -123,12 +94,9 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
         ],
     }
     return replace(
-        first,
+        pooled,
         run_id=f"{first.run_id}+{len(runs) - 1}",
-        finished_at=runs[-1].finished_at,
-        complete=all(r.complete for r in runs),
-        config=replace(first.config, pooled=pooled),
-        measurements=tuple(merged),
+        config=replace(first.config, pooled=record),
     )
 
 

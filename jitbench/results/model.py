@@ -25,6 +25,8 @@ SCHEMA_ID = "jitbench.run"
 SCHEMA_VERSION = "1.3"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
+#: Prior degrees of freedom for the between-process variance (as the gate's run test).
+PROCESS_PRIOR_DF = 10.0
 
 
 class Status(str, enum.Enum):
@@ -379,19 +381,66 @@ class Run:
     def speedup(self, case_key: tuple[str, str, str, str], mode: Mode) -> stats.Ratio | None:
         """Speedup of `mode` over NumPy for one case (NumPy time / mode time) with its CI.
 
-        Paired where the samples are (`paired` and equal counts): the median of the
-        per-round ratios with its order-statistic CI, so drift common to a round cancels.
-        Otherwise (older files) the ratio of medians with a bootstrap CI. None when either
-        side is not `ok` (a mismatch is never given a headline speedup).
+        - Measured in several worker processes (`--processes`): the mean of each process's
+          paired log speedup, with the interval a repeat run lands in 95 % of the time
+          (`stats.repeat_interval`; the spread between processes is shrunk toward this
+          run's typical one).
+        - One process, paired samples (schema 1.3 on): the median of the per-round ratios
+          with its order-statistic CI; it says nothing of run-to-run variation.
+        - Older files: the ratio of medians with a bootstrap CI.
+
+        None when either side is not `ok` (a mismatch is never given a headline speedup).
         """
         base = self.get(case_key, Mode.NUMPY)
         other = self.get(case_key, mode)
         if base is None or other is None or not (base.ok and other.ok):
             return None
+        logs = self._process_logs(base, other)
+        if logs is not None:
+            return stats.repeat_interval(logs, self._between_process_variance, PROCESS_PRIOR_DF)
         a, b = base.samples_s, other.samples_s
         if self.paired and len(a) == len(b) and min(a) > 0 and min(b) > 0:
             return stats.paired_ratio(a, b)
-        return stats.ratio_of_medians(base.samples_s, other.samples_s)
+        return stats.ratio_of_medians(a, b)
+
+    @property
+    def processes(self) -> int:
+        """Worker processes the samples came from (1 unless `--processes` was used)."""
+        counts = {len(m.run_sample_counts) for m in self.measurements if m.run_sample_counts}
+        return max(counts, default=1)
+
+    def _process_logs(self, base: Measurement, other: Measurement) -> list[float] | None:
+        """Each process's paired log speedup (median of its per-round log ratios), or None
+        unless both measurements hold the same two or more process parts of paired samples."""
+        counts = base.run_sample_counts
+        if not self.paired or len(counts) < 2 or other.run_sample_counts != counts:
+            return None
+        if min(base.samples_s) <= 0 or min(other.samples_s) <= 0:
+            return None
+        logs, start = [], 0
+        for n in counts:
+            a_part = base.samples_s[start : start + n]
+            b_part = other.samples_s[start : start + n]
+            logs.append(
+                statistics.median(math.log(a / b) for a, b in zip(a_part, b_part, strict=True))
+            )
+            start += n
+        return logs
+
+    @cached_property
+    def _between_process_variance(self) -> float | None:
+        """The typical variance, over this run's cases, of the processes' log speedups."""
+        estimates = []
+        for case in self.cases():
+            base = self.get(case.key, Mode.NUMPY)
+            for mode in (Mode.EAGER, Mode.JIT):
+                other = self.get(case.key, mode)
+                if base is None or other is None or not (base.ok and other.ok):
+                    continue
+                logs = self._process_logs(base, other)
+                if logs is not None:
+                    estimates.append((statistics.variance(logs), len(logs) - 1))
+        return stats.typical_variance(estimates)
 
     def break_even_calls(self, case_key: tuple[str, str, str, str]) -> float | None:
         """Calls after which jit's cold compile is paid back versus NumPy.

@@ -49,7 +49,16 @@ class RoundStarted:
     cases: int
 
 
-RunEvent = SuiteSkipped | RunStarted | CaseStarted | CaseFinished | RoundStarted
+@dataclass(frozen=True)
+class ProcessStarted:
+    """Worker process `index` of `total` (`index` >= 2) starts measuring every case again
+    (`--processes`); the first process is this one, reported by the other events."""
+
+    index: int
+    total: int
+
+
+RunEvent = SuiteSkipped | RunStarted | CaseStarted | CaseFinished | RoundStarted | ProcessStarted
 
 
 class RunInterrupted(KeyboardInterrupt):

@@ -74,18 +74,30 @@ def workloads_for_resume(run: Run) -> list[Workload]:
             f"run {run.run_id} does not record which workloads it ran (written by an older "
             "jitbench?); it cannot be resumed, start a new run."
         )
+    return workloads_for_selection(selection, origin=f"run {run.run_id}")
+
+
+def workloads_for_selection(
+    selection: Sequence[Selection], *, origin: str = "this run"
+) -> list[Workload]:
+    """The selected workloads, found again by suite file and name (in a resumed run, or in
+    a worker process of `--processes`).
+
+    Raises:
+        SuiteError: a suite file is missing or fails to import, or a workload is no longer
+            in its file; `origin` names the run in the message.
+    """
     found: list[Workload] = []
     for entry in selection:
         name, suite = entry.workload, entry.suite
         if not suite:
             raise SuiteError(
-                f"workload {name!r} of run {run.run_id} was not loaded from a suite file; "
+                f"workload {name!r} of {origin} was not loaded from a suite file; "
                 "it cannot be resumed, start a new run."
             )
         if not Path(suite).is_file():
             raise SuiteError(
-                f"suite file {suite!r} of run {run.run_id} no longer exists; restore it "
-                "or start a new run."
+                f"suite file {suite!r} of {origin} no longer exists; restore it or start a new run."
             )
         try:
             module = import_suite_file(Path(suite))

@@ -7,15 +7,18 @@ case is measured (this process or a child) is the executor's business (`run.exec
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from multiprocessing.connection import Connection
+from typing import Any
 
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import environment
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, planned_case_record
-from jitbench.results import Measurement, Run
-from jitbench.results.model import RecordedConfig, new_run_id, utc_now
+from jitbench.results import Measurement, Run, dump_run
+from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.events import (
     CaseFinished,
     CaseStarted,
@@ -25,7 +28,14 @@ from jitbench.runner.events import (
     RunStarted,
 )
 from jitbench.runner.executors import Executor, LiveCase, executor_for
-from jitbench.runner.plan import CaseKey, case_key, plan_cases, selection_of
+from jitbench.runner.plan import (
+    CaseKey,
+    case_key,
+    plan_cases,
+    selection_of,
+    workloads_for_selection,
+)
+from jitbench.runner.processes import run_in_processes, run_worker
 from jitbench.runner.signals import raise_if_stop_requested
 from jitbench.suite.workload import Workload
 
@@ -53,7 +63,8 @@ def run_workloads(
             later sampling round, so the caller can save it; a run interrupted later
             keeps what was measured.
         resume: a partial run to finish: its id, start time, environment and recorded
-            configuration are kept, and cases it already holds are not measured again.
+            configuration are kept, and cases it already holds are not measured again
+            (in this process only, whatever `config.processes` says).
             `config` is what the rest is measured with (see `plan.settings_for_resume`).
         clock: the UTC time of day as text, for the run's timestamps.
 
@@ -62,6 +73,47 @@ def run_workloads(
         RunInterrupted: on KeyboardInterrupt; it carries the partial run.
     """
     config = config or RunConfig()
+    if config.processes > 1 and resume is None:
+        first = functools.partial(
+            _measure_once,
+            workloads,
+            config,
+            on_event=on_event,
+            checkpoint=checkpoint,
+            run_id=run_id,
+            resume=None,
+            clock=clock,
+        )
+        return run_in_processes(
+            first,
+            selection_of(workloads),
+            config,
+            on_event=on_event,
+            checkpoint=checkpoint,
+            worker=functools.partial(run_worker, target=worker_main),
+        )
+    return _measure_once(
+        workloads,
+        config,
+        on_event=on_event,
+        checkpoint=checkpoint,
+        run_id=run_id,
+        resume=resume,
+        clock=clock,
+    )
+
+
+def _measure_once(
+    workloads: Sequence[Workload],
+    config: RunConfig,
+    *,
+    on_event: Callable[[RunEvent], None] | None,
+    checkpoint: Callable[[Run], None] | None,
+    run_id: str | None,
+    resume: Run | None,
+    clock: Clock,
+) -> Run:
+    """Every case of the run measured once, in this process (see `run_workloads`)."""
     with x64_enabled(config.x64):
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
@@ -162,3 +214,19 @@ def schedule(
     except KeyboardInterrupt as exc:
         raise RunInterrupted(snapshot(False), exc) from exc
     return snapshot(True)
+
+
+def worker_main(conn: Connection, selection: list[dict[str, Any]], config: dict[str, Any]) -> None:
+    """A `--processes` worker (a spawned child): find the selected workloads again, measure
+    them all once in this fresh process, send the run back."""
+    try:
+        settings = RunConfig.from_dict(config)
+        workloads = workloads_for_selection(
+            tuple(Selection(workload=s["workload"], suite=s["suite"]) for s in selection)
+        )
+        run = run_workloads(workloads, replace(settings, processes=1))
+        conn.send(("ok", dump_run(run)))
+    except BaseException as exc:  # report anything, then exit
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
