@@ -9,7 +9,7 @@ import pytest
 from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, run_from_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-VERSIONS = ("1.0", "1.1", "1.2")
+VERSIONS = ("1.0", "1.1", "1.2", "1.3")
 
 
 def test_there_is_a_fixture_for_the_current_version() -> None:
@@ -38,6 +38,15 @@ def test_old_run_survives_a_round_trip(version: str) -> None:
     run = load_run(FIXTURES / f"run-schema-{version}.json")
     again = run_from_dict(json.loads(dump_run(run)))
     assert again.measurements == run.measurements
+
+
+def test_only_lockstep_runs_are_paired() -> None:
+    assert [load_run(FIXTURES / f"run-schema-{v}.json").paired for v in VERSIONS] == [
+        False,
+        False,
+        False,
+        True,
+    ]
 
 
 def test_fields_added_later_read_as_unknown() -> None:
