@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, SuiteError
-from jitbench.results import Run, ensure_writable_dir, load_run, save_run
+from jitbench.results import OutputLayout, Run, ensure_writable_dir, load_run, save_run
 from jitbench.results.model import new_run_id
 from jitbench.runner.events import RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
@@ -40,7 +40,7 @@ def select_workloads(
 
 def run_file(out: str | os.PathLike[str], run_id: str) -> Path:
     """Where a run is written in an output folder: OUT/runs/RUN_ID.json."""
-    return Path(out) / "runs" / f"{run_id}.json"
+    return OutputLayout(Path(out)).run_json(run_id)
 
 
 def run(

@@ -12,6 +12,7 @@ from jitbench.cli.options import OutOpt
 from jitbench.cli.output import write_output
 from jitbench.render.run_markdown import run_markdown
 from jitbench.report import load_runs, write_report
+from jitbench.results import OutputLayout
 
 
 @app.command("report")
@@ -50,4 +51,4 @@ def report_cmd(
         return
     page = write_report(loaded, out_dir)
     out.print(f"report written to {page}")
-    out.print(f"index: {out_dir / 'index.html'}")
+    out.print(f"index: {OutputLayout(out_dir).index}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.gate.model import PoolingNote
 from jitbench.results import Run, load_run
+from jitbench.results.files import OutputLayout
 from jitbench.results.merge import pool_runs
 
 #: A run of one side whose level across the suite is this many times that of its fastest
@@ -131,7 +132,7 @@ def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURB
     path = Path(path)
     if not path.is_dir():
         return load_run(path)
-    files = sorted(path.glob("*.json")) or sorted((path / "runs").glob("*.json"))
+    files = sorted(path.glob("*.json")) or sorted(OutputLayout(path).runs_dir.glob("*.json"))
     if not files:
         raise ResultsFormatError(
             f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
