@@ -17,6 +17,8 @@ from typing import Any
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.measure import machine as machine_state
+from jitbench.measure.threads import recorded_summary
 from jitbench.results import Case, Measurement, Mode, Run
 
 MAX_LABEL_CHARS = 60
@@ -389,6 +391,16 @@ def workloads(run: Run) -> list[str]:
     return list(dict.fromkeys(c.workload for c in run.cases()))
 
 
+def threads_text(run: Run) -> str | None:
+    """'1 thread (core 0; openblas 1)', or None for runs that did not record it."""
+    return recorded_summary(run.environment)
+
+
+def machine_banner(run: Run) -> str | None:
+    """One line when the machine was busy or noisy before or after the run (else None)."""
+    return machine_state.banner(run.environment)
+
+
 def environment_items(run: Run) -> list[tuple[str, str]]:
     """(key, value) pairs describing where and how the run was measured. Not escaped."""
     env = run.environment
@@ -426,6 +438,12 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
         )
     for k, v in (env.get("env") or {}).items():
         add(f"${k}", v)
+    if "threads" in env:
+        add("threads", recorded_summary(env))
+    for key in ("machine_before", "machine_after"):
+        state = machine_state.from_environment(env, key)
+        if state is not None:
+            add(key.replace("_", " "), f"{state.summary} ({state.verdict().label})")
     for k, v in _flatten(run.config_record()):
         add(f"config.{k}", v)
     return items

@@ -6,6 +6,11 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
   count a loop body once).
 - 1.2: compile.compile_repeats_s (several cold compile measurements, spread over a run
   with sampling rounds).
+
+Keys added inside the free-form "environment" and "config" objects are not versioned (the
+schema does not constrain them, and every reader takes them as optional): environment
+"threads", "machine_before", "machine_after" and config "threads" (a config without it
+was measured with the libraries' own thread pools and reads back as threads None).
 """
 
 from __future__ import annotations

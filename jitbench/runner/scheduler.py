@@ -11,9 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.measure import environment
+from jitbench.measure import environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, planned_case_record
+from jitbench.measure.threads import limited_threads
 from jitbench.results import Measurement, Run
 from jitbench.results.model import RecordedConfig, new_run_id, utc_now
 from jitbench.runner.events import (
@@ -45,7 +46,9 @@ def run_workloads(
     """Measure `workloads` under `config` and return the Run.
 
     An error, a timeout (`config.timeout_s`) or, with `config.isolate`, a crash of the
-    child process is recorded on that case and the run goes on.
+    child process is recorded on that case and the run goes on. The whole run is measured
+    under `limited_threads(config.threads)`; the environment records the thread state and
+    the machine's state before and after (`measure.machine`).
 
     Args:
         on_event: receives RunStarted, CaseStarted, CaseFinished and RoundStarted events.
@@ -62,7 +65,7 @@ def run_workloads(
         RunInterrupted: on KeyboardInterrupt; it carries the partial run.
     """
     config = config or RunConfig()
-    with x64_enabled(config.x64):
+    with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
         if resume is not None:
@@ -76,11 +79,11 @@ def run_workloads(
                 started_at=clock(),
                 finished_at=None,
                 complete=False,
-                environment=environment.capture(),
+                environment=environment.capture(threads=threads, machine_before=machine.capture()),
                 config=RecordedConfig(settings=config, selection=selection_of(workloads)),
                 measurements=(),
             )
-        return schedule(
+        run = schedule(
             cases,
             executor_for(config, devices),
             start,
@@ -89,6 +92,7 @@ def run_workloads(
             checkpoint=checkpoint,
             clock=clock,
         )
+        return environment.with_machine_after(run, machine.capture())
 
 
 def schedule(
