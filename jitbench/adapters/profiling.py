@@ -15,7 +15,7 @@ import jax
 
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import devices, environment, modes, protocol
+from jitbench.measure import devices, diagnose, environment, modes, protocol
 from jitbench.measure.threads import limited_threads
 from jitbench.results import (
     Case,
@@ -156,6 +156,7 @@ def profile_workload(
         config=RecordedConfig(settings=config),
         measurements=tuple(measurements),
     )
+    run = diagnose.run_diagnostics(run)
     return Profile(
         workload=wl, run=run, jaxpr_text=jaxpr_text, hlo_text=hlo_text, text_error=text_error
     )

@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.measure import machine
+from jitbench import stats
+from jitbench.measure import diagnose, machine
 from jitbench.measure.threads import core_ranges, recorded_summary
 from jitbench.results import Measurement, Mode, Run, Severity, Status
 from jitbench.suite.workload import Workload
@@ -35,6 +36,19 @@ def _time_cell(m: Measurement | None) -> Text:
     if m.status is Status.MISMATCH and m.median_s is not None:
         text = f"{fmt.seconds(m.median_s)} mismatch"
     return Text(text, style=_STATUS_STYLE[m.status])
+
+
+def _speedup_cell(
+    run: Run, key: tuple[str, str, str, str], mode: Mode, r: stats.Ratio | None
+) -> Text:
+    """'11× [10.9–11.1]', marked ' ⚠' in yellow when it rests on a suspect figure
+    (size-order-inverted: see the notes and the lines under the table)."""
+    if r is None:
+        return Text("—")
+    text = fmt.ratio_ci(r.value, r.low, r.high)
+    if diagnose.suspect_speedup(run, key, mode):
+        return Text(f"{text} ⚠", style="yellow")
+    return Text(text)
 
 
 def _rate(value: float | None, scale: float) -> str:
@@ -142,7 +156,7 @@ def summary_table(run: Run) -> Table:
             _time_cell(by_mode[Mode.NUMPY]),
             _time_cell(by_mode[Mode.EAGER]),
             _time_cell(by_mode[Mode.JIT]),
-            *(Text(fmt.ratio_ci(r.value, r.low, r.high) if r else "—") for r in speed.values()),
+            *(_speedup_cell(run, case.key, m, r) for m, r in speed.items()),
             fmt.seconds(compile_s),
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),

@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.measure import environment, machine
+from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, planned_case_record
 from jitbench.measure.threads import limited_threads
@@ -48,7 +48,8 @@ def run_workloads(
     An error, a timeout (`config.timeout_s`) or, with `config.isolate`, a crash of the
     child process is recorded on that case and the run goes on. The whole run is measured
     under `limited_threads(config.threads)`; the environment records the thread state and
-    the machine's state before and after (`measure.machine`).
+    the machine's state before and after (`measure.machine`), and the finished run gets
+    the run-level diagnostics (`diagnose.run_diagnostics`).
 
     Args:
         on_event: receives RunStarted, CaseStarted, CaseFinished and RoundStarted events.
@@ -92,7 +93,7 @@ def run_workloads(
             checkpoint=checkpoint,
             clock=clock,
         )
-        return environment.with_machine_after(run, machine.capture())
+        return diagnose.run_diagnostics(environment.with_machine_after(run, machine.capture()))
 
 
 def schedule(

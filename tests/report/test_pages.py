@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from jitbench import RunConfig, discover, load_run, run_workloads, save_run
+from jitbench.measure import diagnose
 from jitbench.measure.machine import MachineState, NoiseProbe
 from jitbench.measure.threads import ThreadState
 from jitbench.render.run_table import machine_banner, summary_table
@@ -339,7 +340,8 @@ def _gemm(size: str, mode: Mode, median: float, nbytes: int) -> Measurement:
 
 
 def seed_run(environment: dict[str, object] | None = None) -> Run:
-    """Issue 14's seed: gemm NumPy at S 49.5 ms (a BLAS stall) slower than at M 45.6 ms."""
+    """Issue 14's seed: gemm NumPy at S 49.5 ms (a BLAS stall) slower than at M 45.6 ms,
+    which made S look like an 11× jit win; plus a healthy workload."""
     ms = [
         _gemm("S", Mode.NUMPY, 49.5e-3, 980_000),
         _gemm("S", Mode.JIT, 4.5e-3, 980_000),
@@ -355,7 +357,29 @@ def seed_run(environment: dict[str, object] | None = None) -> Run:
         config={},
         measurements=tuple(ms),
     )
-    return run
+    return diagnose.run_diagnostics(run)
+
+
+def test_a_size_order_inversion_is_no_headline_win() -> None:
+    run = seed_run()
+    s_case = next(c for c in run.cases() if c.size == "S")
+    assert data.speedup_value(run, s_case, Mode.JIT) == pytest.approx(11.0)
+    assert data.suspect_speedup(run, s_case, Mode.JIT)
+    [jit] = [g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT]
+    assert (jit.count, jit.suspect, jit.failed) == (1, 1, 0)
+    assert jit.value == pytest.approx(2.0)  # M alone; S's 11× is left out
+    fig = figures.speedup_figure(run, "cpu:0")
+    suspect = next(t for t in fig.data if t.name == "jit: suspect, left out of ★")
+    assert list(suspect.x) == ["gemm[S]"] and suspect.marker.symbol == "diamond-open"
+    notes = {a.x: a.text for a in fig.layout.annotations}
+    assert "⚠ jit size order" in notes["gemm[S]"]
+    rows = data.measurement_rows(run)
+    s_jit = next(r for r in rows if r["size"].text == "S" and r["mode"].text == "jit")
+    assert s_jit["speedup"].text.endswith(" ⚠") and "geometric mean" in s_jit["speedup"].title
+    s_numpy = next(r for r in rows if r["size"].text == "S" and r["mode"].text == "numpy")
+    assert "size-order-inverted" in s_numpy["notes"].text
+    html = pages.render_run_page(run)
+    assert "1 suspect (size order), left out" in html
 
 
 def busy_environment() -> dict[str, object]:
@@ -398,6 +422,8 @@ def test_terminal_title_names_threads_and_carries_the_banner() -> None:
     console.print(summary_table(run))
     lines = [line.rstrip() for line in console.export_text().splitlines()]
     assert lines[0] == "jitbench run seed · 1 thread (core 1; openblas 1)"
+    s_row = next(line for line in lines if line.startswith("│ gemm     │ S"))
+    assert "11× [10.9–11.1] ⚠" in s_row and "numpy: size-order-inverted" in s_row
     banner = machine_banner(run)
     assert banner is not None and "\n" not in banner.plain
     assert banner.plain.startswith("⚠ busy and noisy machine (before and after the run)")

@@ -562,3 +562,21 @@ def test_threads_none_keeps_the_libraries_defaults():
     assert run.environment["threads"]["requested"] is None
     assert run.environment["threads"]["pinned"] is False
     assert run.config.settings is not None and run.config.settings.threads is None
+
+
+def test_the_finished_run_gets_the_run_level_diagnostics(monkeypatch):
+    from jitbench.measure import diagnose
+    from jitbench.runner import scheduler
+
+    seen: list[Run] = []
+    real = diagnose.run_diagnostics
+
+    def spy(run: Run) -> Run:
+        seen.append(run)
+        return real(run)
+
+    monkeypatch.setattr(scheduler.diagnose, "run_diagnostics", spy)
+    reg = discover([FAULT_SUITE])
+    run = run_workloads([reg.get("ok_double")], RunConfig.quick_settings(modes=("numpy",)))
+    assert len(seen) == 1 and seen[0].complete and "machine_after" in seen[0].environment
+    assert run.complete
