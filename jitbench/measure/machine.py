@@ -33,9 +33,9 @@ BUSY_STEAL = 0.05
 #: machine counts as busy: background daemons take a few % of a core, a fifth of a core is
 #: a real competitor for the cores being measured.
 BUSY_OTHERS_MARGIN_CORES = 0.2
-#: The noise probe's robust CV (1.4826·MAD/median) above which the machine is noisy. On a
-#: quiet core a 5 ms pure-Python loop repeats within about 1 %; at 3 % single samples are
-#: disturbed by three times the ±1 % a default run asks of a median.
+#: The noise probe's robust CV (1.4826·MAD/median) above which the machine is noisy. The
+#: calmest snapshots on a 2-vCPU VM read 0.9–1.3 %; at 3 % single samples are disturbed by
+#: three times the ±1 % a default run asks of a median.
 NOISY_CV = 0.03
 
 #: The noise probe: samples of one fixed loop of about 5 ms on a laptop-class core.
