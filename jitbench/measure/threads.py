@@ -8,8 +8,8 @@ longer keeps a jitted matmul on one core either). So `limited_threads(n)` does w
 both libraries at any time: it pins every thread of the process (and every thread started
 later) to `n` cores with `sched_setaffinity`, and sets the BLAS/OpenMP pools to `n` threads
 with threadpoolctl so NumPy does not put more threads than cores on them. The cores are the
-least busy of those allowed (over a 50 ms window), so two runs on one machine do not both
-pin themselves to core 0.
+least busy of those allowed (over a 50 ms window; ties broken by the process id), so two
+runs on one machine do not both pin themselves to core 0.
 """
 
 from __future__ import annotations
@@ -130,12 +130,16 @@ def current_state(requested: int | None = None, *, pinned: bool = False) -> Thre
     )
 
 
-def choose_cores(n: int, allowed: tuple[int, ...], busy: Mapping[int, int] | None) -> set[int]:
-    """The `n` least busy of the `allowed` cores (lowest id first among equals); the first
-    `n` when how busy they are is unknown."""
-    if busy is None:
-        return set(sorted(allowed)[:n])
-    return set(sorted(allowed, key=lambda c: (busy.get(c, 0), c))[:n])
+def choose_cores(
+    n: int, allowed: tuple[int, ...], busy: Mapping[int, int] | None, *, start: int = 0
+) -> set[int]:
+    """The `n` least busy of the `allowed` cores; among equally busy ones, those from the
+    `start`-th allowed core on (wrapping round), so runs started together with different
+    `start`s (their pids) spread over idle cores instead of all taking the lowest id.
+    The first `n` from `start` when how busy they are is unknown."""
+    order = sorted(allowed)
+    rank = {c: (i - start) % len(order) for i, c in enumerate(order)}
+    return set(sorted(order, key=lambda c: ((busy or {}).get(c, 0), rank[c]))[:n])
 
 
 def _pin_all_threads(cores: set[int]) -> bool:
@@ -178,7 +182,7 @@ def limited_threads(n: int | None) -> Iterator[ThreadState]:
         )
     before = set(allowed)
     busy = machine.busy_by_core() if n < len(allowed) else None
-    chosen = choose_cores(n, allowed, busy)
+    chosen = choose_cores(n, allowed, busy, start=os.getpid())
     pinned = _pin_all_threads(chosen)
     try:
         with threadpool_limits(limits=n):

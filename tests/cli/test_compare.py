@@ -46,7 +46,12 @@ def busy(xp, x, w, *, steps):
 # 25 samples per mode: Mann–Whitney needs at least 5 per side to ever reach p < 0.01, and
 # many more to see a real change through the noise of a busy shared machine. A loose
 # precision target stops sampling right there; the budget only caps a very busy machine.
+# The runs are measured at the same time on purpose (drift hits them alike), so they keep
+# the OS's balancing over every core (--threads all): pinned, three runs on two cores would
+# share them unevenly, one alone and two on the other.
 RUN_ARGS = (
+    "--threads",
+    "all",
     "-s",
     "S",
     "--modes",

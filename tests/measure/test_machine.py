@@ -266,8 +266,12 @@ def test_banner_only_for_busy_or_noisy_runs_and_never_for_old_ones() -> None:
     )
 
 
-def test_choose_cores_takes_the_least_busy_then_the_lowest_id() -> None:
+def test_choose_cores_takes_the_least_busy_then_rotates_ties_by_start() -> None:
     assert choose_cores(1, (0, 1, 2, 3), {0: 5, 1: 0, 2: 5, 3: 0}) == {1}
     assert choose_cores(2, (0, 1, 2, 3), {0: 5, 1: 0, 2: 5, 3: 1}) == {1, 3}
     assert choose_cores(2, (2, 3, 5), None) == {2, 3}  # unknown: the first ones
     assert choose_cores(1, (4, 6), {}) == {4}
+    # Runs started together (pids 1000 and 1001) take different idle cores.
+    idle = {0: 0, 1: 0}
+    assert {min(choose_cores(1, (0, 1), idle, start=pid)) for pid in (1000, 1001)} == {0, 1}
+    assert choose_cores(1, (0, 1, 2), {0: 0, 1: 9, 2: 0}, start=1) == {2}  # busy 1 skipped
