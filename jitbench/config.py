@@ -88,6 +88,44 @@ def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
+#: How `--threads` spells "the libraries' own defaults" (RunConfig.threads None).
+ALL_THREADS = "all"
+
+
+def parse_threads(value: object) -> int | None:
+    """`--threads` as RunConfig takes it: a positive whole number, or None for "all".
+
+    Accepts an int, None, or text ("1", "4", "all", any case).
+
+    Raises:
+        ConfigError: anything else, with what to pass instead.
+    """
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return _threads(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == ALL_THREADS:
+            return None
+        if text.isdigit():
+            return _threads(int(text))
+    raise _threads_error(value)
+
+
+def _threads_error(value: object) -> ConfigError:
+    return ConfigError(
+        f"--threads takes a number of cores (1 or more) or {ALL_THREADS!r}, got {value!r}; "
+        f"pass --threads 1 (the default) or --threads {ALL_THREADS} (the libraries' own)."
+    )
+
+
+def _threads(value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise _threads_error(value)
+    return value
+
+
 def parse_mode(value: object) -> Mode:
     """A Mode from a Mode or its name (any case).
 
@@ -204,6 +242,13 @@ class RunConfig:
     list is accepted; a mode may be given by name). Sizes and devices are matched against
     the workloads and the machine when the run is planned.
 
+    `threads` is how many cores the measured code gets: the process is pinned to that many
+    cores and the BLAS/OpenMP pools sized to match (`measure.threads.limited_threads`), so
+    NumPy and XLA get the same. 1, the default, is the reproducible choice on a shared
+    machine: a multithreaded BLAS call competes with every other process for the other
+    cores, and its worker threads stay spinning into the next call. None leaves the
+    libraries' own defaults (`--threads all`).
+
     Raises:
         ConfigError: a field of the wrong type or out of range, an unknown or missing mode,
             or a plan a whole run cannot use (no budget, precision 0, `min_samples` above
@@ -221,6 +266,7 @@ class RunConfig:
     timeout_s: float | None = None
     isolate: bool = False
     processes: int = 1
+    threads: int | None = 1
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -244,6 +290,7 @@ class RunConfig:
             fix="each process measures every case once; 2 or 3 gives intervals that hold "
             "from run to run.",
         )
+        _set(self, "threads", _threads(self.threads))
         if not isinstance(self.plan, SamplingPlan):
             raise ConfigError(f"plan must be a SamplingPlan, got {type(self.plan).__name__}.")
         if self.timeout_s is not None:
@@ -288,7 +335,8 @@ class RunConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> RunConfig:
         """Rebuild a config from `to_dict` output (a run file's "config"); unknown keys are
         ignored so files written by other versions still load, and missing ones take their
-        defaults.
+        defaults, except `threads`: a file without it was measured before jitbench set
+        threads, with the libraries' own defaults (None).
 
         Raises:
             ConfigError: a value cannot be read back (e.g. an unknown mode) or breaks a
@@ -297,6 +345,7 @@ class RunConfig:
         known = {f.name for f in fields(cls)}
         plan_known = {f.name for f in fields(SamplingPlan)}
         kwargs = {k: v for k, v in data.items() if k in known}
+        kwargs.setdefault("threads", None)
         try:
             if "plan" in kwargs:
                 kwargs["plan"] = SamplingPlan(

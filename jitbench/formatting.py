@@ -55,6 +55,15 @@ def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
     return f"{ratio(value)} [{low:.3g}–{high:.3g}]"
 
 
+def percent(value: float | None, *, digits: int = 2) -> str:
+    """Format a fraction as a percentage, e.g. ``0.0312 -> '3.1 %'``, ``0.0004 -> '0.04 %'``."""
+    if value is None or math.isnan(value):
+        return "—"
+    if math.isinf(value):
+        return "∞"
+    return f"{value * 100:.{digits}g} %"
+
+
 def count(value: float | None) -> str:
     """Format a possibly infinite count (break-even calls), e.g. ``1234.5 -> '1,235'``."""
     if value is None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jitbench.config import ALL_MODES, Mode, RunConfig, SamplingPlan
+from jitbench.config import ALL_MODES, Mode, RunConfig, SamplingPlan, parse_threads
 from jitbench.errors import ConfigError
 from tests.faults import QUICK, invoke, run_files
 
@@ -107,6 +107,11 @@ def test_a_rounds_plan_may_be_degenerate_where_the_sampler_has_a_meaning_for_it(
         ({"timeout_s": INF}, ("--timeout is a positive", "got inf")),
         ({"timeout_s": NAN}, ("--timeout is a positive", "got nan")),
         ({"timeout_s": "5"}, ("--timeout", "got '5'")),
+        ({"threads": 0}, ("--threads takes a number of cores (1 or more) or 'all'", "got 0")),
+        ({"threads": -2}, ("--threads takes", "got -2")),
+        ({"threads": True}, ("--threads takes", "got True")),
+        ({"threads": 1.5}, ("--threads takes", "got 1.5")),
+        ({"threads": "all"}, ("--threads takes", "got 'all'")),  # the CLI spelling is parsed
         ({"plan": SamplingPlan(budget_s=0.0)}, ("--budget must be positive", "got 0.0")),
         ({"plan": SamplingPlan(precision=0.0)}, ("--precision is a fraction", "got 0.0")),
         (
@@ -128,6 +133,19 @@ def test_run_config_keeps_a_canonical_form() -> None:
     assert config.modes == (Mode.JIT, Mode.NUMPY)
     assert config.timeout_s == 5.0 and isinstance(config.timeout_s, float)
     assert RunConfig().modes == ALL_MODES and RunConfig().timeout_s is None
+    assert RunConfig().threads == 1 and RunConfig(threads=None).threads is None
+
+
+@pytest.mark.parametrize(
+    ("text", "threads"), [("1", 1), (" 4 ", 4), ("all", None), ("ALL", None), (2, 2), (None, None)]
+)
+def test_threads_as_the_cli_spells_them(text: object, threads: int | None) -> None:
+    assert parse_threads(text) == threads
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "two", "", "1.5", False])
+def test_threads_the_cli_refuses(text: object) -> None:
+    refused(lambda: parse_threads(text), "--threads takes", "--threads all")
 
 
 def test_config_round_trips_through_the_run_file() -> None:
@@ -135,6 +153,13 @@ def test_config_round_trips_through_the_run_file() -> None:
         sizes=("S", "M"), modes=(Mode.JIT,), timeout_s=3.0, isolate=True, x64=True, seed=7
     )
     assert RunConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    for threads in (None, 2):
+        again = RunConfig.from_dict(
+            json.loads(json.dumps(replace(config, threads=threads).to_dict()))
+        )
+        assert again.threads == threads
+    # A file from before --threads was measured with the libraries' own pools.
+    assert RunConfig.from_dict({"sizes": ["S"]}).threads is None
     with pytest.raises(ConfigError):
         RunConfig.from_dict({"modes": ["warp"]})
     refused(
@@ -163,6 +188,9 @@ def test_config_round_trips_through_the_run_file() -> None:
         (("--timeout", "nan"), "--timeout is a positive number of seconds, got nan"),
         (("--seed", "-1"), "--seed must be at least 0"),
         (("--modes", "numpy,warp"), "unknown mode 'warp'"),
+        (("--threads", "0"), "--threads takes a number of cores (1 or more) or 'all', got 0"),
+        (("--threads", "many"), "--threads takes a number of cores"),
+        (("--threads", "4096"), "--threads 4096 is more than the"),
     ],
 )
 def test_the_cli_reports_a_bad_option_before_measuring(

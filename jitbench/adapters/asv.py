@@ -10,6 +10,7 @@ the same calibrated number of calls, reported per call;
 `jitbench run` records (`compile.cold_aot_breakdown` / `compile.cold_first_call`).
 A case that cannot run (an error, a NumPy/JAX mismatch, an unknown size) raises
 `NotImplementedError` in `setup`, which asv records as skipped instead of failed.
+The first `setup` of a process pins it as `jitbench run --threads 1` does (`THREADS`).
 
 It does not import asv, and importing it does not start a JAX backend (asv's fork server imports
 the benchmark modules before it forks; a JAX runtime must not be forked).
@@ -22,7 +23,7 @@ import re
 import time
 import types
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, ClassVar
@@ -35,6 +36,7 @@ from jitbench.errors import WorkloadError
 from jitbench.measure import modes
 from jitbench.measure.devices import device_label, pick_device, warm_up_process
 from jitbench.measure.protocol import PlannedCase, open_case
+from jitbench.measure.threads import ThreadState, limited_threads
 from jitbench.results import Mode
 from jitbench.suite.discovery import Registry
 from jitbench.suite.workload import Workload
@@ -47,6 +49,9 @@ REPEAT = (10, 50, 10.0)
 #: The sampling rules `jitbench run` uses by default: warm-up and calls per sample.
 PLAN = SamplingPlan()
 SEED = 0
+#: Cores and BLAS threads, as `jitbench run --threads` (its default); None keeps the
+#: libraries' own thread pools.
+THREADS: int | None = 1
 
 
 class CaseSkipped(NotImplementedError):
@@ -83,6 +88,21 @@ class PreparedCase:
 
 _prepared: dict[tuple[object, ...], PreparedCase | CaseSkipped] = {}
 _warm_devices: set[str] = set()
+_threads = ExitStack()  # holds the process's `limited_threads` once the first setup entered it
+_thread_state: list[ThreadState] = []
+
+
+def limit_threads() -> ThreadState:
+    """Pin this process to `THREADS` cores with as many BLAS threads, once per process (the
+    same setting `jitbench run` measures with by default), and return what is in force.
+
+    asv calls `setup` before every sample; pinning once and keeping it for the process
+    (asv runs each benchmark in a process of its own) keeps every sample on the same cores
+    and spends the core choice once. `clear_cache` lets go of it.
+    """
+    if not _thread_state:
+        _thread_state.append(_threads.enter_context(limited_threads(THREADS)))
+    return _thread_state[0]
 
 
 def default_dtype() -> str:
@@ -92,8 +112,11 @@ def default_dtype() -> str:
 
 
 def clear_cache() -> None:
-    """Forget every prepared case (tests; asv runs each case in a fresh process anyway)."""
+    """Forget every prepared case and release the thread limit (tests; asv runs each case
+    in a fresh process anyway)."""
     _prepared.clear()
+    _thread_state.clear()
+    _threads.close()
 
 
 def prepare_case(
@@ -199,7 +222,13 @@ class WorkloadBenchmark:
     _guard: AbstractContextManager[object] | None = None
 
     def setup(self, size: str, mode: str) -> None:
-        """Prepare the case (cached) and enter the transfer guard `jitbench run` times under."""
+        """Prepare the case (cached) and enter the transfer guard `jitbench run` times under.
+
+        Threads first: the process is pinned to `THREADS` cores with as many BLAS threads
+        (`limited_threads`, as `jitbench run --threads 1`) before anything is compiled, so
+        XLA's pool starts on those cores and asv times what `jitbench run` times.
+        """
+        limit_threads()
         self._case = prepare_case(self.jitbench_workload, size, mode)
         self.timer.calls = self._case.calls_per_sample
         guard = modes.timed_region(Mode(mode))

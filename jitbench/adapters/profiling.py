@@ -15,7 +15,8 @@ import jax
 
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import devices, environment, modes, protocol
+from jitbench.measure import devices, diagnose, environment, modes, protocol
+from jitbench.measure.threads import limited_threads
 from jitbench.results import (
     Case,
     CompileInfo,
@@ -115,6 +116,7 @@ def profile_workload(
     plan: SamplingPlan | None = None,
     seed: int = 0,
     keep_text: bool = False,
+    threads: int | None = 1,
 ) -> Profile:
     """Measure one case of `wl` in every mode and keep the compile analysis.
 
@@ -123,17 +125,21 @@ def profile_workload(
         device: "cpu", "gpu" or "gpu:1"; default the first accelerator, else the CPU.
         plan: sampling rules; default `PROFILE_PLAN` (half a second of sampling).
         keep_text: also keep the jaxpr and the optimised HLO (one more cold compile).
+        threads: cores and BLAS threads, as `jitbench run --threads` (None: the libraries'
+            own defaults); the same default as a run, so the figures compare.
 
     Raises:
-        ConfigError: unknown size or device.
+        ConfigError: unknown size or device, or more threads than allowed cores.
     """
     label, params = wl.resolve_size(size)
     dtype = "float64" if x64 else "float32"
-    config = RunConfig(sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN)
+    config = RunConfig(
+        sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN, threads=threads
+    )
     started = utc_now()
-    with devices.x64_enabled(x64):
+    with devices.x64_enabled(x64), limited_threads(config.threads) as thread_state:
         dev = devices.pick_device(device)
-        env = environment.capture()
+        env = environment.capture(threads=thread_state)
         devices.warm_up_process([dev])
         planned = protocol.PlannedCase(wl, label, params, dev, dtype)
         measurements = protocol.measure_case(planned, config)
@@ -150,6 +156,7 @@ def profile_workload(
         config=RecordedConfig(settings=config),
         measurements=tuple(measurements),
     )
+    run = diagnose.run_diagnostics(run)
     return Profile(
         workload=wl, run=run, jaxpr_text=jaxpr_text, hlo_text=hlo_text, text_error=text_error
     )

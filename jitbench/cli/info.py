@@ -9,7 +9,7 @@ import typer
 
 from jitbench.cli.common import app, err, handles_errors, out
 from jitbench.cli.options import KeywordOpt, SuiteOpt
-from jitbench.measure import environment
+from jitbench.measure import environment, machine
 from jitbench.render import run_table as console
 from jitbench.suite.discovery import discover
 
@@ -40,9 +40,18 @@ def list_cmd(
 def env_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Show what a measurement would see: devices, versions, flags."""
-    env = environment.capture()
+    """Show what a measurement would see: devices, versions, flags, threads (BLAS pools,
+    allowed cores, XLA's thread flags) and how busy and noisy the machine is now."""
+    env = {
+        **environment.capture(),
+        "thread_settings": environment.thread_settings(),
+        "machine": machine.capture().to_dict(),
+    }
     if as_json:
         out.print_json(json.dumps(env))
     else:
         out.print(console.environment_table(env))
+        out.print(
+            "[dim]`jitbench run` measures with --threads 1 by default (one pinned core, one "
+            "BLAS thread); --threads all keeps the pools shown here.[/]"
+        )

@@ -20,3 +20,16 @@ KeywordOpt = Annotated[
     typer.Option("-k", help="Select by name substring or tag: 'elementwise and not selu'."),
 ]
 OutOpt = Annotated[Path, typer.Option("--out", help="Output folder for run JSON and HTML.")]
+ThreadsOpt = Annotated[
+    str,
+    typer.Option(
+        "--threads",
+        help="Cores the measured code gets: the process is pinned to N cores and NumPy's "
+        "BLAS/OpenMP pools get N threads, so NumPy and XLA run on the same cores. 'all' "
+        "leaves the libraries' own thread pools as they are. Default 1: on a shared machine "
+        "a multithreaded BLAS call competes with every other process, and its spinning "
+        "worker threads slow the next call, so one thread is the reproducible, comparable "
+        "choice.",
+        show_default=True,
+    ),
+]

@@ -14,7 +14,9 @@ from rich.text import Text
 from jitbench import formatting as fmt
 from jitbench.adapters.profiling import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
 from jitbench.cli.common import app, err, escape, handles_errors, out
-from jitbench.cli.options import SuiteOpt
+from jitbench.cli.options import SuiteOpt, ThreadsOpt
+from jitbench.config import parse_threads
+from jitbench.measure.threads import recorded_summary
 from jitbench.results import Mode, Severity, Status
 from jitbench.suite.discovery import discover
 
@@ -146,6 +148,9 @@ def profile_renderable(p: Profile) -> RenderableType:
         f"  size {case.size} ({', '.join(f'{k}={v}' for k, v in case.params.items())})"
         f"  {case.device} ({case.device_kind})  {case.dtype}"
     )
+    threads = recorded_summary(p.run.environment)
+    if threads:
+        head.append(f"  {threads}", style="dim")
     parts: list[RenderableType] = [head]
     if p.workload.description:
         parts.append(Text(p.workload.description, style="dim"))
@@ -174,6 +179,7 @@ def profile_cmd(
     budget: Annotated[
         float | None, typer.Option("--budget", help="Sampling seconds for the case.")
     ] = None,
+    threads: ThreadsOpt = "1",
     show_jaxpr: Annotated[bool, typer.Option("--jaxpr", help="Print the jaxpr.")] = False,
     show_hlo: Annotated[bool, typer.Option("--hlo", help="Print the optimised HLO.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -186,7 +192,13 @@ def profile_cmd(
         err.print(f"[yellow]suite error:[/] {escape(str(e))}")
     wl = registry.get(name)
     p = profile_workload(
-        wl, size=size, device=device, x64=x64, plan=plan, keep_text=show_jaxpr or show_hlo
+        wl,
+        size=size,
+        device=device,
+        x64=x64,
+        plan=plan,
+        keep_text=show_jaxpr or show_hlo,
+        threads=parse_threads(threads),
     )
     if as_json:
         out.print_json(json.dumps(profile_to_dict(p), allow_nan=False))

@@ -34,9 +34,9 @@ from jitbench.cli.common import (
     out,
     split_list,
 )
-from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt
+from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt, ThreadsOpt
 from jitbench.cli.output import render_comparison
-from jitbench.config import RunConfig, parse_mode
+from jitbench.config import RunConfig, parse_mode, parse_threads
 from jitbench.errors import ConfigError
 from jitbench.gate import compare, load_side
 from jitbench.render import run_table as console
@@ -69,9 +69,11 @@ def build_config(
     isolate: bool = False,
     timeout: float | None = None,
     processes: int | None = None,
+    threads: str | int | None = 1,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
-    `--min-samples` above the default cap raises the cap with it."""
+    `--min-samples` above the default cap raises the cap with it; `threads` is a number or
+    'all'."""
     base = RunConfig.quick_settings() if quick else RunConfig()
     plan: dict[str, Any] = {}
     if budget is not None:
@@ -95,6 +97,7 @@ def build_config(
         isolate=isolate,
         timeout_s=timeout,
         processes=base.processes if processes is None else processes,
+        threads=parse_threads(threads),
     )
 
 
@@ -240,6 +243,7 @@ def run_cmd(
             "--isolate a single long native call is only stopped when it returns.",
         ),
     ] = None,
+    threads: ThreadsOpt = "1",
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -282,6 +286,7 @@ def run_cmd(
         isolate=isolate,
         timeout=timeout,
         processes=processes,
+        threads=threads,
     )
     # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None
@@ -308,6 +313,9 @@ def run_cmd(
         raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
     path = resume if resume is not None else api.run_file(out_dir, run.run_id)
 
+    banner = console.machine_banner(run)
+    if banner is not None:
+        out.print(banner)
     out.print(console.summary_table(run))
     settings = run.config.settings
     if settings is not None and settings.quick:

@@ -3,7 +3,9 @@
 Each detector is a small pure function of measurements and observations, so it can be
 tested alone and extended without touching the runner. Detectors that need several modes
 of one case (speed comparisons, compile figures) run in `case_diagnostics`, which the
-runner calls once per case on the finished measurements.
+runner calls once per case on the finished measurements; those that need the samples of a
+whole run or several sizes of one workload (outliers, sizes out of order) run in
+`run_diagnostics`, which the runner calls once on the finished run.
 
 Stable codes (see `CODES`): a pitfall code means jitbench saw the pitfall happen, not that
 it guessed from the source.
@@ -13,11 +15,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
+
+import numpy as np
 
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES
-from jitbench.results import Diagnostic, Measurement, Mode, Severity, Status
+from jitbench.results import Diagnostic, Measurement, Mode, Run, Severity, Status
 
 # Pitfall codes: each means the measurement was affected by a known JAX pitfall.
 TRACED_CONTROL_FLOW = "traced-control-flow"
@@ -32,6 +37,9 @@ NUMPY_FLOAT64 = "numpy-float64"
 JIT_SLOWER = "jit-slower-than-numpy"
 EAGER_DISPATCH = "eager-dispatch-bound"
 NOISY = "noisy"
+# Measurement trouble: the figure itself is suspect.
+OUTLIERS = "outlier-samples"
+SIZE_ORDER = "size-order-inverted"
 
 PITFALL_CODES = frozenset(
     {
@@ -45,7 +53,7 @@ PITFALL_CODES = frozenset(
         NUMPY_FLOAT64,
     }
 )
-CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY}
+CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY, OUTLIERS, SIZE_ORDER}
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
 LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
@@ -55,6 +63,22 @@ EAGER_FAR_SLOWER = 10.0  # eager / jit median ratio that counts as "far slower"
 # run one preempted jit sample drags the bound far below the median ratio.
 EAGER_SURELY_SLOWER = 2.0
 DISPATCH_BOUND_S = 50e-6  # a jit call this short is dominated by per-call dispatch
+
+# Thresholds of the run-level detectors (`run_diagnostics`).
+# Tukey's "far out": beyond Q3 + 3·IQR. Timing noise only ever adds time, so only the high
+# side is checked; below 8 samples the quartiles are too rough to call anything far.
+OUTLIER_IQRS = 3.0
+OUTLIER_MIN_SAMPLES = 8
+# ... and at least 5 % above the median, so a very tight distribution (IQR of 0.1 %) does
+# not call a sample 0.4 % out "far".
+OUTLIER_MIN_EXCESS = 0.05
+# A smaller input slower than a larger one by more than this (medians), with the 95 % CIs
+# apart: S, M and L differ ~10× in work, so this is a stall, not the algorithm.
+SIZE_ORDER_MARGIN = 0.05
+# ... unless the larger input's call is this short: per-call overhead (NumPy's few µs, jit
+# dispatch, eager's dispatch per operation) does not grow with the input, so where it
+# dominates, times are flat in the size and their order is the machine's drift.
+SIZE_ORDER_MIN_S = 100e-6
 
 TRACER_ERRORS = {
     "ConcretizationTypeError",
@@ -302,3 +326,128 @@ def case_diagnostics(
         extra[Mode.EAGER].append(eager_dispatch(eager_ratio, eager_m.median_s, jit_m.median_s))
 
     return [m.with_diagnostics(extra[m.mode]) for m in measurements]
+
+
+# ---------------------------------------------------------------------------------------
+# Run-level detectors
+
+
+def outlier_samples(m: Measurement) -> Diagnostic | None:
+    """`outlier-samples` when some of `m`'s samples lie far above the rest (beyond
+    Q3 + `OUTLIER_IQRS`·IQR and `OUTLIER_MIN_EXCESS` above the median), else None."""
+    xs = m.samples_s
+    if len(xs) < OUTLIER_MIN_SAMPLES or m.summary is None:
+        return None
+    q1, q3 = (float(q) for q in np.percentile(xs, [25, 75]))
+    median = m.summary.median
+    fence = max(q3 + OUTLIER_IQRS * (q3 - q1), median * (1 + OUTLIER_MIN_EXCESS))
+    far = [x for x in xs if x > fence]
+    if not far or median <= 0:
+        return None
+    return Diagnostic(
+        code=OUTLIERS,
+        severity=Severity.INFO,
+        message=f"{len(far)} of {len(xs)} samples lie beyond Q3 + {OUTLIER_IQRS:g}·IQR "
+        f"({fmt.seconds(fence)}), the worst {fmt.ratio(max(far) / median)} the median "
+        f"{fmt.seconds(median)}: something stalled them (the median and its CI stand)",
+        hint="quiet the machine and keep --threads 1 (idle BLAS/XLA threads of another call "
+        "and other processes stall samples); the raw samples are in the run JSON.",
+    )
+
+
+def _input_size(m: Measurement) -> tuple[int, int] | None:
+    """(input bytes, input elements) of `m`'s case, for ordering its sizes; None if unknown."""
+    c = m.case
+    if c.input_bytes is None and c.input_elements is None:
+        return None
+    return (c.input_bytes or 0, c.input_elements or 0)
+
+
+def _smaller(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    """Whether input `a` is smaller than `b`: by bytes where both know them, else by
+    elements, and never larger by the other measure."""
+    (ab, ae), (bb, be) = a, b
+    if ab and bb and ab != bb:
+        return ab < bb and not (ae and be and ae > be)
+    return bool(ae and be and ae < be)
+
+
+def size_order_inverted(smaller: Measurement, larger: Measurement) -> Diagnostic:
+    a, b = smaller.summary, larger.summary
+    assert a is not None and b is not None
+    what = "input bytes" if smaller.case.input_bytes and larger.case.input_bytes else "elements"
+    grow = (
+        (larger.case.input_bytes or 0) / (smaller.case.input_bytes or 1)
+        if what == "input bytes"
+        else (larger.case.input_elements or 0) / (smaller.case.input_elements or 1)
+    )
+    mode = smaller.mode.value
+    return Diagnostic(
+        code=SIZE_ORDER,
+        severity=Severity.WARNING,
+        message=f"{mode} at {smaller.case.size} ({fmt.seconds(a.median)}) is slower than at "
+        f"{larger.case.size} ({fmt.seconds(b.median)}, {fmt.ratio(grow)} the {what}): a smaller "
+        "input cannot honestly take longer, so this figure is probably a stall (BLAS threads, "
+        "another process); it is left out of the geometric-mean speedup",
+        hint=f"measure it again on a quiet machine with --threads 1 (`jitbench run "
+        f"{smaller.case.workload} -s {smaller.case.size},{larger.case.size}`).",
+    )
+
+
+def _inverted(smaller: Measurement, larger: Measurement) -> bool:
+    a, b = smaller.summary, larger.summary
+    if a is None or b is None or not (smaller.ok and larger.ok) or b.median < SIZE_ORDER_MIN_S:
+        return False
+    return a.median > b.median * (1 + SIZE_ORDER_MARGIN) and a.ci_low > b.ci_high
+
+
+def run_diagnostics(run: Run) -> Run:
+    """Add the diagnostics that need a whole run: `outlier-samples` per measurement, and
+    `size-order-inverted` on a measurement slower than the same workload × device × dtype ×
+    mode at a larger input (medians more than `SIZE_ORDER_MARGIN` apart, 95 % CIs apart,
+    the larger input's call at least `SIZE_ORDER_MIN_S`), naming the larger size.
+
+    Pure and idempotent (a code is added once per measurement); measurements keep their
+    order.
+    """
+    groups: dict[tuple[str, str, str, Mode], list[Measurement]] = {}
+    for m in run.measurements:
+        groups.setdefault((m.case.workload, m.case.device, m.case.dtype, m.mode), []).append(m)
+    extra: dict[int, list[Diagnostic]] = {}
+    for i, m in enumerate(run.measurements):
+        found = outlier_samples(m)
+        if found is not None:
+            extra.setdefault(i, []).append(found)
+    index = {id(m): i for i, m in enumerate(run.measurements)}
+    for ms in groups.values():
+        sized = [(size, m) for m in ms if (size := _input_size(m)) is not None]
+        for size, m in sized:
+            larger = [
+                (other_size, other)
+                for other_size, other in sized
+                if _smaller(size, other_size) and _inverted(m, other)
+            ]
+            if larger:
+                # Name the largest input it is slower than: the plainest contradiction.
+                _, worst = max(larger, key=lambda x: x[0])
+                extra.setdefault(index[id(m)], []).append(size_order_inverted(m, worst))
+    if not extra:
+        return run
+    return replace(
+        run,
+        measurements=tuple(
+            m.with_diagnostics(extra.get(i, ())) for i, m in enumerate(run.measurements)
+        ),
+    )
+
+
+def excluded_from_headline(m: Measurement | None) -> bool:
+    """Whether a measurement's figure is suspect enough to leave out of headline summaries
+    (the geometric-mean speedup): it carries `size-order-inverted`."""
+    return m is not None and any(d.code == SIZE_ORDER for d in m.diagnostics)
+
+
+def suspect_speedup(run: Run, case_key: tuple[str, str, str, str], mode: Mode) -> bool:
+    """Whether the speedup of `mode` over NumPy for one case rests on a suspect figure
+    (either side `excluded_from_headline`): shown and marked, never a headline."""
+    return any(excluded_from_headline(run.get(case_key, m)) for m in (Mode.NUMPY, mode))

@@ -1,4 +1,5 @@
-"""Capture what a measurement ran on: host, CPU, versions, devices, flags and git state."""
+"""Capture what a measurement ran on: host, CPU, versions, devices, flags, threads and git
+state; and the thread settings `jitbench env` shows."""
 
 from __future__ import annotations
 
@@ -6,9 +7,14 @@ import os
 import platform
 import subprocess
 import sys
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from jitbench.measure.machine import MachineState
+from jitbench.measure.threads import ThreadState, allowed_cores, blas_pools, current_state
+from jitbench.results import Run
 
 _ENV_PREFIXES = ("JAX_", "XLA_", "TF_CPP_", "CUDA_", "OMP_", "MKL_", "OPENBLAS_", "NPROC")
 
@@ -47,8 +53,51 @@ def _git_state(cwd: Path) -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
-def capture(*, cwd: str | os.PathLike[str] = ".") -> dict[str, Any]:
-    """Describe the machine and software a run measures on (JSON-ready)."""
+# Environment variables that size a thread pool of NumPy's BLAS, OpenMP or XLA.
+THREAD_ENV_VARS = (
+    "OMP_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS",
+    "MKL_NUM_THREADS",
+    "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS",
+    "NUMEXPR_NUM_THREADS",
+    "TF_NUM_INTRAOP_THREADS",
+    "TF_NUM_INTEROP_THREADS",
+    "NPROC",
+)
+# XLA_FLAGS that change how many threads XLA's CPU backend uses.
+XLA_THREAD_FLAGS = (
+    "--xla_cpu_multi_thread_eigen",
+    "--xla_force_host_platform_device_count",
+    "intra_op_parallelism_threads",
+    "inter_op_parallelism_threads",
+)
+
+
+def thread_settings() -> dict[str, Any]:
+    """What sizes the thread pools now: allowed cores, BLAS/OpenMP pools (threadpoolctl),
+    thread-related XLA flags and environment variables (JSON-ready; for `jitbench env`)."""
+    flags = os.environ.get("XLA_FLAGS", "").split()
+    return {
+        "allowed_cores": list(allowed_cores()),
+        "blas": [dict(b) for b in blas_pools()],
+        "xla_thread_flags": [f for f in flags if any(name in f for name in XLA_THREAD_FLAGS)],
+        "env": {k: os.environ[k] for k in THREAD_ENV_VARS if k in os.environ},
+    }
+
+
+def capture(
+    *,
+    cwd: str | os.PathLike[str] = ".",
+    threads: ThreadState | None = None,
+    machine_before: MachineState | None = None,
+) -> dict[str, Any]:
+    """Describe the machine and software a run measures on (JSON-ready).
+
+    Args:
+        threads: what the run measures with (`limited_threads`); default the current state.
+        machine_before: the machine's state before the run, stored as "machine_before".
+    """
     import jax
 
     try:
@@ -77,7 +126,14 @@ def capture(*, cwd: str | os.PathLike[str] = ".") -> dict[str, Any]:
         "x64": bool(jax_flag("jax_enable_x64")),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
         "git": _git_state(Path(cwd)),
+        "threads": (threads or current_state()).to_dict(),
+        **({"machine_before": machine_before.to_dict()} if machine_before is not None else {}),
     }
+
+
+def with_machine_after(run: Run, state: MachineState) -> Run:
+    """`run` with the machine's state after it stored as environment["machine_after"]."""
+    return replace(run, environment={**run.environment, "machine_after": state.to_dict()})
 
 
 def jax_flag(name: str) -> Any:

@@ -7,16 +7,21 @@ changed once the backend has started (in jax 0.10 `--xla_cpu_multi_thread_eigen=
 longer keeps a jitted matmul on one core either). So `limited_threads(n)` does what holds for
 both libraries at any time: it pins every thread of the process (and every thread started
 later) to `n` cores with `sched_setaffinity`, and sets the BLAS/OpenMP pools to `n` threads
-with threadpoolctl so NumPy does not put more threads than cores on them.
+with threadpoolctl so NumPy does not put more threads than cores on them. The cores are the
+least busy of those allowed (over a 50 ms window; ties broken by the process id), so two
+runs on one machine do not both pin themselves to core 0.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from jitbench.errors import ConfigError
+from jitbench.measure import machine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,6 +51,23 @@ class ThreadState:
             "xla_flags": self.xla_flags,
         }
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ThreadState:
+        """Read `to_dict` output (a run's `environment["threads"]`); never raises: a
+        malformed field takes an empty value."""
+        requested = data.get("requested")
+        cores = data.get("cores")
+        blas = data.get("blas")
+        return cls(
+            requested=requested if isinstance(requested, int) and requested > 0 else None,
+            cores=tuple(c for c in cores if isinstance(c, int)) if isinstance(cores, list) else (),
+            pinned=data.get("pinned") is True,
+            blas=tuple(dict(b) for b in blas if isinstance(b, Mapping))
+            if isinstance(blas, list)
+            else (),
+            xla_flags=str(data.get("xla_flags") or ""),
+        )
+
     @property
     def summary(self) -> str:
         """One line for a table header, e.g. '1 thread (core 0; openblas 1)'."""
@@ -53,12 +75,25 @@ class ThreadState:
             count = f"library defaults on {len(self.cores)} core(s)"
         else:
             count = f"{self.requested} thread{'s' if self.requested != 1 else ''}"
-        pools = ", ".join(f"{b.get('internal_api')} {b.get('num_threads')}" for b in self.blas)
-        where = f"core{'s' if len(self.cores) != 1 else ''} {_ranges(self.cores)}"
-        return f"{count} ({where}{'; ' + pools if pools else ''})"
+        # numpy and scipy may each load their own OpenBLAS: name a pool size once.
+        pools = ", ".join(
+            dict.fromkeys(f"{b.get('internal_api')} {b.get('num_threads')}" for b in self.blas)
+        )
+        where = f"core{'s' if len(self.cores) != 1 else ''} {core_ranges(self.cores)}"
+        if self.requested is not None and not self.pinned:
+            where += ", not pinned"
+        details = "; ".join(x for x in (where if self.cores else "", pools) if x)
+        return f"{count} ({details})" if details else count
 
 
-def _ranges(cores: tuple[int, ...]) -> str:
+def recorded_summary(env: Mapping[str, Any]) -> str | None:
+    """The summary of the thread state a run recorded (environment["threads"]); None for
+    runs written before jitbench recorded it."""
+    data = env.get("threads")
+    return ThreadState.from_dict(data).summary if isinstance(data, Mapping) else None
+
+
+def core_ranges(cores: tuple[int, ...]) -> str:
     """'0-3,6' for (0, 1, 2, 3, 6)."""
     runs: list[list[int]] = []
     for c in sorted(cores):
@@ -95,6 +130,18 @@ def current_state(requested: int | None = None, *, pinned: bool = False) -> Thre
     )
 
 
+def choose_cores(
+    n: int, allowed: tuple[int, ...], busy: Mapping[int, int] | None, *, start: int = 0
+) -> set[int]:
+    """The `n` least busy of the `allowed` cores; among equally busy ones, those from the
+    `start`-th allowed core on (wrapping round), so runs started together with different
+    `start`s (their pids) spread over idle cores instead of all taking the lowest id.
+    The first `n` from `start` when how busy they are is unknown."""
+    order = sorted(allowed)
+    rank = {c: (i - start) % len(order) for i, c in enumerate(order)}
+    return set(sorted(order, key=lambda c: ((busy or {}).get(c, 0), rank[c]))[:n])
+
+
 def _pin_all_threads(cores: set[int]) -> bool:
     """Pin every existing thread of the process (and so the threads they start) to `cores`."""
     if not hasattr(os, "sched_setaffinity"):
@@ -115,16 +162,27 @@ def _pin_all_threads(cores: set[int]) -> bool:
 def limited_threads(n: int | None) -> Iterator[ThreadState]:
     """Run the block on `n` cores with `n` BLAS/OpenMP threads; None changes nothing.
 
-    The first `n` allowed cores are used (all of them when fewer are allowed). Affinity and
-    pool sizes are restored afterwards. Yields what was in force inside the block.
+    The `n` least busy allowed cores are used (`choose_cores`). Affinity and pool sizes
+    are restored afterwards. Yields what was in force inside the block.
+
+    Raises:
+        ConfigError: `n` is more than the cores this process may use.
     """
     if n is None:
         yield current_state(None)
         return
     from threadpoolctl import threadpool_limits
 
-    before = set(allowed_cores())
-    chosen = set(sorted(before)[:n])
+    allowed = allowed_cores()
+    if n > len(allowed):
+        raise ConfigError(
+            f"--threads {n} is more than the {len(allowed)} core(s) this process may use "
+            f"({core_ranges(allowed)}); pass --threads {len(allowed)} or fewer, or --threads all "
+            "for the libraries' own defaults."
+        )
+    before = set(allowed)
+    busy = machine.busy_by_core() if n < len(allowed) else None
+    chosen = choose_cores(n, allowed, busy, start=os.getpid())
     pinned = _pin_all_threads(chosen)
     try:
         with threadpool_limits(limits=n):

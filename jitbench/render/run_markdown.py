@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.measure import diagnose
 from jitbench.results import Case, Mode, Run
+
+SUSPECT_NOTE = (
+    "⚠ rests on a figure slower than a larger size of the same workload "
+    "(`size-order-inverted`): probably a stall, not a speedup."
+)
 
 HEADER = (
     "| workload | size | device | NumPy | eager | jit | eager × | jit × | jit compile "
@@ -27,9 +33,11 @@ def run_markdown(run: Run, *, sizes: tuple[str, ...] = ()) -> str:
     """The run's cases as one markdown table (only `sizes` where given), one row per case.
 
     A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
-    without a trustworthy value shows `—`.
+    without a trustworthy value shows `—`, a suspect one (`diagnose.suspect_speedup`) is
+    marked ⚠ and explained under the table.
     """
     lines = [HEADER]
+    suspect = False
     for case in run.cases():
         if sizes and case.size not in sizes:
             continue
@@ -43,7 +51,9 @@ def run_markdown(run: Run, *, sizes: tuple[str, ...] = ()) -> str:
         ratios = []
         for mode in JAX_MODES:
             r = run.speedup(case.key, mode)
-            ratios.append(fmt.ratio_ci(r.value, r.low, r.high) if r else "—")
+            mark = r is not None and diagnose.suspect_speedup(run, case.key, mode)
+            suspect = suspect or mark
+            ratios.append((fmt.ratio_ci(r.value, r.low, r.high) if r else "—") + " ⚠" * mark)
         jit = run.get(case.key, Mode.JIT)
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         cells = [
@@ -56,4 +66,6 @@ def run_markdown(run: Run, *, sizes: tuple[str, ...] = ()) -> str:
             fmt.count(run.break_even_calls(case.key)),
         ]
         lines.append("| " + " | ".join(cells) + " |")
+    if suspect:
+        lines += ["", SUSPECT_NOTE]
     return "\n".join(lines) + "\n"

@@ -12,6 +12,9 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
+from jitbench import stats
+from jitbench.measure import diagnose, machine
+from jitbench.measure.threads import core_ranges, recorded_summary
 from jitbench.results import Measurement, Mode, Run, Severity, Status
 from jitbench.suite.workload import Workload
 
@@ -33,6 +36,19 @@ def _time_cell(m: Measurement | None) -> Text:
     if m.status is Status.MISMATCH and m.median_s is not None:
         text = f"{fmt.seconds(m.median_s)} mismatch"
     return Text(text, style=_STATUS_STYLE[m.status])
+
+
+def _speedup_cell(
+    run: Run, key: tuple[str, str, str, str], mode: Mode, r: stats.Ratio | None
+) -> Text:
+    """'11× [10.9–11.1]', marked ' ⚠' in yellow when it rests on a suspect figure
+    (size-order-inverted: see the notes and the lines under the table)."""
+    if r is None:
+        return Text("—")
+    text = fmt.ratio_ci(r.value, r.low, r.high)
+    if diagnose.suspect_speedup(run, key, mode):
+        return Text(f"{text} ⚠", style="yellow")
+    return Text(text)
 
 
 def _rate(value: float | None, scale: float) -> str:
@@ -83,11 +99,29 @@ def noisy_footer(run: Run) -> str | None:
     )
 
 
+def table_title(run: Run) -> Text:
+    """'jitbench run ID · 1 thread (core 0; openblas 1)' (runs before threads were recorded:
+    the id alone)."""
+    title = Text(f"jitbench run {run.run_id}")
+    threads = recorded_summary(run.environment)
+    if threads:
+        title.append(f" · {threads}", style="dim")
+    return title
+
+
+def machine_banner(run: Run) -> Text | None:
+    """The one line printed above the summary table when the machine was busy or noisy
+    before or after the run, with its noise floor (`machine.banner`); else None."""
+    warning = machine.banner(run.environment)
+    return Text(f"⚠ {warning}", style="bold yellow") if warning else None
+
+
 def summary_table(run: Run) -> Table:
     """One row per case: median per mode, speedups over NumPy with CI, compile, jit's
     achieved GFLOP/s, break-even calls and diagnostic codes (`jitbench profile` shows the
-    achieved GB/s and the rest of the analysis)."""
-    table = Table(title=f"jitbench run {run.run_id}", title_justify="left", expand=False)
+    achieved GB/s and the rest of the analysis). The title names the thread setting; print
+    `machine_banner` above it."""
+    table = Table(title=table_title(run), title_justify="left", expand=False)
     for col, justify in (
         ("workload", "left"),
         ("size", "left"),
@@ -122,7 +156,7 @@ def summary_table(run: Run) -> Table:
             _time_cell(by_mode[Mode.NUMPY]),
             _time_cell(by_mode[Mode.EAGER]),
             _time_cell(by_mode[Mode.JIT]),
-            *(Text(fmt.ratio_ci(r.value, r.low, r.high) if r else "—") for r in speed.values()),
+            *(_speedup_cell(run, case.key, m, r) for m, r in speed.items()),
             fmt.seconds(compile_s),
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
@@ -204,6 +238,25 @@ def environment_table(env: Mapping[str, Any]) -> Table:
     add("git", f"{git['commit']}{dirty}" if git.get("commit") else None)
     for k, v in (env.get("env") or {}).items():
         add(f"${k}", v)
+    add("threads", recorded_summary(env))
+    settings = env.get("thread_settings")
+    if isinstance(settings, Mapping):
+        cores = tuple(c for c in settings.get("allowed_cores") or () if isinstance(c, int))
+        add("allowed cores", f"{len(cores)} ({core_ranges(cores)})" if cores else None)
+        for pool in settings.get("blas") or ():
+            add(
+                f"{pool.get('user_api')} pool",
+                f"{pool.get('internal_api')} {pool.get('version')} "
+                f"({pool.get('threading_layer')}): {pool.get('num_threads')} threads",
+            )
+        add("XLA thread flags", " ".join(settings.get("xla_thread_flags") or ()) or "none set")
+        for k, v in (settings.get("env") or {}).items():
+            if k not in (env.get("env") or {}):
+                add(f"${k}", v)
+    for key in ("machine", "machine_before", "machine_after"):
+        state = machine.from_environment(env, key)
+        if state is not None:
+            add(key.replace("_", " "), f"{state.summary} ({state.verdict().label})")
     return table
 
 

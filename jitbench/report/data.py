@@ -17,6 +17,9 @@ from typing import Any
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.measure import diagnose
+from jitbench.measure import machine as machine_state
+from jitbench.measure.threads import recorded_summary
 from jitbench.results import Case, Measurement, Mode, Run
 
 MAX_LABEL_CHARS = 60
@@ -100,25 +103,34 @@ def speedup_value(run: Run, case: Case, mode: Mode) -> float | None:
     return base.median_s / other.median_s
 
 
+def suspect_speedup(run: Run, case: Case, mode: Mode) -> bool:
+    """Whether the speedup of `mode` over NumPy for `case` rests on a suspect figure (a side
+    carries `size-order-inverted`): shown, marked, and left out of the geometric mean."""
+    return diagnose.suspect_speedup(run, case.key, mode)
+
+
 @dataclass(frozen=True)
 class GeoMeanSpeedup:
-    """Geometric-mean speedup of one mode on one device over `count` cases."""
+    """Geometric-mean speedup of one mode on one device over `count` cases; `failed` cases
+    failed or mismatched and `suspect` ones had a size-order inversion: both left out."""
 
     mode: Mode
     value: float | None
     count: int
     failed: int
+    suspect: int = 0
 
 
 def geomean_speedups(run: Run, device: str) -> list[GeoMeanSpeedup]:
     """Geometric mean of the speedup over NumPy per JAX mode, over cases where both sides
-    are `ok`; failed and mismatched cases are counted apart, never averaged in."""
+    are `ok`; failed and mismatched cases are counted apart, never averaged in, and so are
+    cases whose figures are suspect (`suspect_speedup`)."""
     out = []
     modes = {m.mode for m in run.measurements}
     for mode in JAX_MODES:
         if mode not in modes:
             continue
-        values, failed = [], 0
+        values, failed, suspect = [], 0, 0
         for case in cases_on(run, device):
             m = run.get(case.key, mode)
             if m is None:
@@ -126,9 +138,13 @@ def geomean_speedups(run: Run, device: str) -> list[GeoMeanSpeedup]:
             if m.failed:
                 failed += 1
             v = speedup_value(run, case, mode)
-            if v is not None:
+            if v is None:
+                continue
+            if suspect_speedup(run, case, mode):
+                suspect += 1
+            else:
                 values.append(v)
-        out.append(GeoMeanSpeedup(mode, stats.geometric_mean(values), len(values), failed))
+        out.append(GeoMeanSpeedup(mode, stats.geometric_mean(values), len(values), failed, suspect))
     return out
 
 
@@ -281,6 +297,7 @@ def measurement_rows(run: Run) -> list[dict[str, Cell]]:
         s = m.summary
         c = m.compile
         speed = run.speedup(m.case.key, m.mode) if m.mode is not Mode.NUMPY else None
+        suspect = speed is not None and suspect_speedup(run, m.case, m.mode)
         compile_s = c.total_compile_s if c else None
         problem = ""
         if m.error is not None:
@@ -317,8 +334,10 @@ def measurement_rows(run: Run) -> list[dict[str, Cell]]:
                     title="samples × calls per sample",
                 ),
                 "speedup": Cell(
-                    fmt.ratio_ci(speed.value, speed.low, speed.high) if speed else "—",
+                    (fmt.ratio_ci(speed.value, speed.low, speed.high) if speed else "—")
+                    + (" ⚠" if suspect else ""),
                     speed.value if speed else None,
+                    title="size-order-inverted: left out of the geometric mean" if suspect else "",
                 ),
                 "first_call": Cell(
                     fmt.seconds(c.first_call_s) if c else "—", c.first_call_s if c else None
@@ -389,6 +408,16 @@ def workloads(run: Run) -> list[str]:
     return list(dict.fromkeys(c.workload for c in run.cases()))
 
 
+def threads_text(run: Run) -> str | None:
+    """'1 thread (core 0; openblas 1)', or None for runs that did not record it."""
+    return recorded_summary(run.environment)
+
+
+def machine_banner(run: Run) -> str | None:
+    """One line when the machine was busy or noisy before or after the run (else None)."""
+    return machine_state.banner(run.environment)
+
+
 def environment_items(run: Run) -> list[tuple[str, str]]:
     """(key, value) pairs describing where and how the run was measured. Not escaped."""
     env = run.environment
@@ -426,6 +455,12 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
         )
     for k, v in (env.get("env") or {}).items():
         add(f"${k}", v)
+    if "threads" in env:
+        add("threads", recorded_summary(env))
+    for key in ("machine_before", "machine_after"):
+        state = machine_state.from_environment(env, key)
+        if state is not None:
+            add(key.replace("_", " "), f"{state.summary} ({state.verdict().label})")
     for k, v in _flatten(run.config_record()):
         add(f"config.{k}", v)
     return items

@@ -22,6 +22,7 @@ COLORS = {Mode.NUMPY: "#4c72b0", Mode.EAGER: "#dd8452", Mode.JIT: "#55a868"}
 SYMBOLS = {Mode.NUMPY: "square", Mode.EAGER: "circle", Mode.JIT: "diamond"}
 STAGE_COLORS = {"trace": "#8172b3", "lower": "#937860", "compile": "#c44e52"}
 FAIL_COLOR = "#b2182b"
+SUSPECT_COLOR = "#9a6700"  # a figure shown but not believed (size-order-inverted)
 GEOMEAN = "geometric mean"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 _NICE = (1, 2, 5)
@@ -97,7 +98,8 @@ def speedup_figure(
 ) -> go.Figure:
     """Speedup over NumPy of eager and jit per case on `device`, log axis, 95 % CI error bars,
     a 1× line and a geometric-mean column. Failed or mismatched cases get a red note at 1×
-    instead of a point.
+    instead of a point; a suspect one (`data.suspect_speedup`: size-order-inverted) is drawn
+    hollow in another colour with a note, and left out of the geometric mean.
 
     Args:
         title: chart title (escaped here); default names the device.
@@ -126,6 +128,7 @@ def speedup_figure(
         if mode not in modes_present:
             continue
         xs, ys, plus, minus, hover = [], [], [], [], []
+        suspect: list[int] = []  # indices into xs of points left out of the geometric mean
         for case, label in zip(cases, labels, strict=True):
             r = run.speedup(case.key, mode)
             m = run.get(case.key, mode)
@@ -151,6 +154,13 @@ def speedup_figure(
             minus.append(r.value - lo)
             values += [lo, hi]
             hover.append(f"{label}<br>{mode.value}: {fmt.ratio_ci(r.value, r.low, r.high)}")
+            if data.suspect_speedup(run, case, mode):
+                suspect.append(len(xs) - 1)
+                hover[-1] += "<br>⚠ size-order-inverted: left out of the geometric mean"
+                notes.setdefault(label, {})[f"⚠ {mode.value} size order"] = (
+                    f"{mode.value}: a side is slower than at a larger size "
+                    "(size-order-inverted); not in the geometric mean"
+                )
         fig.add_trace(
             go.Scatter(
                 x=xs,
@@ -178,6 +188,26 @@ def speedup_figure(
                 hoverinfo="text",
             )
         )
+        if suspect:
+            # Drawn over the solid point, hollow and in another colour: seen, not believed.
+            fig.add_trace(
+                go.Scatter(
+                    x=[xs[i] for i in suspect],
+                    y=[ys[i] for i in suspect],
+                    mode="markers",
+                    name=f"{mode.value}: suspect, left out of ★",
+                    legendgroup=mode.value,
+                    offsetgroup=mode.value,
+                    marker={
+                        "color": SUSPECT_COLOR,
+                        "symbol": f"{SYMBOLS[mode]}-open",
+                        "size": 13,
+                        "line": {"width": 2, "color": SUSPECT_COLOR},
+                    },
+                    hovertext=[hover[i] for i in suspect],
+                    hoverinfo="text",
+                )
+            )
         g = geo.get(mode)
         if g is not None and g.value is not None:
             values.append(g.value)
@@ -200,7 +230,8 @@ def speedup_figure(
                     textposition="top center",
                     hovertext=[
                         f"{mode.value}: geometric mean {fmt.ratio(g.value)} over "
-                        f"{g.count} case(s); {g.failed} failed or mismatched left out"
+                        f"{g.count} case(s); {g.failed} failed or mismatched and "
+                        f"{g.suspect} suspect (size order) left out"
                     ],
                     hoverinfo="text",
                 )
@@ -214,7 +245,10 @@ def speedup_figure(
             showarrow=False,
             text="<br>".join(lines),
             hovertext="<br>".join(lines.values()),
-            font={"color": FAIL_COLOR, "size": 11},
+            font={
+                "color": FAIL_COLOR if any(t.startswith("✗") for t in lines) else SUSPECT_COLOR,
+                "size": 11,
+            },
             bgcolor="rgba(255,255,255,0.8)",
         )
     fig.add_hline(

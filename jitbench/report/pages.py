@@ -190,6 +190,8 @@ def render_run_page(run: Run) -> str:
             title=f"jitbench run {run.run_id}",
             started=data.started_text(run),
             machine=data.machine(run),
+            threads=data.threads_text(run),
+            banner=data.machine_banner(run),
             versions=data.versions(run),
             sections=_device_sections([run], with_host=False),
             problems=_problems(run),

@@ -8,6 +8,11 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
   with sampling rounds).
 - 1.3: no new field; the modes of a case are sampled in lockstep rounds, so sample i of
   every mode comes from the same round and speedups are paired (`Run.paired`).
+
+Keys added inside the free-form "environment" and "config" objects are not versioned (the
+schema does not constrain them, and every reader takes them as optional): environment
+"threads", "machine_before", "machine_after" and config "threads" (a config without it
+was measured with the libraries' own thread pools and reads back as threads None).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         from jitbench import results
         from jitbench.config import RunConfig
         from jitbench.measure import devices, protocol
+        from jitbench.measure.threads import limited_threads
         from jitbench.runner.warmup import warm_up
         from jitbench.suite import discovery as registry
 
@@ -64,7 +65,8 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         if not found:
             raise LookupError(f"workload {spec['workload']!r} not found in {spec['suite']}")
         config = RunConfig.from_dict(spec["config"])
-        with devices.x64_enabled(config.x64):
+        # The child inherits the parent's pinned cores; the BLAS pool sizes it sets itself.
+        with devices.x64_enabled(config.x64), limited_threads(config.threads):
             device = devices.resolve_devices([spec["device"]])[0]
             warm_up([device])
             conn.send(("ready", None))

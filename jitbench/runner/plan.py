@@ -124,6 +124,7 @@ _SETTING_OPTIONS = (
     ("devices", "--devices"),
     ("x64", "--x64"),
     ("sweep", "--sweep"),
+    ("threads", "--threads"),
 )
 _PLAN_OPTIONS = {
     "budget_s": "--budget",

@@ -14,9 +14,10 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.measure import environment
+from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, planned_case_record
+from jitbench.measure.threads import limited_threads
 from jitbench.results import Measurement, Run, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.events import (
@@ -55,7 +56,10 @@ def run_workloads(
     """Measure `workloads` under `config` and return the Run.
 
     An error, a timeout (`config.timeout_s`) or, with `config.isolate`, a crash of the
-    child process is recorded on that case and the run goes on.
+    child process is recorded on that case and the run goes on. The whole run is measured
+    under `limited_threads(config.threads)`; the environment records the thread state and
+    the machine's state before and after (`measure.machine`), and the finished run gets
+    the run-level diagnostics (`diagnose.run_diagnostics`).
 
     Args:
         on_event: receives RunStarted, CaseStarted, CaseFinished and RoundStarted events.
@@ -84,7 +88,7 @@ def run_workloads(
             resume=None,
             clock=clock,
         )
-        return run_in_processes(
+        pooled = run_in_processes(
             first,
             selection_of(workloads),
             config,
@@ -92,6 +96,8 @@ def run_workloads(
             checkpoint=checkpoint,
             worker=functools.partial(run_worker, target=worker_main),
         )
+        # Outliers and size order judged again on every process's samples together.
+        return diagnose.run_diagnostics(pooled)
     return _measure_once(
         workloads,
         config,
@@ -114,7 +120,7 @@ def _measure_once(
     clock: Clock,
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`)."""
-    with x64_enabled(config.x64):
+    with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
         if resume is not None:
@@ -128,11 +134,11 @@ def _measure_once(
                 started_at=clock(),
                 finished_at=None,
                 complete=False,
-                environment=environment.capture(),
+                environment=environment.capture(threads=threads, machine_before=machine.capture()),
                 config=RecordedConfig(settings=config, selection=selection_of(workloads)),
                 measurements=(),
             )
-        return schedule(
+        run = schedule(
             cases,
             executor_for(config, devices),
             start,
@@ -141,6 +147,7 @@ def _measure_once(
             checkpoint=checkpoint,
             clock=clock,
         )
+        return diagnose.run_diagnostics(environment.with_machine_after(run, machine.capture()))
 
 
 def schedule(

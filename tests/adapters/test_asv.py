@@ -30,6 +30,24 @@ def classes(tiny_suite: Path) -> dict[str, type[WorkloadBenchmark]]:
     asv_bridge.clear_cache()
 
 
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
+def test_setup_pins_the_process_like_jitbench_run_once_and_clear_cache_lets_go(classes):
+    before = os.sched_getaffinity(0)
+    bench = classes["double"]()
+    try:
+        bench.setup("S", "numpy")
+        state = asv_bridge.limit_threads()
+        assert state.requested == asv_bridge.THREADS == 1
+        assert os.sched_getaffinity(0) == set(state.cores) and len(state.cores) == 1
+        bench.teardown("S", "numpy")
+        bench.setup("S", "numpy")  # asv's next sample: the same cores, chosen once
+        assert asv_bridge.limit_threads() is state
+    finally:
+        bench.teardown("S", "numpy")
+        asv_bridge.clear_cache()
+    assert os.sched_getaffinity(0) == before
+
+
 def test_one_class_per_workload_with_size_by_mode_params(classes):
     assert list(classes) == ["double", "wrong_in_jit", "value_branch"]
     double = classes["double"]

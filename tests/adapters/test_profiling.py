@@ -43,6 +43,16 @@ def test_profile_of_the_faq_function() -> None:
     assert d["jaxpr"] == p.jaxpr_text
 
 
+def test_profile_measures_with_the_run_default_threads_and_records_them() -> None:
+    wl = discover([SUITES]).get("selu")
+    p = profile_workload(wl, size="n=1000", plan=FAST)
+    threads = p.run.environment["threads"]
+    assert threads["requested"] == 1 and len(threads["cores"]) == 1
+    assert p.run.config.settings is not None and p.run.config.settings.threads == 1
+    free = profile_workload(wl, size="n=1000", plan=FAST, threads=None)
+    assert free.run.environment["threads"]["requested"] is None
+
+
 def test_profile_of_a_traced_branch_keeps_the_error_and_its_code() -> None:
     wl = discover([SUITES / "pitfalls.py"]).get("branch_on_value")
     p = profile_workload(wl, plan=FAST, keep_text=True)

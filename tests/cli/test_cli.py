@@ -144,3 +144,74 @@ def test_command_modules_import_only_common_and_options_from_the_cli(repo):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("jitbench.cli"):
                 assert node.module in allowed, f"{path.name} imports {node.module}"
+
+
+def test_run_threads_1_records_the_thread_state_and_the_banner_follows_the_machine(
+    cli, tiny_suite, tmp_path
+):
+    from jitbench.measure import machine
+
+    result = cli(
+        "run",
+        "double",
+        "--quick",
+        "--threads",
+        "1",
+        "--suite",
+        str(tiny_suite),
+        "--out",
+        str(tmp_path),
+    )
+    assert result.returncode == 0, result.stderr
+    [path] = (tmp_path / "runs").glob("*.json")
+    run = load_run(path)
+    threads = run.environment["threads"]
+    assert threads["requested"] == 1 and len(threads["cores"]) == 1 and threads["pinned"]
+    assert threads["blas"] and all(b["num_threads"] == 1 for b in threads["blas"])
+    assert run.config.settings.threads == 1
+    for key in ("machine_before", "machine_after"):
+        state = machine.from_environment(run.environment, key)
+        assert state is not None and state.cores_used == 1 and state.probe is not None
+    # The table's title names the setting; the banner is there exactly when a snapshot says
+    # the machine was busy or noisy (this shared machine may be either).
+    core = threads["cores"][0]
+    assert f"· 1 thread (core {core}; openblas 1)" in result.stdout
+    banner = machine.banner(run.environment)
+    if banner is None:
+        assert "machine (" not in result.stdout
+    else:
+        first = result.stdout.splitlines()[0]
+        assert first.startswith("⚠ ") and "noise floor ±" in first
+        assert first[2:].startswith(banner[:40])
+
+
+def test_run_threads_all_keeps_the_libraries_defaults(cli, tiny_suite, tmp_path):
+    result = cli(
+        "run", "double", "--quick", "-m", "numpy", "--threads", "all",
+        "--suite", str(tiny_suite), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [path] = (tmp_path / "runs").glob("*.json")
+    run = load_run(path)
+    assert run.environment["threads"]["requested"] is None
+    assert run.config.settings.threads is None
+    assert "library defaults on" in result.stdout
+
+
+def test_env_shows_blas_pools_cores_xla_thread_flags_and_the_machine(monkeypatch):
+    result = CliRunner().invoke(app, ["env"])
+    assert result.exit_code == 0, result.output
+    for row in ("allowed cores", "blas pool", "XLA thread flags", "machine", "--threads 1"):
+        assert row in result.output, row
+    data = json.loads(CliRunner().invoke(app, ["env", "--json"]).output)
+    assert data["thread_settings"]["allowed_cores"] and "blas" in data["thread_settings"]
+    assert data["machine"]["probe_samples_s"]
+    # Only the thread-related XLA flags and variables are picked out (read, never applied:
+    # this process's backend is not restarted).
+    from jitbench.measure import environment
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false --xla_dump_hlo_as_text")
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "1")
+    settings = environment.thread_settings()
+    assert settings["xla_thread_flags"] == ["--xla_cpu_multi_thread_eigen=false"]
+    assert settings["env"]["OPENBLAS_NUM_THREADS"] == "1"

@@ -424,3 +424,181 @@ def test_loops_are_counted_and_their_rates_withheld() -> None:
         while_loop_count=looped.while_loop_count,
     )
     assert c.has_loops and m(Mode.JIT, [1e-3], compile=c).achieved_flops_per_s is None
+
+
+# --- run-level detectors: outliers and sizes out of order ------------------------------------
+
+
+def sized(
+    size: str,
+    mode: Mode,
+    samples: list[float],
+    *,
+    nbytes: int | None,
+    elements: int | None = None,
+    workload: str = "gemm",
+    device: str = "cpu:0",
+) -> Measurement:
+    case = Case(
+        workload=workload,
+        size=size,
+        device=device,
+        dtype="float32",
+        input_bytes=nbytes,
+        input_elements=elements,
+    )
+    return Measurement(
+        case=case, mode=mode, status=Status.OK, samples_s=tuple(samples), calls_per_sample=1
+    )
+
+
+def around(center: float, n: int = 12, rel: float = 0.01) -> list[float]:
+    """n samples evenly spread ±rel around center."""
+    return [center * (1 - rel + 2 * rel * i / (n - 1)) for i in range(n)]
+
+
+def run_codes(run: Run) -> dict[tuple[str, str], list[str]]:
+    return {(x.case.size, x.mode.value): [d.code for d in x.diagnostics] for x in run.measurements}
+
+
+def test_outlier_samples_names_how_many_and_how_far() -> None:
+    samples = [*around(10e-3, 30), 42e-3, 31e-3]
+    [found] = diagnose.run_diagnostics(_run([m(Mode.NUMPY, samples)])).measurements[0].diagnostics
+    assert found.code == diagnose.OUTLIERS and found.severity is Severity.INFO
+    assert found.message.startswith("2 of 32 samples lie beyond Q3 + 3·IQR")
+    assert "the worst 4.2× the median 10 ms" in found.message
+
+
+@pytest.mark.parametrize(
+    "samples",
+    [
+        [*around(10e-3, 6), 40e-3],  # too few samples to call anything far
+        around(10e-3, 30, rel=0.2),  # wide but without a far tail
+        [10e-3] * 20 + [10.3e-3],  # beyond Q3 + 3·IQR (IQR 0) but only 3 % above the median
+    ],
+)
+def test_no_outliers_without_a_far_tail(samples: list[float]) -> None:
+    run = diagnose.run_diagnostics(_run([m(Mode.NUMPY, samples)]))
+    assert run.measurements[0].diagnostics == ()
+
+
+def seed_case() -> list[Measurement]:
+    """The seed of issue 14: gemm NumPy at S 49.5 ms (a BLAS stall), at M 45.6 ms."""
+    s_bytes, m_bytes = 2 * 350 * 350 * 4, 2 * 700 * 700 * 4
+    return [
+        sized("S", Mode.NUMPY, around(49.5e-3), nbytes=s_bytes),
+        sized("S", Mode.JIT, around(4.5e-3), nbytes=s_bytes),
+        sized("M", Mode.NUMPY, around(45.6e-3), nbytes=m_bytes),
+        sized("M", Mode.JIT, around(40e-3), nbytes=m_bytes),
+    ]
+
+
+def test_the_seed_case_marks_the_smaller_size_and_names_the_larger() -> None:
+    run = diagnose.run_diagnostics(_run(seed_case()))
+    assert run_codes(run) == {
+        ("S", "numpy"): [diagnose.SIZE_ORDER],
+        ("S", "jit"): [],
+        ("M", "numpy"): [],
+        ("M", "jit"): [],
+    }
+    [d] = run.measurements[0].diagnostics
+    assert d.severity is Severity.WARNING
+    assert d.message.startswith(
+        "numpy at S (49.5 ms) is slower than at M (45.6 ms, 4× the input bytes)"
+    )
+    assert "left out of the geometric-mean speedup" in d.message
+    assert "jitbench run gemm -s S,M" in d.hint and "--threads 1" in d.hint
+    assert diagnose.excluded_from_headline(run.measurements[0])
+    assert not diagnose.excluded_from_headline(run.measurements[2])
+    assert diagnose.run_diagnostics(run) == run  # idempotent
+
+
+def test_the_worst_contradiction_is_named_across_three_sizes() -> None:
+    ms = [
+        sized("S", Mode.NUMPY, around(9e-3), nbytes=100),
+        sized("M", Mode.NUMPY, around(5e-3), nbytes=1_000),
+        sized("L", Mode.NUMPY, around(8e-3), nbytes=10_000),
+    ]
+    run = diagnose.run_diagnostics(_run(ms))
+    assert run_codes(run) == {
+        ("S", "numpy"): [diagnose.SIZE_ORDER],
+        ("M", "numpy"): [],
+        ("L", "numpy"): [],
+    }
+    assert (
+        "slower than at L (8 ms, 100× the input bytes)"
+        in run.measurements[0].diagnostics[0].message
+    )
+
+
+@pytest.mark.parametrize(
+    "ms",
+    [
+        # Overlapping CIs: S is slower by the median only.
+        [
+            sized("S", Mode.NUMPY, around(10.2e-3, rel=0.1), nbytes=100),
+            sized("M", Mode.NUMPY, around(10e-3, rel=0.1), nbytes=1_000),
+        ],
+        # Apart, but by less than the margin (a sweep's neighbouring points).
+        [
+            sized("n=1000", Mode.NUMPY, around(10.3e-3, rel=0.001), nbytes=1_000),
+            sized("n=1024", Mode.NUMPY, around(10e-3, rel=0.001), nbytes=1_024),
+        ],
+        # Calls dominated by per-call overhead: flat in the size, their order is drift.
+        [
+            sized("S", Mode.JIT, around(60e-6), nbytes=100),
+            sized("M", Mode.JIT, around(50e-6), nbytes=1_000),
+        ],
+        # Same input size (a preset that changes an iteration count, not the input).
+        [
+            sized("S", Mode.NUMPY, around(20e-3), nbytes=1_000),
+            sized("M", Mode.NUMPY, around(10e-3), nbytes=1_000),
+        ],
+        # Different modes, devices or workloads are never compared.
+        [
+            sized("S", Mode.NUMPY, around(20e-3), nbytes=100),
+            sized("M", Mode.JIT, around(10e-3), nbytes=1_000),
+            sized("M", Mode.NUMPY, around(10e-3), nbytes=1_000, device="gpu:0"),
+            sized("M", Mode.NUMPY, around(10e-3), nbytes=1_000, workload="other"),
+        ],
+        # No recorded input size (a failed input function, an old file).
+        [
+            sized("S", Mode.NUMPY, around(20e-3), nbytes=None),
+            sized("M", Mode.NUMPY, around(10e-3), nbytes=None),
+        ],
+    ],
+)
+def test_no_inversion_without_a_clear_contradiction(ms: list[Measurement]) -> None:
+    run = diagnose.run_diagnostics(_run(ms))
+    assert all(not codes for codes in run_codes(run).values()), run_codes(run)
+
+
+def test_sizes_are_ordered_by_elements_when_bytes_are_unknown() -> None:
+    ms = [
+        sized("S", Mode.NUMPY, around(20e-3), nbytes=None, elements=10),
+        sized("M", Mode.NUMPY, around(10e-3), nbytes=None, elements=100),
+    ]
+    run = diagnose.run_diagnostics(_run(ms))
+    assert run_codes(run)[("S", "numpy")] == [diagnose.SIZE_ORDER]
+    assert "10× the elements" in run.measurements[0].diagnostics[0].message
+
+
+def test_run_level_codes_are_listed_and_survive_the_json_round_trip() -> None:
+    assert {diagnose.OUTLIERS, diagnose.SIZE_ORDER} <= diagnose.CODES
+    run = diagnose.run_diagnostics(_run(seed_case()))
+    again = run_from_dict(json.loads(dump_run(run)))
+    assert run_codes(again) == run_codes(run)
+
+
+def test_the_terminal_table_and_problems_show_the_inversion() -> None:
+    from rich.console import Console
+
+    run = diagnose.run_diagnostics(_run(seed_case()))
+    console = Console(width=250, record=True)
+    console.print(summary_table(run))
+    text = console.export_text()
+    assert "numpy: size-order-inverted" in text
+    assert any(
+        line.startswith("gemm[S] cpu:0 float32 numpy: size-order-inverted: numpy at S")
+        for line in problems(run)
+    )

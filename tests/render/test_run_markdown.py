@@ -64,3 +64,30 @@ def test_cli_report_markdown_to_stdout_and_file(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert target.read_text() == run_markdown(load_run(RUN_FILE))
     assert not (tmp_path / "h").exists()  # markdown instead of HTML
+
+
+def test_a_suspect_speedup_is_marked_and_explained() -> None:
+    from jitbench.measure import diagnose
+    from jitbench.results import Case, Measurement, Run
+
+    def gemm(size: str, mode: Mode, median: float, nbytes: int) -> Measurement:
+        case = Case(workload="gemm", size=size, device="cpu:0", dtype="float32", input_bytes=nbytes)
+        samples = tuple(median * (0.99 + 0.02 * i / 11) for i in range(12))
+        return Measurement(case=case, mode=mode, status=Status.OK, samples_s=samples)
+
+    ms = (
+        gemm("S", Mode.NUMPY, 49.5e-3, 980_000),
+        gemm("S", Mode.JIT, 4.5e-3, 980_000),
+        gemm("M", Mode.NUMPY, 45.6e-3, 3_920_000),
+        gemm("M", Mode.JIT, 22.8e-3, 3_920_000),
+    )
+    run = Run(
+        run_id="r", started_at="t", finished_at="t", complete=True, environment={}, config={},
+        measurements=ms,
+    )  # fmt: skip
+    text = run_markdown(diagnose.run_diagnostics(run))
+    s_row = next(line for line in text.splitlines() if line.startswith("| `gemm` | S"))
+    m_row = next(line for line in text.splitlines() if line.startswith("| `gemm` | M"))
+    assert "11× [" in s_row and "] ⚠ |" in s_row and "⚠" not in m_row
+    assert text.rstrip().endswith("probably a stall, not a speedup.")
+    assert "⚠" not in run_markdown(run)  # without the diagnostic nothing is marked

@@ -11,8 +11,13 @@ from pathlib import Path
 import pytest
 
 from jitbench import RunConfig, discover, load_run, run_workloads, save_run
+from jitbench import formatting as fmt
+from jitbench.measure import diagnose
+from jitbench.measure.machine import MachineState, NoiseProbe
+from jitbench.measure.threads import ThreadState
+from jitbench.render.run_table import machine_banner, summary_table
 from jitbench.report import data, figures, pages, write_index, write_report, write_run_page
-from jitbench.results import ErrorInfo, Mode, Run, Status, safe_file_stem
+from jitbench.results import Case, ErrorInfo, Measurement, Mode, Run, Status, safe_file_stem
 from tests.conftest import TINY_SUITE
 
 SWEEP_WORKLOAD = '''
@@ -322,3 +327,128 @@ def test_zero_times_from_a_crafted_file_do_not_break_the_chart(run: Run) -> None
     assert label not in list(jit.x)
     assert any(a.x == label and "jit no ratio" in a.text for a in fig.layout.annotations)
     assert "Infinity" not in fig.to_json() and "NaN" not in fig.to_json()
+
+
+# ---------------------------------------------------------------------------------------
+# threads, the machine's state and suspect speedups (issue 14)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "results" / "fixtures"
+
+
+def _gemm(size: str, mode: Mode, median: float, nbytes: int) -> Measurement:
+    samples = tuple(median * (1 - 0.01 + 0.02 * i / 11) for i in range(12))
+    case = Case(workload="gemm", size=size, device="cpu:0", dtype="float32", input_bytes=nbytes)
+    return Measurement(
+        case=case, mode=mode, status=Status.OK, samples_s=samples, calls_per_sample=1
+    )
+
+
+def seed_run(environment: dict[str, object] | None = None) -> Run:
+    """Issue 14's seed: gemm NumPy at S 49.5 ms (a BLAS stall) slower than at M 45.6 ms,
+    which made S look like an 11× jit win; plus a healthy workload."""
+    ms = [
+        _gemm("S", Mode.NUMPY, 49.5e-3, 980_000),
+        _gemm("S", Mode.JIT, 4.5e-3, 980_000),
+        _gemm("M", Mode.NUMPY, 45.6e-3, 3_920_000),
+        _gemm("M", Mode.JIT, 22.8e-3, 3_920_000),
+    ]
+    run = Run(
+        run_id="seed",
+        started_at="2030-01-01T00:00:00+00:00",
+        finished_at="2030-01-01T00:01:00+00:00",
+        complete=True,
+        environment=environment or {"host": "vm"},
+        config={},
+        measurements=tuple(ms),
+    )
+    return diagnose.run_diagnostics(run)
+
+
+def test_a_size_order_inversion_is_no_headline_win() -> None:
+    run = seed_run()
+    s_case = next(c for c in run.cases() if c.size == "S")
+    assert data.speedup_value(run, s_case, Mode.JIT) == pytest.approx(11.0)
+    assert data.suspect_speedup(run, s_case, Mode.JIT)
+    [jit] = [g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT]
+    assert (jit.count, jit.suspect, jit.failed) == (1, 1, 0)
+    assert jit.value == pytest.approx(2.0)  # M alone; S's 11× is left out
+    fig = figures.speedup_figure(run, "cpu:0")
+    suspect = next(t for t in fig.data if t.name == "jit: suspect, left out of ★")
+    assert list(suspect.x) == ["gemm[S]"] and suspect.marker.symbol == "diamond-open"
+    notes = {a.x: a.text for a in fig.layout.annotations}
+    assert "⚠ jit size order" in notes["gemm[S]"]
+    rows = data.measurement_rows(run)
+    s_jit = next(r for r in rows if r["size"].text == "S" and r["mode"].text == "jit")
+    assert s_jit["speedup"].text.endswith(" ⚠") and "geometric mean" in s_jit["speedup"].title
+    s_numpy = next(r for r in rows if r["size"].text == "S" and r["mode"].text == "numpy")
+    assert "size-order-inverted" in s_numpy["notes"].text
+    html = pages.render_run_page(run)
+    assert "1 suspect (size order), left out" in html
+
+
+def busy_environment() -> dict[str, object]:
+    noisy = NoiseProbe(samples_s=(0.9, 0.95, 1.0, 1.05, 1.1))
+    state = MachineState(
+        cores_total=2, cores_used=1, load_avg=(4.5, 3.0, 2.0), others_cores=1.5, probe=noisy
+    )
+    threads = ThreadState(
+        requested=1,
+        cores=(1,),
+        pinned=True,
+        blas=({"internal_api": "openblas", "num_threads": 1},),
+        xla_flags="",
+    )
+    return {
+        "host": "vm",
+        "threads": threads.to_dict(),
+        "machine_before": state.to_dict(),
+        "machine_after": state.to_dict(),
+    }
+
+
+def test_run_page_shows_threads_and_a_busy_machine_banner() -> None:
+    html = pages.render_run_page(seed_run(busy_environment()))
+    assert "1 thread (core 1; openblas 1)" in html
+    assert 'id="machine-banner"' in html
+    assert "busy and noisy machine (before and after the run): load 4.50 on 2 cores" in html
+    assert "noise floor ±7.4 % before, ±7.4 % after" in html
+    items = dict(data.environment_items(seed_run(busy_environment())))
+    assert items["threads"] == "1 thread (core 1; openblas 1)"
+    assert items["machine before"].startswith("load 4.50/3.00/2.00 on 2 cores")
+    assert items["machine after"].endswith("(busy and noisy)")
+
+
+def test_terminal_title_names_threads_and_carries_the_banner() -> None:
+    from rich.console import Console
+
+    run = seed_run(busy_environment())
+    console = Console(width=250, record=True)
+    console.print(summary_table(run))
+    lines = [line.rstrip() for line in console.export_text().splitlines()]
+    assert lines[0] == "jitbench run seed · 1 thread (core 1; openblas 1)"
+    s_row = next(line for line in lines if line.startswith("│ gemm     │ S"))
+    gemm_s = next(c for c in run.cases() if c.workload == "gemm" and c.size == "S")
+    r = run.speedup(gemm_s.key, Mode.JIT)
+    assert r is not None
+    assert f"{fmt.ratio_ci(r.value, r.low, r.high)} ⚠" in s_row
+    assert "numpy: size-order-inverted" in s_row
+    banner = machine_banner(run)
+    assert banner is not None and "\n" not in banner.plain
+    assert banner.plain.startswith("⚠ busy and noisy machine (before and after the run)")
+    assert banner.plain.endswith("noise floor ±7.4 % before, ±7.4 % after")
+    assert machine_banner(seed_run()) is None
+
+
+@pytest.mark.parametrize(
+    "fixture", sorted(FIXTURES.glob("run-schema-*.json")), ids=lambda p: p.name
+)
+def test_old_runs_without_threads_or_machine_still_render(fixture: Path) -> None:
+    from rich.console import Console
+
+    run = load_run(fixture)
+    assert "threads" not in run.environment and "machine_before" not in run.environment
+    html = pages.render_run_page(run)
+    assert 'id="machine-banner"' not in html
+    console = Console(width=250, record=True)
+    console.print(summary_table(run))
+    assert console.export_text().splitlines()[0].rstrip() == f"jitbench run {run.run_id}"

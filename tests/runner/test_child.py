@@ -5,10 +5,12 @@ the case's --timeout. The isolated entries share one run: every child imports JA
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -114,3 +116,46 @@ def test_measurement_dicts_round_trip() -> None:
     for m in run.measurements:
         again = measurement_from_dict(json.loads(json.dumps(measurement_to_dict(m))))
         assert again.samples_s == m.samples_s and again.case == m.case
+
+
+THREAD_CHECK_SUITE = '''
+import os
+
+from threadpoolctl import threadpool_info
+
+from jitbench import workload
+
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+@workload(inputs=vec, sizes={"S": {"n": 8}})
+def one_core_one_thread(xp, x):
+    """Fails unless it runs on one core with one BLAS thread (--threads 1)."""
+    cores = len(os.sched_getaffinity(0))
+    pools = [p["num_threads"] for p in threadpool_info()]
+    if cores != 1 or any(n != 1 for n in pools):
+        raise RuntimeError(f"{cores} cores, BLAS threads {pools}")
+    return x + 1
+'''
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
+def test_the_child_measures_with_the_runs_threads(tmp_path: Path) -> None:
+    suite = tmp_path / "thread_check.py"
+    suite.write_text(THREAD_CHECK_SUITE)
+    out = tmp_path / "out"
+    result = invoke("run", "--suite", suite, "--quick", "-m", "numpy", "--isolate", "--out", out)
+    assert result.exit_code == 0, result.stderr
+    run = load_run(run_files(out)[0])
+    assert statuses(run) == {"one_core_one_thread[S]": {"numpy": "ok"}}, run.measurements
+    assert run.environment["threads"]["requested"] == 1
+    # The same check fails in this process without the limit (where there is more to use).
+    if len(os.sched_getaffinity(0)) > 1:
+        free = run_workloads(
+            discover([suite]).select((), None),
+            RunConfig.quick_settings(modes=("numpy",), threads=None),
+        )
+        assert free.measurements[0].status is Status.ERROR
+        assert "cores" in free.measurements[0].error.message

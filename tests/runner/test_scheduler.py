@@ -532,3 +532,51 @@ def test_a_case_failing_in_a_later_round_keeps_the_others_going():
     for mode in Mode:
         assert by(run, "steady", mode).status is Status.OK
         assert len(by(run, "steady", mode).samples_s) >= 4
+
+
+# --- threads and the machine's state (issue 14) ------------------------------------------------
+
+
+def test_a_run_records_its_threads_and_the_machine_before_and_after(tiny_run):
+    from jitbench.measure.machine import MachineState
+    from jitbench.measure.threads import ThreadState
+
+    env = tiny_run.environment
+    threads = ThreadState.from_dict(env["threads"])
+    assert threads.requested == 1 and len(threads.cores) == 1
+    if hasattr(os, "sched_setaffinity"):
+        assert threads.pinned and all(b["num_threads"] == 1 for b in threads.blas)
+    for key in ("machine_before", "machine_after"):
+        state = MachineState.from_dict(env[key])
+        assert state.cores_used == 1 and state.probe is not None, key
+    # The process got its cores back (its affinity is what it was before the run).
+    if hasattr(os, "sched_getaffinity"):
+        assert set(threads.cores) < os.sched_getaffinity(0) or len(os.sched_getaffinity(0)) == 1
+
+
+def test_threads_none_keeps_the_libraries_defaults():
+    reg = discover([FAULT_SUITE])
+    run = run_workloads(
+        [reg.get("ok_double")], RunConfig.quick_settings(threads=None, modes=("numpy",))
+    )
+    assert run.environment["threads"]["requested"] is None
+    assert run.environment["threads"]["pinned"] is False
+    assert run.config.settings is not None and run.config.settings.threads is None
+
+
+def test_the_finished_run_gets_the_run_level_diagnostics(monkeypatch):
+    from jitbench.measure import diagnose
+    from jitbench.runner import scheduler
+
+    seen: list[Run] = []
+    real = diagnose.run_diagnostics
+
+    def spy(run: Run) -> Run:
+        seen.append(run)
+        return real(run)
+
+    monkeypatch.setattr(scheduler.diagnose, "run_diagnostics", spy)
+    reg = discover([FAULT_SUITE])
+    run = run_workloads([reg.get("ok_double")], RunConfig.quick_settings(modes=("numpy",)))
+    assert len(seen) == 1 and seen[0].complete and "machine_after" in seen[0].environment
+    assert run.complete
