@@ -1,7 +1,7 @@
 """Measure one case under the protocol (DESIGN §1): open it, sample it, report it.
 
-`open_case` does everything before timing (inputs, NumPy reference, staging, cold compile
-and first call, validation, warm-up, calibration) and returns a `CaseSession`; each
+`open_case` does everything before timing (inputs, NumPy reference, staging, one cold
+compile per JAX mode, validation, warm-up, calibration) and returns a `CaseSession`; each
 `CaseSession.sample` adds a round of interleaved samples; `CaseSession.measurements`
 reports what is known so far. Planning cases, spreading rounds across cases, guards,
 checkpoints and events belong to `jitbench.runner`; `jitbench profile` and the asv bridge
@@ -78,6 +78,13 @@ def add_hint(exc: BaseException, hint: str) -> None:
         setattr(exc, _HINT_ATTR, hint)
 
 
+# The cold first calls after a case's one cache clear: jit first, so its trace, lowering and
+# compile are all cold; eager's per-primitive programs are then all still compiled for real
+# (jit's compile fills none of their cache entries), which a second clear would only repeat
+# at the price of compiling jit's program again before it is timed.
+COLD_ORDER = (Mode.JIT, Mode.EAGER)
+
+
 @dataclass
 class _ModeState:
     """Everything learnt about one mode of one case before sampling."""
@@ -113,48 +120,75 @@ class PreparedMode:
     compile: CompileInfo
 
 
-def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
-    """Time the AOT stages cold, then a separate cold first call of `jax.jit(f)`."""
+def _jit_stages(
+    wl: Workload, staged: modes.Staged, cold: jcompile.ColdCall
+) -> tuple[float, float, float]:
+    """(trace, lower, compile) seconds of a cold jit call, from its compile events; where
+    JAX emitted none of a stage, the AOT stages timed cold instead (a second compile)."""
+    if cold.stages_s is not None:
+        return cold.stages_s
     aot = jcompile.cold_aot_breakdown(
         wl.jax_fn,
         static_argnames=wl.static_argnames,
         args=staged.args,
         kwargs={**staged.kwargs, **staged.static},
     )
+    return aot.trace_s, aot.lower_s, aot.compile_s
+
+
+def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
+    """One cold first call of `jax.jit(f)`, the way users call it, with JAX's caches as the
+    caller left them (`open_case` clears them just before): its seconds (trace + lower +
+    compile + run) and the seconds JAX's compile events give each stage. The program's
+    analysis (cost, memory, HLO, jaxpr) is read from the executable that call left in the
+    cache, so the program is compiled once."""
     jitted = modes.jit_function(wl)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-    first_s, first_compiles, out = jcompile.cold_first_call(call)
+    cold = jcompile.cold_call(call, clear=False)
+    analysis, _ = jcompile.cached_analysis(
+        jitted, args=staged.args, kwargs={**staged.kwargs, **staged.static}
+    )
+    trace_s, lower_s, compile_s = _jit_stages(wl, staged, cold)
     return PreparedMode(
-        call=modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted),
-        output=out,
+        call=modes.specialise_call(Mode.JIT, call, cold.output, staged=staged, jitted=jitted),
+        output=cold.output,
         compile=CompileInfo(
-            first_call_s=first_s,
-            compile_count=first_compiles,
-            trace_s=aot.trace_s,
-            lower_s=aot.lower_s,
-            compile_s=aot.compile_s,
-            jaxpr_eqn_count=aot.jaxpr_eqn_count,
-            flops=aot.flops,
-            transcendentals=aot.transcendentals,
-            bytes_accessed=aot.bytes_accessed,
-            memory=aot.memory,
-            hlo_fingerprint=aot.hlo_fingerprint,
-            while_loop_count=aot.while_loop_count,
+            first_call_s=cold.seconds,
+            compile_count=cold.compile_count,
+            trace_s=trace_s,
+            lower_s=lower_s,
+            compile_s=compile_s,
+            jaxpr_eqn_count=analysis.jaxpr_eqn_count,
+            flops=analysis.flops,
+            transcendentals=analysis.transcendentals,
+            bytes_accessed=analysis.bytes_accessed,
+            memory=analysis.memory,
+            hlo_fingerprint=analysis.hlo_fingerprint,
+            while_loop_count=analysis.while_loop_count,
         ),
     )
 
 
+def cold_jit_stages(wl: Workload, host: Inputs, staged: modes.Staged) -> tuple[float, float, float]:
+    """Clear JAX's caches and measure a fresh `jax.jit(f)`'s cold first call again:
+    (trace, lower, compile) seconds. Raises what the call raises."""
+    jitted = modes.jit_function(wl)
+    call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
+    return _jit_stages(wl, staged, jcompile.cold_call(call))
+
+
 def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
-    """Time the cold first eager call and count the programs op-by-op dispatch compiles."""
+    """Time the cold first eager call and count the programs op-by-op dispatch compiles
+    (JAX's caches as the caller left them: cleared, then only jit's program compiled)."""
     call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
     # Guarded from the first call on: JAX caches an array's host copy after one transfer,
     # so a hidden copy of an input would slip through every later, guarded call.
     with modes.timed_region(Mode.EAGER):
-        first_s, first_compiles, out = jcompile.cold_first_call(call)
+        cold = jcompile.cold_call(call, clear=False)
     return PreparedMode(
         call=call,
-        output=out,
-        compile=CompileInfo(first_call_s=first_s, compile_count=first_compiles),
+        output=cold.output,
+        compile=CompileInfo(first_call_s=cold.seconds, compile_count=cold.compile_count),
     )
 
 
@@ -226,10 +260,10 @@ class CaseSession:
     quick: bool
     transfer: dict[str, Any] = field(default_factory=dict)
     samples: dict[Mode, list[float]] = field(default_factory=dict)
-    cache_generation: int = -1  # jcompile.cache_generation() when last sampled
+    cache_generation: int = -1  # jcompile.cache_generation() when last warm
     # Measures the cold jit compile again (None without a compiled jit mode).
-    aot_again: Callable[[], jcompile.AotBreakdown] | None = None
-    aot_repeats: list[tuple[float, float, float]] = field(default_factory=list)
+    compile_again: Callable[[], tuple[float, float, float]] | None = None
+    compile_repeats: list[tuple[float, float, float]] = field(default_factory=list)
 
     @property
     def runnable(self) -> list[_ModeState]:
@@ -237,7 +271,7 @@ class CaseSession:
 
     def sample(self, plan: SamplingPlan) -> None:
         """Take one round of interleaved samples of every mode still able to run."""
-        if self.samples and self.cache_generation != jcompile.cache_generation():
+        if self.cache_generation != jcompile.cache_generation():
             self._rewarm(plan)
         runnable = self.runnable
         if not runnable:
@@ -262,29 +296,28 @@ class CaseSession:
         """Measure the cold jit compile once more; the jit figures become those of the
         repeat with the median total. A failure here keeps the earlier figures."""
         jit = self.states.get(Mode.JIT)
-        if self.aot_again is None or jit is None or jit.compile is None or jit.call is None:
+        if self.compile_again is None or jit is None or jit.compile is None or jit.call is None:
             return
         c = jit.compile
-        if not self.aot_repeats:
-            self.aot_repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
+        if not self.compile_repeats:
+            self.compile_repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
         try:
-            again = self.aot_again()
+            self.compile_repeats.append(self.compile_again())
         except Exception:
             return
-        self.aot_repeats.append((again.trace_s, again.lower_s, again.compile_s))
-        by_total = sorted(self.aot_repeats, key=sum)
+        by_total = sorted(self.compile_repeats, key=sum)
         trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
         jit.compile = replace(
             c,
             trace_s=trace_s,
             lower_s=lower_s,
             compile_s=compile_s,
-            compile_repeats_s=tuple(sum(stages) for stages in self.aot_repeats),
+            compile_repeats_s=tuple(sum(stages) for stages in self.compile_repeats),
         )
 
     def _rewarm(self, plan: SamplingPlan) -> None:
         """Call each mode a few times, untimed and uncounted: another case's cold
-        measurement cleared JAX's caches since this case was last sampled, so its first
+        measurement cleared JAX's caches since this case was last warm, so its first
         calls now recompile. That is jitbench's doing, not the workload's."""
         for s in self.runnable:
             assert s.call is not None
@@ -294,6 +327,7 @@ class CaseSession:
                         s.call()
             except Exception as exc:
                 s.fail(exc)
+        self.cache_generation = jcompile.cache_generation()
 
     def ready(self, mode: Mode) -> ReadyMode:
         """`mode` as prepared by `open_case`: its timed call, calibration and cold compile
@@ -387,11 +421,13 @@ def open_case(
             for s in jax_states:
                 s.fail(exc)
 
-    # 3. Cold compile and cold first call (jit first, then eager), then validation.
+    # 3. One clear of JAX's caches, then the cold first calls (jit, then eager: see
+    #    COLD_ORDER), each validated.
     reference_wider = False
     outputs: dict[Mode, Any] = {}
     if staged is not None:
-        for s in jax_states:
+        jcompile.clear_caches()
+        for s in sorted(jax_states, key=lambda s: COLD_ORDER.index(s.mode)):
             try:
                 prepared = PREPARE[s.mode](wl, host, staged)
                 s.call, s.compile = prepared.call, prepared.compile
@@ -403,13 +439,7 @@ def open_case(
             if reference is not None:
                 reference_wider |= _validate(s, wl, reference, out)
     if Mode.JIT in outputs and staged is not None:
-        session.aot_again = functools.partial(
-            jcompile.cold_aot_breakdown,
-            wl.jax_fn,
-            static_argnames=wl.static_argnames,
-            args=staged.args,
-            kwargs={**staged.kwargs, **staged.static},
-        )
+        session.compile_again = functools.partial(cold_jit_stages, wl, host, staged)
     if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
         # No NumPy reference (its side failed): jit must at least agree with eager.
         _validate(
@@ -438,6 +468,7 @@ def open_case(
             s.fail(exc)
     for s in session.runnable:
         s.timed_compiles = jcompile.CompileEvents()
+    session.cache_generation = jcompile.cache_generation()
     return session
 
 
