@@ -1,8 +1,14 @@
-"""Cold compilation: AOT stage timings, compile-event counting and compiled-program analysis.
+"""Cold compilation: the first call's stages, compile-event counting and program analysis.
 
-Compiles are counted with `jax.monitoring` duration events. With the persistent cache off,
-every `backend_compile_duration` event is a real XLA compile, and an in-memory cache hit
-emits none, so a cache hit is never reported as a compile.
+Compiles are counted and split with `jax.monitoring` duration events. With the persistent
+cache off, every `backend_compile_duration` event is a real XLA compile, and an in-memory
+cache hit emits none, so a cache hit is never reported as a compile. One cold first call of
+a jitted function yields its trace, lowering and XLA compile seconds (`cold_call`); the
+compiled program's analysis is then read from the executable that call left in JAX's
+in-memory cache (`cached_analysis`), without a second compile. `cold_aot_breakdown` times
+the AOT stages (`.trace`, `.lower`, `.compile`) instead: `jitbench profile` keeps it for the
+IR texts, and it is the reference the event split was checked against
+(`tools/compile_split.py`).
 """
 
 from __future__ import annotations
@@ -69,7 +75,8 @@ def count_compiles() -> Iterator[CompileEvents]:
     try:
         yield events
     finally:
-        _active.remove(events)
+        # By identity: nested counters see the same events, so they compare equal.
+        del _active[next(i for i, e in enumerate(_active) if e is events)]
 
 
 @contextmanager
@@ -236,6 +243,103 @@ def cache_generation() -> int:
     return _cache_generation
 
 
+@dataclass(frozen=True, kw_only=True)
+class ProgramAnalysis:
+    """What a compiled program says about itself; None where a backend cannot tell."""
+
+    jaxpr_eqn_count: int | None = None
+    flops: float | None = None
+    transcendentals: float | None = None
+    bytes_accessed: float | None = None
+    memory: dict[str, int] | None = None
+    hlo_fingerprint: str | None = None
+    while_loop_count: int | None = None
+    hlo_text: str | None = None
+    jaxpr_text: str | None = None
+
+
+def analyse(traced: Any, compiled: Any, *, keep_text: bool = False) -> ProgramAnalysis:
+    """The analysis of an AOT `Traced` and its `Compiled` (cost, memory, HLO, jaxpr size)."""
+    flops, transcendentals, bytes_accessed = cost_figures(compiled)
+    try:
+        hlo = compiled.as_text()
+    except Exception:
+        hlo = None
+    jaxpr = getattr(traced, "jaxpr", None)
+    return ProgramAnalysis(
+        jaxpr_eqn_count=count_jaxpr_eqns(jaxpr) if jaxpr is not None else None,
+        flops=flops,
+        transcendentals=transcendentals,
+        bytes_accessed=bytes_accessed,
+        memory=memory_figures(compiled),
+        hlo_fingerprint=hlo_fingerprint(hlo) if hlo else None,
+        while_loop_count=while_loop_count(hlo) if hlo else None,
+        hlo_text=hlo if keep_text else None,
+        jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
+    )
+
+
+def cached_analysis(
+    jitted: Any, *, args: tuple[Any, ...], kwargs: Mapping[str, Any], keep_text: bool = False
+) -> tuple[ProgramAnalysis, int]:
+    """The analysis of the program a call `jitted(*args, **kwargs)` compiled: (analysis,
+    XLA compiles it took).
+
+    After such a call, `jitted.trace(...).lower().compile()` finds the trace, the lowering
+    and the executable in JAX's in-memory caches (about a millisecond, no XLA compile); it
+    compiles again only if the caches were cleared since. Raises what tracing raises.
+    """
+    with count_compiles() as events:
+        traced = jitted.trace(*args, **kwargs)
+        compiled = traced.lower().compile()
+    return analyse(traced, compiled, keep_text=keep_text), events.compile_count
+
+
+@dataclass(frozen=True)
+class ColdCall:
+    """One call timed with JAX's compile events: its seconds (trace, lower, compile and
+    run), the events it emitted, and its output."""
+
+    seconds: float
+    events: CompileEvents
+    output: Any
+
+    @property
+    def compile_count(self) -> int:
+        return self.events.compile_count
+
+    def stage_s(self, event: str) -> float | None:
+        """Seconds the call spent in one stage (`TRACE_EVENT`, `LOWER_EVENT`,
+        `BACKEND_COMPILE_EVENT`); None when no such event was emitted."""
+        return self.events.durations_s.get(event)
+
+    @property
+    def stages_s(self) -> tuple[float, float, float] | None:
+        """(trace, lower, XLA compile) seconds of a jitted call's compile, or None when an
+        event is missing (a cache hit, or a JAX that does not emit it)."""
+        parts = [self.stage_s(e) for e in (TRACE_EVENT, LOWER_EVENT, BACKEND_COMPILE_EVENT)]
+        if any(p is None for p in parts):
+            return None
+        trace_s, lower_s, compile_s = (float(p or 0.0) for p in parts)
+        return trace_s, lower_s, compile_s
+
+
+def cold_call(call: Callable[[], Any], *, clear: bool = True) -> ColdCall:
+    """Time one call with the persistent cache off, counting and splitting its compiles.
+
+    `clear` empties JAX's in-memory caches first (`clear_caches`); a caller that measures
+    several cold calls after one clear passes False. The call must block on its output
+    (the modes module's calls do). Raises whatever the call raises.
+    """
+    if clear:
+        clear_caches()
+    with persistent_cache_disabled(), count_compiles() as events:
+        t0 = time.perf_counter()
+        out = call()
+        elapsed = time.perf_counter() - t0
+    return ColdCall(seconds=elapsed, events=events, output=out)
+
+
 def cold_aot_breakdown(
     fn: Callable[..., Any],
     *,
@@ -258,26 +362,21 @@ def cold_aot_breakdown(
         t2 = time.perf_counter()
         compiled = lowered.compile()
         t3 = time.perf_counter()
-    flops, transcendentals, bytes_accessed = cost_figures(compiled)
-    try:
-        hlo = compiled.as_text()
-    except Exception:
-        hlo = None
-    jaxpr = getattr(traced, "jaxpr", None)
+    a = analyse(traced, compiled, keep_text=keep_text)
     return AotBreakdown(
         trace_s=t1 - t0,
         lower_s=t2 - t1,
         compile_s=t3 - t2,
         compile_count=events.compile_count,
-        jaxpr_eqn_count=count_jaxpr_eqns(jaxpr) if jaxpr is not None else None,
-        flops=flops,
-        transcendentals=transcendentals,
-        bytes_accessed=bytes_accessed,
-        memory=memory_figures(compiled),
-        hlo_fingerprint=hlo_fingerprint(hlo) if hlo else None,
-        while_loop_count=while_loop_count(hlo) if hlo else None,
-        hlo_text=hlo if keep_text else None,
-        jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
+        jaxpr_eqn_count=a.jaxpr_eqn_count,
+        flops=a.flops,
+        transcendentals=a.transcendentals,
+        bytes_accessed=a.bytes_accessed,
+        memory=a.memory,
+        hlo_fingerprint=a.hlo_fingerprint,
+        while_loop_count=a.while_loop_count,
+        hlo_text=a.hlo_text,
+        jaxpr_text=a.jaxpr_text,
     )
 
 
@@ -286,9 +385,5 @@ def cold_first_call(call: Callable[[], Any]) -> tuple[float, int, Any]:
 
     The call must block on its output (the modes module's calls do).
     """
-    clear_caches()
-    with persistent_cache_disabled(), count_compiles() as events:
-        t0 = time.perf_counter()
-        out = call()
-        elapsed = time.perf_counter() - t0
-    return elapsed, events.compile_count, out
+    cold = cold_call(call)
+    return cold.seconds, cold.compile_count, cold.output

@@ -1,11 +1,13 @@
 """Measure one case under the protocol (DESIGN §1): open it, sample it, report it.
 
-`open_case` does everything before timing (inputs, NumPy reference, staging, cold compile
-and first call, validation, warm-up, calibration) and returns a `CaseSession`; each
+`open_case` does everything before timing (inputs, NumPy reference, staging, one cold
+compile per JAX mode, validation, warm-up, calibration) and returns a `CaseSession`; each
 `CaseSession.sample` adds a round of interleaved samples; `CaseSession.measurements`
-reports what is known so far. Planning cases, spreading rounds across cases, guards,
-checkpoints and events belong to `jitbench.runner`; `jitbench profile` and the asv bridge
-reuse the parts here.
+reports what is known so far. `open_cases` does the same for one workload × size × dtype on
+several devices at once: the NumPy side is host code, measured once and sampled in the same
+rounds as every device's JAX modes, so all devices' speedups share one baseline. Planning
+cases, spreading rounds across cases, guards, checkpoints and events belong to
+`jitbench.runner`; `jitbench profile` and the asv bridge reuse the parts here.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jitbench.config import JAX_MODES, RunConfig, SamplingPlan
+from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import WorkloadError
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
@@ -78,9 +80,21 @@ def add_hint(exc: BaseException, hint: str) -> None:
         setattr(exc, _HINT_ATTR, hint)
 
 
+Slot = tuple[str, Mode]
+"""A sampled series of a session: (device label, mode); the shared NumPy side is on HOST."""
+
+HOST = "host"
+
+# The cold first calls after a case's one cache clear: jit first, so its trace, lowering and
+# compile are all cold; eager's per-primitive programs are then all still compiled for real
+# (jit's compile fills none of their cache entries), which a second clear would only repeat
+# at the price of compiling jit's program again before it is timed.
+COLD_ORDER = (Mode.JIT, Mode.EAGER)
+
+
 @dataclass
 class _ModeState:
-    """Everything learnt about one mode of one case before sampling."""
+    """Everything learnt about one mode of one case (one device) before sampling."""
 
     mode: Mode
     call: Callable[[], Any] | None = None
@@ -113,48 +127,75 @@ class PreparedMode:
     compile: CompileInfo
 
 
-def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
-    """Time the AOT stages cold, then a separate cold first call of `jax.jit(f)`."""
+def _jit_stages(
+    wl: Workload, staged: modes.Staged, cold: jcompile.ColdCall
+) -> tuple[float, float, float]:
+    """(trace, lower, compile) seconds of a cold jit call, from its compile events; where
+    JAX emitted none of a stage, the AOT stages timed cold instead (a second compile)."""
+    if cold.stages_s is not None:
+        return cold.stages_s
     aot = jcompile.cold_aot_breakdown(
         wl.jax_fn,
         static_argnames=wl.static_argnames,
         args=staged.args,
         kwargs={**staged.kwargs, **staged.static},
     )
+    return aot.trace_s, aot.lower_s, aot.compile_s
+
+
+def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
+    """One cold first call of `jax.jit(f)`, the way users call it, with JAX's caches as the
+    caller left them (`open_case` clears them just before): its seconds (trace + lower +
+    compile + run) and the seconds JAX's compile events give each stage. The program's
+    analysis (cost, memory, HLO, jaxpr) is read from the executable that call left in the
+    cache, so the program is compiled once."""
     jitted = modes.jit_function(wl)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-    first_s, first_compiles, out = jcompile.cold_first_call(call)
+    cold = jcompile.cold_call(call, clear=False)
+    analysis, _ = jcompile.cached_analysis(
+        jitted, args=staged.args, kwargs={**staged.kwargs, **staged.static}
+    )
+    trace_s, lower_s, compile_s = _jit_stages(wl, staged, cold)
     return PreparedMode(
-        call=modes.specialise_call(Mode.JIT, call, out, staged=staged, jitted=jitted),
-        output=out,
+        call=modes.specialise_call(Mode.JIT, call, cold.output, staged=staged, jitted=jitted),
+        output=cold.output,
         compile=CompileInfo(
-            first_call_s=first_s,
-            compile_count=first_compiles,
-            trace_s=aot.trace_s,
-            lower_s=aot.lower_s,
-            compile_s=aot.compile_s,
-            jaxpr_eqn_count=aot.jaxpr_eqn_count,
-            flops=aot.flops,
-            transcendentals=aot.transcendentals,
-            bytes_accessed=aot.bytes_accessed,
-            memory=aot.memory,
-            hlo_fingerprint=aot.hlo_fingerprint,
-            while_loop_count=aot.while_loop_count,
+            first_call_s=cold.seconds,
+            compile_count=cold.compile_count,
+            trace_s=trace_s,
+            lower_s=lower_s,
+            compile_s=compile_s,
+            jaxpr_eqn_count=analysis.jaxpr_eqn_count,
+            flops=analysis.flops,
+            transcendentals=analysis.transcendentals,
+            bytes_accessed=analysis.bytes_accessed,
+            memory=analysis.memory,
+            hlo_fingerprint=analysis.hlo_fingerprint,
+            while_loop_count=analysis.while_loop_count,
         ),
     )
 
 
+def cold_jit_stages(wl: Workload, host: Inputs, staged: modes.Staged) -> tuple[float, float, float]:
+    """Clear JAX's caches and measure a fresh `jax.jit(f)`'s cold first call again:
+    (trace, lower, compile) seconds. Raises what the call raises."""
+    jitted = modes.jit_function(wl)
+    call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
+    return _jit_stages(wl, staged, jcompile.cold_call(call))
+
+
 def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
-    """Time the cold first eager call and count the programs op-by-op dispatch compiles."""
+    """Time the cold first eager call and count the programs op-by-op dispatch compiles
+    (JAX's caches as the caller left them: cleared, then only jit's program compiled)."""
     call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
     # Guarded from the first call on: JAX caches an array's host copy after one transfer,
     # so a hidden copy of an input would slip through every later, guarded call.
     with modes.timed_region(Mode.EAGER):
-        first_s, first_compiles, out = jcompile.cold_first_call(call)
+        cold = jcompile.cold_call(call, clear=False)
     return PreparedMode(
         call=call,
-        output=out,
-        compile=CompileInfo(first_call_s=first_s, compile_count=first_compiles),
+        output=cold.output,
+        compile=CompileInfo(first_call_s=cold.seconds, compile_count=cold.compile_count),
     )
 
 
@@ -217,74 +258,90 @@ def _validate(
 
 @dataclass
 class CaseSession:
-    """One case made ready to time (inputs staged, compiled, validated, calibrated), and
-    the samples taken so far. `sample` adds a round; `measurements` reports them."""
+    """One workload × size × dtype made ready to time on one or more devices (inputs
+    staged, compiled, validated, calibrated), and the samples taken so far. The NumPy side
+    is host code: it is measured once and its samples are shared by every device's case,
+    so the devices' speedups have one baseline. `sample` adds a round; `measurements`
+    reports them."""
 
-    case: Case
-    states: dict[Mode, _ModeState]
+    cases: list[Case]
+    states: dict[Slot, _ModeState]
     plan: SamplingPlan
     quick: bool
-    transfer: dict[str, Any] = field(default_factory=dict)
-    samples: dict[Mode, list[float]] = field(default_factory=dict)
-    cache_generation: int = -1  # jcompile.cache_generation() when last sampled
-    # Measures the cold jit compile again (None without a compiled jit mode).
-    aot_again: Callable[[], jcompile.AotBreakdown] | None = None
-    aot_repeats: list[tuple[float, float, float]] = field(default_factory=list)
+    timed: tuple[Mode, ...] = ()
+    transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
+    samples: dict[Slot, list[float]] = field(default_factory=dict)
+    cache_generation: int = -1  # jcompile.cache_generation() when last warm
+    # Per device: measures the cold jit compile again (devices with a compiled jit mode).
+    compile_again: dict[str, Callable[[], tuple[float, float, float]]] = field(default_factory=dict)
+    compile_repeats: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+
+    @property
+    def case(self) -> Case:
+        """The first device's case (the only one of a single-device session)."""
+        return self.cases[0]
 
     @property
     def runnable(self) -> list[_ModeState]:
         return [s for s in self.states.values() if s.call is not None]
 
+    def _runnable_slots(self) -> dict[Slot, _ModeState]:
+        return {slot: s for slot, s in self.states.items() if s.call is not None}
+
     def sample(self, plan: SamplingPlan) -> None:
-        """Take one round of interleaved samples of every mode still able to run."""
-        if self.samples and self.cache_generation != jcompile.cache_generation():
+        """Take one round of interleaved samples of every mode still able to run: the NumPy
+        side, then each device's eager and jit, in turn. The budget is per case, so a
+        session of several devices gets that many budgets."""
+        if self.cache_generation != jcompile.cache_generation():
             self._rewarm(plan)
-        runnable = self.runnable
+        runnable = self._runnable_slots()
         if not runnable:
             return
-        by_mode = {s.mode: s for s in runnable}
+        if len(self.cases) > 1:
+            plan = replace(plan, budget_s=plan.budget_s * len(self.cases))
         series = sample_interleaved(
-            {s.mode: s.call for s in runnable if s.call is not None},
-            {s.mode: s.calls_per_sample for s in runnable},
+            {slot: s.call for slot, s in runnable.items() if s.call is not None},
+            {slot: s.calls_per_sample for slot, s in runnable.items()},
             plan=plan,
-            region=lambda m: _mode_region(by_mode[m]),
+            region=lambda slot: _mode_region(runnable[slot]),
             prior=self.samples,
         )
-        for mode, ser in series.items():
+        for slot, ser in series.items():
             if ser.error is not None:
-                self.states[mode].fail(ser.error)
-                self.samples.pop(mode, None)
+                self.states[slot].fail(ser.error)
+                self.samples.pop(slot, None)
             else:
-                self.samples[mode] = ser.samples_s
+                self.samples[slot] = ser.samples_s
         self.cache_generation = jcompile.cache_generation()
 
     def repeat_compile(self) -> None:
-        """Measure the cold jit compile once more; the jit figures become those of the
-        repeat with the median total. A failure here keeps the earlier figures."""
-        jit = self.states.get(Mode.JIT)
-        if self.aot_again is None or jit is None or jit.compile is None or jit.call is None:
-            return
-        c = jit.compile
-        if not self.aot_repeats:
-            self.aot_repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
-        try:
-            again = self.aot_again()
-        except Exception:
-            return
-        self.aot_repeats.append((again.trace_s, again.lower_s, again.compile_s))
-        by_total = sorted(self.aot_repeats, key=sum)
-        trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
-        jit.compile = replace(
-            c,
-            trace_s=trace_s,
-            lower_s=lower_s,
-            compile_s=compile_s,
-            compile_repeats_s=tuple(sum(stages) for stages in self.aot_repeats),
-        )
+        """Measure each device's cold jit compile once more; the jit figures become those
+        of the repeat with the median total. A failure here keeps the earlier figures."""
+        for device, again in self.compile_again.items():
+            jit = self.states.get((device, Mode.JIT))
+            if jit is None or jit.compile is None or jit.call is None:
+                continue
+            c = jit.compile
+            repeats = self.compile_repeats.setdefault(device, [])
+            if not repeats:
+                repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
+            try:
+                repeats.append(again())
+            except Exception:
+                continue
+            by_total = sorted(repeats, key=sum)
+            trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
+            jit.compile = replace(
+                c,
+                trace_s=trace_s,
+                lower_s=lower_s,
+                compile_s=compile_s,
+                compile_repeats_s=tuple(sum(stages) for stages in repeats),
+            )
 
     def _rewarm(self, plan: SamplingPlan) -> None:
         """Call each mode a few times, untimed and uncounted: another case's cold
-        measurement cleared JAX's caches since this case was last sampled, so its first
+        measurement cleared JAX's caches since this case was last warm, so its first
         calls now recompile. That is jitbench's doing, not the workload's."""
         for s in self.runnable:
             assert s.call is not None
@@ -294,16 +351,18 @@ class CaseSession:
                         s.call()
             except Exception as exc:
                 s.fail(exc)
+        self.cache_generation = jcompile.cache_generation()
 
     def ready(self, mode: Mode) -> ReadyMode:
-        """`mode` as prepared by `open_case`: its timed call, calibration and cold compile
-        figures, for adapters that time the call themselves (asv).
+        """`mode` as prepared by `open_case` (on the first device): its timed call,
+        calibration and cold compile figures, for adapters that time the call themselves
+        (asv).
 
         Raises:
             WorkloadError: the mode failed or did not match the reference; the message is
                 the measurement's one-line failure text.
         """
-        state = self.states[mode]
+        state = self.states[self._slot(self.case.device, mode)]
         if state.status is not Status.OK or state.call is None:
             failed = next(m for m in self.measurements() if m.mode is mode)
             raise WorkloadError(f"{self.case.label} {mode.value}: {failed.failure_text}")
@@ -311,59 +370,111 @@ class CaseSession:
             call=state.call, calls_per_sample=state.calls_per_sample, compile=state.compile
         )
 
+    @staticmethod
+    def _slot(device: str, mode: Mode) -> Slot:
+        return (HOST, mode) if mode is Mode.NUMPY else (device, mode)
+
     def measurements(self) -> list[Measurement]:
-        """The case's measurements from the samples so far (may be called after any round)."""
+        """The measurements from the samples so far, case by case (device by device), each
+        case's in the timed modes' order; every case's NumPy measurement holds the one
+        shared NumPy series. May be called after any round."""
         plan = self.plan
-        extra: dict[Mode, list[Diagnostic]] = {}
-        samples: dict[Mode, tuple[float, ...]] = {}
-        for mode, taken in self.samples.items():
-            s = self.states[mode]
+        extra: dict[Slot, list[Diagnostic]] = {}
+        samples: dict[Slot, tuple[float, ...]] = {}
+        for slot, taken in self.samples.items():
+            s = self.states[slot]
             if s.status is Status.ERROR:
                 continue
-            samples[mode] = tuple(taken)
-            notes = extra.setdefault(mode, [])
+            samples[slot] = tuple(taken)
+            notes = extra.setdefault(slot, [])
             if s.timed_compiles.compile_count:
                 notes.append(diagnose.recompiled_during_timing(s.timed_compiles.compile_count))
             if not self.quick:
                 width = relative_ci_halfwidth(list(taken))
                 if width > plan.precision:
                     notes.append(diagnose.noisy(width, plan.precision))
-        return diagnose.case_diagnostics(
-            _finish(self.case, self.states, samples, plan, self.transfer, extra)
-        )
+        out: list[Measurement] = []
+        for case in self.cases:
+            slots = {m: self._slot(case.device, m) for m in self.timed}
+            out += diagnose.case_diagnostics(
+                [
+                    _measurement(
+                        case,
+                        mode,
+                        self.states[slot],
+                        samples.get(slot, ()),
+                        None if mode is Mode.NUMPY else self.transfer.get(case.device),
+                        extra.get(slot, ()),
+                    )
+                    for mode, slot in slots.items()
+                ]
+            )
+        return out
 
 
 def open_case(
     pc: PlannedCase, *, timed: Sequence[Mode], plan: SamplingPlan, seed: int, quick: bool
 ) -> CaseSession:
-    """Steps 1–4 of the protocol (DESIGN §1) for one case, up to (not including) sampling:
-    inputs, NumPy reference, staging, cold compile and first call, validation, warm-up and
-    calibration, for the `timed` modes. A fault in a mode is recorded on that mode's state.
+    """`open_cases` for one device."""
+    return open_cases([pc], timed=timed, plan=plan, seed=seed, quick=quick)
+
+
+def open_cases(
+    pcs: Sequence[PlannedCase],
+    *,
+    timed: Sequence[Mode],
+    plan: SamplingPlan,
+    seed: int,
+    quick: bool,
+) -> CaseSession:
+    """Steps 1–4 of the protocol (DESIGN §1) for one workload × size × dtype on the devices
+    of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
+    code), then per device staging, one clear of JAX's caches, the cold jit and eager first
+    calls and validation; last warm-up and calibration, for the `timed` modes. A fault in
+    a mode is recorded on that mode's state.
     """
-    wl = pc.workload
-    base_case = planned_case_record(pc)
-    states = {m: _ModeState(m) for m in timed}
-    session = CaseSession(case=base_case, states=states, plan=plan, quick=quick)
+    first = pcs[0]
+    assert all(
+        (pc.workload, pc.size, pc.dtype) == (first.workload, first.size, first.dtype) for pc in pcs
+    ), "open_cases takes the devices of one workload × size × dtype"
+    wl = first.workload
+    labels = [device_label(pc.device) for pc in pcs]
+    timed = tuple(timed)
+    states: dict[Slot, _ModeState] = {}
+    for label in labels:
+        for m in timed:
+            states.setdefault(CaseSession._slot(label, m), _ModeState(m))
+    session = CaseSession(
+        cases=[planned_case_record(pc) for pc in pcs],
+        states=states,
+        plan=plan,
+        quick=quick,
+        timed=timed,
+    )
     try:
-        host = wl.make_inputs(pc.params, dtype=pc.dtype, seed=seed)
+        host = wl.make_inputs(first.params, dtype=first.dtype, seed=seed)
     except Exception as exc:
         add_hint(
             exc,
-            f"raised by the input function of {wl.name!r} for size {pc.size!r}; "
+            f"raised by the input function of {wl.name!r} for size {first.size!r}; "
             "fix it, or check it alone with Workload.make_inputs.",
         )
         for s in states.values():
             s.fail(exc)
         return session
-    session.case = replace(
-        base_case,
-        input_elements=modes.nelements_of((host.args, host.kwargs)),
-        input_bytes=modes.nbytes_of((host.args, host.kwargs)),
-    )
+    session.cases = [
+        replace(
+            case,
+            input_elements=modes.nelements_of((host.args, host.kwargs)),
+            input_bytes=modes.nbytes_of((host.args, host.kwargs)),
+        )
+        for case in session.cases
+    ]
 
-    # 1. NumPy reference (computed even when numpy mode is not timed: validation needs it).
+    # 1. NumPy reference, once (computed even when numpy mode is not timed: validation
+    #    needs it).
     reference: Any = None
-    numpy_state = states.get(Mode.NUMPY)
+    numpy_state = states.get((HOST, Mode.NUMPY))
     try:
         numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
         reference = require_array_tree(numpy_call(), wl, Mode.NUMPY)
@@ -373,61 +484,16 @@ def open_case(
         if numpy_state:
             numpy_state.fail(exc)
 
-    # 2. Stage inputs on the device, timed on its own.
-    staged: modes.Staged | None = None
-    jax_states = [states[m] for m in JAX_MODES if m in states]
-    if jax_states:
-        try:
-            staged = modes.stage(host, pc.device)
-            session.transfer = {
-                "transfer_s": staged.transfer_s,
-                "transfer_bytes": staged.transfer_bytes,
-            }
-        except Exception as exc:
-            for s in jax_states:
-                s.fail(exc)
-
-    # 3. Cold compile and cold first call (jit first, then eager), then validation.
+    # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
-    outputs: dict[Mode, Any] = {}
-    if staged is not None:
-        for s in jax_states:
-            try:
-                prepared = PREPARE[s.mode](wl, host, staged)
-                s.call, s.compile = prepared.call, prepared.compile
-                out = require_array_tree(prepared.output, wl, s.mode)
-            except Exception as exc:
-                s.fail(exc)
-                continue
-            outputs[s.mode] = out
-            if reference is not None:
-                reference_wider |= _validate(s, wl, reference, out)
-    if Mode.JIT in outputs and staged is not None:
-        session.aot_again = functools.partial(
-            jcompile.cold_aot_breakdown,
-            wl.jax_fn,
-            static_argnames=wl.static_argnames,
-            args=staged.args,
-            kwargs={**staged.kwargs, **staged.static},
-        )
-    if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
-        # No NumPy reference (its side failed): jit must at least agree with eager.
-        _validate(
-            states[Mode.JIT],
-            wl,
-            modes.to_host(outputs[Mode.EAGER]),
-            outputs[Mode.JIT],
-            against="eager",
-        )
-    if reference is None:
-        # Say so rather than report an unchecked output as plain `ok`.
-        for mode in outputs:
-            if mode is Mode.EAGER or Mode.EAGER not in outputs:
-                states[mode].diagnostics.append(diagnose.unvalidated())
+    for pc, label in zip(pcs, labels, strict=True):
+        reference_wider |= _open_device(session, pc, label, host, reference)
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 
     # 4. Warm up and calibrate each mode; compiles from here on count as "during timing".
+    #    (With several devices, each device's clear dropped the earlier devices' programs:
+    #    their warm-up compiles them again, before any timing.)
     for s in session.runnable:
         assert s.call is not None
         try:
@@ -438,47 +504,102 @@ def open_case(
             s.fail(exc)
     for s in session.runnable:
         s.timed_compiles = jcompile.CompileEvents()
+    session.cache_generation = jcompile.cache_generation()
     return session
 
 
-def _finish(
-    case: Case,
-    states: dict[Mode, _ModeState],
-    samples: dict[Mode, tuple[float, ...]],
-    plan: SamplingPlan,
-    transfer: dict[str, Any] | None,
-    extra: Mapping[Mode, Sequence[Diagnostic]] | None = None,
-) -> list[Measurement]:
-    out = []
-    for mode, s in states.items():
-        t = transfer if (transfer and mode is not Mode.NUMPY) else {}
-        out.append(
-            Measurement(
-                case=case,
-                mode=mode,
-                status=s.status,
-                samples_s=() if s.status is Status.ERROR else samples.get(mode, ()),
-                calls_per_sample=s.calls_per_sample if s.status is not Status.ERROR else 0,
-                transfer_s=t.get("transfer_s"),
-                transfer_bytes=t.get("transfer_bytes"),
-                compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
-                if s.compile
-                else None,
-                error=error_info(s.error) if s.error is not None else None,
-                diagnostics=(*s.diagnostics, *(extra or {}).get(mode, ())),
-            )
+def _open_device(
+    session: CaseSession, pc: PlannedCase, label: str, host: Inputs, reference: Any
+) -> bool:
+    """Stage the inputs on one device, clear JAX's caches once, and take the cold first
+    calls of its JAX modes (jit, then eager), validating each. Returns reference_wider."""
+    wl = pc.workload
+    jax_states = {m: session.states[(label, m)] for m in COLD_ORDER if (label, m) in session.states}
+    if not jax_states:
+        return False
+    try:
+        staged = modes.stage(host, pc.device)
+        session.transfer[label] = {
+            "transfer_s": staged.transfer_s,
+            "transfer_bytes": staged.transfer_bytes,
+        }
+    except Exception as exc:
+        for s in jax_states.values():
+            s.fail(exc)
+        return False
+
+    jcompile.clear_caches()
+    reference_wider = False
+    outputs: dict[Mode, Any] = {}
+    for mode, s in jax_states.items():
+        try:
+            prepared = PREPARE[mode](wl, host, staged)
+            s.call, s.compile = prepared.call, prepared.compile
+            out = require_array_tree(prepared.output, wl, mode)
+        except Exception as exc:
+            s.fail(exc)
+            continue
+        outputs[mode] = out
+        if reference is not None:
+            reference_wider |= _validate(s, wl, reference, out)
+    if Mode.JIT in outputs:
+        session.compile_again[label] = functools.partial(cold_jit_stages, wl, host, staged)
+    if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
+        # No NumPy reference (its side failed): jit must at least agree with eager.
+        _validate(
+            jax_states[Mode.JIT],
+            wl,
+            modes.to_host(outputs[Mode.EAGER]),
+            outputs[Mode.JIT],
+            against="eager",
         )
-    return out
+    if reference is None:
+        # Say so rather than report an unchecked output as plain `ok`.
+        for mode in outputs:
+            if mode is Mode.EAGER or Mode.EAGER not in outputs:
+                jax_states[mode].diagnostics.append(diagnose.unvalidated())
+    return reference_wider
+
+
+def _measurement(
+    case: Case,
+    mode: Mode,
+    s: _ModeState,
+    samples: tuple[float, ...],
+    transfer: Mapping[str, Any] | None,
+    extra: Sequence[Diagnostic],
+) -> Measurement:
+    t = transfer or {}
+    return Measurement(
+        case=case,
+        mode=mode,
+        status=s.status,
+        samples_s=() if s.status is Status.ERROR else samples,
+        calls_per_sample=s.calls_per_sample if s.status is not Status.ERROR else 0,
+        transfer_s=t.get("transfer_s"),
+        transfer_bytes=t.get("transfer_bytes"),
+        compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
+        if s.compile
+        else None,
+        error=error_info(s.error) if s.error is not None else None,
+        diagnostics=(*s.diagnostics, *extra),
+    )
 
 
 def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
-    """Measure one case in every configured mode under the protocol (see DESIGN §1).
+    """Measure one case in every configured mode under the protocol (see DESIGN §1)."""
+    return measure_cases([pc], config)
+
+
+def measure_cases(pcs: Sequence[PlannedCase], config: RunConfig) -> list[Measurement]:
+    """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
+    under the protocol (see DESIGN §1), the NumPy side once for all of them.
 
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
     over the run instead (see `SamplingPlan.rounds`).
     """
-    session = open_case(
-        pc, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+    session = open_cases(
+        pcs, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
     )
     for _ in range(config.plan.rounds):
         session.sample(config.plan.for_round())

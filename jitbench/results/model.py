@@ -94,14 +94,16 @@ class ErrorInfo:
 class CompileInfo:
     """Cold compilation figures of one JAX mode. Fields a backend cannot give are None.
 
-    For jit, `trace_s`, `lower_s` and `compile_s` are the AOT stages timed separately with
-    caches cleared; `first_call_s` is a separate cold call (trace + compile + run).
-    For eager, only `first_call_s` and `compile_count` are set. `compile_count` counts
+    For jit, `first_call_s` is the cold first call (caches cleared: trace + lower + compile
+    + run), and `trace_s`, `lower_s` and `compile_s` are the seconds JAX's compile events
+    give each stage of that one call (the program is compiled once; earlier jitbench
+    versions timed the AOT stages in a second compile of their own). For eager, only
+    `first_call_s` and `compile_count` are set. `compile_count` counts
     backend compiles seen during the cold first call; `timed_compile_count` counts those
     seen during warm-up-free timed sampling (should be zero). `compile_repeats_s` holds
-    trace + lower + compile seconds of every cold AOT measurement when there were several
-    (a run with sampling rounds repeats it, spread over the run); the stage figures are then
-    those of the repeat with the median total.
+    trace + lower + compile seconds of every cold compile measured when there were several
+    (a run with sampling rounds repeats the cold first call after the last round); the stage
+    figures are then those of the repeat with the median total.
     """
 
     first_call_s: float | None = None

@@ -1,4 +1,5 @@
-"""Measure one case in a child process, so its faults cost only that case.
+"""Measure one case (or one workload × size × dtype on several devices) in a child process,
+so its faults cost only that case.
 
 `run_in_child(spec, timeout_s=...)` measures one case in a fresh process (multiprocessing
 *spawn*): a crash (`os.abort()`, a segfault), a hang or an out-of-memory kill costs only
@@ -67,13 +68,17 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         config = RunConfig.from_dict(spec["config"])
         # The child inherits the parent's pinned cores; the BLAS pool sizes it sets itself.
         with devices.x64_enabled(config.x64), limited_threads(config.threads):
-            device = devices.resolve_devices([spec["device"]])[0]
-            warm_up([device])
+            labels = spec["devices"] if "devices" in spec else [spec["device"]]
+            chosen = [devices.resolve_devices([label])[0] for label in labels]
+            warm_up(chosen)
             conn.send(("ready", None))
-            planned = protocol.PlannedCase(
-                found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]
-            )
-            measured = protocol.measure_case(planned, config)
+            planned = [
+                protocol.PlannedCase(
+                    found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]
+                )
+                for device in chosen
+            ]
+            measured = protocol.measure_cases(planned, config)
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         with suppress(Exception):  # the pipe may be gone; the parent sees EOF then
@@ -145,7 +150,8 @@ def run_in_child(
 
     Args:
         spec: JSON-able description of the case: suite (file path), workload (name), size,
-            params, device (label such as "cpu:0"), dtype and config (`RunConfig.to_dict`).
+            params, devices (labels such as "cpu:0"; or one label under device), dtype and
+            config (`RunConfig.to_dict`).
         timeout_s: seconds the case may take once the child is ready (its imports and
             backend start-up are not counted); None for no limit.
 

@@ -3,9 +3,10 @@
 Both executors answer the scheduler's one question, "measure this planned case", and
 never raise an Exception for a case: an error, a timeout or a crashed child is recorded on
 the case's measurements and the run goes on (KeyboardInterrupt still propagates: the run is
-being stopped). An executor that spreads sampling rounds over the run (`spreads_rounds`)
-returns a `LiveCase` with the first round, which the scheduler asks for the next rounds and
-the repeated cold compiles.
+being stopped). The unit is one workload × size × dtype on one or more devices (the
+cases of `plan.group_cases`): its NumPy side is measured once for all of them. An executor
+that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase` with the
+first round, which the scheduler asks for the next rounds and the repeated cold compiles.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from jitbench.measure.protocol import (
     PlannedCase,
     add_hint,
     error_info,
-    measure_case,
-    open_case,
+    measure_cases,
+    open_cases,
     planned_case_record,
 )
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
@@ -36,7 +37,8 @@ from jitbench.suite.discovery import suite_file_of
 
 
 class LiveCase(Protocol):
-    """A case whose first sampling round is taken and whose session is still open."""
+    """Cases (one workload × size × dtype on one or more devices) whose first sampling
+    round is taken and whose session is still open."""
 
     @property
     def sampling(self) -> bool:
@@ -44,11 +46,11 @@ class LiveCase(Protocol):
         ...
 
     def next_round(self) -> list[Measurement]:
-        """Take one more sampling round; the case's measurements so far."""
+        """Take one more sampling round; the cases' measurements so far."""
         ...
 
     def repeat_compile(self) -> list[Measurement]:
-        """Measure the cold jit compile once more; the case's measurements so far."""
+        """Measure the cold jit compile once more; the cases' measurements so far."""
         ...
 
 
@@ -65,9 +67,10 @@ class Executor(Protocol):
         """Ready the executor before the first case (not charged to any case)."""
         ...
 
-    def measure(self, pc: PlannedCase) -> tuple[list[Measurement], LiveCase | None]:
-        """The case's measurements (one per configured mode), and its LiveCase when the
-        executor spreads rounds and the case's first round finished."""
+    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], LiveCase | None]:
+        """The measurements of the cases `pcs` (one workload × size × dtype on one or more
+        devices; one measurement per case and configured mode, case by case), and their
+        LiveCase when the executor spreads rounds and the first round finished."""
         ...
 
 
@@ -79,17 +82,28 @@ def executor_for(config: RunConfig, devices: Sequence[jax.Device]) -> Executor:
 
 
 def failed_case(
-    pc: PlannedCase, modes: Sequence[Mode], status: Status, error: ErrorInfo
+    pcs: Sequence[PlannedCase], modes: Sequence[Mode], status: Status, error: ErrorInfo
 ) -> list[Measurement]:
-    """One measurement per mode, all with `status` and `error` (no samples)."""
-    case = planned_case_record(pc)
-    return [Measurement(case=case, mode=m, status=status, error=error) for m in modes]
+    """One measurement per case and mode, all with `status` and `error` (no samples)."""
+    return [
+        Measurement(case=planned_case_record(pc), mode=m, status=status, error=error)
+        for pc in pcs
+        for m in modes
+    ]
 
 
-def _timeout_error(seconds: float | None) -> ErrorInfo:
+def group_timeout(timeout_s: float | None, cases: int) -> float | None:
+    """The time limit of `cases` measured together: `--timeout` is per case."""
+    return None if timeout_s is None else timeout_s * cases
+
+
+def _timeout_error(seconds: float | None, cases: int = 1) -> ErrorInfo:
+    what = "case" if cases == 1 else f"{cases} cases measured together"
+    limit = "" if cases == 1 else f" each ({group_timeout(seconds, cases):g} s in all)"
     return ErrorInfo(
         type="Timeout",
-        message=f"case exceeded --timeout {seconds:g} s and was stopped",
+        message=f"{what} exceeded --timeout {seconds:g} s{limit} and "
+        f"{'was' if cases == 1 else 'were'} stopped",
         hint="raise --timeout or choose a smaller --sizes preset; a single long native call "
         "(one huge compile or BLAS call) is only cut short with --isolate.",
     )
@@ -110,32 +124,32 @@ class InProcessExecutor:
     def prepare(self) -> None:
         warm_up(self.devices)
 
-    def measure(self, pc: PlannedCase) -> tuple[list[Measurement], LiveCase | None]:
+    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config
         if not self.spreads_rounds:
-            result, _ = self.guarded(pc, lambda: measure_case(pc, config))
+            result, _ = self.guarded(pcs, lambda: measure_cases(pcs, config))
             return result, None
         opened: list[CaseSession] = []
 
         def first_round() -> list[Measurement]:
-            session = open_case(
-                pc, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+            session = open_cases(
+                pcs, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
             )
             session.sample(config.plan.for_round())
             opened.append(session)
             return session.measurements()
 
-        result, finished = self.guarded(pc, first_round)
-        return result, _LiveSession(self, pc, opened[0]) if finished else None
+        result, finished = self.guarded(pcs, first_round)
+        return result, _LiveSession(self, pcs, opened[0]) if finished else None
 
     def guarded(
-        self, pc: PlannedCase, work: Callable[[], list[Measurement]]
+        self, pcs: Sequence[PlannedCase], work: Callable[[], list[Measurement]]
     ) -> tuple[list[Measurement], bool]:
-        """Run one step of a case under its deadline: (its result, True), or the failure
-        recorded on every mode and False."""
+        """Run one step of cases under their deadline (`--timeout` per case): (their
+        result, True), or the failure recorded on every case and mode, and False."""
         config = self.config
         try:
-            with deadline(config.timeout_s) as limit:
+            with deadline(group_timeout(config.timeout_s, len(pcs))) as limit:
                 result = work()
             if not limit.expired:
                 return result, True
@@ -147,17 +161,17 @@ class InProcessExecutor:
         except (Exception, SystemExit) as exc:  # a fault the per-mode handlers did not catch
             if isinstance(exc, SystemExit):
                 add_hint(exc, "the workload called sys.exit(); return a value instead.")
-            return failed_case(pc, config.modes, Status.ERROR, error_info(exc)), False
-        timeout = _timeout_error(config.timeout_s)
-        return failed_case(pc, config.modes, Status.TIMEOUT, timeout), False
+            return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
+        timeout = _timeout_error(config.timeout_s, len(pcs))
+        return failed_case(pcs, config.modes, Status.TIMEOUT, timeout), False
 
 
 @dataclass
 class _LiveSession:
-    """An in-process case between rounds; each step is guarded like the first."""
+    """In-process cases between rounds; each step is guarded like the first."""
 
     executor: InProcessExecutor
-    pc: PlannedCase
+    pcs: Sequence[PlannedCase]
     session: CaseSession
 
     @property
@@ -169,7 +183,7 @@ class _LiveSession:
             self.session.sample(self.executor.config.plan.for_round())
             return self.session.measurements()
 
-        return self.executor.guarded(self.pc, sample)[0]
+        return self.executor.guarded(self.pcs, sample)[0]
 
     def repeat_compile(self) -> list[Measurement]:
         # After the last round: clearing JAX's caches then costs no re-warm.
@@ -177,12 +191,13 @@ class _LiveSession:
             self.session.repeat_compile()
             return self.session.measurements()
 
-        return self.executor.guarded(self.pc, again)[0]
+        return self.executor.guarded(self.pcs, again)[0]
 
 
 class ChildProcessExecutor:
-    """Measures each case in its own child process (`run.child`): a crash, hang or
-    out-of-memory kill costs only that case. The child takes all rounds back to back."""
+    """Measures each workload × size × dtype (its cases on every device) in its own child
+    process (`run.child`): a crash, hang or out-of-memory kill costs only those cases. The
+    child takes all rounds back to back."""
 
     spreads_rounds = False
 
@@ -192,8 +207,9 @@ class ChildProcessExecutor:
     def prepare(self) -> None:
         """Nothing: each child readies itself before its case's clock starts."""
 
-    def measure(self, pc: PlannedCase) -> tuple[list[Measurement], LiveCase | None]:
+    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config
+        pc = pcs[0]
         suite = suite_file_of(pc.workload)
         if suite is None:
             error = ErrorInfo(
@@ -203,21 +219,25 @@ class ChildProcessExecutor:
                 hint="define it in a suite file (discovered with --suite), or run without "
                 "--isolate.",
             )
-            return failed_case(pc, config.modes, Status.ERROR, error), None
-        outcome = child.run_in_child(child_spec(pc, config, suite), timeout_s=config.timeout_s)
+            return failed_case(pcs, config.modes, Status.ERROR, error), None
+        outcome = child.run_in_child(
+            child_spec(pcs, config, suite), timeout_s=group_timeout(config.timeout_s, len(pcs))
+        )
         if isinstance(outcome, child.ChildFailure):
-            return failed_case(pc, config.modes, outcome.status, outcome.error), None
+            return failed_case(pcs, config.modes, outcome.status, outcome.error), None
         return [measurement_from_dict(d) for d in outcome], None
 
 
-def child_spec(pc: PlannedCase, config: RunConfig, suite: str) -> dict[str, Any]:
-    """What a child process needs to find and measure `pc` again (JSON-able)."""
+def child_spec(pcs: Sequence[PlannedCase], config: RunConfig, suite: str) -> dict[str, Any]:
+    """What a child process needs to find and measure the cases `pcs` (one workload × size
+    × dtype on one or more devices) again (JSON-able)."""
+    pc = pcs[0]
     return {
         "suite": suite,
         "workload": pc.workload.name,
         "size": pc.size,
         "params": dict(pc.params),
-        "device": device_label(pc.device),
+        "devices": [device_label(p.device) for p in pcs],
         "dtype": pc.dtype,
         "config": config.to_dict(),
     }

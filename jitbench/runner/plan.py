@@ -51,6 +51,16 @@ def plan_cases(
     return planned
 
 
+def group_cases(cases: Sequence[PlannedCase]) -> list[tuple[PlannedCase, ...]]:
+    """The cases measured together: each workload × size × dtype with all its devices, in
+    plan order. Their NumPy side is host code, the same on every device, so it is measured
+    once and sampled in the same rounds as each device's JAX modes (one shared baseline)."""
+    groups: dict[tuple[str, str, str], list[PlannedCase]] = {}
+    for pc in cases:
+        groups.setdefault((pc.workload.name, pc.size, pc.dtype), []).append(pc)
+    return [tuple(group) for group in groups.values()]
+
+
 def case_key(pc: PlannedCase) -> CaseKey:
     """The key of the Case a planned case is recorded as (`Case.key`)."""
     return (pc.workload.name, pc.size, device_label(pc.device), pc.dtype)

@@ -30,8 +30,8 @@ from jitbench.runner.events import (
 )
 from jitbench.runner.executors import Executor, LiveCase, executor_for
 from jitbench.runner.plan import (
-    CaseKey,
     case_key,
+    group_cases,
     plan_cases,
     selection_of,
     workloads_for_selection,
@@ -162,11 +162,13 @@ def schedule(
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
-    Each case's first round (or, when the executor does not spread rounds, all of it) is
-    taken in case order; then, when it does, rounds 2…`plan.rounds` go over the cases
-    still sampling, in the same order, and last the repeated cold compiles. A checkpoint
-    follows every case and every later round (and the compiles); after each, a stop a
-    signal asked for is honoured (`signals.raise_if_stop_requested`).
+    The cases of one workload × size × dtype on several devices are measured together
+    (`plan.group_cases`: one NumPy baseline for all devices). Each group's first round (or,
+    when the executor does not spread rounds, all of it) is taken in case order; then, when
+    it does, rounds 2…`plan.rounds` go over the groups still sampling, in the same order,
+    and last the repeated cold compiles. A checkpoint follows every group and every later
+    round (and the compiles); after each, a stop a signal asked for is honoured
+    (`signals.raise_if_stop_requested`).
 
     Raises:
         RunInterrupted: on KeyboardInterrupt, with the partial run.
@@ -174,7 +176,7 @@ def schedule(
     emit = on_event or (lambda _e: None)
     done = {m.case.key for m in start.measurements}
     todo = [pc for pc in cases if case_key(pc) not in done]
-    results: dict[CaseKey, list[Measurement]] = {}  # measured here, in case order
+    results: dict[int, list[Measurement]] = {}  # measured here, by group, in case order
 
     def snapshot(complete: bool) -> Run:
         measured = [m for case in results.values() for m in case]
@@ -194,15 +196,20 @@ def schedule(
         executor.prepare()
         offset = len(cases) - len(todo)
         emit(RunStarted(start.run_id, len(cases), offset))
-        live: dict[CaseKey, LiveCase] = {}
-        for i, pc in enumerate(todo, start=offset):
-            key, case = case_key(pc), planned_case_record(pc)
-            emit(CaseStarted(case, i, len(cases)))
-            result, session = executor.measure(pc)
+        live: dict[int, LiveCase] = {}
+        i = offset
+        for key, group in enumerate(group_cases(todo)):
+            records = [planned_case_record(pc) for pc in group]
+            for n, case in enumerate(records):
+                emit(CaseStarted(case, i + n, len(cases)))
+            result, session = executor.measure(group)
             results[key] = result
             if session is not None:
                 live[key] = session
-            emit(CaseFinished(result[0].case if result else case, i, len(cases), tuple(result)))
+            for case in records:
+                mine = tuple(m for m in result if m.case.key == case.key)
+                emit(CaseFinished(mine[0].case if mine else case, i, len(cases), mine))
+                i += 1
             boundary()
         if executor.spreads_rounds:
             for index in range(2, plan.rounds + 1):

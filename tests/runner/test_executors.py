@@ -25,7 +25,7 @@ def local(xp, x):
 def test_isolate_needs_a_suite_file() -> None:
     config = RunConfig.quick_settings(isolate=True)
     [planned] = plan_cases([local], config, resolve_devices([]))
-    result, live = ChildProcessExecutor(config).measure(planned)
+    result, live = ChildProcessExecutor(config).measure([planned])
     assert live is None
     assert {m.status for m in result} == {Status.ERROR}
     assert "not defined in a suite file" in result[0].error.message
@@ -50,7 +50,17 @@ def test_a_fault_outside_the_modes_is_recorded_on_every_mode() -> None:
     config = RunConfig.quick_settings()
     [planned] = plan_cases([exits], config, resolve_devices([]))
     executor = InProcessExecutor(config, resolve_devices([]))
-    result, live = executor.measure(planned)
+    result, live = executor.measure([planned])
     assert live is None and len(result) == 3
     assert {m.status for m in result} == {Status.ERROR}
     assert all("sys.exit()" in m.error.hint for m in result)
+
+
+def test_cases_measured_together_get_a_time_limit_each() -> None:
+    from jitbench.runner.executors import _timeout_error, group_timeout
+
+    assert group_timeout(None, 2) is None and group_timeout(5.0, 2) == 10.0
+    assert _timeout_error(5.0).message == "case exceeded --timeout 5 s and was stopped"
+    assert _timeout_error(5.0, 2).message == (
+        "2 cases measured together exceeded --timeout 5 s each (10 s in all) and were stopped"
+    )

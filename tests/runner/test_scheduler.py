@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import jax
 import jax.numpy as jnp
@@ -93,7 +94,8 @@ class FakeExecutor:
     def prepare(self) -> None:
         self.log.append(("prepare", ""))
 
-    def measure(self, pc: PlannedCase) -> tuple[list[Measurement], FakeCase | None]:
+    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], FakeCase | None]:
+        [pc] = pcs  # one device: a group of one case
         name = pc.workload.name
         self.log.append(("measure", name))
         if name in self.hook:
@@ -223,6 +225,58 @@ def test_an_executor_that_does_not_spread_rounds_measures_each_case_once() -> No
     assert executor.log == [("prepare", ""), ("measure", "a"), ("measure", "b")]
     assert not any(isinstance(e, RoundStarted) for e in events)
     assert len(checkpoints) == 2 and run.complete and run.finished_at == "T0"
+
+
+def test_the_devices_of_one_workload_size_and_dtype_are_measured_together() -> None:
+    """One group per workload × size × dtype, its cases in plan order: the NumPy side is
+    measured once for all devices. Events stay per case, a checkpoint follows each group."""
+    a0, b0 = _planned("a", "b")
+    cpu1 = SimpleNamespace(platform="cpu", id=1, device_kind="cpu")
+    a1, b1 = (replace(pc, device=cpu1) for pc in (a0, b0))
+    log: list[tuple[str, ...]] = []
+
+    class GroupExecutor:
+        spreads_rounds = False
+
+        def prepare(self) -> None:
+            pass
+
+        def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], None]:
+            log.append(tuple(f"{pc.workload.name}@{pc.device.id}" for pc in pcs))
+            return [
+                Measurement(case=planned_case_record(pc), mode=m, status=Status.OK)
+                for pc in pcs
+                for m in (Mode.NUMPY, Mode.JIT)
+            ], None
+
+    events: list[object] = []
+    checkpoints: list[Run] = []
+    run = schedule(
+        [a0, a1, b0, b1],
+        GroupExecutor(),
+        _start(),
+        plan=SamplingPlan(),
+        on_event=events.append,
+        checkpoint=checkpoints.append,
+        clock=FakeClock(),
+    )
+    assert log == [("a@0", "a@1"), ("b@0", "b@1")]
+    assert [(type(e).__name__, e.case.device, e.index) for e in events[1:]] == [
+        ("CaseStarted", "cpu:0", 0),
+        ("CaseStarted", "cpu:1", 1),
+        ("CaseFinished", "cpu:0", 0),
+        ("CaseFinished", "cpu:1", 1),
+        ("CaseStarted", "cpu:0", 2),
+        ("CaseStarted", "cpu:1", 3),
+        ("CaseFinished", "cpu:0", 2),
+        ("CaseFinished", "cpu:1", 3),
+    ]
+    finished = [e for e in events if isinstance(e, CaseFinished)]
+    assert all({m.case.key for m in e.measurements} == {e.case.key} for e in finished)
+    assert [len(c.measurements) for c in checkpoints] == [4, 8]
+    assert [m.case.device for m in run.measurements] == ["cpu:0"] * 2 + ["cpu:1"] * 2 + [
+        "cpu:0"
+    ] * 2 + ["cpu:1"] * 2
 
 
 def test_resume_measures_only_the_cases_the_run_lacks() -> None:
@@ -580,3 +634,32 @@ def test_the_finished_run_gets_the_run_level_diagnostics(monkeypatch):
     run = run_workloads([reg.get("ok_double")], RunConfig.quick_settings(modes=("numpy",)))
     assert len(seen) == 1 and seen[0].complete and "machine_after" in seen[0].environment
     assert run.complete
+
+
+def test_two_devices_share_one_numpy_baseline(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """NumPy is host code: with two devices in one run it is measured once, in the same
+    rounds as both devices' JAX modes, and each device's case records that one series."""
+    from tests.conftest import TINY_SUITE, run_cli
+
+    suite = tmp_path / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    done = run_cli(
+        "run", "double", "--suite", str(suite), "--quick", "--devices", "cpu:0,cpu:1",
+        "--out", str(tmp_path / "out"),
+        env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    from jitbench import load_run
+
+    [path] = (tmp_path / "out" / "runs").glob("*.json")
+    run = load_run(path)
+    numpy = {m.case.device: m for m in run.measurements if m.mode is Mode.NUMPY}
+    assert set(numpy) == {"cpu:0", "cpu:1"}
+    assert numpy["cpu:0"].samples_s == numpy["cpu:1"].samples_s
+    assert numpy["cpu:0"].calls_per_sample == numpy["cpu:1"].calls_per_sample
+    for m in run.measurements:
+        assert m.status is Status.OK and m.samples_s, m.error
+        if m.mode is not Mode.NUMPY:
+            assert m.compile is not None and m.compile.timed_compile_count == 0
+    jit = [m for m in run.measurements if m.mode is Mode.JIT]
+    assert len(jit) == 2 and all(m.compile.compile_count == 1 for m in jit)

@@ -1,0 +1,131 @@
+"""One cold compile per case: the first call's stage split from JAX's compile events, the
+program analysis read from the cache (no second compile), and how often a case compiles.
+Real JAX on tiny arrays."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jitbench import Mode, workload
+from jitbench.config import SamplingPlan
+from jitbench.measure import compilation as jcompile
+from jitbench.measure.protocol import PlannedCase, open_case
+
+PLAN = SamplingPlan(min_sample_s=0.0, warmup_s=0.0, budget_s=0.01, min_samples=3, max_samples=3)
+
+
+def _f(x):  # type: ignore[no-untyped-def]
+    return jnp.tanh(x) * jnp.exp(-x) + jnp.where(x > 0, x, 0.0).sum()
+
+
+def test_a_cold_call_is_split_into_trace_lower_and_compile() -> None:
+    x = jnp.ones(32)
+    jitted = jax.jit(_f)
+    cold = jcompile.cold_call(lambda: jitted(x).block_until_ready())
+    assert cold.compile_count == 1
+    assert cold.stages_s is not None
+    trace_s, lower_s, compile_s = cold.stages_s
+    assert min(trace_s, lower_s, compile_s) > 0
+    # The stages happen inside the call, which also runs the program.
+    assert trace_s + lower_s + compile_s <= cold.seconds
+    # Called again it is a cache hit: no compile, no stage.
+    again = jcompile.cold_call(lambda: jitted(x).block_until_ready(), clear=False)
+    assert again.compile_count == 0 and again.stages_s is None
+
+
+def test_the_analysis_comes_from_the_cache_without_a_second_compile() -> None:
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((24, 24)), jnp.float32)
+    jitted = jax.jit(_f)
+    jcompile.cold_call(lambda: jitted(x).block_until_ready())
+    cached, compiles = jcompile.cached_analysis(jitted, args=(x,), kwargs={})
+    assert compiles == 0
+    aot = jcompile.cold_aot_breakdown(_f, static_argnames=(), args=(x,), kwargs={})
+    assert aot.compile_count == 1
+    assert cached.hlo_fingerprint == aot.hlo_fingerprint is not None
+    assert cached.flops == aot.flops is not None
+    assert cached.bytes_accessed == aot.bytes_accessed
+    assert cached.memory == aot.memory is not None
+    assert cached.jaxpr_eqn_count == aot.jaxpr_eqn_count is not None
+
+
+def test_after_a_clear_the_analysis_compiles_again() -> None:
+    x = jnp.ones(8)
+    jitted = jax.jit(_f)
+    jitted(x).block_until_ready()
+    jcompile.clear_caches()
+    _, compiles = jcompile.cached_analysis(jitted, args=(x,), kwargs={})
+    assert compiles == 1
+
+
+def _vec(rng, *, dtype, n):  # type: ignore[no-untyped-def]
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+def _steps(rng, *, dtype, n):  # type: ignore[no-untyped-def]
+    return {"x": rng.standard_normal(n).astype(dtype), "steps": 3}
+
+
+@workload(inputs=_vec, sizes={"S": {"n": 16}}, name="compiled_once")
+def compiled_once(xp, x):  # type: ignore[no-untyped-def]
+    return xp.sin(x) * 2 + 1
+
+
+@workload(inputs=_steps, sizes={"S": {"n": 16}}, static_argnames=("steps",), name="static_once")
+def static_once(xp, x, *, steps):  # type: ignore[no-untyped-def]
+    for _ in range(steps):
+        x = xp.cos(x)
+    return x
+
+
+def _open(wl, modes):  # type: ignore[no-untyped-def]
+    pc = PlannedCase(wl, "S", dict(wl.sizes["S"]), jax.devices("cpu")[0], "float32")
+    with jcompile.count_compiles() as events:
+        session = open_case(pc, timed=modes, plan=PLAN, seed=0, quick=True)
+    return session, events
+
+
+@pytest.mark.parametrize("wl", [compiled_once, static_once], ids=["positional", "static-kwarg"])
+def test_a_case_compiles_its_jit_program_once(wl) -> None:  # type: ignore[no-untyped-def]
+    session, events = _open(wl, (Mode.NUMPY, Mode.JIT))
+    [m] = [m for m in session.measurements() if m.mode is Mode.JIT]
+    c = m.compile
+    assert events.compile_count == 1 == c.compile_count
+    assert min(c.trace_s, c.lower_s, c.compile_s) > 0
+    assert c.total_compile_s <= c.first_call_s
+    assert c.hlo_fingerprint and c.jaxpr_eqn_count >= 1 and c.bytes_accessed is not None
+
+
+def test_eager_and_jit_compile_only_their_cold_first_calls() -> None:
+    """One clear per case, jit first: warm-up and calibration compile nothing again."""
+    session, events = _open(compiled_once, (Mode.NUMPY, Mode.EAGER, Mode.JIT))
+    by_mode = {m.mode: m for m in session.measurements()}
+    eager, jit = by_mode[Mode.EAGER].compile, by_mode[Mode.JIT].compile
+    assert eager.compile_count >= 1 and jit.compile_count == 1
+    assert events.compile_count == eager.compile_count + jit.compile_count
+    # Sampled right away, nothing recompiles: no other case cleared the caches.
+    generation = jcompile.cache_generation()
+    with jcompile.count_compiles() as sampling:
+        session.sample(PLAN)
+    assert sampling.compile_count == 0 and jcompile.cache_generation() == generation
+
+
+def test_a_case_is_rewarmed_only_after_another_case_cleared_the_caches() -> None:
+    first, _ = _open(compiled_once, (Mode.EAGER, Mode.JIT))
+    first.sample(PLAN)
+    _open(static_once, (Mode.JIT,))  # its cold compile clears JAX's caches
+    with jcompile.count_compiles() as sampling:
+        first.sample(PLAN)
+    assert sampling.compile_count >= 2  # re-warmed: eager's programs and jit's, untimed
+    assert all(m.compile.timed_compile_count == 0 for m in first.measurements())
+
+
+def test_nested_counters_each_see_the_compiles_and_unregister() -> None:
+    x = jnp.ones(3)
+    with jcompile.count_compiles() as outer:
+        with jcompile.count_compiles() as inner:
+            jax.jit(lambda v: v * 5.0)(x).block_until_ready()
+        assert inner == outer and inner.compile_count == 1
+    assert jcompile._active == []
