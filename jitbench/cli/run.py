@@ -320,8 +320,10 @@ def run_cmd(
     settings = run.config.settings
     if settings is not None and settings.quick:
         out.print("[dim]quick run: few samples, rough figures.[/]")
-    elif (footer := console.noisy_footer(run)) is not None:
-        out.print(f"[dim]{footer}[/]")
+    else:
+        if (footer := console.noisy_footer(run)) is not None:
+            out.print(f"[dim]{footer}[/]")
+        out.print(f"[dim]{console.interval_footer(run)}[/]")
     for line in console.problems(run):
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")

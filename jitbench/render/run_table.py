@@ -99,6 +99,22 @@ def noisy_footer(run: Run) -> str | None:
     )
 
 
+def interval_footer(run: Run) -> str:
+    """What the speedup intervals of `run` claim: a repeat run (several processes), or
+    this process only (paired rounds), or older unpaired files."""
+    if run.processes > 1:
+        return (
+            f"speedup intervals: 95 % prediction intervals for a repeat run, from "
+            f"{run.processes} processes."
+        )
+    if run.paired:
+        return (
+            "speedup intervals describe this process only (paired rounds); a repeat run "
+            "varies more: --processes 2 gives intervals that hold from run to run."
+        )
+    return "speedup intervals: bootstrap of the two medians (written before schema 1.3)."
+
+
 def table_title(run: Run) -> Text:
     """'jitbench run ID · 1 thread (core 0; openblas 1)' (runs before threads were recorded:
     the id alone)."""
