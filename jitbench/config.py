@@ -160,13 +160,22 @@ class SamplingPlan:
     for a whole run.
 
     Attributes:
-        min_sample_s: calibration target: one sample lasts at least this long.
-        warmup_s: after at least `warmup_calls` calls, keep calling until this much time.
+        min_sample_s: calibration target: one sample lasts at least this long. 1 ms keeps
+            the two clock reads of a sample under 0.01 % of it, and gives a fast call many
+            short samples in a short budget, most of them clear of the machine's
+            interruptions, which the median then leaves out.
+        warmup_s: after at least `warmup_calls` calls, keep calling until this much time
+            (calibration probes count; on the 2-vCPU VM calls run at their steady speed
+            after about 10 ms, `warmup_calls` covers the slow first calls of slow ones).
         min_samples: never declare convergence with fewer samples.
         max_samples: stop a mode at this many samples.
         precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
         budget_s: time budget for sampling all modes of one case together.
-        floor_samples: samples every mode gets even when the budget is spent.
+        floor_samples: samples every mode gets even when the budget is spent, so a case
+            whose calls are slow gets more than its budget: the budget goes where the
+            intervals are widest. 10 is what `min_samples` asks before a mode may
+            converge; with fewer than 9 samples the 95 % interval of the median is just
+            (min, max), and with fewer than 6 there is none.
         rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
             then round 2 of every case, and so on, so each case's samples are spread over
             the whole run instead of one contiguous window (machine speed drifts over
@@ -177,14 +186,14 @@ class SamplingPlan:
         ConfigError: a field of the wrong type, out of range, NaN or infinite.
     """
 
-    min_sample_s: float = 0.01
-    warmup_s: float = 0.05
+    min_sample_s: float = 0.001
+    warmup_s: float = 0.02
     warmup_calls: int = 2
     min_samples: int = 10
     max_samples: int = 500
     precision: float = 0.01
-    budget_s: float = 0.5
-    floor_samples: int = 3
+    budget_s: float = 0.2
+    floor_samples: int = 10
     max_calls_per_sample: int = 10_000_000
     rounds: int = 1
 
@@ -323,6 +332,7 @@ class RunConfig:
             max_samples=5,
             precision=0.05,
             budget_s=0.02,
+            floor_samples=3,
         )
         return cls(**{"sizes": ("S",), "plan": plan, "quick": True, **overrides})
 

@@ -70,7 +70,7 @@ def test_sampling_plan_keeps_seconds_as_floats() -> None:
 
 def test_a_rounds_plan_may_be_degenerate_where_the_sampler_has_a_meaning_for_it() -> None:
     # One round of 100: its cap (5) is below min_samples (10), which counts all rounds.
-    whole = SamplingPlan(min_samples=10, max_samples=500, rounds=100)
+    whole = SamplingPlan(min_samples=10, max_samples=500, rounds=100, budget_s=0.5)
     one = whole.for_round()
     assert (one.min_samples, one.max_samples, one.floor_samples) == (10, 5, 1)
     assert one.budget_s == pytest.approx(0.005)

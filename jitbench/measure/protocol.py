@@ -27,11 +27,10 @@ from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
-    calibrate,
     relative_ci_halfwidth,
     sample_interleaved,
+    warm_up_and_calibrate,
 )
-from jitbench.measure.timer import warm_up as warm_up_call
 from jitbench.results import Case, CompileInfo, Diagnostic, ErrorInfo, Measurement, Mode, Status
 from jitbench.suite.workload import Inputs, Workload
 
@@ -498,8 +497,7 @@ def open_cases(
         assert s.call is not None
         try:
             with _mode_region(s):
-                warm_up_call(s.call, plan=plan)
-                s.calls_per_sample = calibrate(s.call, plan=plan)
+                s.calls_per_sample = warm_up_and_calibrate(s.call, plan=plan)
         except Exception as exc:
             s.fail(exc)
     for s in session.runnable:

@@ -72,6 +72,34 @@ def calibrate(fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DE
     return plan.max_calls_per_sample
 
 
+def warm_up_and_calibrate(
+    fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK
+) -> int:
+    """Warm `fn` up and find its calls per sample in one go; returns the calls per sample.
+
+    At least `plan.warmup_calls` calls, then calibration probes (n calls each, n growing as
+    in `calibrate`) that are warm-up calls too: they go on at the calibrated n until
+    `plan.warmup_s` has passed since the start, and the probe taken once that time has
+    passed must still last `plan.min_sample_s` (else n grows again). So the warm-up lasts
+    as long as `warm_up`'s, the calls per sample hold for the warm function, and no time is
+    spent calibrating after the warm-up is over.
+    """
+    start = clock()
+    for _ in repeat(None, plan.warmup_calls):
+        fn()
+    n = 1
+    while True:
+        elapsed = time_calls(fn, n, clock)
+        warm = clock() - start >= plan.warmup_s
+        if elapsed >= plan.min_sample_s or n >= plan.max_calls_per_sample:
+            if warm:
+                return n
+            continue
+        # Jump most of the way to the target, but at least double (x10 below resolution).
+        grow = 10 if elapsed <= 0 else max(2, math.ceil(plan.min_sample_s / elapsed * 1.2))
+        n = min(n * grow, plan.max_calls_per_sample)
+
+
 @dataclass
 class SampleSeries(Generic[K]):
     """Samples of one callable (seconds per call) and why sampling stopped."""

@@ -14,6 +14,7 @@ from jitbench.measure.timer import (
     sample_interleaved,
     time_calls,
     warm_up,
+    warm_up_and_calibrate,
 )
 
 
@@ -60,6 +61,60 @@ def test_warm_up_makes_at_least_min_calls_then_until_time():
     assert warm_up(work(clock, 1.0), plan=SamplingPlan(warmup_s=0.0), clock=clock) == 2
     # 1/64 s per call is exact in binary: 3 calls = 0.047 s < 0.05 s <= 4 calls.
     assert warm_up(work(clock, 1 / 64), plan=SamplingPlan(warmup_s=0.05), clock=clock) == 4
+
+
+def counted(clock: FakeClock, durations):
+    """A call whose k-th call takes durations(k) seconds; `calls` counts them."""
+    calls = itertools.count(1)
+    state = {"calls": 0}
+
+    def f():
+        state["calls"] = next(calls)
+        clock.advance(durations(state["calls"]))
+
+    return f, state
+
+
+def test_warm_up_and_calibrate_spends_the_warm_up_on_calibrated_probes():
+    clock = FakeClock()
+    fn, state = counted(clock, lambda k: 1e-4)
+    plan = SamplingPlan(min_sample_s=0.01, warmup_s=0.05)
+    # 2 warm-up calls, a 1-call probe, then 120-call probes (12 ms) until 50 ms have passed.
+    assert warm_up_and_calibrate(fn, plan=plan, clock=clock) == 120
+    assert state["calls"] == 2 + 1 + 5 * 120
+    assert clock.t == pytest.approx(0.0603)
+    # The two steps one after the other: 50 ms of warm-up, then 12.1 ms of calibration.
+    apart = FakeClock()
+    warm_up(work(apart, 1e-4), plan=plan, clock=apart)
+    calibrate(work(apart, 1e-4), plan=plan, clock=apart)
+    assert apart.t == pytest.approx(0.0621)
+
+
+def test_warm_up_and_calibrate_without_warm_up_time_is_calibration():
+    clock = FakeClock()
+    fn, state = counted(clock, lambda k: 1e-4)
+    plan = SamplingPlan(min_sample_s=0.01, warmup_s=0.0)
+    assert warm_up_and_calibrate(fn, plan=plan, clock=clock) == 120
+    assert state["calls"] == 2 + 1 + 120
+    slow, state = counted(clock, lambda k: 0.5)
+    assert warm_up_and_calibrate(slow, plan=plan, clock=clock) == 1 and state["calls"] == 3
+
+
+def test_calibration_holds_for_the_warm_call():
+    """Calls that get 4x faster once warm: the probe after the warm-up time grows n, so a
+    sample of the warm call still lasts min_sample_s."""
+    clock = FakeClock()
+    fn, _ = counted(clock, lambda k: 4e-4 if k <= 30 else 1e-4)
+    plan = SamplingPlan(min_sample_s=0.01, warmup_s=0.05)
+    n = warm_up_and_calibrate(fn, plan=plan, clock=clock)
+    assert n * 1e-4 >= plan.min_sample_s
+    assert clock.t >= plan.warmup_s
+
+
+def test_warm_up_and_calibrate_stops_at_the_cap():
+    clock = FakeClock()
+    plan = SamplingPlan(min_sample_s=0.01, warmup_s=0.0, max_calls_per_sample=1000)
+    assert warm_up_and_calibrate(lambda: None, plan=plan, clock=clock) == 1000
 
 
 def test_constant_samples_converge_at_min_samples():
