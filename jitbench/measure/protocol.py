@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -29,6 +30,7 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
     relative_ci_halfwidth,
     sample_interleaved,
+    time_calls,
     warm_up_and_calibrate,
 )
 from jitbench.results import Case, CompileInfo, Diagnostic, ErrorInfo, Measurement, Mode, Status
@@ -337,6 +339,50 @@ class CaseSession:
                 compile_s=compile_s,
                 compile_repeats_s=tuple(sum(stages) for stages in repeats),
             )
+
+    def calls_per_sample(self, mode: Mode) -> int:
+        """The calibrated calls per sample of `mode` (first device); 0 when it cannot run."""
+        state = self.states.get(self._slot(self.case.device, mode))
+        return state.calls_per_sample if state is not None and state.call is not None else 0
+
+    def time_sample(self, mode: Mode, calls: int) -> float | None:
+        """Take one sample of `mode` (first device) of `calls` back-to-back calls, record it
+        and return its seconds per call; None when the mode cannot run or just failed
+        (the failure is recorded on it). For callers that interleave samples across
+        processes themselves (`jitbench compare --rev`); `sample` is the usual way."""
+        if self.cache_generation != jcompile.cache_generation():
+            self._rewarm(self.plan)
+        slot = self._slot(self.case.device, mode)
+        state = self.states.get(slot)
+        if state is None or state.call is None:
+            return None
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with _mode_region(state):
+                elapsed = time_calls(state.call, calls)
+        except Exception as exc:
+            state.fail(exc)
+            self.samples.pop(slot, None)
+            return None
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        per_call = elapsed / calls
+        self.samples.setdefault(slot, []).append(per_call)
+        return per_call
+
+    def compile_once(self) -> float | None:
+        """Measure the first device's cold jit compile once more (`repeat_compile`) and
+        return its trace + lower + compile seconds; None when it cannot be measured."""
+        device = self.case.device
+        before = len(self.compile_repeats.get(device, ()))
+        self.repeat_compile()
+        repeats = self.compile_repeats.get(device, [])
+        # The first repeat also records the cold compile `open_cases` measured.
+        if len(repeats) != max(before, 1) + 1:
+            return None
+        return float(sum(repeats[-1]))
 
     def _rewarm(self, plan: SamplingPlan) -> None:
         """Call each mode a few times, untimed and uncounted: another case's cold
