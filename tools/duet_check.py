@@ -128,15 +128,19 @@ def main() -> int:
     )
     parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--kinds", default="detect,aa", help="detect, aa or both")
+    parser.add_argument(
+        "--keep", type=Path, help="keep the scratch repository and every comparison's runs here"
+    )
     args = parser.parse_args(argv)
     extra = extra or ["-s", "S"]
     kinds = [k for k in args.kinds.split(",") if k]
     hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
     totals = {k: _Totals() for k in kinds}
     try:
-        with tempfile.TemporaryDirectory(prefix="duet-check-") as tmp:
+        with tempfile.TemporaryDirectory(prefix="duet-check-") as scratch:
+            tmp = args.keep or Path(scratch)
             root = Path(tmp) / "repo"
-            root.mkdir()
+            root.mkdir(parents=True)
             make_repository(root, args.fraction)
             for trial in range(1, args.trials + 1):
                 for kind in kinds:
