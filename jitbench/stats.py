@@ -386,6 +386,8 @@ def one_sample_t_p(values: Sequence[float]) -> float:
 
     if len(values) < 2:
         return 1.0
-    if statistics.pstdev(values) == 0:
-        return 1.0 if statistics.fmean(values) == 0 else 0.0
+    mean = statistics.fmean(values)
+    # Equal values up to rounding: the t statistic is infinite (or undefined at zero).
+    if statistics.pstdev(values) <= 1e-12 * max(1.0, abs(mean)):
+        return 1.0 if mean == 0 else 0.0
     return float(ttest_1samp(values, 0.0).pvalue)

@@ -17,7 +17,9 @@ from jitbench.gate import (
     INTERLEAVED_THRESHOLD,
     Comparison,
     Thresholds,
+    are_partners,
     compare,
+    compare_interleaved,
     load_side,
 )
 from jitbench.runner.duet import DuetPlan
@@ -236,7 +238,9 @@ def compare_cmd(
         assert base is not None and new is not None
         base_run = load_side(base, disturbed_factor=disturbed_factor)
         new_run = load_side(new, disturbed_factor=disturbed_factor)
-        cmp = compare(base_run, new_run, thresholds=thresholds)
+        # Two runs of one interleaved comparison (`--rev`) are judged on their pairs again.
+        judge = compare_interleaved if are_partners(base_run, new_run) else compare
+        cmp = judge(base_run, new_run, thresholds=thresholds)
     render_comparison(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
 

@@ -56,11 +56,13 @@ def interleaved_record(run: Run) -> Mapping[str, Any] | None:
 
 
 def are_partners(base: Run, new: Run) -> bool:
-    """Whether two runs were measured interleaved with each other."""
+    """Whether two runs were measured interleaved with each other, as base and new."""
     a, b = interleaved_record(base), interleaved_record(new)
     return (
         a is not None
         and b is not None
+        and a.get("side") == "base"
+        and b.get("side") == "new"
         and a.get("partner_run_id") == new.run_id
         and b.get("partner_run_id") == base.run_id
     )

@@ -224,19 +224,22 @@ def _start(sides: Sequence[Side], config: RunConfig, cores: Sequence[int]) -> li
     try:
         for w in workers:
             assert w.proc.stdin is not None
-            w.proc.stdin.write(
-                json.dumps(
-                    {
-                        "op": "init",
-                        "config": config.to_dict(),
-                        "suites": list(w.side.suites),
-                        "cwd": w.side.cwd,
-                        "cores": list(cores),
-                    }
+            try:
+                w.proc.stdin.write(
+                    json.dumps(
+                        {
+                            "op": "init",
+                            "config": config.to_dict(),
+                            "suites": list(w.side.suites),
+                            "cwd": w.side.cwd,
+                            "cores": list(cores),
+                        }
+                    )
+                    + "\n"
                 )
-                + "\n"
-            )
-            w.proc.stdin.flush()
+                w.proc.stdin.flush()
+            except OSError:  # it died at once; `_read_init` says why
+                pass
         infos = [_read_init(w) for w in workers]
     except BaseException:
         for w in workers:
@@ -257,7 +260,8 @@ def _read_init(w: _Worker) -> dict[str, Any]:
         w.kill()
         raise DuetError(
             f"the {w.side.name} side's worker ({w.side.label}) did not start "
-            f"(exit code {w.proc.poll()}).{w._stderr_tail()}"
+            f"(exit code {w.proc.returncode}); check that its Python has jitbench's "
+            f"dependencies (jax, numpy, scipy, threadpoolctl).{w._stderr_tail()}"
         )
     answer: dict[str, Any] = json.loads(line)
     if not answer.get("ok"):
