@@ -7,8 +7,8 @@ side's code first on its path. It reads one JSON request a line on stdin and ans
 JSON line on the descriptor that was its stdout; its own stdout is pointed at stderr first,
 so a workload that prints cannot break the protocol. Requests (`op`):
 
-- `init`: config (RunConfig dict), suites (paths), cores, cwd → workloads and sizes, the
-  environment, the workloads' source digests.
+- `init`: config (RunConfig dict), suites (paths), cores, cwd → workloads (sizes, tags),
+  suite errors, the environment.
 - `open`: id, workload, size, dtype → each mode's status and calls per sample.
 - `sample`: id, mode, calls → seconds per call (null when the mode failed).
 - `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
@@ -23,22 +23,11 @@ An answer is `{"ok": true, ...}` or `{"ok": false, "error": "one line"}`.
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import inspect
 import json
 import os
 import sys
 from collections.abc import Iterator
 from typing import IO, Any
-
-
-def _source_digest(fn: Any) -> str | None:
-    """A short digest of a function's source, or None when it has none (a builtin)."""
-    try:
-        source = inspect.getsource(fn)
-    except (OSError, TypeError):
-        return None
-    return hashlib.sha256(source.encode()).hexdigest()[:12]
 
 
 class _Worker:
@@ -69,10 +58,6 @@ class _Worker:
             wl.name: {
                 "sizes": list(wl.sizes),
                 "tags": list(wl.tags),
-                "digest": "/".join(
-                    str(_source_digest(f))
-                    for f in (wl.numpy_fn, wl.jax_fn, getattr(wl, "inputs", None))
-                ),
             }
             for wl in self.registry.workloads.values()
         }
