@@ -33,7 +33,16 @@ from jitbench.measure.timer import (
     time_calls,
     warm_up_and_calibrate,
 )
-from jitbench.results import Case, CompileInfo, Diagnostic, ErrorInfo, Measurement, Mode, Status
+from jitbench.results import (
+    Case,
+    CompileInfo,
+    Diagnostic,
+    ErrorInfo,
+    Measurement,
+    Mode,
+    Status,
+    TimeSplit,
+)
 from jitbench.suite.workload import Inputs, Workload
 
 MAX_ERROR_CHARS = 2000
@@ -276,6 +285,7 @@ class CaseSession:
     # Per device: measures the cold jit compile again (devices with a compiled jit mode).
     compile_again: dict[str, Callable[[], tuple[float, float, float]]] = field(default_factory=dict)
     compile_repeats: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    splits: dict[Slot, TimeSplit] = field(default_factory=dict)  # `trace_splits`
 
     @property
     def case(self) -> Case:
@@ -339,6 +349,22 @@ class CaseSession:
                 compile_s=compile_s,
                 compile_repeats_s=tuple(sum(stages) for stages in repeats),
             )
+
+    def trace_splits(self, calls: int = 5) -> None:
+        """Split each runnable JAX mode's time into host dispatch and device execution
+        from JAX's profiler trace of `calls` calls (`measure.timeline`); a mode whose
+        trace fails keeps no split (the measurement is unaffected)."""
+        from jitbench.measure import timeline
+
+        if self.cache_generation != jcompile.cache_generation():
+            self._rewarm(self.plan)
+        for slot, state in self._runnable_slots().items():
+            if state.mode is Mode.NUMPY or state.call is None:
+                continue
+            with contextlib.suppress(Exception), modes.timed_region(state.mode):
+                split = timeline.time_split(state.call, calls)
+                if split is not None:
+                    self.splits[slot] = split
 
     def calls_per_sample(self, mode: Mode) -> int:
         """The calibrated calls per sample of `mode` (first device); 0 when it cannot run."""
@@ -450,6 +476,7 @@ class CaseSession:
                         samples.get(slot, ()),
                         None if mode is Mode.NUMPY else self.transfer.get(case.device),
                         extra.get(slot, ()),
+                        self.splits.get(slot),
                     )
                     for mode, slot in slots.items()
                 ]
@@ -612,6 +639,7 @@ def _measurement(
     samples: tuple[float, ...],
     transfer: Mapping[str, Any] | None,
     extra: Sequence[Diagnostic],
+    split: TimeSplit | None = None,
 ) -> Measurement:
     t = transfer or {}
     return Measurement(
@@ -627,20 +655,24 @@ def _measurement(
         else None,
         error=error_info(s.error) if s.error is not None else None,
         diagnostics=(*s.diagnostics, *extra),
+        time_split=split,
     )
 
 
-def measure_case(pc: PlannedCase, config: RunConfig) -> list[Measurement]:
+def measure_case(pc: PlannedCase, config: RunConfig, *, split_calls: int = 0) -> list[Measurement]:
     """Measure one case in every configured mode under the protocol (see DESIGN §1)."""
-    return measure_cases([pc], config)
+    return measure_cases([pc], config, split_calls=split_calls)
 
 
-def measure_cases(pcs: Sequence[PlannedCase], config: RunConfig) -> list[Measurement]:
+def measure_cases(
+    pcs: Sequence[PlannedCase], config: RunConfig, *, split_calls: int = 0
+) -> list[Measurement]:
     """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
     under the protocol (see DESIGN §1), the NumPy side once for all of them.
 
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
-    over the run instead (see `SamplingPlan.rounds`).
+    over the run instead (see `SamplingPlan.rounds`). With `split_calls`, that many calls
+    of each JAX mode are traced afterwards to split their time (`CaseSession.trace_splits`).
     """
     session = open_cases(
         pcs, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
@@ -649,5 +681,7 @@ def measure_cases(pcs: Sequence[PlannedCase], config: RunConfig) -> list[Measure
         session.sample(config.plan.for_round())
     for _ in range(config.plan.compile_measurements - 1):
         session.repeat_compile()
+    if split_calls:
+        session.trace_splits(split_calls)
     # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
     return session.measurements()
