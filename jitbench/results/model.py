@@ -365,10 +365,17 @@ class Run:
         return list(seen.values())
 
     def get(self, case_key: tuple[str, str, str, str], mode: Mode) -> Measurement | None:
+        """The measurement of one case and mode (the first, should there be several)."""
+        return self._by_key.get((case_key, mode))
+
+    @cached_property
+    def _by_key(self) -> dict[tuple[tuple[str, str, str, str], Mode], Measurement]:
+        # A dict built once: readers call `get` per case and mode, and a scan each time
+        # made a report of 15,000 workloads quadratic (minutes).
+        index: dict[tuple[tuple[str, str, str, str], Mode], Measurement] = {}
         for m in self.measurements:
-            if m.case.key == case_key and m.mode is mode:
-                return m
-        return None
+            index.setdefault((m.case.key, m.mode), m)
+        return index
 
     @property
     def paired(self) -> bool:
