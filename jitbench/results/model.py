@@ -245,6 +245,15 @@ class Selection:
 
     workload: str
     suite: str | None = None
+    #: SHA-256 of the suite file's bytes when the run imported it; None in files written
+    #: before it was recorded. A resume refuses a suite file that has changed since.
+    suite_sha256: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"workload": self.workload, "suite": self.suite}
+        if self.suite_sha256 is not None:
+            d["suite_sha256"] = self.suite_sha256
+        return d
 
 
 _SETTINGS_KEYS = frozenset(f.name for f in fields(RunConfig))
@@ -277,7 +286,7 @@ class RecordedConfig:
         unknown keys (the layout `jitbench run` has always written)."""
         d: dict[str, Any] = self.settings.to_dict() if self.settings is not None else {}
         if self.selection is not None:
-            d["selection"] = [{"workload": s.workload, "suite": s.suite} for s in self.selection]
+            d["selection"] = [s.to_dict() for s in self.selection]
         if self.resumed_at:
             d["resumed_at"] = list(self.resumed_at)
         if self.pooled is not None:
@@ -326,7 +335,14 @@ def _selection(value: object) -> tuple[Selection, ...] | None:
         if not (isinstance(entry, Mapping) and isinstance(entry.get("workload"), str)):
             return None
         suite = entry.get("suite")
-        entries.append(Selection(workload=entry["workload"], suite=suite and str(suite)))
+        digest = entry.get("suite_sha256")
+        entries.append(
+            Selection(
+                workload=entry["workload"],
+                suite=suite and str(suite),
+                suite_sha256=digest if isinstance(digest, str) else None,
+            )
+        )
     return tuple(entries)
 
 
