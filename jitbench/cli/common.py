@@ -19,6 +19,40 @@ from rich.console import Console
 from jitbench.errors import JitbenchError
 from jitbench.runner.signals import Terminated, exit_status
 
+
+def _usable_std_streams() -> None:
+    """Make stdin, stdout and stderr safe to use, whatever the process was started with.
+
+    - A closed descriptor 0, 1 or 2 (`jitbench run >&-`; some CI runners and daemons close
+      them) is opened on /dev/null: Python leaves sys.stdout None then, and the next file
+      opened would take the free descriptor, so a child process or a library writing to
+      "stdout" would write into it (a run file).
+    - A stream whose encoding cannot write every character (a C/POSIX locale without UTF-8
+      mode) escapes what it cannot write instead of failing on "µs" or "×".
+    """
+    for fd, name, mode in (
+        (0, "stdin", os.O_RDONLY),
+        (1, "stdout", os.O_WRONLY),
+        (2, "stderr", os.O_WRONLY),
+    ):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, mode)
+            if opened != fd:  # pragma: no cover - the lowest free descriptor is taken
+                os.dup2(opened, fd)
+                os.close(opened)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+_usable_std_streams()
+
+
 class _Console(Console):
     def on_broken_pipe(self) -> None:
         """The reader closed stdout (`jitbench … | head`): stop quietly with 141, as

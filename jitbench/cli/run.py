@@ -321,6 +321,8 @@ def run_cmd(
     out_dir = api.output_folder(out_dir, resume)
     if out_dir is None and resume is None:
         out_dir = Path("reports")
+    if out_dir is not None:  # now: a suite file may change the working folder on import
+        out_dir = out_dir.absolute()
     try:
         with _Reporter(announce=not isolate) as reporter, stop_signals():
             run = api.run(

@@ -199,3 +199,48 @@ def test_output_piped_to_a_closed_reader_stops_quietly(tmp_path: Path) -> None:
     [path] = run_files(tmp_path)
     assert load_run(path).complete and path.with_suffix(".html").is_file()
     assert (tmp_path / "index.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("redirect", "env"),
+    [
+        (">&-", {}),  # stdout closed, as some CI runners and daemons leave it
+        ("", {"LC_ALL": "POSIX", "LANG": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}),
+    ],
+    ids=["stdout-closed", "ascii-locale"],
+)
+def test_hostile_standard_streams_still_finish_the_run(
+    redirect: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.faults import REPO
+
+    command = [sys.executable, "-m", "jitbench", "run", *QUICK, "--out", str(tmp_path), "ok_double"]
+    proc = subprocess.run(
+        ["bash", "-c", f"{shlex.join(command)} {redirect}"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    [path] = run_files(tmp_path)
+    assert load_run(path).complete and path.with_suffix(".html").is_file()
+
+
+def test_a_platform_jax_cannot_start_is_a_one_line_error(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli(
+        "run", *QUICK, "--out", str(tmp_path), "ok_double", env={"JAX_PLATFORMS": "tpu"}
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: JAX cannot start any backend")
+    assert "JAX_PLATFORMS" in result.stderr and "internal error" not in result.stderr
+    assert run_files(tmp_path) == []

@@ -97,3 +97,20 @@ def test_a_real_ctrl_c_during_suite_import_still_stops(tmp_path: Path) -> None:
             discover([bad])
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def test_a_suite_that_changes_the_working_folder_cannot_move_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    suite = tmp_path / "chdir_suite.py"
+    suite.write_text(f"import os\nos.chdir({str(elsewhere)!r})\n")
+    monkeypatch.chdir(tmp_path)  # restored after the test, whatever the suite does
+    result = invoke(
+        "run", "--suite", suite, "--suite", FAULT_SUITE, "ok_double", "--quick", "--out", "rel-out"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert len(run_files(tmp_path / "rel-out")) == 1
+    assert (tmp_path / "rel-out" / "index.html").is_file()
+    assert not (elsewhere / "rel-out").exists()
