@@ -14,7 +14,14 @@ from pathlib import Path
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, SuiteError
 from jitbench.gate import INTERLEAVED_THRESHOLD, Comparison, Thresholds, compare_interleaved
-from jitbench.results import OutputLayout, Run, ensure_writable_dir, load_run, save_run
+from jitbench.results import (
+    OutputLayout,
+    Run,
+    check_run_copy,
+    ensure_writable_dir,
+    load_run,
+    save_run,
+)
 from jitbench.results.model import new_run_id
 from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, run_duet
 from jitbench.runner.events import RunEvent, RunInterrupted, SuiteSkipped
@@ -46,18 +53,43 @@ def run_file(out: str | os.PathLike[str], run_id: str) -> Path:
     return OutputLayout(Path(out)).run_json(run_id)
 
 
+def output_folder(
+    out: str | os.PathLike[str] | None, resume: str | os.PathLike[str] | None
+) -> Path | None:
+    """The folder a run's page and index go to: `out` when given; for a resumed run kept
+    in an output folder (ROOT/runs/ID.json), that folder, so the run stays in one place
+    and its index stays fresh; else None (the caller's default)."""
+    if out is not None:
+        return Path(out)
+    if resume is not None and (layout := OutputLayout.of_run_file(resume)) is not None:
+        return layout.root
+    return None
+
+
+def _names(value: object, what: str) -> tuple[str, ...]:
+    """`names` or `suites` as a tuple: one str or path is one item, not its letters."""
+    if isinstance(value, (str, os.PathLike)):
+        return (os.fspath(value),)
+    if isinstance(value, Sequence) and all(isinstance(v, (str, os.PathLike)) for v in value):
+        return tuple(os.fspath(v) for v in value)
+    raise ConfigError(f"{what} takes names or paths (str), got {value!r}.")
+
+
 def run(
-    names: Sequence[str] = (),
+    names: Sequence[str] | str = (),
     *,
-    suites: Sequence[str | Path] = (),
+    suites: Sequence[str | Path] | str | Path = (),
     keyword: str | None = None,
     config: RunConfig | None = None,
     resume: str | os.PathLike[str] | None = None,
     out: str | os.PathLike[str] | None = None,
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
+    allow_changed_suites: bool = False,
 ) -> Run:
     """Discover suites, select workloads and measure them; the same path as `jitbench run`.
+
+    Every argument is checked before anything is measured or written.
 
     Args:
         names: workloads to run (default: all discovered); `keyword` selects like `-k`.
@@ -66,23 +98,38 @@ def run(
         config: what to measure and how (default `RunConfig()`).
         resume: a partial run file to finish with the settings recorded in it; the cases it
             holds are not measured again and the file is rewritten as cases finish. Only
-            `config.isolate` and `config.timeout_s` may be given with it.
+            `config.isolate` and `config.timeout_s` may be given with it. Resuming imports
+            the suite files the run file names, which runs their code: resume only files
+            you trust. A suite file changed since the run started is refused unless
+            `allow_changed_suites`.
         out: an output folder: the run is written to `run_file(out, run_id)` after every
-            case and at the end (with `resume`, the resumed file is).
+            case and at the end (with `resume`, the resumed file is; `out` is then where
+            its page goes, checked to be writable and not to hold another version of the
+            run).
         on_event: receives progress events (`jitbench.runner.events`).
         checkpoint: receives the partial run after every case.
 
     Raises:
         SuiteError: a missing suite path, an unknown workload, nothing to run, or a resumed
-            run whose workloads cannot be found again.
-        ConfigError: unknown sizes or devices; settings given with `resume`; a complete
-            run to resume.
+            run whose workloads cannot be found again or whose suite files changed.
+        ConfigError: bad arguments, unknown sizes or devices; settings given with
+            `resume`; a complete run to resume.
         ResultsFormatError: `resume` is not a readable jitbench run.
-        OutputError: the run file's folder cannot be written (before anything is measured).
+        OutputError: the output folder cannot be written (before anything is measured).
         RunInterrupted: on Ctrl-C or a stop signal; it carries the partial run and, when
             a file was being written, where the partial run was saved (`saved_to`).
     """
     emit = on_event or (lambda _e: None)
+    names = _names(names, "names")
+    suites = _names(suites, "suites")
+    if keyword is not None and not isinstance(keyword, str):
+        raise ConfigError(f"keyword takes a -k expression (str), got {keyword!r}.")
+    if config is not None and not isinstance(config, RunConfig):
+        raise ConfigError(f"config must be a RunConfig, got {type(config).__name__}.")
+    if not isinstance(allow_changed_suites, bool):
+        raise ConfigError(f"allow_changed_suites is True or False, got {allow_changed_suites!r}.")
+    # Absolute now: a suite file may change the working folder when it is imported.
+    root = Path(out).absolute() if out is not None else None
     previous: Run | None = None
     path: Path | None
     if resume is not None:
@@ -91,17 +138,26 @@ def run(
             for flag, value in (("NAMES", names), ("--suite", suites), ("-k", keyword))
             if value
         ]
-        previous, config, workloads = _resumable(Path(resume), config, given=given)
-        run_id, path = previous.run_id, Path(resume)
+        path = Path(resume).absolute()
+        previous, config, workloads = _resumable(
+            path, config, given=given, allow_changed_suites=allow_changed_suites
+        )
+        run_id = previous.run_id
+        if root is not None:  # its page's copy of the run must not replace another file
+            check_run_copy(previous, root, source=path)
     else:
         registry = discover(suites)
         for error in registry.errors:
             emit(SuiteSkipped(str(error)))
         workloads = select_workloads(registry, names, keyword)
         run_id = new_run_id()
-        path = run_file(out, run_id) if out is not None else None
+        path = run_file(root, run_id) if root is not None else None
+    # Fail before measuring, not after an hour: the run file's folder and, where pages go,
+    # the output folder (index.html, plotly.min.js, runs/).
     if path is not None:
-        ensure_writable_dir(path.parent)  # fail before measuring, not after an hour
+        ensure_writable_dir(path.parent)
+    if root is not None:
+        OutputLayout(root).ensure_writable()
 
     def save_partial(partial: Run) -> None:
         if path is not None:
@@ -130,7 +186,7 @@ def run(
 
 
 def _resumable(
-    path: Path, requested: RunConfig | None, *, given: list[str]
+    path: Path, requested: RunConfig | None, *, given: list[str], allow_changed_suites: bool
 ) -> tuple[Run, RunConfig, list[Workload]]:
     """The partial run at `path`, the settings to finish it with and its workloads; checked
     in this order, before anything is measured or written. `given` names the selection
@@ -146,7 +202,8 @@ def _resumable(
             f"{str(path)!r} is a complete run; nothing to resume. Start a new run without --resume."
         )
     config = settings_for_resume(previous, requested)
-    return previous, config, workloads_for_resume(previous)
+    workloads = workloads_for_resume(previous, allow_changed_suites=allow_changed_suites)
+    return previous, config, workloads
 
 
 def _save_shielded(run: Run, path: Path) -> None:

@@ -72,7 +72,7 @@ def numpy_raises(x):
 
 
 # 10**13 float32 elements (40 TB): no machine allocates that.
-@workload(inputs=huge_inputs, sizes={"S": {"n": 32}, "XXL": {"n": 10**13}})
+@workload(inputs=huge_inputs, sizes={"S": {"n": 32}, "XXL": {"n": 10**13}, "NEG": {"n": -5}})
 def too_big(xp, x):
     return x + 1
 
@@ -95,6 +95,10 @@ def calls_exit(xp, x):
 
 @workload(inputs=vec, sizes=TINY)
 def hangs(xp, x):
+    """Never returns; touches $JITBENCH_HANG_MARKER first, so a test knows it hangs now."""
+    marker = os.environ.get("JITBENCH_HANG_MARKER")
+    if marker:
+        open(marker, "a").close()
     while True:  # a Python loop that never returns
         pass
 
@@ -147,3 +151,27 @@ def _numpy_side_swallowing_sigterm(x):
 def sigterm_swallowed(x):
     """Sends SIGTERM to its own process from a __del__, so the handler's raise is lost."""
     return x + 1
+
+
+@workload(inputs=vec, sizes=TINY)
+def segfaults(xp, x):
+    """Crashes the process with a segmentation fault (a NULL read in native code)."""
+    import ctypes
+
+    ctypes.string_at(0)
+    return x
+
+
+def nan_inputs(rng, *, dtype, n):
+    return (np.full(n, np.nan, dtype=dtype),)
+
+
+@workload(inputs=nan_inputs, sizes=TINY)
+def all_nan(xp, x):
+    """NaN in, NaN out on every side: validation passes and proves nothing."""
+    return x * 2
+
+
+@workload(inputs=vec, sizes=TINY)
+def returns_generator(xp, x):
+    return (v for v in (x, x))

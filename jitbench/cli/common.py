@@ -8,6 +8,7 @@ Each command module registers its command on `app` and imports nothing else from
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Annotated, Any, TypeVar
@@ -16,11 +17,53 @@ import typer
 from rich.console import Console
 
 from jitbench.errors import JitbenchError
-from jitbench.runner.signals import Terminated
+from jitbench.runner.signals import Terminated, exit_status
+
+
+def _usable_std_streams() -> None:
+    """Make stdin, stdout and stderr safe to use, whatever the process was started with.
+
+    - A closed descriptor 0, 1 or 2 (`jitbench run >&-`; some CI runners and daemons close
+      them) is opened on /dev/null: Python leaves sys.stdout None then, and the next file
+      opened would take the free descriptor, so a child process or a library writing to
+      "stdout" would write into it (a run file).
+    - A stream whose encoding cannot write every character (a C/POSIX locale without UTF-8
+      mode) escapes what it cannot write instead of failing on "µs" or "×".
+    """
+    for fd, name, mode in (
+        (0, "stdin", os.O_RDONLY),
+        (1, "stdout", os.O_WRONLY),
+        (2, "stderr", os.O_WRONLY),
+    ):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, mode)
+            if opened != fd:  # pragma: no cover - the lowest free descriptor is taken
+                os.dup2(opened, fd)
+                os.close(opened)
+            if getattr(sys, name) is None:
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        if encoding != "utf8" and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
+
+
+_usable_std_streams()
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """The reader closed stdout (`jitbench … | head`): stop quietly with 141, as
+        command-line tools do (rich's own choice, 1, would read as a regression)."""
+        _drop_stdout()
+        raise SystemExit(EXIT_BROKEN_PIPE)
+
 
 # Piped output (CI logs, files) gets a wide fixed width instead of rich's 80 columns,
 # so the summary table is not truncated.
-out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+out = _Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else 200)
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -30,6 +73,8 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
+EXIT_HUNG_UP = 129  # 128 + SIGHUP: the terminal or session went away
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
 
 _debug = False
 
@@ -72,7 +117,12 @@ def handles_errors(fn: F) -> F:
         except KeyboardInterrupt as exc:
             terminated = isinstance(exc, Terminated)
             err.print(f"[yellow]{'terminated' if terminated else 'interrupted'}[/]")
-            raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
+            raise typer.Exit(exit_status(exc)) from None
+        except BrokenPipeError:
+            # The reader closed stdout (`jitbench … | head`): stop quietly, as command-line
+            # tools do; the files already written stay.
+            _drop_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as exc:
             if _debug:
                 err.print_exception()
@@ -83,6 +133,16 @@ def handles_errors(fn: F) -> F:
             raise typer.Exit(EXIT_USAGE) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _drop_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit does not fail a second time."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def escape(text: str) -> str:

@@ -37,6 +37,8 @@ def render_comparison(
     console.print(compare_render.comparison_report(cmp, all_rows=all_rows))
     if (warning := compare_render.inconclusive_warning(cmp)) is not None:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
+    for line in cmp.warnings:  # a run compared with itself, or nothing in common
+        err.print(f"[yellow]warning:[/] {escape(line)}")
     if markdown is not None:
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:

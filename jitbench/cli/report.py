@@ -12,7 +12,7 @@ from jitbench.cli.options import OutOpt
 from jitbench.cli.output import write_output
 from jitbench.render.run_markdown import run_markdown
 from jitbench.report import load_runs, write_report
-from jitbench.results import OutputLayout
+from jitbench.results import OutputLayout, check_run_copies
 
 
 @app.command("report")
@@ -49,6 +49,10 @@ def report_cmd(
         if markdown != "-":
             out.print(f"markdown written to {markdown}")
         return
+    # Never replace a different run stored under the same id (an older partial copy, or a
+    # file that merely claims a stored run's id): refused before anything is written.
+    OutputLayout(out_dir).ensure_writable()
+    check_run_copies(list(zip(loaded, runs, strict=True)), out_dir)
     page = write_report(loaded, out_dir)
     out.print(f"report written to {page}")
     out.print(f"index: {OutputLayout(out_dir).index}")

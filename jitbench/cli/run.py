@@ -24,9 +24,7 @@ from rich.progress import (
 from jitbench import api
 from jitbench.cli.common import (
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
     EXIT_OK,
-    EXIT_TERMINATED,
     app,
     err,
     escape,
@@ -34,7 +32,7 @@ from jitbench.cli.common import (
     out,
     split_list,
 )
-from jitbench.cli.options import KeywordOpt, OutOpt, SuiteOpt, ThreadsOpt
+from jitbench.cli.options import KeywordOpt, SuiteOpt, ThreadsOpt
 from jitbench.cli.output import render_comparison
 from jitbench.config import RunConfig, parse_mode, parse_threads
 from jitbench.errors import ConfigError
@@ -50,7 +48,7 @@ from jitbench.runner.events import (
     RunStarted,
     SuiteSkipped,
 )
-from jitbench.runner.signals import Terminated, stop_signals
+from jitbench.runner.signals import Terminated, exit_status, stop_signals
 
 
 def build_config(
@@ -102,9 +100,14 @@ def build_config(
 
 
 class _Reporter:
-    """Renders runner events: a progress bar on a terminal, plain lines otherwise."""
+    """Renders runner events: a progress bar on a terminal, plain lines otherwise.
 
-    def __init__(self) -> None:
+    With `announce` (cases measured in this process), each case is named on stderr before
+    it starts, so a crash that takes the process down (a segfault) says which case it was.
+    """
+
+    def __init__(self, *, announce: bool = False) -> None:
+        self.announce = announce
         self.progress: Progress | None = None
         self.task: TaskID | None = None
         self.suite_errors = 0
@@ -149,7 +152,13 @@ class _Reporter:
                 err.print(f"run {event.run_id}: {event.total_cases} case(s)")
         elif isinstance(event, CaseStarted):
             if self.progress is not None and self.task is not None:
-                self.progress.update(self.task, description=escape(event.case.label))
+                # refresh: drawn now, not at the next tick, in case the case crashes.
+                self.progress.update(
+                    self.task, description=escape(event.case.label), refresh=self.announce
+                )
+            elif self.announce:  # rich flushes stderr after each print
+                label = escape(event.case.label)
+                err.print(f"[{event.index + 1}/{event.total}] {label} …", highlight=False)
         elif isinstance(event, ProcessStarted):
             what = f"worker process {event.index}/{event.total}: every case again"
             if self.progress is not None and self.task is not None:
@@ -223,7 +232,15 @@ def run_cmd(
         bool, typer.Option("--quick", help="Smoke run: smallest preset, tiny budgets.")
     ] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the input generator.")] = 0,
-    out_dir: OutOpt = Path("reports"),
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Output folder for run JSON and HTML (default reports/; with --resume, the "
+            "folder the run file is in).",
+            show_default=False,
+        ),
+    ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 if any case errors or mismatches.")
     ] = False,
@@ -248,10 +265,19 @@ def run_cmd(
         Path | None,
         typer.Option(
             "--resume",
-            help="Finish an interrupted run file; cases it holds are not measured again.",
+            help="Finish an interrupted run file; cases it holds are not measured again. It "
+            "imports the suite files the run file names (their code runs): resume only files "
+            "you trust. A suite file changed since the run started is refused.",
             dir_okay=False,
         ),
     ] = None,
+    allow_changed_suites: Annotated[
+        bool,
+        typer.Option(
+            "--allow-changed-suites",
+            help="With --resume: resume even though a suite file changed since the run started.",
+        ),
+    ] = False,
     baseline: Annotated[
         Path | None,
         typer.Option(
@@ -290,8 +316,15 @@ def run_cmd(
     )
     # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None
+    # A resumed run's page goes to its own output folder; a run file kept anywhere else
+    # gets no page (and no second copy of itself) unless --out says where.
+    out_dir = api.output_folder(out_dir, resume)
+    if out_dir is None and resume is None:
+        out_dir = Path("reports")
+    if out_dir is not None:  # now: a suite file may change the working folder on import
+        out_dir = out_dir.absolute()
     try:
-        with _Reporter() as reporter, stop_signals():
+        with _Reporter(announce=not isolate) as reporter, stop_signals():
             run = api.run(
                 names or (),
                 suites=suite or (),
@@ -300,6 +333,7 @@ def run_cmd(
                 resume=resume,
                 out=out_dir,
                 on_event=reporter,
+                allow_changed_suites=allow_changed_suites,
             )
     except RunInterrupted as exc:
         cases = len(exc.partial.cases())
@@ -310,8 +344,15 @@ def run_cmd(
             f"({cases} case(s) measured) saved to {saved}; finish it with "
             f"`jitbench run --resume {saved}`"
         )
-        raise typer.Exit(EXIT_TERMINATED if terminated else EXIT_INTERRUPTED) from None
-    path = resume if resume is not None else api.run_file(out_dir, run.run_id)
+        raise typer.Exit(exit_status(exc.cause)) from None
+    path = resume if resume is not None else api.run_file(out_dir or ".", run.run_id)
+    # The page and index first: output piped to `head` may close stdout below.
+    page = None
+    if out_dir is not None:
+        from jitbench.report import write_index, write_run_page  # plotly/jinja2 when needed
+
+        page = write_run_page(run, out_dir)
+        write_index(out_dir)
 
     banner = console.machine_banner(run)
     if banner is not None:
@@ -327,11 +368,13 @@ def run_cmd(
     for line in console.problems(run):
         err.print(f"[red]•[/] {escape(line)}")
     out.print(f"run saved to {path}")
-    from jitbench.report import write_index, write_run_page  # plotly/jinja2 only when needed
-
-    page = write_run_page(run, out_dir)
-    write_index(out_dir)
-    out.print(f"report written to {page}")
+    if page is not None:
+        out.print(f"report written to {page}")
+    else:
+        out.print(
+            f"[dim]no page written: {escape(str(path))} is not in an output folder's runs/; "
+            f"`jitbench report {escape(str(path))} --out DIR` writes one.[/]"
+        )
     failed = any(m.failed for m in run.measurements)
     regressed = False
     if base_run is not None:

@@ -279,6 +279,26 @@ class Comparison:
         return sum(1 for e in self.entries if e.verdict is verdict)
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """What makes this comparison say nothing, one line each: a run compared with
+        itself, or two runs with no case × mode in common (the gate then passes vacuously)."""
+        found = []
+        if self.base_run_id == self.new_run_id:
+            found.append(
+                f"base and new are the same run ({self.base_run_id}), so nothing can have "
+                "changed; compare the run under test with a baseline run."
+            )
+        if not any(e.base is not None and e.new is not None for e in self.entries):
+            base_n = sum(1 for e in self.entries if e.base is not None)
+            new_n = sum(1 for e in self.entries if e.new is not None)
+            found.append(
+                f"base ({base_n} measurement(s)) and new ({new_n}) have no case and mode in "
+                "common, so nothing was compared; measure the same workloads, sizes, devices "
+                "and dtypes on both sides."
+            )
+        return tuple(found)
+
+    @property
     def compile_regressions(self) -> tuple[Entry, ...]:
         return tuple(
             e for e in self.entries if e.compile and e.compile.verdict is Verdict.REGRESSION
@@ -313,6 +333,7 @@ class Comparison:
             },
             "pooling": [{"text": n.text, "left_out": n.left_out} for n in self.pooling],
             "has_regression": self.has_regression,
+            "warnings": list(self.warnings),
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
             "compile_regressions": len(self.compile_regressions),

@@ -8,6 +8,7 @@ the first accelerator, else the CPU (`pick_device`).
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 
 import jax
@@ -25,9 +26,12 @@ def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
     """Devices named by platform ("cpu", "gpu") or platform:id ("cpu:1").
 
     Default: the first device of every platform JAX can initialise.
-    Raises ConfigError for an unknown platform or id.
+    Raises ConfigError for an unknown platform or id, or when JAX can initialise none
+    (JAX_PLATFORMS naming a platform this machine lacks).
     """
     available = environment.all_devices()
+    if not available:
+        raise ConfigError(_no_backend_message())
     if not specs:
         first: dict[str, jax.Device] = {}
         for d in available:
@@ -47,6 +51,21 @@ def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
                 unknown_name_message("device", raw, sorted(platforms) + sorted(by_label))
             )
     return list(dict.fromkeys(chosen))
+
+
+def _no_backend_message() -> str:
+    try:
+        jax.devices()
+    except RuntimeError as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    else:  # pragma: no cover - all_devices found none, yet JAX has a default backend
+        why = "no CPU, GPU or TPU device"
+    platforms = os.environ.get("JAX_PLATFORMS")
+    where = f" (JAX_PLATFORMS={platforms!r})" if platforms else ""
+    return (
+        f"JAX cannot start any backend{where}: {why[:300]}; unset JAX_PLATFORMS or set it to "
+        "a platform this machine has, such as cpu."
+    )
 
 
 def warm_up_process(devices: Sequence[jax.Device]) -> None:

@@ -40,6 +40,7 @@ NOISY = "noisy"
 # Measurement trouble: the figure itself is suspect.
 OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
+NO_FINITE = "no-finite-output"
 
 PITFALL_CODES = frozenset(
     {
@@ -53,7 +54,7 @@ PITFALL_CODES = frozenset(
         NUMPY_FLOAT64,
     }
 )
-CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY, OUTLIERS, SIZE_ORDER}
+CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY, OUTLIERS, SIZE_ORDER, NO_FINITE}
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
 LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
@@ -170,6 +171,18 @@ def unvalidated() -> Diagnostic:
         severity=Severity.WARNING,
         message="no NumPy reference (its side failed), so this output was not checked",
         hint="fix the NumPy side; the timing stands, but not its correctness.",
+    )
+
+
+def no_finite_output() -> Diagnostic:
+    """Every value of the output is NaN or ±Inf: validation compares nothing."""
+    return Diagnostic(
+        code=NO_FINITE,
+        severity=Severity.WARNING,
+        message="every value of the output is NaN or Inf, so checking it against the other "
+        "modes proves nothing (and NaN arithmetic can run at another speed)",
+        hint="check the input function and the workload for a division by zero, a log of "
+        "negatives or an overflow; time a computation with real values.",
     )
 
 

@@ -98,7 +98,6 @@ def capture(
         threads: what the run measures with (`limited_threads`); default the current state.
         machine_before: the machine's state before the run, stored as "machine_before".
     """
-    import jax
 
     try:
         affinity = len(os.sched_getaffinity(0))
@@ -121,7 +120,7 @@ def capture(
             name: _version(name)
             for name in ("jitbench", "jax", "jaxlib", "numpy", "scipy", "ml_dtypes")
         },
-        "backend": jax.default_backend(),
+        "backend": _default_backend(),
         "devices": devices,
         "x64": bool(jax_flag("jax_enable_x64")),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
@@ -129,6 +128,16 @@ def capture(
         "threads": (threads or current_state()).to_dict(),
         **({"machine_before": machine_before.to_dict()} if machine_before is not None else {}),
     }
+
+
+def _default_backend() -> str | None:
+    """JAX's default backend, or None when it cannot start one (`jitbench env` still works)."""
+    import jax
+
+    try:
+        return str(jax.default_backend())
+    except RuntimeError:
+        return None
 
 
 def with_machine_after(run: Run, state: MachineState) -> Run:

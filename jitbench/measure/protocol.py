@@ -552,6 +552,8 @@ def open_cases(
         reference = require_array_tree(numpy_call(), wl, Mode.NUMPY)
         if numpy_state:
             numpy_state.call = numpy_call
+            if validation.no_finite_values(reference):
+                numpy_state.diagnostics.append(diagnose.no_finite_output())
     except Exception as exc:
         if numpy_state:
             numpy_state.fail(exc)
@@ -613,6 +615,8 @@ def _open_device(
         outputs[mode] = out
         if reference is not None:
             reference_wider |= _validate(s, wl, reference, out)
+        if s.status is Status.OK and validation.no_finite_values(out):
+            s.diagnostics.append(diagnose.no_finite_output())
     if Mode.JIT in outputs:
         session.compile_again[label] = functools.partial(cold_jit_stages, wl, host, staged)
     if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:

@@ -19,6 +19,8 @@ from jitbench.results.codec import (
 )
 from jitbench.results.files import (
     OutputLayout,
+    check_run_copies,
+    check_run_copy,
     ensure_writable_dir,
     safe_file_stem,
     save_run,
@@ -53,6 +55,8 @@ __all__ = [
     "Severity",
     "Status",
     "TimeSplit",
+    "check_run_copies",
+    "check_run_copy",
     "dump_run",
     "ensure_writable_dir",
     "load_run",

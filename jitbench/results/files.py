@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,3 +122,76 @@ class OutputLayout:
     def relative(self, path: Path) -> str:
         """`path` as a link from a page at the folder's root, e.g. 'runs/x.html'."""
         return path.relative_to(self.root).as_posix()
+
+    @classmethod
+    def of_run_file(cls, path: str | os.PathLike[str]) -> OutputLayout | None:
+        """The output folder a run file belongs to: ROOT when it is ROOT/runs/NAME.json,
+        else None (a file kept anywhere else has no folder of its own)."""
+        p = Path(path).absolute()
+        if p.suffix != ".json" or p.parent.name != cls.RUNS:
+            return None
+        return cls(p.parent.parent)
+
+    def ensure_writable(self) -> OutputLayout:
+        """Check, before measuring, that everything this folder gets can be written: the
+        folder itself (index.html, plotly.min.js) and runs/ (created when missing).
+
+        Raises:
+            OutputError: a folder cannot be created or written, or one of the files at
+                the root is a folder.
+        """
+        ensure_writable_dir(self.root)
+        ensure_writable_dir(self.runs_dir)
+        for path in (self.index, self.plotly_js):
+            if path.is_dir():
+                raise OutputError(
+                    f"{str(path)!r} is a folder, so the report cannot be written there; "
+                    "remove it or choose another folder with --out."
+                )
+        return self
+
+
+def check_run_copies(runs: Sequence[tuple[Run, Path | None]], root: str | os.PathLike[str]) -> None:
+    """`check_run_copy` for several (run, source file) pairs written into one folder
+    together, refusing too two different runs given under one run id.
+
+    Raises:
+        OutputError: see `check_run_copy`, or two of `runs` claim the same id.
+    """
+    seen: dict[str, tuple[Run, Path | None]] = {}
+    for run, source in runs:
+        first = seen.setdefault(run.run_id, (run, source))
+        if first[0] is not run and dump_run(first[0]) != dump_run(run):
+            names = " and ".join(repr(str(p)) for p in (first[1], source) if p is not None)
+            raise OutputError(
+                f"{names or 'two runs'} are different runs with the same run id "
+                f"{run.run_id!r}, so their files would replace each other; report them into "
+                "separate folders with --out."
+            )
+        check_run_copy(run, root, source=source)
+
+
+def check_run_copy(run: Run, root: str | os.PathLike[str], *, source: Path | None = None) -> None:
+    """Refuse to replace a different run file: the copy of `run` that its page keeps in
+    ROOT/runs/ may be written only where no file is, where that file is `source` itself,
+    or where it already holds exactly this run. An older partial copy of a run, or a file
+    that merely claims a stored run's id, must never replace what is stored.
+
+    Raises:
+        OutputError: ROOT/runs/<run-id>.json holds something else; the message says what
+            is there and what to do.
+    """
+    target = OutputLayout(Path(root)).run_json(run.run_id)
+    try:
+        if not target.exists() or (source is not None and target.samefile(source)):
+            return
+        if target.read_text("utf-8") == dump_run(run):
+            return
+    except (OSError, UnicodeDecodeError):
+        pass  # unreadable: not known to be this run, so it is not replaced either
+    what = f"run {run.run_id!r}" + (f" from {str(source)!r}" if source is not None else "")
+    raise OutputError(
+        f"{str(target)!r} already holds a different version of run {run.run_id!r} (or "
+        f"another file under its name); refusing to replace it with {what}. Report into "
+        "another folder with --out, or remove the stored file if it is the one to drop."
+    )

@@ -6,14 +6,19 @@ so its faults cost only that case.
 that case. The child re-discovers the workload by suite file path and name, readies itself
 (imports JAX and the statistics, warms the backend up), says it is ready, then measures and
 sends its measurements back as JSON dicts; the parent kills it when the case's time limit
-passes. The limit counts from "ready", so the child's start-up is not charged to the case.
+passes, or at once when the run is stopped (SIGTERM, Ctrl-C). The limit counts from
+"ready", so the child's start-up is not charged to the case. A child dies with its parent,
+even when the parent is killed with SIGKILL (`die_with_parent`).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
 import multiprocessing
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from jitbench.results import ErrorInfo, Status
+from jitbench.runner.signals import raise_if_stop_requested
 
 # Seconds a child may take to import JAX, the suite and warm the backend up before its
 # case's own --timeout starts counting (only enforced when a timeout is set).
@@ -53,6 +59,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
     # The parent decides what a Ctrl-C means (it kills this process); a terminal SIGINT
     # reaches the whole process group, so ignore it here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent()
     try:
         from jitbench import results
         from jitbench.config import RunConfig
@@ -112,21 +119,65 @@ def _death_message(exitcode: int | None) -> ErrorInfo:
     )
 
 
-def _receive(conn: Connection, proc: Any, limit: float | None) -> tuple[str, Any] | None:
-    """Next message from the child; None when `limit` seconds pass first.
+def receive(conn: Connection, proc: Any, limit: float | None) -> Any | None:
+    """Next message from the child process `proc`; None when `limit` seconds pass first.
 
-    Raises EOFError when the child died without sending one.
+    Waits in slices of POLL_S and raises a stop a signal asked for at each
+    (`signals.raise_if_stop_requested`), so SIGTERM or Ctrl-C is obeyed within a fraction
+    of a second even when the handler's own raise was swallowed; the caller kills the
+    child on the way out.
+
+    Raises:
+        EOFError: the child died without sending one.
+        KeyboardInterrupt: a stop signal arrived (`signals.Terminated` for SIGTERM).
     """
     end = None if limit is None else time.monotonic() + limit
     while True:
-        left = None if end is None else max(end - time.monotonic(), 0.0)
+        left = POLL_S if end is None else min(max(end - time.monotonic(), 0.0), POLL_S)
         ready = wait([conn, proc.sentinel], timeout=left)
         if conn in ready or conn.poll(0):
             return conn.recv()  # EOFError when the child closed the pipe without a message
         if ready:  # only the sentinel: the child ended without writing
             raise EOFError
+        raise_if_stop_requested()
         if end is not None and time.monotonic() >= end:
             return None
+
+
+#: How often a parent waiting on a child checks for a stop request (seconds).
+POLL_S = 0.1
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def die_with_parent() -> None:
+    """Make this process (a spawned child) end when its parent does, even by SIGKILL.
+
+    On Linux the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG);
+    elsewhere, or if that call fails, a daemon thread waits on the parent's sentinel (a
+    pipe the parent holds open) and ends the process when it closes. A parent already
+    gone by the time this runs ends the process at once.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+    if sys.platform.startswith("linux"):
+        with suppress(OSError, AttributeError):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    if not parent.is_alive():
+        os._exit(1)
+    sentinel = parent.sentinel
+    if sentinel is None:
+        return
+
+    def exit_when_parent_dies() -> None:
+        wait([sentinel])
+        os._exit(1)
+
+    threading.Thread(
+        target=exit_when_parent_dies, name="jitbench-parent-watch", daemon=True
+    ).start()
 
 
 @contextmanager
@@ -174,7 +225,7 @@ def run_in_child(
     startup_limit = None if limit is None else STARTUP_LIMIT_S + limit
     try:
         try:
-            msg = _receive(receiver, proc, startup_limit)
+            msg = receive(receiver, proc, startup_limit)
             if msg is None:
                 return ChildFailure(
                     Status.TIMEOUT,
@@ -185,7 +236,7 @@ def run_in_child(
                     ),
                 )
             if msg[0] == "ready":
-                msg = _receive(receiver, proc, limit)
+                msg = receive(receiver, proc, limit)
             if msg is None:
                 return ChildFailure(
                     Status.TIMEOUT,

@@ -77,10 +77,14 @@ def deadline(seconds: float | None) -> Iterator[Deadline]:
             state.expired = True
             raise CaseTimeout(seconds)
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    # Read the outer timer first, then arm ours inside the `try`: an alarm due before the
+    # block starts (a tiny limit) raises there, and the `finally` still disarms the
+    # repeating timer (armed outside, it would fire every RETRY_INTERVAL_S for ever).
+    old_delay, old_interval = signal.getitimer(signal.ITIMER_REAL)
     started = time.monotonic()
-    old_delay, old_interval = signal.setitimer(signal.ITIMER_REAL, seconds, RETRY_INTERVAL_S)
+    previous = signal.signal(signal.SIGALRM, on_alarm)
     try:
+        signal.setitimer(signal.ITIMER_REAL, seconds, RETRY_INTERVAL_S)
         yield state
     finally:
         try:

@@ -16,7 +16,10 @@ from jitbench.measure.protocol import PlannedCase
 from jitbench.results import Run
 from jitbench.results.model import Selection
 from jitbench.suite.discovery import (
-    import_suite_file,
+    SuiteLoadError,
+    file_digest,
+    load_suite_file,
+    suite_digest_of,
     suite_file_of,
     unknown_name_message,
     workloads_in,
@@ -40,7 +43,7 @@ def plan_cases(
             if size not in known:
                 raise ConfigError(unknown_name_message("size", size, sorted(known)))
     planned = []
-    for wl in workloads:
+    for wl in {w.name: w for w in workloads}.values():  # each workload once
         if config.sweep and wl.sweep:
             sizes = [(label, dict(p)) for label, p in zip(wl.sweep_labels, wl.sweep, strict=True)]
         else:
@@ -68,15 +71,22 @@ def case_key(pc: PlannedCase) -> CaseKey:
 
 def selection_of(workloads: Sequence[Workload]) -> tuple[Selection, ...]:
     """What a run records of its workloads, so a resume can find them again."""
-    return tuple(Selection(workload=wl.name, suite=suite_file_of(wl)) for wl in workloads)
+    return tuple(
+        Selection(workload=wl.name, suite=suite_file_of(wl), suite_sha256=suite_digest_of(wl))
+        for wl in workloads
+    )
 
 
-def workloads_for_resume(run: Run) -> list[Workload]:
+def workloads_for_resume(run: Run, *, allow_changed_suites: bool = False) -> list[Workload]:
     """The workloads a partial run was started with, found again by suite file and name.
 
+    This imports the suite files the run names, which runs their code: resume only runs
+    you trust. A suite file whose SHA-256 differs from the one recorded when the run
+    started is refused unless `allow_changed_suites`.
+
     Raises:
-        SuiteError: the run does not record its workloads, a suite file is missing or
-            fails to import, or a workload is no longer in its file.
+        SuiteError: the run does not record its workloads, a suite file is missing, has
+            changed or fails to import, or a workload is no longer in its file.
     """
     selection = run.config.selection
     if not selection:
@@ -84,20 +94,26 @@ def workloads_for_resume(run: Run) -> list[Workload]:
             f"run {run.run_id} does not record which workloads it ran (written by an older "
             "jitbench?); it cannot be resumed, start a new run."
         )
-    return workloads_for_selection(selection, origin=f"run {run.run_id}")
+    return workloads_for_selection(
+        selection, origin=f"run {run.run_id}", allow_changed_suites=allow_changed_suites
+    )
 
 
 def workloads_for_selection(
-    selection: Sequence[Selection], *, origin: str = "this run"
+    selection: Sequence[Selection],
+    *,
+    origin: str = "this run",
+    allow_changed_suites: bool = False,
 ) -> list[Workload]:
     """The selected workloads, found again by suite file and name (in a resumed run, or in
-    a worker process of `--processes`).
+    a worker process of `--processes`). Every suite file is checked against its recorded
+    SHA-256 (when the selection has one) before any is imported.
 
     Raises:
-        SuiteError: a suite file is missing or fails to import, or a workload is no longer
-            in its file; `origin` names the run in the message.
+        SuiteError: a suite file is missing, has changed since it was recorded (unless
+            `allow_changed_suites`) or fails to import, or a workload is no longer in its
+            file; `origin` names the run in the message.
     """
-    found: list[Workload] = []
     for entry in selection:
         name, suite = entry.workload, entry.suite
         if not suite:
@@ -109,13 +125,29 @@ def workloads_for_selection(
             raise SuiteError(
                 f"suite file {suite!r} of {origin} no longer exists; restore it or start a new run."
             )
-        try:
-            module = import_suite_file(Path(suite))
-        except Exception as exc:
+        if entry.suite_sha256 is not None and not allow_changed_suites:
+            try:
+                digest = file_digest(suite)
+            except OSError as exc:
+                raise SuiteError(
+                    f"cannot read suite file {suite!r} of {origin}: {exc.strerror or exc}."
+                ) from None
+            if digest != entry.suite_sha256:
+                raise SuiteError(
+                    f"suite file {suite!r} has changed since {origin} started, so its "
+                    "measurements would mix two versions of the code (and resuming runs the "
+                    "file's new code); start a new run, or pass --allow-changed-suites if "
+                    "you trust the change."
+                )
+    found: list[Workload] = []
+    for entry in selection:
+        name, suite = entry.workload, entry.suite
+        assert suite is not None  # checked above
+        module = load_suite_file(Path(suite))
+        if isinstance(module, SuiteLoadError):
             raise SuiteError(
-                f"suite file {suite!r} fails to import ({type(exc).__name__}: {exc}); "
-                "fix it, then resume again."
-            ) from None
+                f"suite file {module} (it fails to import); fix it, then resume again."
+            )
         by_name = {w.name: w for w in workloads_in(module)}
         if name not in by_name:
             raise SuiteError(

@@ -25,6 +25,7 @@ from jitbench.errors import JitbenchError
 from jitbench.results import Run, run_from_dict
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
+from jitbench.runner.child import receive
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted
 
 
@@ -46,7 +47,7 @@ def run_worker(selection: Sequence[Selection], config: RunConfig, *, target: Wor
     """
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    payload = [{"workload": s.workload, "suite": s.suite} for s in selection]
+    payload = [s.to_dict() for s in selection]
     proc = ctx.Process(
         target=target, args=(sender, payload, config.to_dict()), name="jitbench-worker"
     )
@@ -54,7 +55,9 @@ def run_worker(selection: Sequence[Selection], config: RunConfig, *, target: Wor
     sender.close()
     try:
         try:
-            kind, body = receiver.recv()
+            # In slices, so a stop signal is obeyed at once (the worker is killed below).
+            # (no limit: it never answers None)
+            kind, body = receive(receiver, proc, None) or ("error", "no answer")
         except EOFError:
             proc.join()
             raise WorkerError(

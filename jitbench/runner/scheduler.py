@@ -20,6 +20,7 @@ from jitbench.measure.protocol import PlannedCase, planned_case_record
 from jitbench.measure.threads import limited_threads
 from jitbench.results import Measurement, Run, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
+from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
     CaseFinished,
     CaseStarted,
@@ -233,10 +234,16 @@ def schedule(
 def worker_main(conn: Connection, selection: list[dict[str, Any]], config: dict[str, Any]) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once in this fresh process, send the run back."""
+    die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
         workloads = workloads_for_selection(
-            tuple(Selection(workload=s["workload"], suite=s["suite"]) for s in selection)
+            tuple(
+                Selection(
+                    workload=s["workload"], suite=s["suite"], suite_sha256=s.get("suite_sha256")
+                )
+                for s in selection
+            )
         )
         run = run_workloads(workloads, replace(settings, processes=1))
         conn.send(("ok", dump_run(run)))

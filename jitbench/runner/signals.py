@@ -1,8 +1,10 @@
-"""Turn SIGTERM and SIGINT into a clean stop of a run, with its partial results saved.
+"""Turn SIGTERM, SIGINT and SIGHUP into a clean stop of a run, with its partial results saved.
 
 `stop_signals()` is what a command line installs around a run: while it is active, SIGINT
-raises KeyboardInterrupt and SIGTERM raises `Terminated` (a KeyboardInterrupt too), so the
-scheduler stops with `RunInterrupted` carrying the partial run. A handler's raise can be
+raises KeyboardInterrupt and SIGTERM (SIGHUP) raises `Terminated` (`HungUp`), both
+KeyboardInterrupts, so the scheduler stops with `RunInterrupted` carrying the partial run.
+Waits on a child process poll `stop_requested()`, so a stop is obeyed within a fraction of
+a second even when its raise was swallowed. A handler's raise can be
 lost when the signal lands while Python runs a callback that swallows exceptions (JAX's gc
 callback, a `__del__`), so each request is also recorded, and the scheduler raises it again
 at the next case boundary (`raise_if_stop_requested`). `signals_ignored()` shields the
@@ -20,7 +22,18 @@ from typing import Any
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised as an interrupt so the partial run is saved the same way."""
+    """SIGTERM, raised as an interrupt so the partial run is saved the same way.
+
+    `signum` is the signal that asked for the stop; a shell reports 128 + signum.
+    """
+
+    signum: int = signal.SIGTERM
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal or the SSH session went away): a stop like SIGTERM."""
+
+    signum: int = getattr(signal, "SIGHUP", 1)
 
 
 # The stops the signals asked for, oldest first; cleared when `stop_signals` is entered.
@@ -30,6 +43,25 @@ _stop_requested: list[type[KeyboardInterrupt]] = []
 def _on_sigterm(_signum: int, _frame: object) -> None:
     _stop_requested.append(Terminated)
     raise Terminated
+
+
+def _on_sighup(_signum: int, _frame: object) -> None:
+    _stop_requested.append(HungUp)
+    raise HungUp
+
+
+def stop_requested() -> bool:
+    """Whether a stop signal arrived in the current `stop_signals` block (its raise may
+    have been swallowed); waits that can last long poll this."""
+    return bool(_stop_requested)
+
+
+def exit_status(interrupt: BaseException) -> int:
+    """The exit status a shell gives a process ended by the signal behind `interrupt`:
+    130 for Ctrl-C (SIGINT), 143 for SIGTERM, 129 for SIGHUP."""
+    if isinstance(interrupt, Terminated):
+        return 128 + int(interrupt.signum)
+    return 128 + int(signal.SIGINT)
 
 
 def _on_sigint(_signum: int, _frame: object) -> None:
@@ -50,11 +82,12 @@ def _on_main_thread() -> bool:
 
 @contextmanager
 def stop_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGINT into interrupts for the block, remembered until honoured.
+    """Turn SIGTERM, SIGINT and SIGHUP into interrupts for the block, remembered until
+    honoured.
 
-    An inherited SIG_IGN for SIGINT (a background job) is left alone. Off the main thread
-    (where Python cannot install handlers) this does nothing. The previous handlers and
-    `sys.unraisablehook` are restored on exit.
+    An inherited SIG_IGN for SIGINT (a background job) or SIGHUP (nohup) is left alone.
+    Off the main thread (where Python cannot install handlers) this does nothing. The
+    previous handlers and `sys.unraisablehook` are restored on exit.
     """
     if not _on_main_thread():
         yield
@@ -63,6 +96,9 @@ def stop_signals() -> Iterator[None]:
     previous = {signal.SIGTERM: signal.signal(signal.SIGTERM, _on_sigterm)}
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         previous[signal.SIGINT] = signal.signal(signal.SIGINT, _on_sigint)
+    hup = getattr(signal, "SIGHUP", None)
+    if hup is not None and signal.getsignal(hup) is not signal.SIG_IGN:  # not under nohup
+        previous[hup] = signal.signal(hup, _on_sighup)
     previous_hook = sys.unraisablehook
 
     def quiet_recorded_interrupts(unraisable: Any) -> None:
@@ -83,11 +119,15 @@ def stop_signals() -> Iterator[None]:
 
 @contextmanager
 def signals_ignored() -> Iterator[None]:
-    """Ignore SIGINT and SIGTERM for the block, so a second Ctrl-C cannot cut a save short."""
+    """Ignore SIGINT, SIGTERM and SIGHUP for the block, so a second Ctrl-C cannot cut a
+    save short."""
     if not _on_main_thread():
         yield
         return
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    stops = [signal.SIGINT, signal.SIGTERM]
+    if hasattr(signal, "SIGHUP"):
+        stops.append(signal.SIGHUP)
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in stops}
     try:
         yield
     finally:

@@ -2,7 +2,8 @@
 
 A folder is searched for `*.py` files not starting with `_`; a file that sets
 ``__jitbench_collect__ = False`` is loaded only when named explicitly (`--suite FILE`).
-A file that fails to import is recorded as a `SuiteLoadError` and the others still load.
+A file that fails to import (whatever it raises, sys.exit() included) is recorded as a
+`SuiteLoadError` naming file:line and the others still load.
 """
 
 from __future__ import annotations
@@ -10,11 +11,15 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import re
+import signal
 import sys
+import threading
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jitbench.errors import SuiteError, unknown_name_message
 from jitbench.suite.workload import Workload
@@ -69,8 +74,11 @@ class Registry:
             raise SuiteError(unknown_name_message("workload", name, self.workloads)) from None
 
     def select(self, names: Sequence[str] = (), keyword: str | None = None) -> list[Workload]:
-        """Workloads named in `names` (all when empty) that match the `-k` expression."""
-        chosen = [self.get(n) for n in names] if names else list(self.workloads.values())
+        """Workloads named in `names` (all when empty) that match the `-k` expression, each
+        once (a name given twice would measure its cases twice in one run)."""
+        chosen = (
+            [self.get(n) for n in dict.fromkeys(names)] if names else list(self.workloads.values())
+        )
         if keyword:
             matcher = compile_keyword(keyword)
             chosen = [w for w in chosen if matcher(w)]
@@ -147,8 +155,22 @@ def suite_file_of(workload: Workload) -> str | None:
     return None
 
 
+#: The module attribute holding the SHA-256 of the suite file's bytes as imported.
+SUITE_DIGEST_ATTR = "__jitbench_sha256__"
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes, in hex (what a run records of each suite file)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def import_suite_file(path: Path) -> object:
-    """Import a suite file under a unique module name (kept in sys.modules)."""
+    """Import a suite file under a unique module name (kept in sys.modules).
+
+    The module is run from the bytes read here, and their SHA-256 is kept on the module
+    (`suite_digest_of`), so a run records the code it measured. Whatever the file raises
+    propagates (`load_suite_file` turns it into a SuiteLoadError).
+    """
     resolved = path.resolve()
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
     mod_name = f"{SUITE_MODULE_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
@@ -157,14 +179,84 @@ def import_suite_file(path: Path) -> object:
     spec = importlib.util.spec_from_file_location(mod_name, resolved)
     if spec is None or spec.loader is None:  # pragma: no cover - not a .py file
         raise ImportError(f"cannot import {path}")
+    source = resolved.read_bytes()
     module = importlib.util.module_from_spec(spec)
+    setattr(module, SUITE_DIGEST_ATTR, hashlib.sha256(source).hexdigest())
     sys.modules[mod_name] = module
     try:
-        spec.loader.exec_module(module)
+        # dont_inherit: this module's `from __future__` imports must not leak into the suite.
+        exec(compile(source, str(resolved), "exec", dont_inherit=True), module.__dict__)
     except BaseException:
         del sys.modules[mod_name]
         raise
     return module
+
+
+def suite_digest_of(workload: Workload) -> str | None:
+    """The SHA-256 of the suite file that defines `workload`, as imported, or None."""
+    for name, module in list(sys.modules.items()):
+        if not name.startswith(SUITE_MODULE_PREFIX) or module is None:
+            continue
+        if any(w is workload for w in workloads_in(module)):
+            return getattr(module, SUITE_DIGEST_ATTR, None)
+    return None
+
+
+@contextmanager
+def _stop_signals_noted() -> Iterator[list[int]]:
+    """Note SIGINT/SIGTERM/SIGHUP arriving during the block, passing each on to the handler
+    in force (which raises the interrupt), so an interrupt from a signal can be told from
+    one a suite file raises itself. Only Python-level handlers are wrapped (main thread)."""
+    arrived: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield arrived
+        return
+    wrapped: dict[int, Any] = {}
+    for sig in _STOP_SIGNALS:
+        handler = signal.getsignal(sig)
+        if callable(handler):
+
+            def note(signum: int, frame: Any, _handler: Any = handler) -> None:
+                arrived.append(signum)
+                _handler(signum, frame)
+
+            wrapped[sig] = signal.signal(sig, note)
+    try:
+        yield arrived
+    finally:
+        for sig, handler in wrapped.items():
+            signal.signal(sig, handler)
+
+
+_STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+def load_suite_file(path: Path) -> object | SuiteLoadError:
+    """Import a suite file (`import_suite_file`); whatever it raises at import, any
+    BaseException (SystemExit from sys.exit(), a KeyboardInterrupt it raises itself,
+    GeneratorExit, …), becomes a SuiteLoadError naming file:line. Only an interrupt from
+    a real signal (Ctrl-C, SIGTERM) propagates: the user is stopping the run."""
+    with _stop_signals_noted() as arrived:
+        try:
+            return import_suite_file(path)
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt) and arrived:
+                raise
+            return SuiteLoadError(str(path), _line_in(path, exc), *_describe(exc))
+
+
+def _describe(exc: BaseException) -> tuple[str, str]:
+    """(type name, message) of what a suite raised at import, saying what an exit means."""
+    if isinstance(exc, SystemExit):
+        return "SystemExit", (
+            f"the suite file called sys.exit({exc.code!r}) while being imported; a suite file "
+            "should only define workloads"
+        )
+    if isinstance(exc, KeyboardInterrupt):
+        return type(exc).__name__, "raised while being imported (no Ctrl-C was pressed)"
+    return type(exc).__name__, str(exc)
 
 
 def discover(paths: Sequence[str | Path] = ()) -> Registry:
@@ -182,12 +274,9 @@ def discover(paths: Sequence[str | Path] = ()) -> Registry:
                 "with --suite, or run from a folder that has ./suites."
             )
         for file, explicit in _suite_files(root, explicit=True):
-            try:
-                module = import_suite_file(file)
-            except Exception as exc:  # a broken suite must not stop the others
-                registry.errors.append(
-                    SuiteLoadError(str(file), _line_in(file, exc), type(exc).__name__, str(exc))
-                )
+            module = load_suite_file(file)
+            if isinstance(module, SuiteLoadError):  # a broken suite must not stop the others
+                registry.errors.append(module)
                 continue
             if not explicit and getattr(module, "__jitbench_collect__", True) is False:
                 continue

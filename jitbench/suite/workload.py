@@ -20,7 +20,21 @@ import numpy as np
 from jitbench.errors import ConfigError, WorkloadError, unknown_name_message
 
 SIZE_PRESETS = ("S", "M", "L")
-_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+# Names are matched whole (`fullmatch`: a `$` would let a trailing newline through).
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*")
+# Size preset names and tags: printable ASCII with no space and no comma (`--sizes S,M`
+# and `-k` split on those, so such a name could never be selected).
+_LABEL_RE = re.compile(r"[!-+\--~]+")
+
+
+def check_label(kind: str, value: object, *, workload: str) -> str:
+    """A size preset name or tag as given, or WorkloadError saying what is allowed."""
+    if not (isinstance(value, str) and _LABEL_RE.fullmatch(value)):
+        raise WorkloadError(
+            f"workload {workload!r}: invalid {kind} {value!r}: use printable ASCII characters "
+            "without spaces or commas, such as 'S' or 'elementwise'."
+        )
+    return value
 
 
 @dataclass(frozen=True)
@@ -160,12 +174,18 @@ def workload(
 
     def build(f: Callable[..., Any]) -> Workload:
         wl_name = name or f.__name__
-        if not _NAME_RE.match(wl_name):
+        if not (isinstance(wl_name, str) and _NAME_RE.fullmatch(wl_name)):
             raise WorkloadError(
-                f"invalid workload name {wl_name!r}: use letters, digits, '_', '-' and '.'."
+                f"invalid workload name {wl_name!r}: use ASCII letters, digits, '_', '-' and "
+                "'.', starting with a letter or '_'."
             )
-        if not sizes:
-            raise WorkloadError(f"workload {wl_name!r} needs at least one size preset.")
+        if not isinstance(sizes, Mapping) or not sizes:
+            raise WorkloadError(
+                f"workload {wl_name!r} needs at least one size preset, as a dict such as "
+                "{'S': {'n': 1000}}."
+            )
+        if isinstance(tags, str):
+            raise WorkloadError(f"workload {wl_name!r}: tags is a tuple of names, got {tags!r}.")
         if not callable(inputs):
             raise WorkloadError(f"inputs of workload {wl_name!r} is not callable.")
         if numpy is None:
@@ -188,12 +208,12 @@ def workload(
             jax_fn=jax_fn,
             numpy_fn=numpy_fn,
             inputs=inputs,
-            sizes={str(k): dict(v) for k, v in sizes.items()},
+            sizes={check_label("size", k, workload=wl_name): dict(v) for k, v in sizes.items()},
             sweep=tuple(dict(p) for p in sweep),
             static_argnames=tuple(static_argnames),
             rtol=rtol,
             atol=atol,
-            tags=tuple(tags),
+            tags=tuple(check_label("tag", t, workload=wl_name) for t in tags),
             description=description if description is not None else _default_description(f),
             source=_source_of(f),
         )

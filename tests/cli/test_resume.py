@@ -4,6 +4,7 @@ file is touched."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -167,3 +168,61 @@ def test_resume_refuses_new_selection_options(
     assert result.exit_code == 2
     assert f"--resume finishes a run with the settings recorded in it; {dropped}." in result.stderr
     assert path.read_bytes() == before
+
+
+def test_resume_writes_into_the_runs_own_folder(
+    finished_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The partial run sits in an output folder of its own; the resume is started from
+    # another folder without --out: the page and index are refreshed there, nothing is
+    # written to ./reports and no second copy of the run appears.
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    run_id = load_run(finished_run).run_id
+    path = partial_copy(finished_run, out / "runs" / f"{run_id}.json")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 0, result.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert run_files(out) == [path] and load_run(path).complete
+    page = out / "runs" / f"{run_id}.html"
+    assert page.is_file() and f"report written to {page}" in " ".join(result.stdout.split())
+    assert f"runs/{run_id}.html" in (out / "index.html").read_text()
+
+
+def test_resume_refuses_a_suite_file_that_changed(tmp_path: Path) -> None:
+    suite = tmp_path / "changing_suite.py"
+    suite.write_text(FAULT_SUITE.read_text())
+    out = tmp_path / "out"
+    result = invoke("run", "--suite", suite, "--quick", "--out", out, "ok_double")
+    assert result.exit_code == 0, result.stderr
+    finished = run_files(out)[0]
+    [selection] = load_run(finished).config.selection or ()
+    assert selection.suite_sha256 == hashlib.sha256(suite.read_bytes()).hexdigest()
+    path = partial_copy(finished, tmp_path / "partial.json", keep_sizes=())
+    suite.write_text(suite.read_text() + "\nprint('new code')\n")
+    before = path.read_bytes()
+    refused = invoke("run", "--resume", path)
+    assert refused.exit_code == 2
+    assert "has changed since run" in refused.stderr and "--allow-changed-suites" in refused.stderr
+    assert path.read_bytes() == before
+    allowed = invoke("run", "--resume", path, "--allow-changed-suites", "--out", tmp_path / "o2")
+    assert allowed.exit_code == 0, allowed.stderr
+    assert load_run(path).complete
+
+
+def test_resume_into_a_folder_holding_another_version_of_the_run_is_refused(
+    finished_run: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    stored = out / "runs" / finished_run.name
+    stored.parent.mkdir(parents=True)
+    stored.write_bytes(finished_run.read_bytes())
+    path = partial_copy(finished_run, tmp_path / "partial.json")
+    before = path.read_bytes()
+    result = invoke("run", "--resume", path, "--out", out)
+    assert result.exit_code == 2
+    assert "refusing to replace" in " ".join(result.stderr.split())
+    assert stored.read_bytes() == finished_run.read_bytes() and path.read_bytes() == before

@@ -61,6 +61,18 @@ IN_PROCESS_FAULTS = {
         {"ok_double[S]": OK, "jax_oom[S]": {"numpy": "ok", "eager": "error", "jit": "error"}},
         "RESOURCE_EXHAUSTED",
     ),
+    "output-is-a-generator": Fault(
+        ("ok_double", "returns_generator"),
+        0,
+        {"ok_double[S]": OK, "returns_generator[S]": all_modes("error")},
+        "generator",
+    ),
+    "negative-size": Fault(
+        ("ok_double", "too_big", "-s", "S,NEG"),
+        0,
+        {"ok_double[S]": OK, "too_big[S]": OK, "too_big[NEG]": all_modes("error")},
+        "negative",
+    ),
     "workload-calls-sys-exit": Fault(
         ("ok_double", "calls_exit", "ok_double", "-s", "S,M"),
         0,
@@ -140,3 +152,95 @@ def test_debug_shows_the_traceback(tmp_path: Path) -> None:
     assert "Traceback" not in plain.stderr
     assert "Traceback" in debug.stderr
     assert "does not exist" in plain.stderr
+
+
+def test_all_nan_output_is_ok_with_a_diagnostic(tmp_path: Path) -> None:
+    result = invoke("run", *QUICK, "--out", tmp_path, "all_nan")
+    assert result.exit_code == 0, result.stderr
+    run = load_run(run_files(tmp_path)[0])
+    for m in run.measurements:
+        assert [d.code for d in m.diagnostics if d.code == "no-finite-output"], m
+    assert "no-finite-output" in " ".join(result.stderr.split())
+
+
+def test_a_segfault_without_isolate_names_the_case(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli("run", *QUICK, "--out", str(tmp_path), "ok_double", "segfaults")
+    assert result.returncode == -11, result.stderr  # the process died: nothing to catch
+    # The last line before the crash names the case, so the user knows which one it was.
+    started = [line for line in result.stderr.splitlines() if "…" in line]
+    assert started and "segfaults[S] cpu:0 float32" in started[-1], result.stderr
+
+
+def test_output_piped_to_a_closed_reader_stops_quietly(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.faults import REPO
+
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    command = [sys.executable, "-m", "jitbench", "run", *QUICK, "--out", str(tmp_path)]
+    with subprocess.Popen(
+        [*command, "ok_double"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # like `| head -0`: the reader is gone before the table
+        stderr = proc.stderr.read()
+        proc.wait(timeout=300)
+    assert proc.returncode == 141, stderr
+    assert "Traceback" not in stderr and "BrokenPipeError" not in stderr
+    [path] = run_files(tmp_path)
+    assert load_run(path).complete and path.with_suffix(".html").is_file()
+    assert (tmp_path / "index.html").is_file()
+
+
+@pytest.mark.parametrize(
+    ("redirect", "env"),
+    [
+        (">&-", {}),  # stdout closed, as some CI runners and daemons leave it
+        ("", {"LC_ALL": "POSIX", "LANG": "POSIX", "PYTHONCOERCECLOCALE": "0", "PYTHONUTF8": "0"}),
+    ],
+    ids=["stdout-closed", "ascii-locale"],
+)
+def test_hostile_standard_streams_still_finish_the_run(
+    redirect: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    from tests.faults import REPO
+
+    command = [sys.executable, "-m", "jitbench", "run", *QUICK, "--out", str(tmp_path), "ok_double"]
+    proc = subprocess.run(
+        ["bash", "-c", f"{shlex.join(command)} {redirect}"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+    [path] = run_files(tmp_path)
+    assert load_run(path).complete and path.with_suffix(".html").is_file()
+
+
+def test_a_platform_jax_cannot_start_is_a_one_line_error(tmp_path: Path) -> None:
+    from tests.conftest import run_cli
+
+    result = run_cli(
+        "run", *QUICK, "--out", str(tmp_path), "ok_double", env={"JAX_PLATFORMS": "tpu"}
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("error: JAX cannot start any backend")
+    assert "JAX_PLATFORMS" in result.stderr and "internal error" not in result.stderr
+    assert run_files(tmp_path) == []

@@ -159,3 +159,34 @@ def test_the_child_measures_with_the_runs_threads(tmp_path: Path) -> None:
         )
         assert free.measurements[0].status is Status.ERROR
         assert "cores" in free.measurements[0].error.message
+
+
+class _SigtermOnDelete:
+    # The handler then runs inside __del__, where Python drops its raise: the trap of a
+    # signal landing in a JAX callback while the parent waits on its child.
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
+    import multiprocessing
+
+    from jitbench.runner import signals
+
+    spec = {
+        "suite": str(FAULT_SUITE.resolve()),
+        "workload": "hangs",
+        "size": "S",
+        "params": {"n": 32},
+        "devices": ["cpu:0"],
+        "dtype": "float32",
+        "config": RunConfig.quick_settings().to_dict(),
+    }
+    with signals.stop_signals():
+        _SigtermOnDelete()  # SIGTERM arrives; its raise is lost, the request recorded
+        started = time.monotonic()
+        with pytest.raises(signals.Terminated):
+            child.run_in_child(spec, timeout_s=20)  # the child would hang for 20 s
+        waited = time.monotonic() - started
+    assert waited < 5, f"the stop took {waited:.1f} s"
+    assert multiprocessing.active_children() == []  # the child was killed

@@ -43,3 +43,21 @@ def test_deadline_off_the_main_thread_is_refused() -> None:
     t.start()
     t.join()
     assert errors and "main thread" in str(errors[0])
+
+
+def test_a_limit_too_small_to_enter_the_block_still_disarms_the_timer() -> None:
+    # The alarm is due before the block starts: it must still be disarmed and the handler
+    # restored (armed outside its `try`, it went on firing every 0.5 s and later killed
+    # the process with SIGALRM's default action, exit 142).
+    before = signal.getsignal(signal.SIGALRM)
+    timeouts = 0
+    for _ in range(50):
+        try:
+            with deadline(1e-6):
+                for _ in range(1000):  # a little Python work for the alarm to land in
+                    pass
+        except CaseTimeout:
+            timeouts += 1
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+        assert signal.getsignal(signal.SIGALRM) is before
+    assert timeouts > 0

@@ -20,7 +20,13 @@ from tests.faults import FAULT_SUITE, OK, QUICK, REPO, invoke, run_files, status
 
 
 def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu", "JITBENCH_TEST_TAG": tag}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JAX_PLATFORMS": "cpu",
+        "JITBENCH_TEST_TAG": tag,
+        "JITBENCH_HANG_MARKER": str(_hang_marker(out)),
+    }
     # A job started in the background (CI, a non-interactive shell) inherits SIGINT
     # ignored, and so would the child; a terminal's Ctrl-C reaches a process whose SIGINT
     # is not ignored. A Python-level handler becomes SIG_DFL across exec, so install one
@@ -157,3 +163,68 @@ def test_signals_ignored_shields_a_save() -> None:
         assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
         os.kill(os.getpid(), signal.SIGINT)  # ignored
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def _hang_marker(out: Path) -> Path:
+    return out.parent / f"{out.name}.hanging"  # the fault suite's `hangs` touches it
+
+
+def _wait_for_hang(out: Path, limit_s: float = 90) -> None:
+    """Until the `hangs` workload runs (in the child, with --isolate)."""
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        if _hang_marker(out).exists():
+            time.sleep(0.3)  # into the loop
+            return
+        time.sleep(0.05)
+    raise AssertionError("the hanging case did not start")
+
+
+@pytest.mark.parametrize(
+    ("sig", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"]
+)
+def test_a_stop_under_isolate_kills_a_hung_child_within_a_second(
+    sig: signal.Signals, exit_code: int, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    tag = f"{os.getpid()}-{tmp_path.name}"
+    proc = _start_run(out, "ok_double", "hangs", "--isolate", tag=tag)
+    path = _wait_for_first_case(proc, out)  # ok_double is done; the child now hangs
+    _wait_for_hang(out)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    _stdout, stderr = proc.communicate(timeout=60)
+    waited = time.monotonic() - sent
+    assert proc.returncode == exit_code, stderr
+    # About 0.1 s of polling plus saving; generous for a loaded machine (it was 25-40 s).
+    assert waited < 5, f"took {waited:.1f} s to stop"
+    time.sleep(0.2)
+    assert _processes_tagged(tag) == [], "the child outlived the run"
+    partial = load_run(path)
+    assert not partial.complete and statuses(partial) == {"ok_double[S]": OK}
+
+
+def test_children_die_with_their_parent_on_sigkill(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    tag = f"{os.getpid()}-{tmp_path.name}"
+    proc = _start_run(out, "ok_double", "hangs", "--isolate", tag=tag)
+    _wait_for_first_case(proc, out)
+    _wait_for_hang(out)
+    proc.kill()  # SIGKILL: the parent cannot clean up
+    proc.communicate(timeout=30)
+    end = time.monotonic() + 10
+    while _processes_tagged(tag) and time.monotonic() < end:
+        time.sleep(0.05)
+    assert _processes_tagged(tag) == [], "a child outlived its SIGKILLed parent"
+
+
+def test_sighup_saves_the_partial_run(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    tag = f"{os.getpid()}-{tmp_path.name}"
+    proc = _start_run(out, *SIGNAL_RUN, tag=tag)
+    path = _wait_for_first_case(proc, out)
+    proc.send_signal(signal.SIGHUP)
+    _stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 129, stderr
+    assert f"--resume {path}" in " ".join(stderr.split())
+    assert not load_run(path).complete

@@ -87,3 +87,10 @@ def test_keyword_expressions(suite_dir, expr, expected):
 def test_bad_keyword_expression(suite_dir):
     with pytest.raises(SuiteError, match="invalid -k expression"):
         discover([suite_dir]).select(keyword="fast and")
+
+
+def test_a_name_given_twice_is_selected_once(suite_dir):
+    # Twice on the command line (`jitbench run alpha alpha`) used to plan its cases twice,
+    # and the run file then held duplicate measurements.
+    reg = discover([suite_dir])
+    assert [w.name for w in reg.select(["alpha", "beta", "alpha"])] == ["alpha", "beta"]

@@ -3,6 +3,7 @@ failure is named by file and line, and `--strict` or an empty selection fail the
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -38,3 +39,78 @@ def test_suite_with_syntax_error(
     else:
         assert files == []
         assert "no workloads to run (1 suite file(s) failed to import)" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "exc_type"),
+    [
+        ("import sys\n\nsys.exit(3)\n", "SystemExit"),
+        ("import sys\n\nsys.exit()\n", "SystemExit"),
+        ("\n\nraise SystemExit('bye')\n", "SystemExit"),
+        ("\n\nraise KeyboardInterrupt\n", "KeyboardInterrupt"),
+        ("\n\nraise GeneratorExit\n", "GeneratorExit"),
+        ("import no_such_module_for_jitbench\n\n\n", "ModuleNotFoundError"),
+    ],
+    ids=[
+        "sys-exit-3",
+        "sys-exit",
+        "raise-systemexit",
+        "raise-keyboardinterrupt",
+        "generatorexit",
+        "missing-module",
+    ],
+)
+def test_any_exception_at_import_is_a_suite_error_and_the_others_run(
+    tmp_path: Path, body: str, exc_type: str
+) -> None:
+    bad = tmp_path / "exits_suite.py"
+    bad.write_text(body)
+    line = 3 if exc_type != "ModuleNotFoundError" else 1
+    result = invoke(
+        "run",
+        "--suite",
+        bad,
+        "--suite",
+        FAULT_SUITE,
+        "ok_double",
+        "--quick",
+        "--out",
+        tmp_path / "out",
+    )
+    assert result.exit_code == 0, result.stderr
+    stderr = " ".join(result.stderr.split())
+    assert f"{bad}:{line}: {exc_type}" in stderr, stderr
+    assert "Traceback" not in result.stderr
+    assert statuses(load_run(run_files(tmp_path / "out")[0])) == {"ok_double[S]": OK}
+
+
+def test_a_real_ctrl_c_during_suite_import_still_stops(tmp_path: Path) -> None:
+    # The suite sends a real SIGINT to this process while it is being imported: that is
+    # the user stopping the run, not a broken suite.
+    from jitbench import discover
+
+    bad = tmp_path / "slow_import.py"
+    bad.write_text("import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nx = [0] * 1000\n")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)  # xdist ignores it
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            discover([bad])
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def test_a_suite_that_changes_the_working_folder_cannot_move_the_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    suite = tmp_path / "chdir_suite.py"
+    suite.write_text(f"import os\nos.chdir({str(elsewhere)!r})\n")
+    monkeypatch.chdir(tmp_path)  # restored after the test, whatever the suite does
+    result = invoke(
+        "run", "--suite", suite, "--suite", FAULT_SUITE, "ok_double", "--quick", "--out", "rel-out"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert len(run_files(tmp_path / "rel-out")) == 1
+    assert (tmp_path / "rel-out" / "index.html").is_file()
+    assert not (elsewhere / "rel-out").exists()

@@ -54,6 +54,28 @@ def test_sizes_required_and_names_checked():
         workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 1}}, name="bad name!")
 
 
+@pytest.mark.parametrize("name", ["ok\n", "ok\r\n", "x\ny", "caf\u00e9", "\u0441elu", ""])
+def test_workload_names_are_matched_whole_and_ascii(name: str) -> None:
+    with pytest.raises(WorkloadError, match=r"invalid workload name.*ASCII"):
+        workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 1}}, name=name)
+
+
+@pytest.mark.parametrize(
+    ("sizes", "tags", "what"),
+    [
+        ({"S,M": {"n": 1}}, (), "invalid size"),
+        ({"S\n": {"n": 1}}, (), "invalid size"),
+        ({"S": {"n": 1}}, ("two words",), "invalid tag"),
+        ({"S": {"n": 1}}, ("\u00e9t\u00e9",), "invalid tag"),
+        ({"S": {"n": 1}}, "elementwise", "tags is a tuple"),
+        ([("S", {"n": 1})], (), "at least one size"),
+    ],
+)
+def test_size_names_and_tags_are_selectable(sizes: object, tags: object, what: str) -> None:
+    with pytest.raises(WorkloadError, match=what):
+        workload(lambda xp, x: x, inputs=vec, sizes=sizes, tags=tags, name="w")  # type: ignore[arg-type]
+
+
 def test_make_inputs_is_seeded_and_splits_statics():
     def grid(rng, *, dtype, n, steps):
         return {"u": rng.standard_normal((n, n)).astype(dtype), "steps": steps}

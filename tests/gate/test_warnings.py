@@ -1,0 +1,46 @@
+"""A comparison that says nothing says so: a run compared with itself, or two runs with no
+case and mode in common (the gate would pass without comparing anything)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from jitbench.cli import app
+from jitbench.gate import compare
+from jitbench.results import dump_run
+from tests.gate.builders import make_run, meas, spread
+
+
+def test_a_run_compared_with_itself_warns() -> None:
+    run = make_run(meas(samples=spread(1e-3, 20)), run_id="same")
+    [warning] = compare(run, run).warnings
+    assert "same run (same)" in warning
+    assert compare(run, make_run(meas(samples=spread(1e-3, 20)), run_id="other")).warnings == ()
+
+
+def test_runs_with_no_case_in_common_warn() -> None:
+    base = make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")
+    new = make_run(meas("z", samples=spread(1e-3, 20)), meas("y", samples=spread(1e-3, 20)))
+    cmp = compare(base, new)
+    assert not cmp.has_regression
+    [warning] = cmp.warnings
+    assert "base (1 measurement(s)) and new (2) have no case and mode in common" in warning
+    assert cmp.to_dict()["warnings"] == [warning]
+
+
+def test_compare_prints_the_warnings(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    base.write_text(dump_run(make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")))
+    new = tmp_path / "new.json"
+    new.write_text(dump_run(make_run(meas("z", samples=spread(1e-3, 20)), run_id="n")))
+    result = CliRunner().invoke(app, ["compare", str(base), str(new), "--json", "-"])
+    assert result.exit_code == 0
+    assert "warning: base (1 measurement(s)) and new (1) have no case" in " ".join(
+        result.stderr.split()
+    )
+    assert json.loads(result.stdout)["warnings"]
+    itself = CliRunner().invoke(app, ["compare", str(base), str(base)])
+    assert "same run (b)" in " ".join(itself.stderr.split())
