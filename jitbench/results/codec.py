@@ -11,8 +11,9 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment
-"threads", "machine_before", "machine_after" and config "threads" (a config without it
-was measured with the libraries' own thread pools and reads back as threads None).
+"threads", "machine_before", "machine_after"; config "threads" (a config without it
+was measured with the libraries' own thread pools and reads back as threads None) and
+config "label" (`jitbench run --label`; null or absent: no label).
 """
 
 from __future__ import annotations
