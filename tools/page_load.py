@@ -3,8 +3,9 @@
 For each page, in a fresh browser context per repeat (nothing cached), prints the median
 over the repeats of: DOMContentLoaded and the load event (navigation timing), "ready"
 (every chart in the first screen drawn: what a reader waits for), and "all charts" (every
-chart on display drawn, as a screenshot needs). Also the page's size and the plotly.js
-it loads.
+chart on display drawn, as a screenshot needs), and "busy": the main thread's busy time
+until "ready" (Chrome's TaskDuration: what the page costs, less sensitive than the wall
+clock to other processes on the machine). Also the page's size and the plotly.js it loads.
 
 Usage: python tools/page_load.py PAGE.html [PAGE.html ...] [--repeats 5] [--phone]
 Needs Chromium and playwright, as the browser tests do (tests/report/browser.py).
@@ -20,40 +21,54 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's jitbench
 
-from tests.report.browser import DESKTOP, PHONE, chromium_path, launched
+from tests.report.browser import DESKTOP, PHONE, chromium_path, launched, wait_until
 
-# Resolves (with performance.now()) once every chart whose box starts inside the first
-# screen has been drawn by plotly.
-_READY = """() => {
-  const boxes = Array.from(document.querySelectorAll('.chart'))
-    .filter(el => el.offsetParent !== null && el.getBoundingClientRect().top < innerHeight);
-  const drawn = boxes.every(el => el.querySelector('.main-svg') ||
-                                  el.classList.contains('plotly-missing'));
-  return drawn ? performance.now() : false;
-}"""
-_ALL = """() => {
+# Runs before the page's own scripts (outside its content-security policy, which refuses
+# Playwright's `wait_for_function`): notes the time, on every frame, at which every chart
+# whose box starts inside the first screen has been drawn by plotly.
+_WATCH = """(() => {
+  const check = () => {
+    if (document.readyState !== 'loading') {
+      const boxes = Array.from(document.querySelectorAll('.chart'))
+        .filter(el => el.offsetParent !== null && el.getBoundingClientRect().top < innerHeight);
+      if (boxes.every(el => el.querySelector('.main-svg') ||
+                            el.classList.contains('plotly-missing'))) {
+        window.__jbReady = performance.now();
+        return;
+      }
+    }
+    requestAnimationFrame(check);
+  };
+  requestAnimationFrame(check);
+})();"""
+_ALL = """(() => {
   if (window.jbRenderAll) window.jbRenderAll();
   const c = window.jbCharts ? window.jbCharts() : {shown: 0, drawn: 0};
   return c.drawn === c.shown ? performance.now() : false;
-}"""
+})()"""
 
 
 def measure(browser: Any, page_path: Path, viewport: dict[str, int]) -> dict[str, float]:
     context = browser.new_context(viewport=viewport)
     page = context.new_page()
+    cdp = context.new_cdp_session(page)
+    cdp.send("Performance.enable")
+    page.add_init_script(_WATCH)
     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
     page.goto(page_path.resolve().as_uri(), wait_until="load")
     timing = page.evaluate(
         "(() => { const n = performance.getEntriesByType('navigation')[0];"
         " return {dcl: n.domContentLoadedEventEnd, load: n.loadEventEnd}; })()"
     )
-    ready = page.wait_for_function(_READY, polling="raf").json_value()
-    every = page.wait_for_function(_ALL, polling="raf").json_value()
+    ready = wait_until(page, "window.__jbReady")
+    metrics = {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+    every = wait_until(page, _ALL)
     context.close()
     return {
         "domcontentloaded": timing["dcl"] / 1e3,
         "load": timing["load"] / 1e3,
         "ready": float(ready) / 1e3,
+        "busy": float(metrics.get("TaskDuration", float("nan"))),
         "all charts": float(every) / 1e3,
     }
 
@@ -71,7 +86,10 @@ def main() -> int:
     viewport = PHONE if args.phone else DESKTOP
     print(f"headless Chromium, {viewport['width']}x{viewport['height']}, medians of "
           f"{args.repeats} loads from disk, fresh context each (seconds)")  # fmt: skip
-    print(f"{'page':<44} {'KiB':>6} {'plotly':>8} {'DCL':>6} {'load':>6} {'ready':>6} {'all':>6}")
+    print(
+        f"{'page':<44} {'KiB':>6} {'plotly':>8} {'DCL':>6} {'load':>6} {'ready':>6} "
+        f"{'busy':>6} {'all':>6}"
+    )
     with launched(exe) as browser:
         for path in args.pages:
             runs = [measure(browser, path, viewport) for _ in range(args.repeats)]
@@ -82,14 +100,14 @@ def main() -> int:
             )
             plotly = (
                 f"{js.stat().st_size / 2**20:.1f}M"
-                if 'plotly.min.js"></script>' in html and js.exists()
+                if 'data-plotly="' in html and js.exists()
                 else "none"
             )
             name = path.name if len(path.name) <= 44 else "…" + path.name[-43:]
             print(
                 f"{name:<44} {len(html.encode()) / 1024:6.0f} {plotly:>8} "
                 f"{med['domcontentloaded']:6.3f} {med['load']:6.3f} {med['ready']:6.3f} "
-                f"{med['all charts']:6.3f}"
+                f"{med['busy']:6.3f} {med['all charts']:6.3f}"
             )
     return 0
 

@@ -385,11 +385,10 @@ def sweep_failures(run: Run, device: str, workload: str) -> list[tuple[Case, Mea
 
 
 def approx(value: float) -> str:
-    """An interpolated parameter value to about three significant figures, e.g. '21,600',
-    '73' or '0.25'."""
-    if value >= 1:
-        return fmt.count(float(f"{value:.3g}"))
-    return f"{value:.2g}"
+    """An interpolated parameter value to three significant figures: '21,600', '73.4',
+    '0.25'."""
+    rounded = float(f"{value:.3g}")
+    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:.3g}"
 
 
 @dataclass(frozen=True)

@@ -493,29 +493,31 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
         )
     lo, hi = log_range(values, pad=1.4)
     xlo, xhi = log_range(xs_all, pad=1.3)
-    for i, mode in enumerate(m for m in JAX_MODES if m in series):
-        for cross in data.crossovers(series[mode], mode, axis.name):
-            fig.add_shape(
-                type="line",
-                x0=cross.x,
-                x1=cross.x,
-                yref="paper",
-                y0=0,
-                y1=1,
-                line={"color": COLORS[mode], "dash": "dot", "width": 2},
-            )
-            right = math.log(cross.x / xlo) < 0.6 * math.log(xhi / xlo)
-            fig.add_annotation(
-                x=math.log10(cross.x),  # a log x axis: annotations take log10
-                xanchor="left" if right else "right",
-                yref="paper",
-                y=1.0 - 0.09 * i,  # one row per mode: labels never sit on each other
-                yanchor="top",
-                text=plot_text(cross.short, limit=80),
-                showarrow=False,
-                font={"size": 11, "color": COLORS[mode]},
-                bgcolor="rgba(255,255,255,0.8)",
-            )
+    crosses = [
+        c for m in JAX_MODES if m in series for c in data.crossovers(series[m], m, axis.name)
+    ]
+    for row, cross in enumerate(crosses):
+        fig.add_shape(
+            type="line",
+            x0=cross.x,
+            x1=cross.x,
+            yref="paper",
+            y0=0,
+            y1=1,
+            line={"color": COLORS[cross.mode], "dash": "dot", "width": 2},
+        )
+        right = math.log(cross.x / xlo) < 0.6 * math.log(xhi / xlo)
+        fig.add_annotation(
+            x=math.log10(cross.x),  # a log x axis: annotations take log10
+            xanchor="left" if right else "right",
+            yref="paper",
+            y=1.0 - 0.09 * row,  # a row each: labels never sit on each other
+            yanchor="top",
+            text=plot_text(cross.short, limit=80),
+            showarrow=False,
+            font={"size": 11, "color": COLORS[cross.mode]},
+            bgcolor="rgba(255,255,255,0.8)",
+        )
     parity_line(fig)
     base_layout(fig, height=380)
     fig.update_layout(
@@ -670,7 +672,7 @@ def heatmap_figure(run: Run) -> go.Figure | None:
     span = max([math.log10(2.0), *logs_all])
     nice = (0.5, 1, 2) if span < 1 else (0.001, 0.01, 0.1, 1, 10, 100, 1000)
     ticks = [t for t in nice if abs(math.log10(t)) <= span + 1e-9]
-    base_layout(fig, height=110 + 26 * len(workloads))
+    base_layout(fig, height=max(220, 110 + 26 * len(workloads)))
     fig.update_layout(
         coloraxis={
             "colorscale": "RdBu",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
@@ -64,6 +64,8 @@ class HistoryRun:
     date: str | None
     commit: str | None
     changes: tuple[str, ...]
+    #: the run's preset cases in its own order (a dict: ordered, quick to look up)
+    case_keys: Mapping[tuple[str, str, str, str], None] = field(default_factory=dict)
 
 
 def history_runs(runs: Sequence[Run]) -> list[HistoryRun]:
@@ -87,6 +89,7 @@ def history_runs(runs: Sequence[Run]) -> list[HistoryRun]:
                 date=when.isoformat() if when else None,
                 commit=commit,
                 changes=changes,
+                case_keys=dict.fromkeys(c.key for c in run.cases() if not data.is_sweep_case(c)),
             )
         )
     return out
@@ -94,12 +97,7 @@ def history_runs(runs: Sequence[Run]) -> list[HistoryRun]:
 
 def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
     """Every workload measured at a preset size in any of the runs, first seen first."""
-    names: dict[str, None] = {}
-    for h in hruns:
-        for c in h.run.cases():
-            if not data.is_sweep_case(c):
-                names.setdefault(c.workload)
-    return list(names)
+    return list(dict.fromkeys(k[0] for h in hruns for k in h.case_keys))
 
 
 def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | None:
@@ -110,9 +108,9 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
     measured the workload."""
     keys: dict[tuple[str, str, str], None] = {}
     for h in hruns:
-        for c in h.run.cases():
-            if c.workload == workload and not data.is_sweep_case(c):
-                keys.setdefault((c.size, c.device, c.dtype))
+        for case_key in h.case_keys:
+            if case_key[0] == workload:
+                keys.setdefault(case_key[1:])
     if not keys:
         return None
     devices = {k[1] for k in keys}
@@ -137,21 +135,18 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
         for panel, modes in ((1, JAX_MODES), (2, ALL_MODES)):
             for mode in modes:
                 cats, dates, ys, plus, minus, hover = [], [], [], [], [], []
+                key = (workload, size, device, dtype)
                 for h in hruns:
-                    case = next(
-                        (c for c in h.run.cases() if c.key == (workload, size, device, dtype)),
-                        None,
-                    )
-                    if case is None:
+                    if key not in h.case_keys:
                         continue
                     if panel == 1:
-                        r = h.run.speedup(case.key, mode)
+                        r = h.run.speedup(key, mode)
                         if r is None or not (math.isfinite(r.value) and r.value > 0):
                             continue
                         v, lo, hi = r.value, r.low, r.high
                         text = fmt.ratio_ci(r.value, r.low, r.high)
                     else:
-                        m = h.run.get(case.key, mode)
+                        m = h.run.get(key, mode)
                         if m is None or not m.ok or m.summary is None or m.summary.median <= 0:
                             continue
                         v, lo, hi = m.summary.median, m.summary.ci_low, m.summary.ci_high

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,9 +59,7 @@ class Loaded:
     def render_all(self) -> dict[str, int]:
         """Draw every chart on display and wait until they are drawn."""
         self.page.evaluate("window.jbRenderAll ? window.jbRenderAll() : null")
-        self.page.wait_for_function(
-            "!window.jbCharts || (c => c.drawn === c.shown)(window.jbCharts())"
-        )
+        wait_until(self.page, "!window.jbCharts || (c => c.drawn === c.shown)(window.jbCharts())")
         return self.page.evaluate("window.jbCharts ? window.jbCharts() : {}")
 
     def charts(self) -> dict[str, dict[str, Any]]:
@@ -127,6 +126,23 @@ class Loaded:
         }""",
             selector,
         )
+
+
+def wait_until(page: Any, expression: str, *, timeout_s: float = 30.0) -> Any:
+    """Poll `expression` in the page until it is truthy; return its value.
+
+    Not `page.wait_for_function`: Playwright compiles that predicate with `new Function`,
+    which the pages' content-security policy (rightly) refuses; `evaluate` goes through
+    the DevTools protocol, which the policy does not govern.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = page.evaluate(expression)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"still false after {timeout_s} s: {expression}")
+        page.wait_for_timeout(20)
 
 
 def open_page(browser: Any, path: Path, *, viewport: dict[str, int] = DESKTOP) -> Loaded:

@@ -78,6 +78,8 @@ def site(run: Run, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_run_page_in_chromium(browser: Any, run: Run, site: dict[str, Path]) -> None:
     p = visit(browser, site["run"], "report-run.png")
     assert p.errors == [] and p.network == []
+    # plotly.js was fetched (once) for the charts, from beside the report folder's root
+    assert p.page.locator("script[src='../plotly.min.js']").count() == 1
     charts = p.charts()
     assert charts["speedup-1"]["y"] == "log" and charts["heatmap"]["traces"] == ["jit", "eager"]
     assert charts["compile-1"]["y"] == "log"
@@ -198,7 +200,7 @@ def test_comparison_page_and_the_index_picker(browser: Any, site: dict[str, Path
 
     p = visit(browser, site["index"], "report-index.png")
     assert p.errors == [] and p.network == []
-    assert p.page.locator("script[src$='plotly.min.js']").count() == 0
+    assert p.page.locator("script[src$='plotly.min.js']").count() == 0  # no chart, no plotly
     assert p.page.locator("#pick-bar").is_hidden()
     p.page.check("input.pick >> nth=0")
     p.page.check("input.pick >> nth=1")

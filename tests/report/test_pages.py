@@ -23,10 +23,10 @@ def test_run_page_escapes_hostile_text(run: Run) -> None:
     html = pages.render_run_page(crafted_evil(run))
     assert "<script>window.__pwned" not in html and "<img src=x" not in html
     assert "&lt;script&gt;window.__pwned=1&lt;/script&gt;" in html  # shown as text
-    # the only script elements are ours: theme, plotly, the page script, one JSON per figure
+    # the only script elements are ours: theme, the page script, one JSON per figure
     n_figures = html.count('class="jb-figure"')
     assert n_figures >= 4
-    assert len(re.findall(r"<script", html)) == 3 + n_figures
+    assert len(re.findall(r"<script", html)) == 2 + n_figures
     assert "</script><img" not in html
 
 

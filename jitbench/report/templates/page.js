@@ -71,21 +71,45 @@
     if (target) figures.push({ el: el, target: target, spec: null, drawn: false });
   });
   function shown(f) { return f.target.offsetParent !== null; }
+
+  /* plotly.js is fetched when the first chart is about to be seen, not before: the text,
+     banner and tables appear at once, and a page without charts never loads it. */
+  var plotlySrc = doc.body.getAttribute("data-plotly");
+  var plotlyState = "idle", waiting = [];
+  function withPlotly(then) {
+    if (typeof window.Plotly !== "undefined") { then(true); return; }
+    waiting.push(then);
+    if (plotlyState !== "idle") return;
+    plotlyState = "loading";
+    var script = doc.createElement("script");
+    script.src = plotlySrc || "plotly.min.js";
+    script.onload = function () { plotlyState = "ready"; flush(true); };
+    script.onerror = function () { plotlyState = "failed"; flush(false); };
+    doc.head.appendChild(script);
+  }
+  function flush(ok) {
+    var todo = waiting;
+    waiting = [];
+    todo.forEach(function (then) { then(ok && typeof window.Plotly !== "undefined"); });
+  }
   function draw(f) {
     if (f.drawn) return;
     f.drawn = true;
-    if (typeof window.Plotly === "undefined") {
-      f.target.className += " plotly-missing";
-      f.target.textContent = "Chart unavailable: " + (doc.body.getAttribute("data-plotly") || "plotly.min.js") +
-        " is missing next to this page.";
-      return;
-    }
-    f.spec = JSON.parse(f.el.textContent);
-    window.Plotly.newPlot(f.target, f.spec.data, themed(f.spec.layout), CONFIG);
+    withPlotly(function (ok) {
+      if (!ok) {
+        f.target.className += " plotly-missing";
+        f.target.textContent = "Chart unavailable: " + (plotlySrc || "plotly.min.js") +
+          " is missing next to this page.";
+        return;
+      }
+      f.spec = JSON.parse(f.el.textContent);
+      window.Plotly.newPlot(f.target, f.spec.data, themed(f.spec.layout), CONFIG);
+    });
   }
   function redrawAll() {
     figures.forEach(function (f) {
-      if (f.drawn && f.spec) window.Plotly.react(f.target, f.spec.data, themed(f.spec.layout), CONFIG);
+      if (f.spec && f.target.classList.contains("js-plotly-plot"))
+        window.Plotly.react(f.target, f.spec.data, themed(f.spec.layout), CONFIG);
     });
   }
   var observer = null;
@@ -96,13 +120,13 @@
         var f = figures.filter(function (g) { return g.target === e.target; })[0];
         if (f) { draw(f); observer.unobserve(f.target); }
       });
-    }, { rootMargin: "400px 0px" });
+    }, { rootMargin: "200px 0px" });
     figures.forEach(function (f) { observer.observe(f.target); });
   } else {
     figures.forEach(draw);
   }
   /* Draw every chart that is on display now (screenshots, tests); returns how many
-     charts are on display and how many of those are drawn. */
+     charts are on display and how many of those are drawn (drawing may finish later). */
   window.jbRenderAll = function () {
     figures.forEach(function (f) { if (shown(f)) draw(f); });
     return window.jbCharts();
