@@ -84,7 +84,7 @@ class Loaded:
             out.push('page scrollWidth ' + document.documentElement.scrollWidth + ' > ' + vw);
           const scrolls = el => { for (let p = el.parentElement; p; p = p.parentElement) {
               const o = getComputedStyle(p).overflowX;
-              if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; }
+              if (o === 'auto' || o === 'scroll') return true; }
             return false; };
           for (const el of document.body.querySelectorAll('*')) {
             const r = el.getBoundingClientRect();
