@@ -94,10 +94,6 @@ class Row:
     measurements: tuple[Measurement | None, ...]
     changes: tuple[Change | None, ...]
 
-    @property
-    def case_label(self) -> str:
-        return self.label
-
 
 @dataclass(frozen=True)
 class Alignment:
@@ -122,9 +118,15 @@ class Alignment:
         return frozenset(c.key for c in run.cases() if self.key_of(c) in self.common)
 
     def key_of(self, case: Case) -> AlignKey:
-        if self.by_device:
-            return (case.workload, case.size, case.device, case.dtype)
-        return (case.workload, case.size, case.dtype)
+        return align_key(case, by_device=self.by_device)
+
+
+def align_key(case: Case, *, by_device: bool) -> AlignKey:
+    """What matches a case across runs: its key, or without the device when the runs
+    were measured on different devices."""
+    if by_device:
+        return (case.workload, case.size, case.device, case.dtype)
+    return (case.workload, case.size, case.dtype)
 
 
 def _change(
@@ -165,9 +167,7 @@ def align(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> Alignment:
     by_device = _same_devices(runs)
 
     def key_of(c: Case) -> AlignKey:
-        return (
-            (c.workload, c.size, c.device, c.dtype) if by_device else (c.workload, c.size, c.dtype)
-        )
+        return align_key(c, by_device=by_device)
 
     found: dict[AlignKey, list[dict[Mode, Measurement]]] = {}
     cases: dict[AlignKey, list[Case]] = {}
@@ -398,16 +398,12 @@ def ratio_figure(alignment: Alignment, index: int) -> go.Figure | None:
     return fig
 
 
-def category_count(alignment: Alignment) -> int:
-    return len({r.key for r in alignment.rows})
-
-
 __all__ = [
     "Alignment",
     "Change",
     "Row",
     "align",
-    "category_count",
+    "align_key",
     "page_name",
     "ratio_figure",
     "ratio_text",

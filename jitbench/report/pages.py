@@ -312,11 +312,10 @@ def render_comparison_page(
         names=names,
         runs=runs,
         pages=pages,
-        run_ids=" ".join(r.run_id for r in runs),
+        run_ids=json.dumps([r.run_id for r in runs]),
         alignment=alignment,
         show_device=not alignment.by_device or len({r.devices for r in alignment.rows}) > 1,
         gates=[_gate_summary(c) for c in comparisons],
-        comparisons=comparisons,
         geomeans=geomeans,
         charts=charts,
         n_cats=n_cats,
@@ -423,8 +422,11 @@ def _comparison_pages(root: Path) -> tuple[list[str], dict[str, str]]:
         except OSError:
             continue
         found = _RUNS_META.search(head)
-        ids = html_lib.unescape(found.group(1)).split(" ") if found else []
-        if len(ids) == 2:
+        try:
+            ids = json.loads(html_lib.unescape(found.group(1))) if found else []
+        except ValueError:
+            continue
+        if isinstance(ids, list) and len(ids) == 2 and all(isinstance(i, str) for i in ids):
             pairs[f"{ids[0]}\n{ids[1]}"] = name
     return names, pairs
 

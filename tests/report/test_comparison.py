@@ -80,6 +80,8 @@ def test_cli_compare_writes_the_page(cli, run: Run, tmp_path: Path) -> None:
     html = page.read_text()
     assert "base line → head" in html
     assert (page.parent / "plotly.min.js").is_file()
-    assert re.search(r'<meta name="jitbench-runs" content="[^"]+ b">', html)
+    assert re.search(
+        r'<meta name="jitbench-runs" content="\[&#34;[^"]+&#34;, &#34;b&#34;\]">', html
+    )
     res = cli("compare", str(a), str(b), "--html", str(tmp_path))
     assert res.returncode == 2 and "is a folder" in res.stderr
