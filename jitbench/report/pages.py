@@ -227,7 +227,7 @@ def render_run_page(run: Run) -> str:
         versions=data.versions(run),
         notes=data.run_notes(run),
         interval_note=data.interval_note(run),
-        heatmap=figures.heatmap_figure(run),
+        heatmaps=table.heatmaps(run),
         sections=_device_sections(run),
         problems=_problems(run),
         columns=table.case_columns(run),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -246,6 +247,117 @@ def compile_title(m: Measurement) -> str:
     if c.jaxpr_eqn_count is not None:
         parts.append(f"{c.jaxpr_eqn_count} jaxpr equations")
     return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------
+# Overview heatmap (an HTML table: no chart library, readable and selectable)
+
+#: ColorBrewer RdBu (11 classes): red where a mode is slower than NumPy, blue where faster.
+_RDBU = (
+    "#67001f", "#b2182b", "#d6604d", "#f4a582", "#fddbc7", "#f7f7f7",
+    "#d1e5f0", "#92c5de", "#4393c3", "#2166ac", "#053061",
+)  # fmt: skip
+
+
+def heat_color(log_ratio: float, span: float) -> tuple[str, str]:
+    """(background, text colour) for log10(speedup) on a diverging scale over ±`span`:
+    1× is near white; the text is white on dark cells."""
+    t = max(-1.0, min(1.0, log_ratio / span)) if span > 0 else 0.0
+    x = (t + 1) / 2 * (len(_RDBU) - 1)
+    i = min(int(x), len(_RDBU) - 2)
+    f = x - i
+    a, b = (tuple(int(c[k : k + 2], 16) for k in (1, 3, 5)) for c in _RDBU[i : i + 2])
+    rgb = [round(p + (q - p) * f) for p, q in zip(a, b, strict=True)]
+    luminance = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255
+    return "#{:02x}{:02x}{:02x}".format(*rgb), "#ffffff" if luminance < 0.55 else "#1d232b"
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    text: str
+    title: str
+    background: str = ""
+    color: str = ""
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """Workload × size (× device) → speedup of `mode` over NumPy at preset sizes, with the
+    colour scale's `span` (log10) and its legend ticks (value, background, text colour)."""
+
+    mode: Mode
+    columns: list[str]
+    rows: list[tuple[str, list[HeatCell]]]
+    span: float
+    legend: list[tuple[str, str, str]]
+
+
+def heatmaps(run: Run) -> list[Heatmap]:
+    """The overview heatmaps of `run`, jit first then eager; empty when the run has no
+    speedups at preset sizes (a sweep has its own charts)."""
+    modes = {m.mode for m in run.measurements}
+    devices = data.device_labels(run)
+    columns: list[tuple[str, str]] = []
+    for d in devices:
+        sizes = {c.size: c for c in data.cases_on(run, d) if not data.is_sweep_case(c)}
+        columns += [(s, d) for s in sorted(sizes, key=lambda s: data.size_sort_key(sizes[s]))]
+    names = list(dict.fromkeys(c.workload for c in run.cases() if not data.is_sweep_case(c)))
+    if Mode.NUMPY not in modes or not columns:
+        return []
+    by_key = {(c.workload, c.size, c.device): c for c in run.cases()}
+    speed = {
+        (mode, key): run.speedup(case.key, mode)
+        for mode in JAX_MODES
+        if mode in modes
+        for key, case in by_key.items()
+    }
+    logs = [
+        abs(math.log10(r.value))
+        for r in speed.values()
+        if r is not None and math.isfinite(r.value) and r.value > 0
+    ]
+    span = max([math.log10(2.0), *logs])
+    ticks = [0.1, 0.5, 1, 2, 10] if span >= 1 else [0.5, 1, 2]
+    ticks = [t for t in (*ticks, 0.01, 100) if abs(math.log10(t)) <= span + 1e-9]
+    legend = [(fmt.ratio(t), *heat_color(math.log10(t), span)) for t in sorted(set(ticks))]
+    out = []
+    for mode in (Mode.JIT, Mode.EAGER):
+        if mode not in modes:
+            continue
+        rows = []
+        for w in names:
+            cells = []
+            for s, d in columns:
+                case = by_key.get((w, s, d))
+                r = speed.get((mode, (w, s, d)))
+                if case is None:
+                    cells.append(HeatCell("", "not measured"))
+                elif r is None or not (math.isfinite(r.value) and r.value > 0):
+                    failed = [
+                        f"{x.mode.value} {x.status.value}"
+                        for x in (run.get(case.key, Mode.NUMPY), run.get(case.key, mode))
+                        if x is not None and x.failed
+                    ]
+                    cells.append(
+                        HeatCell("✗" if failed else "—", ", ".join(failed) or "no speedup")
+                    )
+                else:
+                    suspect = data.suspect_speedup(run, case, mode)
+                    bg, fg = heat_color(math.log10(r.value), span)
+                    cells.append(
+                        HeatCell(
+                            fmt.ratio(r.value) + (" ⚠" if suspect else ""),
+                            f"{data.case_label(case)} {case.device}: {mode.value} "
+                            f"{fmt.ratio_ci(r.value, r.low, r.high)}"
+                            + (" (suspect: size-order-inverted)" if suspect else ""),
+                            bg,
+                            fg,
+                        )
+                    )
+            rows.append((w, cells))
+        heads = [s if len(devices) == 1 else f"{s} · {d}" for s, d in columns]
+        out.append(Heatmap(mode, heads, rows, span, legend))
+    return out
 
 
 # ---------------------------------------------------------------------------------------

@@ -163,23 +163,6 @@ def test_geomean_averages_presets_only_and_leaves_failures_out(run: Run) -> None
     assert g.value == pytest.approx(data.speedup_value(sweep_only, largest, Mode.JIT))
 
 
-def test_heatmap_is_log_coloured_and_switches_modes(run: Run) -> None:
-    fig = figures.heatmap_figure(run)
-    assert fig is not None
-    jit, eager = fig.data
-    assert (jit.name, eager.name) == ("jit", "eager") and jit.visible and not eager.visible
-    assert list(jit.y) == ["double", "wrong_in_jit", "value_branch"]  # presets only
-    row = list(jit.y).index("double")
-    r = run.speedup(_case(run, "double").key, Mode.JIT)
-    assert r is not None and jit.z[row][0] == pytest.approx(math.log10(r.value))
-    assert jit.text[list(jit.y).index("value_branch")][0] == "✗"
-    assert fig.layout.coloraxis.cmin == -fig.layout.coloraxis.cmax  # centred on 1×
-    assert [b.label for b in fig.layout.updatemenus[0].buttons] == [
-        "jit vs NumPy",
-        "eager vs NumPy",
-    ]
-
-
 def test_distribution_roofline_and_memory(run: Run) -> None:
     case = _case(run, "double")
     fig = figures.distribution_figure(run, case)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from dataclasses import replace
 
 from jitbench import formatting as fmt
@@ -80,3 +81,20 @@ def test_size_sorts_by_preset_order() -> None:
     rows = table.case_rows(seed_run())
     keys = {r.case.size: r.cells["size"].sort for r in rows}
     assert keys["S"] < keys["M"]
+
+
+def test_heatmap_is_log_coloured_around_one(run: Run) -> None:
+    jit, eager = table.heatmaps(run)
+    assert (jit.mode, eager.mode) == (Mode.JIT, Mode.EAGER)
+    assert [name for name, _ in jit.rows] == ["double", "wrong_in_jit", "value_branch"]
+    assert jit.columns == ["S"]  # presets only: the sweep has its own charts
+    double = dict(jit.rows)["double"][0]
+    r = run.speedup(next(c for c in run.cases() if c.workload == "double").key, Mode.JIT)
+    assert r is not None and double.text == fmt.ratio(r.value)
+    assert double.background == table.heat_color(math.log10(r.value), jit.span)[0]
+    assert dict(jit.rows)["value_branch"][0].text == "✗"
+    # a diverging scale: 1× is near white, slower red, faster blue; text stays readable
+    assert table.heat_color(0.0, 1.0) == ("#f7f7f7", "#1d232b")
+    assert table.heat_color(-1.0, 1.0) == ("#67001f", "#ffffff")
+    assert table.heat_color(5.0, 1.0) == ("#053061", "#ffffff")
+    assert [label for label, _, _ in jit.legend][len(jit.legend) // 2] == "1×"

@@ -120,10 +120,17 @@
         var f = figures.filter(function (g) { return g.target === e.target; })[0];
         if (f) { draw(f); observer.unobserve(f.target); }
       });
-    }, { rootMargin: "200px 0px" });
+    }, { rootMargin: "0px" });
     figures.forEach(function (f) { observer.observe(f.target); });
   } else {
     figures.forEach(draw);
+  }
+  // Charts below the first screen: have plotly.js ready by the time the reader scrolls.
+  if (plotlySrc && figures.length) {
+    window.addEventListener("load", function () {
+      var later = window.requestIdleCallback || function (f) { return setTimeout(f, 200); };
+      later(function () { withPlotly(function () {}); }, { timeout: 1000 });
+    });
   }
   /* Draw every chart that is on display now (screenshots, tests); returns how many
      charts are on display and how many of those are drawn (drawing may finish later). */
@@ -242,7 +249,7 @@
     b.addEventListener("click", function (e) {
       e.preventDefault();
       var group = b.getAttribute("data-show-group"), id = b.getAttribute("data-show");
-      if (showPanel(group, id, true)) setState(group, id);
+      if (showPanel(group, id, group === "case")) setState(group, id);
     });
   });
   Array.prototype.forEach.call(doc.querySelectorAll("select[data-select-group]"), function (s) {
@@ -255,8 +262,15 @@
       showPanel(group, s.getAttribute("data-default") || s.value, false);
     }
   });
-  var caseId = state.get("case");
-  if (caseId) showPanel("case", caseId, true);
+  // Panels chosen by buttons (a case's details, the heatmap's mode) come back from the link.
+  var groups = {};
+  Array.prototype.forEach.call(doc.querySelectorAll("[data-show-group]"), function (b) {
+    groups[b.getAttribute("data-show-group")] = true;
+  });
+  Object.keys(groups).forEach(function (group) {
+    var saved = state.get(group);
+    if (saved) showPanel(group, saved, group === "case");
+  });
 
   // ---- index: pick two runs to compare -----------------------------------------------
   var picker = doc.getElementById("pick-bar");
