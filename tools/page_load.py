@@ -100,7 +100,7 @@ def main() -> int:
             )
             plotly = (
                 f"{js.stat().st_size / 2**20:.1f}M"
-                if 'data-plotly="' in html and js.exists()
+                if ('data-plotly="' in html or 'plotly.min.js"></script>' in html) and js.exists()
                 else "none"
             )
             name = path.name if len(path.name) <= 44 else "…" + path.name[-43:]

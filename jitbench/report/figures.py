@@ -33,7 +33,7 @@ FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 _NICE = (1, 2, 5)
 #: Horizontal room (px) a category needs to stay readable; charts wider than the screen
 #: scroll sideways inside their box (see `min_width`).
-CATEGORY_PX = 34
+CATEGORY_PX = 26
 
 
 def base_layout(fig: go.Figure, *, height: int = 420) -> None:
