@@ -88,6 +88,23 @@ def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
+#: The longest run label (`--label`): it names pages and files, so it stays short.
+MAX_LABEL_CHARS = 80
+
+
+def _label(value: object) -> str | None:
+    """A run label: None, or one line of printable text (surrounding spaces dropped)."""
+    if value is None:
+        return None
+    text = value.strip() if isinstance(value, str) else None
+    if not text or len(text) > MAX_LABEL_CHARS or not text.isprintable():
+        raise ConfigError(
+            f"--label is one line of printable text, 1 to {MAX_LABEL_CHARS} characters, got "
+            f"{value!r}; pass e.g. --label before-fusion."
+        )
+    return text
+
+
 #: How `--threads` spells "the libraries' own defaults" (RunConfig.threads None).
 ALL_THREADS = "all"
 
@@ -258,6 +275,9 @@ class RunConfig:
     cores, and its worker threads stay spinning into the next call. None leaves the
     libraries' own defaults (`--threads all`).
 
+    `label` is a short name for the run (`--label`), shown on its pages and in comparisons
+    instead of the run id; it changes nothing that is measured.
+
     Raises:
         ConfigError: a field of the wrong type or out of range, an unknown or missing mode,
             or a plan a whole run cannot use (no budget, precision 0, `min_samples` above
@@ -276,6 +296,7 @@ class RunConfig:
     isolate: bool = False
     processes: int = 1
     threads: int | None = 1
+    label: str | None = None
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -300,6 +321,7 @@ class RunConfig:
             "from run to run.",
         )
         _set(self, "threads", _threads(self.threads))
+        _set(self, "label", _label(self.label))
         if not isinstance(self.plan, SamplingPlan):
             raise ConfigError(f"plan must be a SamplingPlan, got {type(self.plan).__name__}.")
         if self.timeout_s is not None:

@@ -112,6 +112,10 @@ def test_a_rounds_plan_may_be_degenerate_where_the_sampler_has_a_meaning_for_it(
         ({"threads": True}, ("--threads takes", "got True")),
         ({"threads": 1.5}, ("--threads takes", "got 1.5")),
         ({"threads": "all"}, ("--threads takes", "got 'all'")),  # the CLI spelling is parsed
+        ({"label": "two\nlines"}, ("--label is one line of printable text", "got 'two\\nlines'")),
+        ({"label": "  "}, ("--label is one line",)),
+        ({"label": "x" * 81}, ("--label", "1 to 80 characters")),
+        ({"label": 3}, ("--label", "got 3")),
         ({"plan": SamplingPlan(budget_s=0.0)}, ("--budget must be positive", "got 0.0")),
         ({"plan": SamplingPlan(precision=0.0)}, ("--precision is a fraction", "got 0.0")),
         (
@@ -134,6 +138,7 @@ def test_run_config_keeps_a_canonical_form() -> None:
     assert config.timeout_s == 5.0 and isinstance(config.timeout_s, float)
     assert RunConfig().modes == ALL_MODES and RunConfig().timeout_s is None
     assert RunConfig().threads == 1 and RunConfig(threads=None).threads is None
+    assert RunConfig().label is None and RunConfig(label=" before ").label == "before"
 
 
 @pytest.mark.parametrize(
@@ -150,9 +155,17 @@ def test_threads_the_cli_refuses(text: object) -> None:
 
 def test_config_round_trips_through_the_run_file() -> None:
     config = RunConfig.quick_settings(
-        sizes=("S", "M"), modes=(Mode.JIT,), timeout_s=3.0, isolate=True, x64=True, seed=7
+        sizes=("S", "M"),
+        modes=(Mode.JIT,),
+        timeout_s=3.0,
+        isolate=True,
+        x64=True,
+        seed=7,
+        label="before",
     )
     assert RunConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config
+    old = {k: v for k, v in config.to_dict().items() if k != "label"}  # before --label
+    assert RunConfig.from_dict(old).label is None
     for threads in (None, 2):
         again = RunConfig.from_dict(
             json.loads(json.dumps(replace(config, threads=threads).to_dict()))

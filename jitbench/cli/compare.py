@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, err, escape, handles_errors, split_list
+from jitbench.cli.common import out as stdout
 from jitbench.cli.options import KeywordOpt, SuiteOpt, ThreadsOpt
 from jitbench.cli.output import render_comparison
 from jitbench.config import RunConfig, parse_threads
@@ -22,6 +23,7 @@ from jitbench.gate import (
     compare_interleaved,
     load_side,
 )
+from jitbench.results import Run
 from jitbench.runner.duet import DuetPlan
 
 _DEFAULTS = Thresholds()
@@ -63,6 +65,16 @@ MarkdownOpt = Annotated[
     typer.Option(
         "--markdown",
         help="Write a markdown report (PR comment, $GITHUB_STEP_SUMMARY); '-' for stdout.",
+        show_default=False,
+    ),
+]
+HtmlOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--html",
+        metavar="FILE",
+        help="Write a comparison page (cases aligned, ratios with intervals, the verdicts) "
+        "to FILE, plotly.min.js beside it.",
         show_default=False,
     ),
 ]
@@ -166,6 +178,7 @@ def compare_cmd(
     compile_floor: CompileFloorOpt = _DEFAULTS.compile_floor_s,
     markdown: MarkdownOpt = None,
     json_path: JsonOpt = None,
+    html: HtmlOpt = None,
     compile_gate: Annotated[
         bool,
         typer.Option(
@@ -222,7 +235,7 @@ def compare_cmd(
         config = RunConfig(
             sizes=tuple(split_list(sizes)) or ("S",), x64=x64, threads=parse_threads(threads)
         )
-        cmp = _measure_interleaved(
+        cmp, sides = _measure_interleaved(
             rev=rev,
             rev_new=rev_new,
             python_base=python_base,
@@ -241,13 +254,21 @@ def compare_cmd(
         # Two runs of one interleaved comparison (`--rev`) are judged on their pairs again.
         judge = compare_interleaved if are_partners(base_run, new_run) else compare
         cmp = judge(base_run, new_run, thresholds=thresholds)
+        sides = (base_run, new_run)
     render_comparison(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
+    if html is not None:
+        from jitbench.report import write_comparison_page  # plotly/jinja2 only when asked
+
+        page = write_comparison_page(list(sides), [cmp], html)
+        (err if str(markdown) == "-" or str(json_path) == "-" else stdout).print(
+            f"comparison page written to {page}"
+        )
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
 
 
-def _measure_interleaved(**kwargs: Any) -> Comparison:
+def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:
     """`api.compare_revisions` with a progress line on stderr and a summary of where the
-    runs went."""
+    runs went; the comparison and the two sides' runs."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     from jitbench.api import compare_revisions
@@ -277,4 +298,4 @@ def _measure_interleaved(**kwargs: Any) -> Comparison:
         f"{escape(result.base.run_id)} (base), {escape(result.new.run_id)} (new) "
         f"under {escape(str(kwargs['out']))}"
     )
-    return cmp
+    return cmp, (result.base, result.new)

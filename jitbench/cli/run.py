@@ -68,6 +68,7 @@ def build_config(
     timeout: float | None = None,
     processes: int | None = None,
     threads: str | int | None = 1,
+    label: str | None = None,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
     `--min-samples` above the default cap raises the cap with it; `threads` is a number or
@@ -96,6 +97,7 @@ def build_config(
         timeout_s=timeout,
         processes=base.processes if processes is None else processes,
         threads=parse_threads(threads),
+        label=label,
     )
 
 
@@ -261,6 +263,15 @@ def run_cmd(
         ),
     ] = None,
     threads: ThreadsOpt = "1",
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            help="A short name for the run, shown on its pages, in comparisons and history "
+            "instead of the run id (e.g. before-fusion).",
+            show_default=False,
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -313,6 +324,7 @@ def run_cmd(
         timeout=timeout,
         processes=processes,
         threads=threads,
+        label=label,
     )
     # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None

@@ -1,4 +1,6 @@
-"""HTML reports: plotly figures of a Run (`figures`) and the pages that hold them (`pages`).
+"""HTML reports: derived data of runs (`data`, `table`, `comparison`, `history`), plotly
+figures (`figures`), the pages that hold them (`pages`) and what pages load besides their
+HTML (`assets`: plotly.js, the page script, the content-security policy).
 
 Pages open from disk with no network: plotly.js is written once beside them.
 """
@@ -6,9 +8,12 @@ Pages open from disk with no network: plotly.js is written once beside them.
 from __future__ import annotations
 
 from jitbench.report.pages import (
+    compare_runs,
     load_runs,
-    render_multi_page,
+    render_comparison_page,
+    render_history_page,
     render_run_page,
+    write_comparison_page,
     write_index,
     write_plotly_js,
     write_report,
@@ -16,9 +21,12 @@ from jitbench.report.pages import (
 )
 
 __all__ = [
+    "compare_runs",
     "load_runs",
-    "render_multi_page",
+    "render_comparison_page",
+    "render_history_page",
     "render_run_page",
+    "write_comparison_page",
     "write_index",
     "write_plotly_js",
     "write_report",

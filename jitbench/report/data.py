@@ -1,5 +1,6 @@
-"""Derived views of a Run that the report needs: devices, speedups, geometric means,
-size-sweep series and crossovers, table rows, and safe text for names from results files.
+"""Derived views of a Run that the pages need: names, devices, speedups, geometric means,
+size sweeps in the workload's own parameter and their crossovers, run-wide notes, and the
+environment as text.
 
 Everything here is a pure function of Run objects: no I/O, no timing, no plotting.
 """
@@ -21,8 +22,12 @@ from jitbench.measure import diagnose
 from jitbench.measure import machine as machine_state
 from jitbench.measure.threads import recorded_summary
 from jitbench.results import Case, Measurement, Mode, Run
+from jitbench.suite.workload import sweep_label
 
 MAX_LABEL_CHARS = 60
+
+#: Size presets in the order a reader expects them (others sort after, then sweep points).
+PRESET_ORDER = ("XS", "S", "M", "L", "XL")
 
 
 def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
@@ -40,6 +45,30 @@ def plot_text(text: object, *, limit: int = MAX_LABEL_CHARS) -> str:
     # Quotes stay as they are: plotly decodes &lt; &gt; &amp; but shows &quot; literally,
     # and without < no tag (so no attribute) can start.
     return html.escape(s, quote=False)
+
+
+# ---------------------------------------------------------------------------------------
+# Names
+
+
+def run_label(run: Run) -> str | None:
+    """The label given with `jitbench run --label`, or None."""
+    settings = run.config.settings
+    label = settings.label if settings is not None else run.config.extra.get("label")
+    return label if isinstance(label, str) and label.strip() else None
+
+
+def run_name(run: Run) -> str:
+    """What a person calls the run: its label, else its id. Not escaped."""
+    return run_label(run) or run.run_id
+
+
+def commit(run: Run) -> str | None:
+    """The git commit the run was measured at, 10 characters (+ " dirty"), or None."""
+    git = run.environment.get("git")
+    if not isinstance(git, Mapping) or not git.get("commit"):
+        return None
+    return f"{str(git['commit'])[:10]}{' dirty' if git.get('dirty') else ''}"
 
 
 def device_labels(run: Run) -> list[str]:
@@ -92,6 +121,37 @@ def case_categories(cases: Sequence[Case]) -> list[str]:
     return out
 
 
+def params_text(case: Case) -> str:
+    """'n=1,000,000' or 'rows=3,000, cols=1,000' (numbers with thousands separators)."""
+    parts = []
+    for k, v in case.params.items():
+        shown = f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+        parts.append(f"{k}={shown}")
+    return ", ".join(parts)
+
+
+def is_sweep_case(case: Case) -> bool:
+    """Whether `case` is a point of a size sweep (`run --sweep`), not a size preset: its
+    size is the sweep label of its parameters, e.g. 'n=1000'."""
+    return bool(case.params) and case.size == sweep_label(case.params)
+
+
+def size_sort_key(case: Case) -> str:
+    """A text key that sorts sizes as a reader expects: presets in order (S < M < L),
+    then other presets, then sweep points by input size."""
+    if is_sweep_case(case):
+        rank = len(PRESET_ORDER) + 1
+    elif case.size in PRESET_ORDER:
+        rank = PRESET_ORDER.index(case.size)
+    else:
+        rank = len(PRESET_ORDER)
+    return f"{rank:02d}:{case.input_elements or 0:020d}:{case.size}"
+
+
+# ---------------------------------------------------------------------------------------
+# Speedups and their geometric means
+
+
 def speedup_value(run: Run, case: Case, mode: Mode) -> float | None:
     """NumPy median / `mode` median without a CI (cheap; for summaries)."""
     base = run.get(case.key, Mode.NUMPY)
@@ -112,26 +172,52 @@ def suspect_speedup(run: Run, case: Case, mode: Mode) -> bool:
 @dataclass(frozen=True)
 class GeoMeanSpeedup:
     """Geometric-mean speedup of one mode on one device over `count` cases; `failed` cases
-    failed or mismatched and `suspect` ones had a size-order inversion: both left out."""
+    failed or mismatched and `suspect` ones had a size-order inversion: both left out.
+    `scope` says which cases were averaged (presets, or each sweep's largest size)."""
 
     mode: Mode
     value: float | None
     count: int
     failed: int
     suspect: int = 0
+    scope: str = "preset sizes"
 
 
-def geomean_speedups(run: Run, device: str) -> list[GeoMeanSpeedup]:
-    """Geometric mean of the speedup over NumPy per JAX mode, over cases where both sides
-    are `ok`; failed and mismatched cases are counted apart, never averaged in, and so are
-    cases whose figures are suspect (`suspect_speedup`)."""
+def headline_cases(run: Run, device: str) -> tuple[list[Case], str]:
+    """The cases a headline (geometric mean) averages on `device`, and what they are.
+
+    Preset sizes when there are any: a sweep's many tiny sizes would otherwise dominate
+    the mean. A run of sweeps only is summarised at each workload's largest sweep size.
+    """
+    cases = cases_on(run, device)
+    presets = [c for c in cases if not is_sweep_case(c)]
+    if presets or not cases:
+        return presets, "preset sizes"
+    largest: dict[str, Case] = {}
+    for c in cases:
+        best = largest.get(c.workload)
+        if best is None or (c.input_elements or 0) > (best.input_elements or 0):
+            largest[c.workload] = c
+    return list(largest.values()), "each sweep's largest size"
+
+
+def geomean_speedups(
+    run: Run, device: str, *, keys: frozenset[tuple[str, str, str, str]] | None = None
+) -> list[GeoMeanSpeedup]:
+    """Geometric mean of the speedup over NumPy per JAX mode over `headline_cases`, where
+    both sides are `ok`; failed and mismatched cases are counted apart, never averaged in,
+    and so are cases whose figures are suspect (`suspect_speedup`). `keys` restricts the
+    cases (e.g. to those two runs have in common)."""
     out = []
     modes = {m.mode for m in run.measurements}
+    cases, scope = headline_cases(run, device)
+    if keys is not None:
+        cases = [c for c in cases if c.key in keys]
     for mode in JAX_MODES:
         if mode not in modes:
             continue
         values, failed, suspect = [], 0, 0
-        for case in cases_on(run, device):
+        for case in cases:
             m = run.get(case.key, mode)
             if m is None:
                 continue
@@ -144,7 +230,11 @@ def geomean_speedups(run: Run, device: str) -> list[GeoMeanSpeedup]:
                 suspect += 1
             else:
                 values.append(v)
-        out.append(GeoMeanSpeedup(mode, stats.geometric_mean(values), len(values), failed, suspect))
+        out.append(
+            GeoMeanSpeedup(
+                mode, stats.geometric_mean(values), len(values), failed, suspect, scope=scope
+            )
+        )
     return out
 
 
@@ -152,220 +242,225 @@ def geomean_speedups(run: Run, device: str) -> list[GeoMeanSpeedup]:
 # Size sweeps
 
 
+def sweep_workloads(run: Run, device: str) -> list[str]:
+    """Workloads on `device` measured at two or more sweep sizes (`run --sweep`)."""
+    counts: dict[str, int] = {}
+    for c in cases_on(run, device):
+        if is_sweep_case(c):
+            counts[c.workload] = counts.get(c.workload, 0) + 1
+    return [w for w, n in counts.items() if n >= 2]
+
+
+def _number(value: object) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) and value > 0 else None
+
+
+@dataclass(frozen=True)
+class SweepAxis:
+    """The x axis of a sweep: the workload's own parameter (e.g. `n`) when one positive
+    number varies across the sweep, else the input's element count."""
+
+    param: str | None
+    others: tuple[str, ...] = ()  # further parameters that vary with it
+
+    @property
+    def title(self) -> str:
+        if self.param is None:
+            return "input size (elements, log)"
+        also = f"; {', '.join(self.others)} vary with it" if self.others else ""
+        return f"{self.param} (log{also})"
+
+    @property
+    def name(self) -> str:
+        return self.param or "elements"
+
+    def value(self, case: Case) -> float | None:
+        if self.param is None:
+            return _number(case.input_elements)
+        return _number(case.params.get(self.param))
+
+
+def sweep_axis(cases: Sequence[Case]) -> SweepAxis:
+    """The axis a sweep over `cases` is drawn and described on (see `SweepAxis`)."""
+    if not cases:
+        return SweepAxis(None)
+    varying = []
+    for name in cases[0].params:
+        values = [_number(c.params.get(name)) for c in cases]
+        if all(v is not None for v in values) and len(set(values)) > 1:
+            varying.append(name)
+    return SweepAxis(varying[0], tuple(varying[1:])) if varying else SweepAxis(None)
+
+
+def sweep_cases(run: Run, device: str, workload: str) -> list[Case]:
+    return [c for c in cases_on(run, device) if c.workload == workload and is_sweep_case(c)]
+
+
 @dataclass(frozen=True)
 class SweepPoint:
+    """One mode's median time at one sweep size (`x` on the sweep's axis)."""
+
     size: str
-    elements: int
+    x: float
     median_s: float
     ci_low_s: float
     ci_high_s: float
 
 
 @dataclass(frozen=True)
-class Crossover:
-    """Where `mode` and NumPy cross: `elements` is interpolated on log–log axes.
+class SpeedupPoint:
+    """The speedup over NumPy of one mode at one sweep size, with its 95 % interval."""
 
-    `overtakes` is True where `mode` becomes faster than NumPy as the size grows, False
-    where it falls behind.
-    """
-
-    mode: Mode
-    elements: float
-    overtakes: bool
+    size: str
+    x: float
+    value: float
+    low: float
+    high: float
+    suspect: bool = False
 
     @property
-    def text(self) -> str:
-        verb = "overtakes" if self.overtakes else "falls behind"
-        return f"{self.mode.value} {verb} NumPy at ≈ {approx_elements(self.elements)} elements"
-
-
-def approx_elements(value: float) -> str:
-    """An interpolated element count to three significant figures, e.g. '21,600'."""
-    return fmt.count(float(f"{value:.3g}"))
-
-
-def sweep_workloads(run: Run, device: str) -> list[str]:
-    """Workloads on `device` measured at two or more input sizes (a size sweep)."""
-    sizes: dict[str, set[int]] = {}
-    for c in cases_on(run, device):
-        if c.input_elements:
-            sizes.setdefault(c.workload, set()).add(c.input_elements)
-    return [w for w, s in sizes.items() if len(s) >= 2]
+    def order(self) -> int:
+        """+1 when the mode is clearly faster than NumPy (interval above 1), -1 when
+        clearly slower, 0 when the interval contains 1."""
+        if self.low > 1:
+            return 1
+        if self.high < 1:
+            return -1
+        return 0
 
 
 def sweep_series(run: Run, device: str, workload: str) -> dict[Mode, list[SweepPoint]]:
-    """Per mode, the `ok` points of one workload on one device, smallest input first."""
+    """Per mode, the `ok` times of one workload's sweep on one device, smallest first."""
+    cases = sweep_cases(run, device, workload)
+    axis = sweep_axis(cases)
     series: dict[Mode, list[SweepPoint]] = {}
-    for c in cases_on(run, device):
-        if c.workload != workload or not c.input_elements:
+    for c in cases:
+        x = axis.value(c)
+        if x is None:
             continue
         for mode in ALL_MODES:
             m = run.get(c.key, mode)
             if m is None or not m.ok or m.summary is None:
                 continue
             s = m.summary
-            series.setdefault(mode, []).append(
-                SweepPoint(c.size, int(c.input_elements), s.median, s.ci_low, s.ci_high)
-            )
+            series.setdefault(mode, []).append(SweepPoint(c.size, x, s.median, s.ci_low, s.ci_high))
     for points in series.values():
-        points.sort(key=lambda p: p.elements)
+        points.sort(key=lambda p: p.x)
     return {m: series[m] for m in ALL_MODES if m in series}
+
+
+def speedup_series(run: Run, device: str, workload: str) -> dict[Mode, list[SpeedupPoint]]:
+    """Per JAX mode, the speedup over NumPy at each size of one workload's sweep, smallest
+    first; sizes without a finite positive speedup are left out."""
+    cases = sweep_cases(run, device, workload)
+    axis = sweep_axis(cases)
+    out: dict[Mode, list[SpeedupPoint]] = {}
+    for mode in JAX_MODES:
+        points = []
+        for c in cases:
+            x = axis.value(c)
+            r = run.speedup(c.key, mode)
+            if x is None or r is None or not (math.isfinite(r.value) and r.value > 0):
+                continue
+            low = r.low if r.low is not None and 0 < r.low <= r.value else r.value
+            high = r.high if r.high is not None and math.isfinite(r.high) else r.value
+            points.append(
+                SpeedupPoint(c.size, x, r.value, low, high, suspect_speedup(run, c, mode))
+            )
+        if points:
+            out[mode] = sorted(points, key=lambda p: p.x)
+    return out
 
 
 def sweep_failures(run: Run, device: str, workload: str) -> list[tuple[Case, Measurement]]:
     """Failed or mismatched measurements of one workload's sweep (left off the lines)."""
     return [
         (c, m)
-        for c in cases_on(run, device)
-        if c.workload == workload
+        for c in sweep_cases(run, device, workload)
         for m in (run.get(c.key, mode) for mode in ALL_MODES)
         if m is not None and m.failed
     ]
 
 
-def _order(p: SweepPoint, base: SweepPoint) -> int:
-    """-1 if `p` is clearly faster than `base` (95 % CIs of the medians apart), +1 if
-    clearly slower, 0 if the two cannot be told apart."""
-    if p.ci_high_s < base.ci_low_s:
-        return -1
-    if p.ci_low_s > base.ci_high_s:
-        return 1
-    return 0
+def approx(value: float) -> str:
+    """An interpolated parameter value to three significant figures: '21,600', '73.4',
+    '0.25'."""
+    rounded = float(f"{value:.3g}")
+    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:.3g}"
 
 
-def crossovers(series: Mapping[Mode, Sequence[SweepPoint]], mode: Mode) -> list[Crossover]:
-    """Sizes where `mode` and NumPy swap places, from points measured at the same sizes.
+@dataclass(frozen=True)
+class Crossover:
+    """Where `mode` and NumPy swap places on a sweep, in the sweep's own parameter `axis`
+    (interpolated on log–log axes). `overtakes` is True where `mode` becomes faster than
+    NumPy as the size grows, False where it falls behind."""
 
-    The size is interpolated on log–log axes between the two points where the ratio of
-    medians crosses 1. A crossing counts only when it is real: the nearest points on either
-    side where the two modes' confidence intervals do not overlap must have them in opposite
-    order, so noise around parity is not drawn as a crossover.
+    mode: Mode
+    x: float
+    overtakes: bool
+    axis: str = "elements"
+
+    @property
+    def short(self) -> str:
+        verb = "overtakes" if self.overtakes else "falls behind"
+        return f"{self.mode.value} {verb} at {self.axis} ≈ {approx(self.x)}"
+
+    @property
+    def text(self) -> str:
+        verb = "overtakes" if self.overtakes else "falls behind"
+        return f"{self.mode.value} {verb} NumPy at {self.axis} ≈ {approx(self.x)}"
+
+
+def crossovers(
+    points: Sequence[SpeedupPoint], mode: Mode, axis: str = "elements"
+) -> list[Crossover]:
+    """Sizes where `mode` and NumPy swap places, from the speedups of one sweep.
+
+    The size is interpolated on log–log axes between the two points where the speedup
+    crosses 1. A crossing counts only when it is real: the nearest points on either side
+    whose intervals exclude 1 must be on opposite sides of it, so noise around parity is
+    not drawn as a crossover, and a real change crossed again by noise on the way counts
+    once.
     """
-    base = {p.elements: p for p in series.get(Mode.NUMPY, ()) if p.median_s > 0}
-    pts = [(p, base[p.elements]) for p in series.get(mode, ()) if p.elements in base]
-    order = [_order(p, b) for p, b in pts]
+    pts = [p for p in points if p.value > 0 and p.x > 0]
+    order = [p.order for p in pts]
     out: list[Crossover] = []
-    for i, ((p0, b0), (p1, b1)) in enumerate(itertools.pairwise(pts)):
-        l0, l1 = math.log(p0.median_s / b0.median_s), math.log(p1.median_s / b1.median_s)
-        if (l0 > 0) == (l1 > 0) or l0 == l1 or p0.elements == p1.elements:
+    for i, (p0, p1) in enumerate(itertools.pairwise(pts)):
+        l0, l1 = math.log(p0.value), math.log(p1.value)
+        if (l0 > 0) == (l1 > 0) or l0 == l1 or p0.x == p1.x:
             continue
         before = next((o for o in reversed(order[: i + 1]) if o), 0)
         after = next((o for o in order[i + 1 :] if o), 0)
         if before != (1 if l0 > 0 else -1) or after != -before:
             continue
-        if out and out[-1].overtakes == (l0 > 0):
+        overtakes = l0 < 0
+        if out and out[-1].overtakes == overtakes:
             continue  # the same real change, crossed twice more by noise on the way
         t = l0 / (l0 - l1)
-        lx = math.log(p0.elements) + t * (math.log(p1.elements) - math.log(p0.elements))
-        out.append(Crossover(mode, math.exp(lx), overtakes=l0 > 0))
+        lx = math.log(p0.x) + t * (math.log(p1.x) - math.log(p0.x))
+        out.append(Crossover(mode, math.exp(lx), overtakes=overtakes, axis=axis))
     return out
 
 
-def sweep_verdict(series: Mapping[Mode, Sequence[SweepPoint]], mode: Mode) -> str:
+def sweep_verdict(points: Sequence[SpeedupPoint], mode: Mode, axis: str = "elements") -> str:
     """A sentence on how `mode` compares with NumPy across the sweep. Not escaped."""
-    cross = crossovers(series, mode)
+    cross = crossovers(points, mode, axis)
     if cross:
         return "; ".join(c.text for c in cross)
-    base = {p.elements: p for p in series.get(Mode.NUMPY, ())}
-    order = [_order(p, base[p.elements]) for p in series.get(mode, ()) if p.elements in base]
+    order = [p.order for p in points]
     if not order:
         return f"{mode.value}: no sizes to compare with NumPy"
-    if all(o < 0 for o in order):
-        return f"{mode.value} is faster than NumPy at every size measured"
     if all(o > 0 for o in order):
+        return f"{mode.value} is faster than NumPy at every size measured"
+    if all(o < 0 for o in order):
         return f"{mode.value} is slower than NumPy at every size measured"
     return f"{mode.value}: no clear crossover (within noise of NumPy at some sizes)"
 
 
 # ---------------------------------------------------------------------------------------
-# Table rows
-
-
-@dataclass(frozen=True)
-class Cell:
-    """A table cell: `text` to show and `sort` key (number or text) for the sortable table."""
-
-    text: str
-    sort: float | str | None = None
-    title: str = ""
-
-
-def measurement_rows(run: Run) -> list[dict[str, Cell]]:
-    """One row per measurement, cells already formatted (text is escaped by the template)."""
-    rows = []
-    for m in run.measurements:
-        s = m.summary
-        c = m.compile
-        speed = run.speedup(m.case.key, m.mode) if m.mode is not Mode.NUMPY else None
-        suspect = speed is not None and suspect_speedup(run, m.case, m.mode)
-        compile_s = c.total_compile_s if c else None
-        problem = ""
-        if m.error is not None:
-            problem = f"{m.error.type}: {m.error.message}"
-            if m.error.hint:
-                problem += f" — hint: {m.error.hint}"
-        diags = "; ".join(
-            f"[{d.severity.value}] {d.code}: {d.message}" + (f" — {d.hint}" if d.hint else "")
-            for d in m.diagnostics
-        )
-        rows.append(
-            {
-                "workload": Cell(m.case.workload, m.case.workload),
-                "size": Cell(
-                    m.case.size,
-                    m.case.input_elements or m.case.size,
-                    title=f"{fmt.count(m.case.input_elements)} input elements"
-                    if m.case.input_elements
-                    else "",
-                ),
-                "device": Cell(m.case.device, m.case.device, title=m.case.device_kind),
-                "dtype": Cell(m.case.dtype, m.case.dtype),
-                "mode": Cell(m.mode.value, ALL_MODES.index(m.mode)),
-                "status": Cell(m.status.value, m.status.value),
-                "median": Cell(fmt.seconds(s.median) if s else "—", s.median if s else None),
-                "ci": Cell(
-                    f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
-                    s.ci_halfwidth_rel if s else None,
-                    title="95 % CI of the median; sorts by relative half-width",
-                ),
-                "samples": Cell(
-                    f"{s.n} × {m.calls_per_sample}" if s else "—",
-                    s.n if s else None,
-                    title="samples × calls per sample",
-                ),
-                "speedup": Cell(
-                    (fmt.ratio_ci(speed.value, speed.low, speed.high) if speed else "—")
-                    + (" ⚠" if suspect else ""),
-                    speed.value if speed else None,
-                    title="size-order-inverted: left out of the geometric mean" if suspect else "",
-                ),
-                "first_call": Cell(
-                    fmt.seconds(c.first_call_s) if c else "—", c.first_call_s if c else None
-                ),
-                "compile": Cell(fmt.seconds(compile_s), compile_s, title=_compile_title(m)),
-                "notes": Cell("; ".join(x for x in (problem, diags) if x), problem or diags),
-            }
-        )
-    return rows
-
-
-def _compile_title(m: Measurement) -> str:
-    c = m.compile
-    if c is None:
-        return ""
-    parts = [
-        f"trace {fmt.seconds(c.trace_s)}",
-        f"lower {fmt.seconds(c.lower_s)}",
-        f"compile {fmt.seconds(c.compile_s)}",
-        f"{c.compile_count} compile(s) on first call",
-    ]
-    if c.jaxpr_eqn_count is not None:
-        parts.append(f"{c.jaxpr_eqn_count} jaxpr equations")
-    return ", ".join(parts)
-
-
-# ---------------------------------------------------------------------------------------
-# Run-level summaries (index, headers)
+# Run-level summaries (headers, banners, index)
 
 
 def started(run: Run) -> datetime | None:
@@ -380,15 +475,29 @@ def started_text(run: Run) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if when else str(run.started_at)
 
 
+def _timestamp(run: Run) -> float | None:
+    when = started(run)
+    if when is None:
+        return None
+    return when.timestamp() if when.tzinfo else when.replace(tzinfo=None).timestamp()
+
+
 def newest_first(runs: Iterable[Run]) -> list[Run]:
     """Runs sorted by start time, newest first (unparseable dates last)."""
 
     def key(r: Run) -> tuple[int, float, str]:
-        when = started(r)
-        if when is None:
-            return (1, 0.0, r.run_id)
-        ts = when.timestamp() if when.tzinfo else when.replace(tzinfo=None).timestamp()
-        return (0, -ts, r.run_id)
+        ts = _timestamp(r)
+        return (1, 0.0, r.run_id) if ts is None else (0, -ts, r.run_id)
+
+    return sorted(runs, key=key)
+
+
+def oldest_first(runs: Iterable[Run]) -> list[Run]:
+    """Runs sorted by start time, oldest first (unparseable dates last)."""
+
+    def key(r: Run) -> tuple[int, float, str]:
+        ts = _timestamp(r)
+        return (1, 0.0, r.run_id) if ts is None else (0, ts, r.run_id)
 
     return sorted(runs, key=key)
 
@@ -418,6 +527,97 @@ def machine_banner(run: Run) -> str | None:
     return machine_state.banner(run.environment)
 
 
+def dtypes(run: Run) -> list[str]:
+    return list(dict.fromkeys(c.dtype for c in run.cases()))
+
+
+@dataclass(frozen=True)
+class Note:
+    """One run-wide note for the page's banner: `level` is 'warn' or 'bad'; `link` an
+    anchor on the page with the details ('' for none). Not escaped."""
+
+    text: str
+    level: str = "warn"
+    link: str = ""
+
+
+def run_notes(run: Run) -> list[Note]:
+    """Everything that holds for the whole run, said once above the figures instead of on
+    every row: an incomplete or quick run, a busy or noisy machine, how many measurements
+    missed the precision target, failures, and suspect figures."""
+    notes = []
+    if not run.complete:
+        notes.append(
+            Note(
+                "This run is incomplete (interrupted or still running): only the cases "
+                "measured so far are shown.",
+                "bad",
+            )
+        )
+    settings = run.config.settings
+    if settings is not None and settings.quick:
+        notes.append(Note("Quick run: few samples and tiny budgets, so the figures are rough."))
+    banner = machine_banner(run)
+    if banner:
+        notes.append(
+            Note(
+                f"{banner}. Differences smaller than the noise floor are the machine's, not "
+                "the code's.",
+                link="environment",
+            )
+        )
+    noisy = [m for m in run.measurements if any(d.code == diagnose.NOISY for d in m.diagnostics)]
+    if noisy:
+        goal = f"the ±{fmt.percent(settings.plan.precision)} target" if settings else "the target"
+        notes.append(
+            Note(
+                f"{len(noisy)} of {len(run.measurements)} measurements did not reach {goal} "
+                "within the sampling budget (noisy): their intervals are wider, and shown. "
+                "Raise --budget or quiet the machine."
+            )
+        )
+    failed = [m for m in run.measurements if m.failed]
+    if failed:
+        notes.append(
+            Note(
+                f"{len(failed)} measurement{'s' if len(failed) != 1 else ''} failed or did not "
+                "match NumPy; marked in red and left out of speedups.",
+                "bad",
+                link="problems",
+            )
+        )
+    suspect = [m for m in run.measurements if diagnose.excluded_from_headline(m)]
+    if suspect:
+        notes.append(
+            Note(
+                f"{len(suspect)} measurement{'s' if len(suspect) != 1 else ''} ran slower than "
+                "a larger size of the same workload (size-order-inverted, marked ⚠): left out "
+                "of the geometric means."
+            )
+        )
+    return notes
+
+
+def interval_note(run: Run) -> str:
+    """What the speedup intervals of `run` claim. Not escaped."""
+    if run.processes > 1:
+        return (
+            f"Speedup intervals are 95 % prediction intervals for a repeat run, from "
+            f"{run.processes} processes."
+        )
+    if run.paired:
+        return (
+            "Speedup intervals are 95 % intervals of the median per-round ratio: they describe "
+            "this process; a repeat run varies more (--processes 2 gives intervals that hold "
+            "from run to run)."
+        )
+    return "Speedup intervals: bootstrap of the two medians (written before schema 1.3)."
+
+
+# ---------------------------------------------------------------------------------------
+# Environment
+
+
 def environment_items(run: Run) -> list[tuple[str, str]]:
     """(key, value) pairs describing where and how the run was measured. Not escaped."""
     env = run.environment
@@ -426,6 +626,9 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
     def add(key: str, value: Any) -> None:
         items.append((key, "—" if value in (None, "", {}, []) else str(value)))
 
+    label = run_label(run)
+    if label:
+        add("label", label)
     for key in (
         "host",
         "os",
@@ -461,9 +664,26 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
         state = machine_state.from_environment(env, key)
         if state is not None:
             add(key.replace("_", " "), f"{state.summary} ({state.verdict().label})")
-    for k, v in _flatten(run.config_record()):
+    record = run.config_record()
+    selection = run.config.selection
+    for k, v in _flatten({k: v for k, v in record.items() if k not in ("selection", "label")}):
         add(f"config.{k}", v)
+    if selection is not None:
+        add("workloads", selection_text(run))
+    elif "selection" in record:
+        add("config.selection", record["selection"])
     return items
+
+
+def selection_text(run: Run) -> str:
+    """'3 workloads: selu, gemm (suites/linalg.py), …' grouped by suite file. Not escaped."""
+    selection = run.config.selection or ()
+    by_suite: dict[str, list[str]] = {}
+    for s in selection:
+        by_suite.setdefault(s.suite or "not from a file", []).append(s.workload)
+    groups = [f"{', '.join(names)} ({suite})" for suite, names in by_suite.items()]
+    n = len(selection)
+    return f"{n} workload{'s' if n != 1 else ''}: " + "; ".join(groups)
 
 
 def _flatten(d: Mapping[str, Any], prefix: str = "") -> list[tuple[str, Any]]:

@@ -1,7 +1,11 @@
-"""Plotly figure builders: pure functions of a Run (no I/O, no timing, fixed trace order).
+"""Plotly figure builders for a run's page: pure functions of a Run (no I/O, no timing,
+fixed trace order). Titles are the page's headings, not part of the figure, so they wrap
+on a phone and never collide with a legend.
 
 Every text that comes from a results file goes through `data.plot_text` before it reaches a
-figure, because plotly renders a subset of HTML in labels and hover text.
+figure, because plotly renders a subset of HTML in labels and hover text. On a log axis,
+plotly reads an annotation's y as log10 of the value (shapes take the value itself):
+`parity_line` is the one place that draws the 1× line and its label.
 """
 
 from __future__ import annotations
@@ -9,50 +13,57 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import plotly.graph_objects as go
 
 from jitbench import formatting as fmt
-from jitbench.config import JAX_MODES
+from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.report import data
 from jitbench.report.data import plot_text
-from jitbench.results import Mode, Run, Status
+from jitbench.results import Case, Mode, Run, Status
 
 COLORS = {Mode.NUMPY: "#4c72b0", Mode.EAGER: "#dd8452", Mode.JIT: "#55a868"}
 SYMBOLS = {Mode.NUMPY: "square", Mode.EAGER: "circle", Mode.JIT: "diamond"}
-STAGE_COLORS = {"trace": "#8172b3", "lower": "#937860", "compile": "#c44e52"}
 FAIL_COLOR = "#b2182b"
 SUSPECT_COLOR = "#9a6700"  # a figure shown but not believed (size-order-inverted)
+NOTE_COLOR = "#444444"
 GEOMEAN = "geometric mean"
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, sans-serif"
 _NICE = (1, 2, 5)
+#: Horizontal room (px) a category needs to stay readable; charts wider than the screen
+#: scroll sideways inside their box (see `min_width`).
+CATEGORY_PX = 26
 
 
-def _layout(fig: go.Figure, *, title: str, height: int = 420) -> None:
+def base_layout(fig: go.Figure, *, height: int = 420) -> None:
+    """The look every figure shares: no title (the page's heading names the chart), the
+    legend in one row above the plot (plotly grows the top margin to fit it), readable
+    fonts, and no template (a template is kilobytes of JSON per figure)."""
     fig.update_layout(
-        title={
-            "text": title,
-            "x": 0.01,
-            "xref": "container",
-            "xanchor": "left",
-            "font": {"size": 15},
-        },
-        template="plotly_white",
-        font={"family": FONT, "size": 12},
+        template="none",
+        font={"family": FONT, "size": 12, "color": "#1d232b"},
         height=height,
-        margin={"l": 70, "r": 20, "t": 60, "b": 90},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "right", "x": 1},
+        paper_bgcolor="#ffffff",
+        plot_bgcolor="#ffffff",
+        margin={"l": 64, "r": 24, "t": 36, "b": 60},
+        legend={
+            "orientation": "h",
+            "yanchor": "bottom",
+            "y": 1.02,
+            "xanchor": "left",
+            "x": 0,
+            "font": {"size": 11},
+        },
         hoverlabel={"align": "left"},
+        xaxis={"gridcolor": "#e5e9ef", "linecolor": "#9aa5b1", "automargin": True},
+        yaxis={"gridcolor": "#e5e9ef", "linecolor": "#9aa5b1", "automargin": True},
     )
 
 
-MAX_ANNOTATED = 10  # cases per chart beyond which per-case notes would overlap
-
-
-def _category_margin(labels: Sequence[str]) -> int:
-    """Bottom margin (px) that fits category labels drawn at -30° plus the axis title."""
-    longest = max((len(html.unescape(x)) for x in labels), default=0)
-    return 60 + int(3.8 * min(longest, data.MAX_LABEL_CHARS))
+def min_width(categories: int) -> int:
+    """The width (px) below which a category chart would crowd its labels."""
+    return 120 + CATEGORY_PX * categories
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
@@ -70,10 +81,90 @@ def log_ticks(lo: float, hi: float) -> list[float]:
     return ticks
 
 
-def _log_range(values: Sequence[float], pad: float = 1.6) -> tuple[float, float]:
+def log_range(values: Sequence[float], pad: float = 1.6) -> tuple[float, float]:
+    """(low, high) around the positive finite `values`, widened by `pad` on a log scale."""
     vals = [v for v in values if v > 0 and math.isfinite(v)]
     lo, hi = (min(vals), max(vals)) if vals else (0.5, 2.0)
     return lo / pad, hi * pad
+
+
+def ratio_axis(lo: float, hi: float, title: str) -> dict[str, Any]:
+    """A log axis of ratios over [lo, hi] with ticks written as '2×'."""
+    ticks = log_ticks(lo, hi)
+    return {
+        "title": {"text": title},
+        "type": "log",
+        "range": [math.log10(lo), math.log10(hi)],
+        "tickvals": ticks,
+        "ticktext": [ratio_tick(t) for t in ticks],
+    }
+
+
+def ratio_tick(value: float) -> str:
+    """'0.5×', '2×', '1000×' (never '1e+03×' as a tick)."""
+    return f"{value:,.12g}×" if value >= 1 else f"{value:.3g}×"
+
+
+def seconds_axis(lo: float, hi: float, title: str) -> dict[str, Any]:
+    """A log axis of seconds over [lo, hi] with ticks written as '25 µs'."""
+    ticks = log_ticks(lo, hi)
+    return {
+        "title": {"text": title},
+        "type": "log",
+        "range": [math.log10(lo), math.log10(hi)],
+        "tickvals": ticks,
+        "ticktext": [fmt.seconds(t) for t in ticks],
+    }
+
+
+def parity_line(fig: go.Figure, text: str = "1× = NumPy", *, y: float = 1.0) -> None:
+    """A dashed horizontal line at `y` on the figure's log y axis, labelled at its left
+    end, just above the line. The shape takes the value; the annotation takes log10 of it
+    (plotly's rule for annotations on log axes), so both sit at `y`."""
+    fig.add_shape(
+        type="line",
+        xref="paper",
+        x0=0,
+        x1=1,
+        yref="y",
+        y0=y,
+        y1=y,
+        line={"color": NOTE_COLOR, "width": 1, "dash": "dash"},
+        layer="below",
+    )
+    fig.add_annotation(
+        xref="paper",
+        x=0,
+        xanchor="left",
+        yref="y",
+        y=math.log10(y),
+        yanchor="bottom",
+        text=text,
+        showarrow=False,
+        font={"size": 10, "color": NOTE_COLOR},
+        name="parity",
+    )
+
+
+def _notes_at_bottom(fig: go.Figure, notes: dict[str, dict[str, str]]) -> None:
+    """Per-category notes (a failure, a suspect figure) at the bottom of the plot area."""
+    for label, lines in notes.items():
+        failed = any(t.startswith("✗") for t in lines)
+        fig.add_annotation(
+            x=label,
+            yref="paper",
+            y=0,
+            yanchor="bottom",
+            showarrow=False,
+            text="<br>".join(lines),
+            hovertext="<br>".join(lines.values()),
+            font={"color": FAIL_COLOR if failed else SUSPECT_COLOR, "size": 11},
+            bgcolor="rgba(255,255,255,0.8)",
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# Speedups over NumPy, per case
 
 
 def speedup_range(runs: Sequence[Run]) -> tuple[float, float]:
@@ -85,27 +176,29 @@ def speedup_range(runs: Sequence[Run]) -> tuple[float, float]:
                 r = run.speedup(case.key, mode)
                 if r is not None:
                     values += [r.value, r.low or r.value, r.high or r.value]  # non-finite
-                    # and non-positive values are dropped by _log_range
-    return _log_range(values)
+                    # and non-positive values are dropped by log_range
+    return log_range(values)
 
 
 def speedup_figure(
     run: Run,
     device: str,
     *,
-    title: str | None = None,
+    cases: Sequence[Case] | None = None,
     y_range: tuple[float, float] | None = None,
 ) -> go.Figure:
-    """Speedup over NumPy of eager and jit per case on `device`, log axis, 95 % CI error bars,
-    a 1× line and a geometric-mean column. Failed or mismatched cases get a red note at 1×
-    instead of a point; a suspect one (`data.suspect_speedup`: size-order-inverted) is drawn
-    hollow in another colour with a note, and left out of the geometric mean.
+    """Speedup over NumPy of eager and jit per case on `device` (default: its preset
+    sizes; sweeps have their own charts), log axis, 95 % CI error bars, a 1× line and a
+    geometric-mean column. Failed or mismatched cases get a red note instead of a point; a
+    suspect one (`data.suspect_speedup`: size-order-inverted) is drawn hollow in another
+    colour with a note, and left out of the geometric mean.
 
     Args:
-        title: chart title (escaped here); default names the device.
+        cases: the cases to show, in order (default `data.headline_cases`).
         y_range: (low, high) in × to share an axis between charts; default fits the data.
     """
-    cases = data.cases_on(run, device)
+    if cases is None:
+        cases = data.headline_cases(run, device)[0]
     labels = data.case_categories(cases)
     categories = [*labels, GEOMEAN]
     modes_present = {m.mode for m in run.measurements}
@@ -227,43 +320,21 @@ def speedup_figure(
                         "line": {"width": 1, "color": "black"},
                     },
                     text=[fmt.ratio(g.value)],
-                    textposition="top center",
+                    # Beside the star, never above it: the top of the plot would cut it.
+                    textposition="middle left" if mode is Mode.EAGER else "middle right",
+                    cliponaxis=False,
                     hovertext=[
                         f"{mode.value}: geometric mean {fmt.ratio(g.value)} over "
-                        f"{g.count} case(s); {g.failed} failed or mismatched and "
+                        f"{g.count} case(s) at {g.scope}; {g.failed} failed or mismatched and "
                         f"{g.suspect} suspect (size order) left out"
                     ],
                     hoverinfo="text",
                 )
             )
-    lo, hi = y_range or _log_range(values)
-    for label, lines in notes.items():
-        fig.add_annotation(
-            x=label,
-            y=math.log10(lo * 1.05),
-            yanchor="bottom",
-            showarrow=False,
-            text="<br>".join(lines),
-            hovertext="<br>".join(lines.values()),
-            font={
-                "color": FAIL_COLOR if any(t.startswith("✗") for t in lines) else SUSPECT_COLOR,
-                "size": 11,
-            },
-            bgcolor="rgba(255,255,255,0.8)",
-        )
-    fig.add_hline(
-        y=1.0,
-        line={"color": "#444", "width": 1, "dash": "dash"},
-        annotation_text="1× = NumPy",
-        annotation_position="top left",
-        annotation_font={"size": 10, "color": "#444"},
-    )
-    ticks = log_ticks(lo, hi)
-    _layout(
-        fig,
-        title=plot_text(title or f"Speedup over NumPy — {device}", limit=120),
-        height=300 + _category_margin(labels),
-    )
+    lo, hi = y_range or log_range(values)
+    _notes_at_bottom(fig, notes)
+    parity_line(fig)
+    base_layout(fig, height=300 + _category_margin(labels))
     fig.update_layout(
         scattermode="group",
         scattergap=0.5,
@@ -274,82 +345,63 @@ def speedup_figure(
             "categoryarray": categories,
             "tickangle": -30,
         },
-        margin={"r": 40, "b": _category_margin(labels)},
-        yaxis={
-            "title": {"text": "speedup over NumPy (×, log)"},
-            "type": "log",
-            "range": [math.log10(lo), math.log10(hi)],
-            "tickvals": ticks,
-            "ticktext": [fmt.ratio(t) for t in ticks],
-        },
+        margin={"r": 56, "b": 40},
+        yaxis=ratio_axis(lo, hi, "speedup over NumPy (×, log)"),
     )
     return fig
 
 
-def compile_figure(run: Run, device: str, *, title: str | None = None) -> go.Figure:
-    """jit's cold compile (trace + lower + compile, stacked) beside its cold first call and
-    steady-state time per call, per case on `device`, in milliseconds, with the break-even
-    call count above each group. Failed or mismatched jit cases get a red note, no bars."""
-    cases = data.cases_on(run, device)
+def _category_margin(labels: Sequence[str]) -> int:
+    """Room (px) for category labels drawn at -30° below the plot."""
+    longest = max((len(html.unescape(x)) for x in labels), default=0)
+    return 40 + int(3.8 * min(longest, data.MAX_LABEL_CHARS))
+
+
+# ---------------------------------------------------------------------------------------
+# jit: compile against run time
+
+
+def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> go.Figure:
+    """jit's cold compile (trace + lower + XLA compile), its cold first call and its
+    steady-state time per call, per case on `device` (default: preset sizes), on a log
+    axis in seconds so a slow compile does not flatten the others. The break-even call
+    count and the stage split are in the hover text (and the table). Failed or mismatched
+    jit cases get a red note, no bars."""
+    if cases is None:
+        cases = data.headline_cases(run, device)[0]
     labels = data.case_categories(cases)
-    stages: dict[str, list[float | None]] = {"trace": [], "lower": [], "compile": []}
+    compile_s: list[float | None] = []
     first: list[float | None] = []
     steady: list[float | None] = []
-    notes: list[tuple[str, str, float]] = []
+    hover_notes: list[str] = []
+    notes: dict[str, dict[str, str]] = {}
+    values: list[float] = []
     for case, label in zip(cases, labels, strict=True):
         m = run.get(case.key, Mode.JIT)
         c = m.compile if m is not None else None
         shown = m is not None and m.status is Status.OK and c is not None
-        for name, v in (
-            ("trace", c.trace_s if c else None),
-            ("lower", c.lower_s if c else None),
-            ("compile", c.compile_s if c else None),
-        ):
-            stages[name].append(v * 1e3 if shown and v is not None else None)
-        first.append(c.first_call_s * 1e3 if shown and c and c.first_call_s is not None else None)
-        steady.append(m.median_s * 1e3 if shown and m and m.median_s is not None else None)
-        if m is None:
-            continue
-        if not shown:
+        total = c.total_compile_s if shown and c else None
+        compile_s.append(total)
+        first.append(c.first_call_s if shown and c else None)
+        steady.append(m.median_s if shown and m else None)
+        values += [v for v in (compile_s[-1], first[-1], steady[-1]) if v]
+        if m is not None and not shown:
             text = f"✗ jit {m.status.value}" if m.status is not Status.OK else "no compile data"
-            notes.append((label, text, 0.0))
-        else:
-            be = run.break_even_calls(case.key)
-            top = max(
-                v
-                for v in (sum(x[-1] or 0 for x in stages.values()), first[-1] or 0, steady[-1] or 0)
-            )
-            notes.append(
-                (
-                    label,
-                    f"break-even: {fmt.count(be)}"
-                    + (" calls" if be is not None and math.isfinite(be) else ""),
-                    top,
-                )
-            )
-    by_label = {label: text for label, text, _ in notes}
-    hover_notes = [by_label.get(label, "") for label in labels]
-    fig = go.Figure()
-    base = [0.0] * len(labels)
-    for name, vals in stages.items():
-        fig.add_trace(
-            go.Bar(
-                x=labels,
-                y=vals,
-                base=list(base),
-                name=f"{name} (cold)",
-                offsetgroup="compile",
-                legendgroup="compile",
-                marker_color=STAGE_COLORS[name],
-                hovertext=[
-                    f"{lab}<br>{name}: {fmt.seconds(v / 1e3) if v is not None else '—'}<br>{note}"
-                    for lab, v, note in zip(labels, vals, hover_notes, strict=True)
-                ],
-                hoverinfo="text",
-            )
+            notes.setdefault(label, {})[text] = plot_text(m.failure_text, limit=120)
+        be = run.break_even_calls(case.key)
+        split = (
+            f"trace {fmt.seconds(c.trace_s)} · lower {fmt.seconds(c.lower_s)} · "
+            f"XLA {fmt.seconds(c.compile_s)}"
+            if c
+            else ""
         )
-        base = [b + (v or 0.0) for b, v in zip(base, vals, strict=True)]
+        hover_notes.append(
+            f"{split}<br>break-even: {fmt.count(be)}"
+            + (" calls" if be is not None and math.isfinite(be) else "")
+        )
+    fig = go.Figure()
     for name, vals, color in (
+        ("compile (trace + lower + XLA)", compile_s, "#c44e52"),
         ("first call (cold)", first, "#64b5cd"),
         ("steady state per call", steady, COLORS[Mode.JIT]),
     ):
@@ -360,36 +412,16 @@ def compile_figure(run: Run, device: str, *, title: str | None = None) -> go.Fig
                 name=name,
                 offsetgroup=name,
                 marker_color=color,
-                text=[fmt.seconds(v / 1e3) if v is not None else "" for v in vals],
-                textposition="outside",
-                cliponaxis=False,
                 hovertext=[
-                    f"{lab}<br>{name}: {fmt.seconds(v / 1e3) if v is not None else '—'}<br>{note}"
+                    f"{lab}<br>{name}: {fmt.seconds(v)}<br>{note}"
                     for lab, v, note in zip(labels, vals, hover_notes, strict=True)
                 ],
                 hoverinfo="text",
             )
         )
-    crowded = len(labels) > MAX_ANNOTATED
-    for label, text, top in notes:
-        failed = text.startswith("✗")
-        if crowded and not failed:
-            continue  # too many to read: the break-even count is in the hover text instead
-        fig.add_annotation(
-            x=label,
-            y=top,
-            yanchor="bottom",
-            yshift=18 if not failed else 0,
-            showarrow=False,
-            text=text,
-            font={"size": 11, "color": FAIL_COLOR if failed else "#333"},
-        )
-    _layout(
-        fig,
-        title=plot_text(title or f"jit compile vs run — {device}", limit=120),
-        height=330 + _category_margin(labels),
-    )
-    fig.update_layout(margin={"t": 90, "b": _category_margin(labels)})
+    lo, hi = log_range(values, pad=2.0)
+    _notes_at_bottom(fig, notes)
+    base_layout(fig, height=300 + _category_margin(labels))
     fig.update_layout(
         barmode="group",
         bargap=0.25,
@@ -400,24 +432,129 @@ def compile_figure(run: Run, device: str, *, title: str | None = None) -> go.Fig
             "categoryarray": labels,
             "tickangle": -30,
         },
-        yaxis={"title": {"text": "time (ms, linear)"}, "rangemode": "tozero"},
+        yaxis=seconds_axis(lo, hi, "time (log)"),
     )
     return fig
 
 
-def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
-    """Median time per call against input size for each mode on log–log axes, 95 % CI error
-    bars, and a dotted vertical line where eager or jit crosses NumPy."""
+# ---------------------------------------------------------------------------------------
+# Size sweeps
+
+
+def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
+    """Speedup over NumPy of eager and jit against the sweep's own parameter (log–log),
+    with 95 % interval bands, a 1× line and a dotted vertical line where a mode crosses
+    NumPy, labelled in the parameter ('jit overtakes at n ≈ 73')."""
+    cases = data.sweep_cases(run, device, workload)
+    axis = data.sweep_axis(cases)
+    series = data.speedup_series(run, device, workload)
+    fig = go.Figure()
+    values: list[float] = [1.0]
+    xs_all: list[float] = []
+    for mode, points in series.items():
+        xs = [p.x for p in points]
+        xs_all += xs
+        values += [p.low for p in points] + [p.high for p in points]
+        fig.add_trace(
+            go.Scatter(  # the 95 % band: upper edge, then lower edge filled to it
+                x=xs + xs[::-1],
+                y=[p.high for p in points] + [p.low for p in points][::-1],
+                fill="toself",
+                fillcolor=_rgba(COLORS[mode], 0.15),
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                legendgroup=mode.value,
+            )
+        )
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=[p.value for p in points],
+                mode="lines+markers",
+                name=f"{mode.value} vs NumPy",
+                legendgroup=mode.value,
+                marker={
+                    "color": [SUSPECT_COLOR if p.suspect else COLORS[mode] for p in points],
+                    "symbol": [
+                        f"{SYMBOLS[mode]}-open" if p.suspect else SYMBOLS[mode] for p in points
+                    ],
+                    "size": 8,
+                },
+                line={"color": COLORS[mode]},
+                hovertext=[
+                    f"{plot_text(axis.name)} = {approx_value(p.x)} ({plot_text(p.size)})<br>"
+                    f"{mode.value}: {fmt.ratio_ci(p.value, p.low, p.high)}"
+                    + ("<br>⚠ size-order-inverted" if p.suspect else "")
+                    for p in points
+                ],
+                hoverinfo="text",
+            )
+        )
+    lo, hi = log_range(values, pad=1.4)
+    xlo, xhi = log_range(xs_all, pad=1.3)
+    crosses = [
+        c for m in JAX_MODES if m in series for c in data.crossovers(series[m], m, axis.name)
+    ]
+    for row, cross in enumerate(crosses):
+        fig.add_shape(
+            type="line",
+            x0=cross.x,
+            x1=cross.x,
+            yref="paper",
+            y0=0,
+            y1=1,
+            line={"color": COLORS[cross.mode], "dash": "dot", "width": 2},
+        )
+        right = math.log(cross.x / xlo) < 0.6 * math.log(xhi / xlo)
+        fig.add_annotation(
+            x=math.log10(cross.x),  # a log x axis: annotations take log10
+            xanchor="left" if right else "right",
+            yref="paper",
+            y=1.0 - 0.09 * row,  # a row each: labels never sit on each other
+            yanchor="top",
+            text=plot_text(cross.short, limit=80),
+            showarrow=False,
+            font={"size": 11, "color": COLORS[cross.mode]},
+            bgcolor="rgba(255,255,255,0.8)",
+        )
+    parity_line(fig)
+    base_layout(fig, height=380)
+    fig.update_layout(
+        xaxis={
+            "title": {"text": plot_text(axis.title, limit=80)},
+            "type": "log",
+            "range": [math.log10(xlo), math.log10(xhi)],
+        },
+        yaxis=ratio_axis(lo, hi, "speedup over NumPy (×, log)"),
+    )
+    return fig
+
+
+def approx_value(x: float) -> str:
+    return f"{x:,.0f}" if x >= 1 and float(x).is_integer() else data.approx(x)
+
+
+def _rgba(hex_color: str, alpha: float) -> str:
+    r, g, b = (int(hex_color[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({r},{g},{b},{alpha})"
+
+
+def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
+    """Median time per call of every mode against the sweep's parameter, log–log, with
+    95 % CI error bars; failed sizes are listed under the chart by the page."""
+    cases = data.sweep_cases(run, device, workload)
+    axis = data.sweep_axis(cases)
     series = data.sweep_series(run, device, workload)
     fig = go.Figure()
     xs_all: list[float] = []
     ys_all: list[float] = []
     for mode, points in series.items():
-        xs_all += [p.elements for p in points]
+        xs_all += [p.x for p in points]
         ys_all += [p.ci_low_s for p in points] + [p.ci_high_s for p in points]
         fig.add_trace(
             go.Scatter(
-                x=[p.elements for p in points],
+                x=[p.x for p in points],
                 y=[p.median_s for p in points],
                 mode="lines+markers",
                 name=mode.value,
@@ -432,65 +569,215 @@ def sweep_figure(run: Run, device: str, workload: str) -> go.Figure:
                     "thickness": 1,
                 },
                 hovertext=[
-                    f"{plot_text(p.size)} ({fmt.count(p.elements)} elements)<br>"
+                    f"{plot_text(axis.name)} = {approx_value(p.x)} ({plot_text(p.size)})<br>"
                     f"{mode.value}: {fmt.seconds(p.median_s)}"
                     for p in points
                 ],
                 hoverinfo="text",
             )
         )
-    ylo, yhi = _log_range(ys_all, pad=1.3)
-    xlo, xhi = _log_range(xs_all, pad=1.5)
-    for mode in JAX_MODES:
-        for cross in data.crossovers(series, mode):
-            # Labels near the right edge go left of their line, so they are not clipped.
-            side = "left" if math.log(cross.elements / xlo) > 0.6 * math.log(xhi / xlo) else "right"
-            verb = "overtakes" if cross.overtakes else "falls behind"
-            label = f"{mode.value} {verb} ≈ {data.approx_elements(cross.elements)}"
-            fig.add_trace(
-                go.Scatter(
-                    x=[cross.elements, cross.elements],
-                    y=[ylo, yhi],
-                    mode="lines+text",
-                    name=plot_text(cross.text),
-                    showlegend=True,
-                    line={"color": COLORS[mode], "dash": "dot", "width": 2},
-                    text=(["", label] if mode is Mode.JIT else [label, ""]),
-                    textposition=f"bottom {side}" if mode is Mode.JIT else f"top {side}",
-                    textfont={"color": COLORS[mode], "size": 11},
-                    hovertext=[plot_text(cross.text)] * 2,
-                    hoverinfo="text",
-                )
-            )
-    failures = data.sweep_failures(run, device, workload)
-    subtitle = ""
-    if failures:
-        shown = "; ".join(f"{m.mode.value} {m.status.value} at {c.size}" for c, m in failures[:4])
-        more = f" (+{len(failures) - 4} more)" if len(failures) > 4 else ""
-        subtitle = (
-            f"<br><span style='font-size:11px;color:{FAIL_COLOR}'>left out: "
-            f"{plot_text(shown, limit=200)}{more}</span>"
-        )
-    yt = log_ticks(ylo, yhi)
-    _layout(
-        fig,
-        title=f"{plot_text(workload)} on {plot_text(device)} — time vs size{subtitle}",
-        height=380,
-    )
+    ylo, yhi = log_range(ys_all, pad=1.3)
+    xlo, xhi = log_range(xs_all, pad=1.3)
+    base_layout(fig, height=360)
     fig.update_layout(
         xaxis={
-            "title": {"text": "input size (elements, log scale)"},
+            "title": {"text": plot_text(axis.title, limit=80)},
             "type": "log",
             "range": [math.log10(xlo), math.log10(xhi)],
         },
+        yaxis=seconds_axis(ylo, yhi, "time per call (log)"),
+    )
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# One case: the distribution of its samples
+
+
+def distribution_figure(run: Run, case: Case) -> go.Figure | None:
+    """Every raw sample (seconds per call) of each mode of `case`, as a box with all points
+    on a log axis: the spread behind each median. None when nothing was sampled."""
+    fig = go.Figure()
+    values: list[float] = []
+    for mode in ALL_MODES:
+        m = run.get(case.key, mode)
+        if m is None or not m.samples_s:
+            continue
+        samples = [s for s in m.samples_s if s > 0 and math.isfinite(s)]
+        values += samples
+        fig.add_trace(
+            go.Box(
+                x=samples,
+                name=mode.value,
+                orientation="h",
+                boxpoints="all",
+                jitter=0.5,
+                pointpos=0,
+                marker={"color": COLORS[mode], "size": 4, "opacity": 0.6},
+                line={"color": COLORS[mode], "width": 1.5},
+                fillcolor="rgba(0,0,0,0)",
+                hoverinfo="x",
+                showlegend=False,
+            )
+        )
+    if not values:
+        return None
+    lo, hi = log_range(values, pad=1.15)
+    base_layout(fig, height=120 + 50 * len(fig.data))
+    fig.update_layout(
+        xaxis=seconds_axis(lo, hi, "seconds per call, one point per sample (log)"),
+        yaxis={"type": "category", "autorange": "reversed"},
+        margin={"t": 16, "b": 50},
+    )
+    return fig
+
+
+# ---------------------------------------------------------------------------------------
+# Roofline and memory
+
+
+def roofline_figure(run: Run, device: str) -> go.Figure | None:
+    """Achieved GFLOP/s against arithmetic intensity (XLA's flops ÷ bytes accessed of the
+    jit program) for each mode, log–log, with the empirical roofs this run reached (the
+    best bandwidth and the best rate seen, not the hardware's peaks). Cases whose program
+    has loops (XLA counts a loop body once) or lacks a cost analysis are left out; None
+    when no case has both figures."""
+    points: dict[Mode, list[tuple[float, float, str]]] = {}
+    for case in data.headline_cases(run, device)[0]:
+        jit = run.get(case.key, Mode.JIT)
+        c = jit.compile if jit is not None else None
+        if c is None or c.has_loops or not c.flops or not c.bytes_accessed:
+            continue
+        intensity = c.flops / c.bytes_accessed
+        for mode in ALL_MODES:
+            m = run.get(case.key, mode)
+            if m is None or not m.ok or not m.median_s:
+                continue
+            points.setdefault(mode, []).append(
+                (intensity, c.flops / m.median_s / 1e9, plot_text(data.case_label(case)))
+            )
+    if Mode.JIT not in points:
+        return None
+    fig = go.Figure()
+    xs = [p[0] for ps in points.values() for p in ps]
+    ys = [p[1] for ps in points.values() for p in ps]
+    bandwidth = max(y / x for x, y in zip(xs, ys, strict=True))  # GB/s
+    peak = max(ys)
+    xlo, xhi = log_range(xs, pad=2.0)
+    ylo, yhi = log_range(ys, pad=2.0)
+    knee = peak / bandwidth
+    roof_x = [xlo, *([knee] if xlo < knee < xhi else []), xhi]
+    fig.add_trace(
+        go.Scatter(
+            x=roof_x,
+            y=[min(bandwidth * x, peak) for x in roof_x],
+            mode="lines",
+            name=f"best seen: {bandwidth:.3g} GB/s, {peak:.3g} GFLOP/s",
+            line={"color": "#8b949e", "dash": "dash", "width": 1.5},
+            hoverinfo="name",
+        )
+    )
+    for mode in ALL_MODES:
+        if mode not in points:
+            continue
+        ps = points[mode]
+        fig.add_trace(
+            go.Scatter(
+                x=[p[0] for p in ps],
+                y=[p[1] for p in ps],
+                mode="markers",
+                name=mode.value,
+                marker={"color": COLORS[mode], "symbol": SYMBOLS[mode], "size": 9},
+                hovertext=[
+                    f"{p[2]}<br>{mode.value}: {p[1]:.3g} GFLOP/s at {p[0]:.3g} FLOP/byte"
+                    for p in ps
+                ],
+                hoverinfo="text",
+            )
+        )
+    base_layout(fig, height=400)
+    fig.update_layout(
+        xaxis=_number_axis(xlo, xhi, "arithmetic intensity (FLOP/byte, log)"),
+        yaxis=_number_axis(ylo, yhi, "achieved GFLOP/s (log)"),
+    )
+    return fig
+
+
+def _number_axis(lo: float, hi: float, title: str) -> dict[str, Any]:
+    ticks = log_ticks(lo, hi)
+    return {
+        "title": {"text": title},
+        "type": "log",
+        "range": [math.log10(lo), math.log10(hi)],
+        "tickvals": ticks,
+        "ticktext": [f"{t:,.6g}" for t in ticks],
+    }
+
+
+_MEMORY_PARTS = (
+    ("argument_bytes", "arguments", "#4c72b0"),
+    ("output_bytes", "outputs", "#55a868"),
+    ("temp_bytes", "temporaries", "#dd8452"),
+)
+
+
+def memory_figure(run: Run, device: str) -> go.Figure | None:
+    """XLA's memory analysis of each case's jit program on `device` (arguments, outputs,
+    temporaries, with the peak marked) on a log axis of bytes; None when no case has one."""
+    cases = [
+        c
+        for c in data.headline_cases(run, device)[0]
+        if (m := run.get(c.key, Mode.JIT)) is not None and m.compile and m.compile.memory
+    ]
+    if not cases:
+        return None
+    labels = data.case_categories(cases)
+    mems = [run.get(c.key, Mode.JIT).compile.memory or {} for c in cases]  # type: ignore[union-attr]
+    fig = go.Figure()
+    values: list[float] = []
+    for key, name, color in _MEMORY_PARTS:
+        ys = [float(m[key]) if m.get(key) else None for m in mems]
+        values += [y for y in ys if y]
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=ys,
+                name=name,
+                marker_color=color,
+                hovertext=[
+                    f"{lab}<br>{name}: {fmt.bytes_(y)}" for lab, y in zip(labels, ys, strict=True)
+                ],
+                hoverinfo="text",
+            )
+        )
+    peaks = [float(m["peak_bytes"]) if m.get("peak_bytes") else None for m in mems]
+    values += [p for p in peaks if p]
+    fig.add_trace(
+        go.Scatter(
+            x=labels,
+            y=peaks,
+            mode="markers",
+            name="peak",
+            marker={"symbol": "line-ew", "size": 22, "line": {"width": 3, "color": "#1d232b"}},
+            hovertext=[
+                f"{lab}<br>peak: {fmt.bytes_(p)}" for lab, p in zip(labels, peaks, strict=True)
+            ],
+            hoverinfo="text",
+        )
+    )
+    lo, hi = log_range(values, pad=2.0)
+    step = max(1, math.ceil(math.log2(hi / lo) / 6))  # about six ticks, powers of two
+    ticks = [t for t in (2.0**k for k in range(0, 64, step)) if lo <= t <= hi]
+    base_layout(fig, height=300 + _category_margin(labels))
+    fig.update_layout(
+        barmode="group",
+        xaxis={"type": "category", "tickangle": -30, "title": {"text": "workload [size]"}},
         yaxis={
-            "title": {"text": "time per call (s, log scale)"},
+            "title": {"text": "bytes (log)"},
             "type": "log",
-            "range": [math.log10(ylo), math.log10(yhi)],
-            "tickvals": yt,
-            "ticktext": [fmt.seconds(t) for t in yt],
+            "range": [math.log10(lo), math.log10(hi)],
+            "tickvals": ticks,
+            "ticktext": [fmt.bytes_(t) for t in ticks],
         },
-        legend={"y": -0.3, "yanchor": "top", "x": 0, "xanchor": "left"},
-        margin={"b": 110},
     )
     return fig

@@ -1,19 +1,23 @@
-"""Put report pages on disk: one page per run, a page for several runs together, the index,
-and plotly.js written once beside them so every page opens from disk with no network.
+"""Put report pages on disk: one page per run, a comparison page for several runs, the
+history of every run in a folder, the index, and plotly.js written once beside them so
+every page opens from disk with no network.
 
 Layout under the output folder (the same folder `jitbench run --out` uses):
-    index.html            every run found in runs/, newest first
-    plotly.min.js         the plotly package's bundled copy, written once
-    runs/<run-id>.json    run data (copied here when rendering a run from elsewhere)
-    runs/<run-id>.html    one page per run
-    report-<digest>.html  several runs side by side
+    index.html                   every run found in runs/, newest first; pick two to compare
+    history.html                 each workload across the runs, by commit or date
+    plotly.min.js                plotly.js (the cartesian partial bundle when built), once
+    runs/<run-id>.json           run data (copied here when rendering a run from elsewhere)
+    runs/<run-id>.html           one page per run
+    runs/<run-id>.csv            its measurements as CSV
+    compare-<a>-vs-<b>.html      runs aligned case by case, with the gate's verdicts
 """
 
 from __future__ import annotations
 
-import hashlib
+import html as html_lib
 import json
 import os
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,8 +27,9 @@ from markupsafe import Markup
 
 from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES
-from jitbench.errors import ConfigError, ResultsFormatError
-from jitbench.report import data, figures
+from jitbench.errors import ConfigError, OutputError, ResultsFormatError
+from jitbench.gate import Comparison, Verdict, compare
+from jitbench.report import assets, comparison, data, figures, history, table
 from jitbench.results import (
     Mode,
     OutputLayout,
@@ -35,16 +40,16 @@ from jitbench.results import (
     write_text_atomic,
 )
 
-_FIG_CONFIG = {
-    "displaylogo": False,
-    "responsive": True,
-    "toImageButtonOptions": {"format": "png", "scale": 2},
-}
+HISTORY_PAGE = "history.html"
 
 
 def _figure_json(fig: Any) -> Markup:
     """Figure JSON safe to embed in a <script type="application/json"> element."""
     text = fig.to_json(validate=False, engine="json")
+    return _json_markup(text)
+
+
+def _json_markup(text: str) -> Markup:
     for raw, safe in (
         ("<", "\\u003c"),
         (">", "\\u003e"),
@@ -65,10 +70,29 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters["figure_json"] = _figure_json
+    env.filters["json_data"] = lambda value: _json_markup(json.dumps(value))
     env.filters["ratio"] = fmt.ratio
     env.filters["seconds"] = fmt.seconds
-    env.globals["fig_config"] = Markup(json.dumps(_FIG_CONFIG))
+    env.filters["percent"] = fmt.percent
+    env.filters["count"] = fmt.count
     return env
+
+
+def _render(template: str, **context: Any) -> str:
+    """Render a page with its content-security policy: the hashes of exactly the inline
+    scripts the page carries, computed here."""
+    scripts = [assets.HEAD_SCRIPT, assets.page_script()]
+    return (
+        _env()
+        .get_template(template)
+        .render(
+            csp=Markup(assets.content_security_policy(scripts)),  # our own text, no "
+            head_script=Markup(assets.HEAD_SCRIPT),
+            page_script=Markup(assets.page_script()),
+            min_width=figures.min_width,
+            **context,
+        )
+    )
 
 
 def _write(path: Path, text: str) -> Path:
@@ -78,12 +102,10 @@ def _write(path: Path, text: str) -> Path:
 
 
 def write_plotly_js(out_dir: str | os.PathLike[str]) -> Path:
-    """Write the plotly package's bundled plotly.js into `out_dir` unless the same copy is
+    """Write plotly.js (`assets.plotly_bundle`) into `out_dir` unless the same copy is
     already there. Returns its path."""
-    from plotly.offline import get_plotlyjs
-
     path = OutputLayout(Path(out_dir)).plotly_js
-    js = get_plotlyjs()
+    js = assets.plotly_bundle().text
     try:
         if path.stat().st_size == len(js.encode("utf-8")) and path.read_text("utf-8") == js:
             return path
@@ -94,6 +116,10 @@ def write_plotly_js(out_dir: str | os.PathLike[str]) -> Path:
 
 def run_page_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
     return OutputLayout(Path(out_dir)).run_page(run.run_id)
+
+
+def run_csv_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
+    return run_page_path(run, out_dir).with_suffix(".csv")
 
 
 def _save_run_copy(run: Run, out_dir: Path) -> Path:
@@ -108,41 +134,58 @@ def _save_run_copy(run: Run, out_dir: Path) -> Path:
     return save_run(run, path)
 
 
-def _device_sections(runs: Sequence[Run], *, with_host: bool) -> list[dict[str, Any]]:
+# ---------------------------------------------------------------------------------------
+# One run
+
+
+def _device_sections(run: Run) -> list[dict[str, Any]]:
     sections = []
-    for run in runs:
-        for device in data.device_labels(run):
-            sweeps = []
-            for wl in data.sweep_workloads(run, device):
-                series = data.sweep_series(run, device, wl)
-                sweeps.append(
-                    {
-                        "workload": wl,
-                        "figure": figures.sweep_figure(run, device, wl),
-                        "verdicts": [
-                            data.sweep_verdict(series, m) for m in JAX_MODES if m in series
-                        ],
-                    }
-                )
-            modes = {m.mode for m in run.measurements if m.case.device == device}
-            sections.append(
+    for device in data.device_labels(run):
+        cases, scope = data.headline_cases(run, device)
+        modes = {m.mode for m in run.measurements if m.case.device == device}
+        has_speedup = Mode.NUMPY in modes and bool(modes & set(JAX_MODES))
+        sweeps = []
+        for wl in data.sweep_workloads(run, device):
+            axis = data.sweep_axis(data.sweep_cases(run, device, wl))
+            series = data.speedup_series(run, device, wl)
+            sweeps.append(
                 {
-                    "run": run,
-                    "device": device,
-                    "has_speedup": Mode.NUMPY in modes and bool(modes & set(JAX_MODES)),
-                    "has_jit": Mode.JIT in modes,
-                    "title": data.device_title(run, device, with_host=with_host),
-                    "geomeans": data.geomean_speedups(run, device),
-                    "speedup": figures.speedup_figure(
-                        run,
-                        device,
-                        title=f"Speedup over NumPy — "
-                        f"{data.device_title(run, device, with_host=with_host)}",
-                    ),
-                    "compile": figures.compile_figure(run, device),
-                    "sweeps": sweeps,
+                    "workload": wl,
+                    "axis": axis,
+                    "speedup": figures.sweep_speedup_figure(run, device, wl)
+                    if has_speedup
+                    else None,
+                    "time": figures.sweep_time_figure(run, device, wl),
+                    "verdicts": [
+                        data.sweep_verdict(series.get(m, []), m, axis.name)
+                        for m in JAX_MODES
+                        if has_speedup and m in modes
+                    ],
+                    "failures": [
+                        f"{m.mode.value} {m.status.value} at {c.size}"
+                        for c, m in data.sweep_failures(run, device, wl)
+                    ],
                 }
             )
+        preset = [c for c in cases if not data.is_sweep_case(c)]
+        sections.append(
+            {
+                "device": device,
+                "title": data.device_title(run, device),
+                "scope": scope,
+                "geomeans": data.geomean_speedups(run, device),
+                "has_speedup": has_speedup,
+                "has_jit": Mode.JIT in modes and bool(preset),
+                "n_cases": len(preset),
+                "speedup": figures.speedup_figure(run, device) if has_speedup and preset else None,
+                "compile": figures.compile_figure(run, device)
+                if Mode.JIT in modes and preset
+                else None,
+                "roofline": figures.roofline_figure(run, device),
+                "memory": figures.memory_figure(run, device),
+                "sweeps": sweeps,
+            }
+        )
     return sections
 
 
@@ -162,51 +205,45 @@ def _problems(run: Run) -> list[dict[str, str]]:
     return out
 
 
-_COLUMNS = (
-    ("workload", "workload"),
-    ("size", "size"),
-    ("device", "device"),
-    ("dtype", "dtype"),
-    ("mode", "mode"),
-    ("status", "status"),
-    ("median", "median / call"),
-    ("ci", "95 % CI"),
-    ("samples", "samples"),
-    ("speedup", "× NumPy [CI]"),
-    ("first_call", "first call"),
-    ("compile", "jit compile"),
-    ("notes", "errors & diagnostics"),
-)
-
-
 def render_run_page(run: Run) -> str:
     """HTML of one run's page (links assume it lives in `runs/` under the report root)."""
-    return (
-        _env()
-        .get_template("run.html")
-        .render(
-            root="../",
-            run=run,
-            title=f"jitbench run {run.run_id}",
-            started=data.started_text(run),
-            machine=data.machine(run),
-            threads=data.threads_text(run),
-            banner=data.machine_banner(run),
-            versions=data.versions(run),
-            sections=_device_sections([run], with_host=False),
-            problems=_problems(run),
-            columns=_COLUMNS,
-            rows=data.measurement_rows(run),
-            environment=data.environment_items(run),
-            json_name=OutputLayout(Path(".")).run_json(run.run_id).name,
-            Mode=Mode,
-        )
+    layout = OutputLayout(Path("."))
+    details = table.case_details(run)
+    distributions = {d.id: figures.distribution_figure(run, d.case) for d in details}
+    return _render(
+        "run.html",
+        root="../",
+        links=True,
+        uses_plotly=True,
+        run=run,
+        name=data.run_name(run),
+        label=data.run_label(run),
+        title=f"jitbench: {data.run_name(run)}",
+        started=data.started_text(run),
+        machine=data.machine(run),
+        commit=data.commit(run),
+        threads=data.threads_text(run),
+        dtypes=data.dtypes(run),
+        versions=data.versions(run),
+        notes=data.run_notes(run),
+        interval_note=data.interval_note(run),
+        heatmaps=table.heatmaps(run),
+        sections=_device_sections(run),
+        problems=_problems(run),
+        columns=table.case_columns(run),
+        rows=table.case_rows(run),
+        details=details,
+        distributions=distributions,
+        data_params=data.params_text,
+        environment=data.environment_items(run),
+        json_name=layout.run_json(run.run_id).name,
+        csv_name=layout.run_json(run.run_id).with_suffix(".csv").name,
     )
 
 
 def write_run_page(run: Run, out_dir: str | os.PathLike[str]) -> Path:
-    """Write the page of one run to `out_dir/runs/<run-id>.html` (plus plotly.js once and the
-    run's JSON beside the page when missing). Returns the page's path.
+    """Write the page of one run to `out_dir/runs/<run-id>.html`, its CSV beside it, plus
+    plotly.js once and the run's JSON beside the page when missing. Returns the page's path.
 
     Raises:
         OutputError: `out_dir` cannot be written.
@@ -214,58 +251,128 @@ def write_run_page(run: Run, out_dir: str | os.PathLike[str]) -> Path:
     root = Path(out_dir)
     write_plotly_js(root)
     _save_run_copy(run, root)
+    _write(run_csv_path(run, root), table.run_csv(run))
     return _write(run_page_path(run, root), render_run_page(run))
 
 
-def render_multi_page(runs: Sequence[Run]) -> str:
-    """HTML of several runs side by side: one speedup chart per (run, device) on a shared
-    axis, geometric means compared, and links to each run's own page."""
-    y_range = figures.speedup_range(runs)
-    layout = OutputLayout(Path("."))  # the multi page sits at the output folder's root
-    hosts = {data.host(r) for r in runs}
-    with_host = len(hosts) > 1 or len(runs) > 1
-    charts = []
-    seen = [(data.host(r), d) for r in runs for d in data.device_labels(r)]
-    for run in runs:
+# ---------------------------------------------------------------------------------------
+# Several runs, aligned
+
+
+def _gate_summary(cmp: Comparison) -> dict[str, Any]:
+    counts = [(v.value, cmp.count(v)) for v in Verdict if cmp.count(v)]
+    return {
+        "fails": cmp.has_regression,
+        "failures": len(cmp.failures),
+        "counts": counts,
+        "compile_regressions": len(cmp.compile_regressions),
+        "thresholds": cmp.thresholds,
+        "environment": [(d.name, str(d.base), str(d.new)) for d in cmp.environment_differences],
+        "pooling": [n.text for n in cmp.pooling],
+        "geomeans": [(g.device, g.mode.value, g.ratio, g.count) for g in cmp.geomeans],
+    }
+
+
+def render_comparison_page(
+    runs: Sequence[Run],
+    comparisons: Sequence[Comparison],
+    *,
+    links: bool = True,
+    run_pages: Sequence[str | None] | None = None,
+) -> str:
+    """HTML of runs aligned case by case: each later run against the first, with the
+    gate's verdicts (`comparisons[i]` compares runs[0] with runs[i + 1]), time ratios with
+    their intervals, jit speedups side by side, and a warning where the case sets differ.
+
+    Args:
+        links: whether the page sits in a report folder (links to its index and history).
+        run_pages: a link to each run's own page, or None where there is none.
+    """
+    alignment = comparison.align(runs, comparisons)
+    names = alignment.names
+    pages = list(run_pages) if run_pages is not None else [None] * len(runs)
+    geomeans = []
+    for i, run in enumerate(runs):
+        keys = alignment.case_keys(run)
         for device in data.device_labels(run):
-            title = data.device_title(run, device, with_host=with_host)
-            if seen.count((data.host(run), device)) > 1:  # same device in several runs
-                title += f" · run {run.run_id}"
-            charts.append(
-                {
-                    "run": run,
-                    "device": device,
-                    "title": title,
-                    "page": layout.relative(layout.run_page(run.run_id)),
-                    "geomeans": data.geomean_speedups(run, device),
-                    "figure": figures.speedup_figure(run, device, title=title, y_range=y_range),
-                }
-            )
-    crowded = any(len(data.cases_on(c["run"], c["device"])) > figures.MAX_ANNOTATED for c in charts)
-    return (
-        _env()
-        .get_template("multi.html")
-        .render(
-            root="",
-            title=f"jitbench: {len(runs)} runs side by side",
-            runs=runs,
-            charts=charts,
-            grid_class="stack" if crowded else "grid",
-            data=data,
-            Mode=Mode,
-        )
+            for g in data.geomean_speedups(run, device, keys=keys):
+                geomeans.append((names[i], data.device_title(run, device), g))
+    labels = comparison.row_labels(alignment)
+    n_cats = len(labels)
+    charts = {
+        "speedup": comparison.speedup_side_by_side(alignment, Mode.JIT),
+        "ratios": [comparison.ratio_figure(alignment, i) for i in range(len(comparisons))],
+    }
+    return _render(
+        "compare.html",
+        root="",
+        links=links,
+        uses_plotly=True,
+        title=f"jitbench: {' vs '.join(names)}",
+        names=names,
+        runs=runs,
+        pages=pages,
+        run_ids=json.dumps([r.run_id for r in runs]),
+        alignment=alignment,
+        show_device=not alignment.by_device or len({r.devices for r in alignment.rows}) > 1,
+        gates=[_gate_summary(c) for c in comparisons],
+        geomeans=geomeans,
+        charts=charts,
+        n_cats=n_cats,
+        data=data,
+        comparison=comparison,
+        Mode=Mode,
+        started=[data.started_text(r) for r in runs],
+        commits=[data.commit(r) for r in runs],
+        machines=[data.machine(r) for r in runs],
     )
 
 
-def _multi_name(runs: Sequence[Run]) -> str:
-    digest = hashlib.sha256("\0".join(r.run_id for r in runs).encode()).hexdigest()[:10]
-    return f"report-{digest}.html"
+def compare_runs(runs: Sequence[Run]) -> list[Comparison]:
+    """The gate's comparison of the first run with each later one (default thresholds)."""
+    return [compare(runs[0], r) for r in runs[1:]]
+
+
+def write_comparison_page(
+    runs: Sequence[Run],
+    comparisons: Sequence[Comparison],
+    path: str | os.PathLike[str],
+    *,
+    links: bool | None = None,
+) -> Path:
+    """Write the comparison page of `runs` to `path` (plotly.js beside it, once); links
+    to the runs' pages where `path` sits in a report folder that has them, and to its
+    index and history when `links` (default: when the folder has an index).
+
+    Raises:
+        ConfigError: fewer than two runs, or not one comparison per later run.
+        OutputError: the folder cannot be written.
+    """
+    if len(runs) < 2 or len(comparisons) != len(runs) - 1:
+        raise ConfigError("a comparison page needs two or more runs and the gate's comparisons.")
+    page = Path(path)
+    if page.is_dir():
+        raise OutputError(f"{str(page)!r} is a folder; give the comparison page a file name.")
+    folder = page.parent
+    layout = OutputLayout(folder)
+    run_pages = [
+        layout.relative(p) if (p := layout.run_page(r.run_id)).exists() else None for r in runs
+    ]
+    write_plotly_js(folder)
+    html = render_comparison_page(
+        runs,
+        comparisons,
+        links=layout.index.exists() if links is None else links,
+        run_pages=run_pages,
+    )
+    return _write(page, html)
 
 
 def write_report(runs: Sequence[Run], out_dir: str | os.PathLike[str]) -> Path:
-    """Render `runs` into `out_dir`: each run's page, a side-by-side page when there are
-    several, and a refreshed index. Returns the page to open (the run's page for one run,
-    the side-by-side page for several).
+    """Render `runs` into `out_dir`: each run's page, a comparison page when there are
+    several (aligned with the first run, named from the runs' labels or ids), the history
+    and a refreshed index. Returns the page to open (the run's page for one run, the
+    comparison page for several).
 
     Raises:
         ConfigError: no runs given.
@@ -277,9 +384,15 @@ def write_report(runs: Sequence[Run], out_dir: str | os.PathLike[str]) -> Path:
     pages = [write_run_page(r, root) for r in runs]
     result = pages[0]
     if len(runs) > 1:
-        result = _write(root / _multi_name(runs), render_multi_page(runs))
+        result = write_comparison_page(
+            runs, compare_runs(runs), root / comparison.page_name(runs), links=True
+        )
     write_index(root)
     return result
+
+
+# ---------------------------------------------------------------------------------------
+# Index and history
 
 
 def _load_all(runs_dir: Path) -> tuple[list[tuple[Run, Path]], list[tuple[str, str]]]:
@@ -292,17 +405,66 @@ def _load_all(runs_dir: Path) -> tuple[list[tuple[Run, Path]], list[tuple[str, s
     return found, broken
 
 
+_RUNS_META = re.compile(r'<meta name="jitbench-runs" content="([^"]*)">')
+
+
+def _comparison_pages(root: Path) -> tuple[list[str], dict[str, str]]:
+    """Comparison pages in `root` (old side-by-side `report-*.html` ones too), and the
+    two-run ones by 'base id\\nnew id' for the index's picker."""
+    names = sorted(p.name for p in root.glob("compare-*.html")) + sorted(
+        p.name for p in root.glob("report-*.html")
+    )
+    pairs = {}
+    for name in names:
+        try:
+            with open(root / name, encoding="utf-8") as fh:
+                head = fh.read(4096)
+        except OSError:
+            continue
+        found = _RUNS_META.search(head)
+        try:
+            ids = json.loads(html_lib.unescape(found.group(1))) if found else []
+        except ValueError:
+            continue
+        if isinstance(ids, list) and len(ids) == 2 and all(isinstance(i, str) for i in ids):
+            pairs[f"{ids[0]}\n{ids[1]}"] = name
+    return names, pairs
+
+
+def render_history_page(runs: Sequence[Run]) -> str:
+    """HTML of every workload's time and speedup across `runs` (the page at the report
+    folder's root)."""
+    hruns = history.history_runs(runs)
+    layout = OutputLayout(Path("."))
+    workloads = []
+    for wl in history.history_workloads(hruns):
+        fig = history.workload_figure(hruns, wl)
+        if fig is not None:
+            workloads.append({"name": wl, "figure": fig})
+    return _render(
+        "history.html",
+        root="",
+        links=True,
+        uses_plotly=bool(workloads),
+        title="jitbench: history",
+        hruns=hruns,
+        pages={h.run.run_id: layout.relative(layout.run_page(h.run.run_id)) for h in hruns},
+        workloads=workloads,
+        data=data,
+    )
+
+
 def write_index(out_dir: str | os.PathLike[str]) -> Path:
-    """Write `out_dir/index.html` listing every run in `out_dir/runs/` newest first, with
-    date, machine, devices, JAX version, workloads and geometric-mean speedups. Pages missing
-    or older than their JSON are rendered on the way. Returns the index's path.
+    """Write `out_dir/index.html` listing every run in `out_dir/runs/` newest first (with
+    date, label, commit, machine, devices, JAX version, workloads and geometric-mean
+    speedups, and a picker of two runs to compare) and `out_dir/history.html`. Pages
+    missing or older than their JSON are rendered on the way. Returns the index's path.
 
     Raises:
         OutputError: `out_dir` cannot be written.
     """
     root = Path(out_dir)
     layout = OutputLayout(root)
-    write_plotly_js(root)
     loaded, broken = _load_all(layout.runs_dir)
     by_run = {id(r): p for r, p in loaded}
     entries = []
@@ -310,12 +472,18 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         json_path = by_run[id(run)]
         page = json_path.with_suffix(".html")
         if not page.exists() or page.stat().st_mtime < json_path.stat().st_mtime:
+            write_plotly_js(root)
+            _write(json_path.with_suffix(".csv"), table.run_csv(run))
             _write(page, render_run_page(run))
         entries.append(
             {
                 "run": run,
+                "name": data.run_name(run),
+                "label": data.run_label(run),
+                "commit": data.commit(run),
                 "page": layout.relative(page),
                 "json": layout.relative(json_path),
+                "json_arg": str(json_path),
                 "started": data.started_text(run),
                 "machine": data.machine(run),
                 "devices": [data.device_title(run, d) for d in data.device_labels(run)],
@@ -324,17 +492,21 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
                 "geomeans": [(d, data.geomean_speedups(run, d)) for d in data.device_labels(run)],
             }
         )
-    combined = sorted(p.name for p in root.glob("report-*.html"))
-    html = (
-        _env()
-        .get_template("index.html")
-        .render(
-            root="",
-            title="jitbench reports",
-            entries=entries,
-            broken=broken,
-            combined=combined,
-        )
+    if loaded:
+        _write(root / HISTORY_PAGE, render_history_page([r for r, _ in loaded]))
+    combined, pairs = _comparison_pages(root)
+    html = _render(
+        "index.html",
+        root="",
+        links=True,
+        uses_plotly=False,
+        title="jitbench reports",
+        entries=entries,
+        broken=broken,
+        combined=combined,
+        pairs=pairs,
+        out_arg=str(root),
+        has_history=bool(loaded),
     )
     return _write(layout.index, html)
 
@@ -345,9 +517,14 @@ def load_runs(paths: Iterable[str | os.PathLike[str]]) -> list[Run]:
 
 
 __all__ = [
+    "HISTORY_PAGE",
+    "compare_runs",
     "load_runs",
-    "render_multi_page",
+    "render_comparison_page",
+    "render_history_page",
     "render_run_page",
+    "run_csv_path",
+    "write_comparison_page",
     "write_index",
     "write_plotly_js",
     "write_report",

@@ -11,10 +11,12 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment
-"threads", "machine_before", "machine_after" and config "threads" (a config without it
-was measured with the libraries' own thread pools and reads back as threads None), and
-config "selection[].suite_sha256" (the suite file's SHA-256 as imported; a resume refuses
-a changed file; absent in older files, which resume unchecked).
+"threads", "machine_before", "machine_after"; config "threads" (a config without it
+was measured with the libraries' own thread pools and reads back as threads None), config
+"label" (`jitbench run --label`; null or absent: no label), config
+"selection[].suite_sha256" (the suite file's SHA-256 as imported; a resume refuses a
+changed file; absent in older files, which resume unchecked) and config "interleaved"
+(`jitbench compare --rev`: which side the run was and its partner run's id).
 
 Beyond the schema, a run holds one measurement per case and mode (a file with more is
 refused) and strict JSON (no NaN or Infinity; samples finite).

@@ -1,0 +1,307 @@
+"""History: each workload's time and speedup across every run of a report folder, in run
+order (labelled by git commit) or by date, with the runs whose environment changed marked,
+the way asv's site shows a benchmark over commits.
+
+Pure functions of Run objects; no I/O.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from jitbench import formatting as fmt
+from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.measure.threads import recorded_summary
+from jitbench.report import data, figures
+from jitbench.report.data import plot_text
+from jitbench.results import Mode, Run
+
+#: One colour per size preset series (sizes beyond these cycle).
+SIZE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
+MODE_DASH = {Mode.NUMPY: "dot", Mode.EAGER: "dash", Mode.JIT: "solid"}
+
+
+def environment_fingerprint(run: Run) -> dict[str, str]:
+    """What about a run's machine and software changes its figures, as text by name."""
+    env = run.environment
+    out: dict[str, str] = {}
+    for key in ("host", "cpu", "backend", "python", "x64"):
+        if env.get(key) not in (None, ""):
+            out[key] = str(env.get(key))
+    for name, version in data.versions(run).items():
+        out[str(name)] = str(version)
+    kinds = sorted({c.device_kind for c in run.cases() if c.device_kind})
+    if kinds:
+        out["devices"] = ", ".join(kinds)
+    threads = recorded_summary(env)
+    if threads:
+        out["threads"] = threads
+    return out
+
+
+def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
+    """'jax 0.10.1 → 0.10.2' for each field that differs between two fingerprints."""
+    return [
+        f"{k} {before.get(k, '—')} → {after.get(k, '—')}"
+        for k in dict.fromkeys([*before, *after])
+        if before.get(k) != after.get(k)
+    ]
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    """One run on the history axis: `category` is its place in run order (commit or
+    label), `date` its start time (ISO), `changes` what changed since the previous run."""
+
+    run: Run
+    name: str
+    category: str
+    date: str | None
+    commit: str | None
+    changes: tuple[str, ...]
+    #: the run's preset cases in its own order (a dict: ordered, quick to look up)
+    case_keys: Mapping[tuple[str, str, str, str], None] = field(default_factory=dict)
+
+
+def history_runs(runs: Sequence[Run]) -> list[HistoryRun]:
+    """`runs` oldest first, with their axis labels and environment changes."""
+    out: list[HistoryRun] = []
+    previous: dict[str, str] | None = None
+    for i, run in enumerate(data.oldest_first(runs)):
+        fp = environment_fingerprint(run)
+        changes = tuple(environment_changes(previous, fp)) if previous is not None else ()
+        previous = fp
+        commit = data.commit(run)
+        name = data.run_name(run)
+        short = (commit or "").split(" ")[0][:8]
+        tag = data.run_label(run) or short or run.run_id[-6:]
+        when = data.started(run)
+        out.append(
+            HistoryRun(
+                run=run,
+                name=name,
+                category=f"{i + 1}: {tag}" + (f" {short}" if data.run_label(run) and short else ""),
+                date=when.isoformat() if when else None,
+                commit=commit,
+                changes=changes,
+                case_keys=dict.fromkeys(c.key for c in run.cases() if not data.is_sweep_case(c)),
+            )
+        )
+    return out
+
+
+def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
+    """Every workload measured at a preset size in any of the runs, first seen first."""
+    return list(dict.fromkeys(k[0] for h in hruns for k in h.case_keys))
+
+
+def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | None:
+    """Two panels over the runs: eager and jit speedup over NumPy (top) and time per call
+    of every mode (bottom), one series per size × device, log axes with 95 % intervals.
+    Buttons switch the x axis between run order (commits) and date; a dotted line marks
+    each run whose environment changed, its hover text says what. None when no run
+    measured the workload."""
+    keys: dict[tuple[str, str, str], None] = {}
+    for h in hruns:
+        for case_key in h.case_keys:
+            if case_key[0] == workload:
+                keys.setdefault(case_key[1:])
+    if not keys:
+        return None
+    devices = {k[1] for k in keys}
+    dtypes = {k[2] for k in keys}
+
+    def series_name(size: str, device: str, dtype: str) -> str:
+        parts = [
+            size,
+            *([device] if len(devices) > 1 else []),
+            *([dtype] if len(dtypes) > 1 else []),
+        ]
+        return plot_text(" ".join(parts), limit=30)
+
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    x_cat: list[list[str]] = []
+    x_date: list[list[str | None]] = []
+    speedups: list[float] = [1.0]
+    times: list[float] = []
+    for k, (size, device, dtype) in enumerate(keys):
+        color = SIZE_COLORS[k % len(SIZE_COLORS)]
+        label = series_name(size, device, dtype)
+        for panel, modes in ((1, JAX_MODES), (2, ALL_MODES)):
+            for mode in modes:
+                cats, dates, ys, plus, minus, hover = [], [], [], [], [], []
+                key = (workload, size, device, dtype)
+                for h in hruns:
+                    if key not in h.case_keys:
+                        continue
+                    if panel == 1:
+                        r = h.run.speedup(key, mode)
+                        if r is None or not (math.isfinite(r.value) and r.value > 0):
+                            continue
+                        v, lo, hi = r.value, r.low, r.high
+                        text = fmt.ratio_ci(r.value, r.low, r.high)
+                    else:
+                        m = h.run.get(key, mode)
+                        if m is None or not m.ok or m.summary is None or m.summary.median <= 0:
+                            continue
+                        v, lo, hi = m.summary.median, m.summary.ci_low, m.summary.ci_high
+                        text = fmt.seconds(v)
+                    lo = lo if lo is not None and 0 < lo <= v else v
+                    hi = hi if hi is not None and math.isfinite(hi) else v
+                    cats.append(h.category)
+                    dates.append(h.date)
+                    ys.append(v)
+                    plus.append(hi - v)
+                    minus.append(v - lo)
+                    (speedups if panel == 1 else times).extend([lo, hi])
+                    hover.append(
+                        f"{plot_text(h.name, limit=40)}<br>{plot_text(h.commit or 'no commit')}"
+                        f"<br>{label} {mode.value}: {text}"
+                    )
+                if not ys:
+                    continue
+                fig.add_trace(
+                    go.Scatter(
+                        x=cats,
+                        y=ys,
+                        mode="lines+markers",
+                        name=f"{mode.value} {'×' if panel == 1 else 'time'} {label}",
+                        legendgroup=label,
+                        line={"color": color, "dash": MODE_DASH[mode], "width": 1.5},
+                        marker={"color": color, "symbol": figures.SYMBOLS[mode], "size": 7},
+                        error_y={
+                            "type": "data",
+                            "symmetric": False,
+                            "array": plus,
+                            "arrayminus": minus,
+                            "color": color,
+                            "thickness": 1,
+                            "width": 2,
+                        },
+                        hovertext=hover,
+                        hoverinfo="text",
+                    ),
+                    row=panel,
+                    col=1,
+                )
+                x_cat.append(cats)
+                x_date.append(dates)
+    if not fig.data:
+        return None
+    slo, shi = figures.log_range(speedups, pad=1.3)
+    tlo, thi = figures.log_range(times, pad=1.3)
+    categories = [h.category for h in hruns]
+    changed = [(i, h) for i, h in enumerate(hruns) if h.changes]
+
+    def marks(by_date: bool) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+        # 1× line on the speedup panel: the shape takes the value (a label would take log10).
+        shapes: list[dict[str, object]] = [
+            {
+                "type": "line",
+                "xref": "x domain",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": 1,
+                "y1": 1,
+                "line": {"color": figures.NOTE_COLOR, "width": 1, "dash": "dash"},
+            }
+        ]
+        notes: list[dict[str, object]] = []
+        for i, h in changed:
+            x = h.date if by_date else i
+            if x is None:
+                continue
+            for axis in ("x", "x2"):
+                shapes.append(
+                    {
+                        "type": "line",
+                        "xref": axis,
+                        "x0": x,
+                        "x1": x,
+                        "yref": "paper",
+                        "y0": 0,
+                        "y1": 1,
+                        "line": {"color": "#8b949e", "dash": "dot", "width": 1},
+                    }
+                )
+            notes.append(
+                {
+                    "xref": "x",
+                    "x": x,
+                    "yref": "paper",
+                    "y": 1.0,
+                    "yanchor": "bottom",
+                    "text": "env",
+                    "showarrow": False,
+                    "font": {"size": 10, "color": "#6e7781"},
+                    "hovertext": plot_text("; ".join(h.changes), limit=400),
+                }
+            )
+        return shapes, notes
+
+    shapes, notes = marks(False)
+    date_shapes, date_notes = marks(True)
+    figures.base_layout(fig, height=560)
+    fig.update_layout(
+        shapes=shapes,
+        annotations=notes,
+        margin={"t": 70},
+        updatemenus=[
+            {
+                "type": "buttons",
+                "direction": "right",
+                "x": 1,
+                "xanchor": "right",
+                "y": 1.0,
+                "yanchor": "bottom",
+                "pad": {"b": 24},
+                "showactive": True,
+                "buttons": [
+                    {
+                        "label": "by run (commit)",
+                        "method": "update",
+                        "args": [
+                            {"x": x_cat},
+                            {
+                                "xaxis.type": "category",
+                                "xaxis2.type": "category",
+                                "shapes": shapes,
+                                "annotations": notes,
+                            },
+                        ],
+                    },
+                    {
+                        "label": "by date",
+                        "method": "update",
+                        "args": [
+                            {"x": x_date},
+                            {
+                                "xaxis.type": "date",
+                                "xaxis2.type": "date",
+                                "shapes": date_shapes,
+                                "annotations": date_notes,
+                            },
+                        ],
+                    },
+                ],
+            }
+        ],
+    )
+    fig.update_xaxes(
+        type="category",
+        categoryorder="array",
+        categoryarray=categories,
+        gridcolor="#e5e9ef",
+        automargin=True,
+    )
+    fig.update_xaxes(tickangle=-30, row=2, col=1)
+    fig.update_yaxes(row=1, col=1, **figures.ratio_axis(slo, shi, "speedup (×, log)"))
+    fig.update_yaxes(row=2, col=1, **figures.seconds_axis(tlo, thi, "time per call (log)"))
+    fig.update_yaxes(gridcolor="#e5e9ef", automargin=True)
+    return fig

@@ -1,0 +1,87 @@
+"""The comparison page: cases aligned, the gate's verdicts shown as given, ratios with
+intervals, differing case sets warned about, files named from labels."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from jitbench import save_run
+from jitbench.gate import Verdict, compare
+from jitbench.report import comparison, pages
+from jitbench.results import Mode, Run
+from tests.report.builders import labelled, relabelled, slower
+
+
+def test_cases_align_with_the_gates_verdicts(run: Run) -> None:
+    base = labelled(run, "before")
+    new = labelled(slower(run, "double", 3.0, run_id="new-run"), "after")
+    cmp = compare(base, new)
+    a = comparison.align([base, new], [cmp])
+    assert a.by_device and not a.sets_differ and not a.same_run
+    assert a.names == ("before", "after")
+    rows = {(r.label, r.mode): r for r in a.rows}
+    jit = rows[("double[S]", Mode.JIT)]
+    assert [m.case.key for m in jit.measurements if m] == [jit.measurements[0].case.key] * 2
+    change = jit.changes[0]
+    entry = next(e for e in cmp.entries if e.workload == "double" and e.mode is Mode.JIT)
+    assert change is not None and change.verdict is entry.verdict  # the gate's, as given
+    assert change.ratio == entry.ratio and (change.low, change.high) == (
+        entry.ratio_low,
+        entry.ratio_high,
+    )
+    assert change.ratio is not None and change.ratio > 2
+    assert comparison.page_name([base, new]) == "compare-before-vs-after.html"
+
+
+def test_differing_case_sets_are_warned_about(run: Run) -> None:
+    fewer = replace(
+        run,
+        run_id="fewer",
+        measurements=tuple(m for m in run.measurements if m.case.workload != "double"),
+    )
+    cmp = compare(run, fewer)
+    a = comparison.align([run, fewer], [cmp])
+    assert a.sets_differ and a.only_in[0] == ("double[S]",) and a.only_in[1] == ()
+    assert all(k[0] != "double" for k in a.common)
+    html = pages.render_comparison_page([run, fewer], [cmp])
+    assert 'id="sets-differ"' in html and "Only in " in html
+    removed = [r for r in a.rows if r.label == "double[S]"]
+    assert removed and all(r.changes[0].verdict is Verdict.REMOVED for r in removed)
+
+
+def test_the_same_run_twice_is_said(run: Run) -> None:
+    html = pages.render_comparison_page([run, run], [compare(run, run)])
+    assert "The same run is on both sides" in html
+
+
+def test_runs_on_different_devices_align_by_workload(run: Run) -> None:
+    gpu = relabelled(run, device="gpu:0", kind="H100", host="gpuhost", run_id="gpu-run")
+    a = comparison.align([run, gpu], [compare(run, gpu)])
+    assert not a.by_device and not a.sets_differ
+    jit = next(r for r in a.rows if r.label == "double[S]" and r.mode is Mode.JIT)
+    assert jit.devices == "cpu:0 · gpu:0"
+    change = jit.changes[0]
+    assert change is not None and change.verdict is None and change.ratio is not None
+    assert "different devices" in change.note
+    fig = comparison.speedup_side_by_side(a)
+    # one trace per run, side by side in each case
+    assert fig is not None and [t.name for t in fig.data] == [run.run_id, "gpu-run"]
+
+
+def test_cli_compare_writes_the_page(cli, run: Run, tmp_path: Path) -> None:
+    a = save_run(labelled(run, "base line"), tmp_path / "a.json")
+    b = save_run(labelled(slower(run, "double", 3.0, run_id="b"), "head"), tmp_path / "b.json")
+    page = tmp_path / "out" / "cmp.html"
+    res = cli("compare", str(a), str(b), "--html", str(page))
+    assert res.returncode in (0, 1), res.stderr
+    assert f"comparison page written to {page}" in res.stdout
+    html = page.read_text()
+    assert "base line → head" in html
+    assert (page.parent / "plotly.min.js").is_file()
+    assert re.search(
+        r'<meta name="jitbench-runs" content="\[&#34;[^"]+&#34;, &#34;b&#34;\]">', html
+    )
+    res = cli("compare", str(a), str(b), "--html", str(tmp_path))
+    assert res.returncode == 2 and "is a folder" in res.stderr

@@ -1,0 +1,231 @@
+"""Figure builders and the data behind them, without a browser."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from jitbench.report import data, figures
+from jitbench.results import Mode, Run
+from tests.report.builders import seed_run
+
+
+def _case(run: Run, workload: str):
+    return next(c for c in run.cases() if c.workload == workload)
+
+
+def test_speedup_figure_is_log_with_ci_and_geomean(run: Run) -> None:
+    fig = figures.speedup_figure(run, "cpu:0")
+    assert fig.layout.yaxis.type == "log"
+    assert "×" in fig.layout.yaxis.title.text
+    names = [t.name for t in fig.data if t.showlegend is not False]
+    assert names == ["eager vs NumPy", "jit vs NumPy"]  # fixed order
+    jit = next(t for t in fig.data if t.name == "jit vs NumPy")
+    double = data.case_label(_case(run, "double"))
+    i = list(jit.x).index(double)
+    r = run.speedup(_case(run, "double").key, Mode.JIT)
+    assert r is not None and jit.y[i] == pytest.approx(r.value)
+    assert jit.error_y.array[i] == pytest.approx(r.high - r.value)
+    assert figures.GEOMEAN in list(fig.layout.xaxis.categoryarray)
+    geo = next(t for t in fig.data if t.name == "jit geomean")
+    g = next(g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT)
+    assert geo.y[0] == pytest.approx(g.value)
+    # the sweep's sizes have their own chart: not categories here
+    assert not any(c.startswith("affine[") for c in fig.layout.xaxis.categoryarray)
+    assert fig.to_json() == figures.speedup_figure(run, "cpu:0").to_json()  # deterministic
+
+
+def test_the_parity_label_sits_on_the_parity_line(run: Run) -> None:
+    """On a log axis plotly reads an annotation's y as log10(value) but a shape's as the
+    value: the 1× label must say y = 0 where the line says y = 1 (issue 16 drew it at 10×)."""
+    fig = figures.speedup_figure(run, "cpu:0")
+    [line] = [s for s in fig.layout.shapes if s.y0 == s.y1 == 1.0]
+    assert line.yref == "y" and line.line.dash == "dash"
+    [label] = [a for a in fig.layout.annotations if a.text == "1× = NumPy"]
+    assert label.yref == "y" and label.y == 0.0 and label.yanchor == "bottom"
+    assert fig.layout.yaxis.type == "log"
+    assert fig.layout.yaxis.range[0] < 0 < fig.layout.yaxis.range[1]  # on the chart
+
+
+def test_failed_and_mismatched_cases_are_notes_not_points(run: Run) -> None:
+    fig = figures.speedup_figure(run, "cpu:0")
+    wrong = data.case_label(_case(run, "wrong_in_jit"))
+    branch = data.case_label(_case(run, "value_branch"))
+    for t in fig.data[1:]:  # data[0] only pins the categories
+        assert wrong not in list(t.x)
+    jit = next(t for t in fig.data if t.name == "jit vs NumPy")
+    assert branch not in list(jit.x)
+    notes = {a.x: a for a in fig.layout.annotations if a.x in (wrong, branch)}
+    assert "✗ jit mismatch" in notes[wrong].text and "✗ eager mismatch" in notes[wrong].text
+    assert "✗ jit error" in notes[branch].text
+    assert notes[wrong].yref == "paper"  # at the bottom whatever the axis
+
+    cfig = figures.compile_figure(run, "cpu:0")
+    labels = list(cfig.layout.xaxis.categoryarray)
+    for t in cfig.data:
+        for label in (wrong, branch):
+            assert t.y[labels.index(label)] is None, (t.name, label)
+    cnotes = {a.x: a.text for a in cfig.layout.annotations}
+    assert cnotes[wrong] == "✗ jit mismatch" and cnotes[branch] == "✗ jit error"
+
+
+def test_compile_figure_is_log_with_break_even_in_hover(run: Run) -> None:
+    fig = figures.compile_figure(run, "cpu:0")
+    key = _case(run, "double").key
+    jit = run.get(key, Mode.JIT)
+    assert jit is not None and jit.compile is not None
+    i = list(fig.layout.xaxis.categoryarray).index(data.case_label(_case(run, "double")))
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name) == [
+        "compile (trace + lower + XLA)",
+        "first call (cold)",
+        "steady state per call",
+    ]
+    assert by_name["compile (trace + lower + XLA)"].y[i] == pytest.approx(
+        jit.compile.total_compile_s
+    )
+    assert by_name["steady state per call"].y[i] == pytest.approx(jit.median_s)
+    assert fig.layout.yaxis.type == "log"  # a 2 s compile must not flatten the rest
+    assert "break-even" in by_name["steady state per call"].hovertext[i]
+    assert "trace" in by_name["steady state per call"].hovertext[i]
+    # no break-even labels on the bars to collide with each other
+    assert not any("break-even" in (a.text or "") for a in fig.layout.annotations)
+
+
+def test_sweep_charts_use_the_workloads_own_parameter(run: Run) -> None:
+    assert data.sweep_workloads(run, "cpu:0") == ["affine"]
+    axis = data.sweep_axis(data.sweep_cases(run, "cpu:0", "affine"))
+    assert axis.param == "n" and axis.title.startswith("n ")
+    fig = figures.sweep_speedup_figure(run, "cpu:0", "affine")
+    assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
+    assert fig.layout.xaxis.title.text.startswith("n")
+    lines = [t for t in fig.data if t.name in ("eager vs NumPy", "jit vs NumPy")]
+    assert lines and all(list(t.x) == [16, 1024, 65536] for t in lines)
+    bands = [t for t in fig.data if t.fill == "toself"]
+    assert len(bands) == len(lines)  # an interval band per mode
+    tfig = figures.sweep_time_figure(run, "cpu:0", "affine")
+    numpy = next(t for t in tfig.data if t.name == "numpy")
+    assert list(numpy.x) == [16, 1024, 65536]
+
+
+def _pts(xs, ys, width=0.0):
+    return [
+        data.SpeedupPoint(f"n={x}", x, y, y * (1 - width), y * (1 + width))
+        for x, y in zip(xs, ys, strict=True)
+    ]
+
+
+def test_crossovers_interpolate_in_the_parameter() -> None:
+    # jit speedup x/50: below 1 at 10, above at 100 and 1000; 1× at 50.
+    points = _pts([10, 100, 1000], [0.2, 2.0, 20.0])
+    (c,) = data.crossovers(points, Mode.JIT, "n")
+    assert c.overtakes and c.x == pytest.approx(50.0)
+    assert c.text == "jit overtakes NumPy at n ≈ 50"
+    assert c.short == "jit overtakes at n ≈ 50"
+    (c,) = data.crossovers(_pts([10, 100, 1000], [5.0, 0.5, 0.05]), Mode.JIT, "n")
+    assert not c.overtakes and 10 < c.x < 100
+    faster = _pts([10, 100, 1000], [2.0, 3.0, 4.0])
+    assert data.crossovers(faster, Mode.JIT) == []
+    assert "faster than NumPy at every size" in data.sweep_verdict(faster, Mode.JIT)
+
+
+def test_crossovers_ignore_noise_around_parity() -> None:
+    noisy = _pts([10, 100, 1000, 10_000], [1.2, 0.9, 1.1, 0.95], width=0.5)
+    assert data.crossovers(noisy, Mode.JIT) == []
+    assert "no clear crossover" in data.sweep_verdict(noisy, Mode.JIT)
+    # a real change with a noisy wobble on the way is one crossover, not three
+    wobble = [
+        data.SpeedupPoint("a", 10, 0.3, 0.2, 0.4),
+        data.SpeedupPoint("b", 100, 1.1, 0.5, 2.0),
+        data.SpeedupPoint("c", 1000, 0.9, 0.5, 2.0),
+        data.SpeedupPoint("d", 10_000, 10.0, 8.0, 12.0),
+    ]
+    (c,) = data.crossovers(wobble, Mode.JIT)
+    assert c.overtakes and 10 < c.x < 100
+
+
+def test_geomean_averages_presets_only_and_leaves_failures_out(run: Run) -> None:
+    jit = next(g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT)
+    presets = [c for c in run.cases() if not data.is_sweep_case(c)]
+    ok = [v for c in presets if (v := data.speedup_value(run, c, Mode.JIT)) is not None]
+    assert jit.count == len(ok) and jit.failed == 2  # wrong_in_jit mismatch, value_branch error
+    assert jit.value == pytest.approx(math.exp(sum(map(math.log, ok)) / len(ok)))
+    assert jit.scope == "preset sizes"
+    # a run of sweeps only: each workload at its largest size
+    sweep_only = replace(
+        run, measurements=tuple(m for m in run.measurements if data.is_sweep_case(m.case))
+    )
+    [g] = [g for g in data.geomean_speedups(sweep_only, "cpu:0") if g.mode is Mode.JIT]
+    assert g.count == 1 and g.scope == "each sweep's largest size"
+    largest = next(c for c in sweep_only.cases() if c.size == "n=65536")
+    assert g.value == pytest.approx(data.speedup_value(sweep_only, largest, Mode.JIT))
+
+
+def test_distribution_roofline_and_memory(run: Run) -> None:
+    case = _case(run, "double")
+    fig = figures.distribution_figure(run, case)
+    assert fig is not None and [t.name for t in fig.data] == ["numpy", "eager", "jit"]
+    jit = run.get(case.key, Mode.JIT)
+    assert jit is not None and sorted(fig.data[2].x) == sorted(jit.samples_s)
+    assert fig.layout.xaxis.type == "log"
+    roof = figures.roofline_figure(run, "cpu:0")
+    assert roof is not None and roof.layout.xaxis.type == roof.layout.yaxis.type == "log"
+    assert "jit" in [t.name for t in roof.data]
+    mem = figures.memory_figure(run, "cpu:0")
+    assert mem is not None and [t.name for t in mem.data][:3] == [
+        "arguments",
+        "outputs",
+        "temporaries",
+    ]
+
+
+def test_sizes_sort_as_a_reader_expects() -> None:
+    run = seed_run()
+    s, m = (next(c for c in run.cases() if c.size == x) for x in ("S", "M"))
+    assert data.size_sort_key(s) < data.size_sort_key(m)
+    big_s = replace(s, input_elements=10**9)
+    assert data.size_sort_key(big_s) < data.size_sort_key(m)  # S < M whatever the elements
+
+
+def test_plot_text_is_safe() -> None:
+    assert (
+        data.plot_text('<a href="javascript:x">s</a>') == '&lt;a href="javascript:x"&gt;s&lt;/a&gt;'
+    )
+    clipped = data.plot_text("a" * 100 + "[n=1000]")
+    assert len(clipped) == data.MAX_LABEL_CHARS and clipped.endswith("a[n=1000]")
+
+
+@pytest.mark.filterwarnings(
+    "ignore:divide by zero:RuntimeWarning", "ignore:invalid value:RuntimeWarning"
+)  # stats.ratio_of_medians
+def test_zero_times_from_a_crafted_file_do_not_break_the_chart(run: Run) -> None:
+    key = _case(run, "double").key
+    ms = tuple(
+        replace(m, samples_s=(0.0,) * len(m.samples_s))
+        if m.case.key == key and m.mode is Mode.JIT
+        else m
+        for m in run.measurements
+    )
+    fig = figures.speedup_figure(replace(run, measurements=ms), "cpu:0")
+    label = data.case_label(_case(run, "double"))
+    jit = next(t for t in fig.data if t.name == "jit vs NumPy")
+    assert label not in list(jit.x)
+    assert any(a.x == label and "jit no ratio" in a.text for a in fig.layout.annotations)
+    assert "Infinity" not in fig.to_json() and "NaN" not in fig.to_json()
+
+
+def test_a_size_order_inversion_is_no_headline_win() -> None:
+    run = seed_run()
+    s_case = next(c for c in run.cases() if c.size == "S")
+    assert data.speedup_value(run, s_case, Mode.JIT) == pytest.approx(11.0)
+    assert data.suspect_speedup(run, s_case, Mode.JIT)
+    [jit] = [g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT]
+    assert (jit.count, jit.suspect, jit.failed) == (1, 1, 0)
+    assert jit.value == pytest.approx(2.0)  # M alone; S's 11× is left out
+    fig = figures.speedup_figure(run, "cpu:0")
+    suspect = next(t for t in fig.data if t.name == "jit: suspect, left out of ★")
+    assert list(suspect.x) == ["gemm[S]"] and suspect.marker.symbol == "diamond-open"
+    notes = {a.x: a.text for a in fig.layout.annotations}
+    assert "⚠ jit size order" in notes["gemm[S]"]

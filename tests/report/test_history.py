@@ -1,0 +1,56 @@
+"""History across runs: order, axes, environment changes marked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from jitbench.report import history
+from jitbench.results import Run
+from tests.report.builders import labelled
+
+
+def _runs(run: Run) -> list[Run]:
+    env = dict(run.environment)
+    newer = {**env, "versions": {**env.get("versions", {}), "jax": "9.9.9"}}
+    return [
+        replace(run, run_id="r2", started_at="2030-01-02T00:00:00+00:00",
+                environment={**env, "git": {"commit": "b" * 40, "dirty": False}}),
+        labelled(run, "first", run_id="r1", started_at="2030-01-01T00:00:00+00:00",
+                 environment={**env, "git": {"commit": "a" * 40, "dirty": True}}),
+        replace(run, run_id="r3", started_at="2030-01-03T00:00:00+00:00",
+                environment={**newer, "git": {"commit": "c" * 40, "dirty": False}}),
+    ]  # fmt: skip
+
+
+def test_runs_in_order_with_environment_changes(run: Run) -> None:
+    hruns = history.history_runs(_runs(run))
+    assert [h.run.run_id for h in hruns] == ["r1", "r2", "r3"]
+    assert [h.category for h in hruns] == ["1: first aaaaaaaa", "2: bbbbbbbb", "3: cccccccc"]
+    assert hruns[0].commit == "aaaaaaaaaa dirty"
+    assert hruns[1].changes == ()
+    assert any(c.startswith("jax ") and c.endswith("→ 9.9.9") for c in hruns[2].changes)
+
+
+def test_workload_figure_has_both_panels_and_both_axes(run: Run) -> None:
+    hruns = history.history_runs(_runs(run))
+    assert "double" in history.history_workloads(hruns)
+    assert "affine" not in history.history_workloads(hruns)  # sweep points only
+    fig = history.workload_figure(hruns, "double")
+    assert fig is not None
+    names = [t.name for t in fig.data]
+    assert "jit × S" in names and "numpy time S" in names
+    jit = next(t for t in fig.data if t.name == "jit × S")
+    assert list(jit.x) == [h.category for h in hruns] and jit.yaxis == "y"
+    assert fig.layout.yaxis.type == "log" and fig.layout.yaxis2.type == "log"
+    by_commit, by_date = fig.layout.updatemenus[0].buttons
+    assert by_date.args[1]["xaxis.type"] == "date"
+    assert by_date.args[0]["x"][names.index("jit × S")][0] == hruns[0].date
+    # the run whose jax changed is marked on both axes (run order and date)
+    marks = [s for s in fig.layout.shapes if s.line.dash == "dot"]
+    assert [s.x0 for s in marks] == [2, 2]
+    assert [a.text for a in fig.layout.annotations] == ["env"]
+    assert "9.9.9" in fig.layout.annotations[0].hovertext
+    assert any(s["x0"] == hruns[2].date for s in by_date.args[1]["shapes"])
+    # the 1× line stays on the speedup panel whichever axis is chosen
+    for button in (by_commit, by_date):
+        assert any(s["yref"] == "y" and s["y0"] == 1 for s in button.args[1]["shapes"])

@@ -1,0 +1,100 @@
+"""The run page's case table, case details and CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import replace
+
+from jitbench import formatting as fmt
+from jitbench.report import table
+from jitbench.results import Diagnostic, Mode, Run, Severity
+from tests.report.builders import crafted_evil, seed_run
+
+
+def test_one_row_per_case_with_the_terminals_columns(run: Run) -> None:
+    rows = table.case_rows(run)
+    assert [r.case for r in rows] == run.cases()
+    heads = [c.head for c in table.case_columns(run)]
+    assert heads == [
+        "workload", "size", "NumPy", "eager", "jit", "eager ×", "jit ×", "jit compile",
+        "break-even", "GFLOP/s", "transfer", "notes",
+    ]  # fmt: skip
+    double = next(r for r in rows if r.case.workload == "double")
+    key = double.case.key
+    jit = run.get(key, Mode.JIT)
+    assert jit is not None and jit.summary is not None
+    assert double.cells["jit"].text == fmt.seconds(jit.median_s)
+    assert double.cells["jit"].sub.startswith("±")
+    assert f"{jit.summary.n} samples, each timing" in double.cells["jit"].title  # explained
+    r = run.speedup(key, Mode.JIT)
+    assert r is not None and double.cells["jit_x"].text == fmt.ratio(r.value)
+    assert double.cells["jit_x"].sub == f"[{r.low:.3g}–{r.high:.3g}]"
+    assert double.cells["break_even"].text == fmt.count(run.break_even_calls(key))
+    # transfer: the device_put the run recorded, time and bytes
+    assert jit.transfer_s is not None
+    assert double.cells["transfer"].text == fmt.seconds(jit.transfer_s)
+    assert double.cells["transfer"].sub == fmt.bytes_(jit.transfer_bytes)
+    broken = next(r for r in rows if r.case.workload == "value_branch")
+    assert broken.failed and broken.cells["jit"].text == "error"
+    assert "TracerBoolConversionError" in broken.cells["notes"].text
+
+
+def test_noisy_is_said_once_not_on_every_row(run: Run) -> None:
+    noisy = Diagnostic(code="noisy", severity=Severity.INFO, message="CI ±9 % > ±1 %")
+    ms = tuple(replace(m, diagnostics=(*m.diagnostics, noisy)) for m in run.measurements)
+    rows = table.case_rows(replace(run, measurements=ms))
+    assert not any("noisy" in r.cells["notes"].text for r in rows)
+
+
+def test_details_hold_every_mode_and_message(run: Run) -> None:
+    details = {d.case.workload: d for d in table.case_details(run)}
+    d = details["double"]
+    assert d.modes == [Mode.NUMPY, Mode.EAGER, Mode.JIT]
+    names = [name for name, _ in d.rows]
+    for name in ("median / call", "95 % interval", "samples", "transfer (device_put)",
+                 "trace / lower / compile", "memory: peak"):  # fmt: skip
+        assert name in names, name
+    b = details["value_branch"]
+    assert any(mode == "jit" and "TracerBoolConversionError" in text
+               for mode, _, text, _ in b.messages)  # fmt: skip
+
+
+def test_csv_has_every_measurement_and_defuses_formulas(run: Run) -> None:
+    rows = list(csv.DictReader(io.StringIO(table.run_csv(run))))
+    assert len(rows) == len(run.measurements)
+    assert list(rows[0]) == list(table.CSV_FIELDS)
+    first = run.measurements[0]
+    assert rows[0]["workload"] == first.case.workload
+    assert float(rows[0]["median_s"]) == first.median_s
+    evil = crafted_evil(run)
+    evil = replace(evil, measurements=tuple(
+        replace(m, case=replace(m.case, workload="=HYPERLINK(1)")) for m in evil.measurements
+    ))  # fmt: skip
+    text = table.run_csv(evil)
+    assert "\n=HYPERLINK" not in text and ",=HYPERLINK" not in text
+    assert "'=HYPERLINK(1)" in text
+
+
+def test_size_sorts_by_preset_order() -> None:
+    rows = table.case_rows(seed_run())
+    keys = {r.case.size: r.cells["size"].sort for r in rows}
+    assert keys["S"] < keys["M"]
+
+
+def test_heatmap_is_log_coloured_around_one(run: Run) -> None:
+    jit, eager = table.heatmaps(run)
+    assert (jit.mode, eager.mode) == (Mode.JIT, Mode.EAGER)
+    assert [name for name, _ in jit.rows] == ["double", "wrong_in_jit", "value_branch"]
+    assert jit.columns == ["S"]  # presets only: the sweep has its own charts
+    double = dict(jit.rows)["double"][0]
+    r = run.speedup(next(c for c in run.cases() if c.workload == "double").key, Mode.JIT)
+    assert r is not None and double.text == fmt.ratio(r.value)
+    assert double.background == table.heat_color(math.log10(r.value), jit.span)[0]
+    assert dict(jit.rows)["value_branch"][0].text == "✗"
+    # a diverging scale: 1× is near white, slower red, faster blue; text stays readable
+    assert table.heat_color(0.0, 1.0) == ("#f7f7f7", "#1d232b")
+    assert table.heat_color(-1.0, 1.0) == ("#67001f", "#ffffff")
+    assert table.heat_color(5.0, 1.0) == ("#053061", "#ffffff")
+    assert [label for label, _, _ in jit.legend][len(jit.legend) // 2] == "1×"
