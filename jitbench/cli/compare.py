@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, handles_errors
+from jitbench.cli.options import FormatOpt, TableFormat, WideOpt
 from jitbench.cli.output import render_comparison
 from jitbench.gate import (
     DISTURBED_FACTOR,
@@ -71,7 +72,7 @@ JsonOpt = Annotated[
 ]
 
 
-@app.command("compare")
+@app.command("compare", short_help="The regression gate between two runs: exit 1 on a regression.")
 @handles_errors
 def compare_cmd(
     base: Annotated[
@@ -105,6 +106,8 @@ def compare_cmd(
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
+    wide: WideOpt = False,
+    table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
     """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
 
@@ -116,6 +119,17 @@ def compare_cmd(
     machine); with one run per side Mann–Whitney decides alone.
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
+
+    Examples:
+
+    \b
+    # two runs, or two folders of runs (each side pooled)
+      jitbench compare base.json new.json
+      jitbench compare base/ head/ --changes-only
+    # a pull-request comment and a JSON record for the CI job
+      jitbench compare base/ head/ --markdown gate.md --json gate.json
+    # every comparison as CSV
+      jitbench compare base.json new.json --format csv > gate.csv
     """
     # Built once, here, so bad options fail (exit 2) before any file is read.
     thresholds = Thresholds(
@@ -129,5 +143,12 @@ def compare_cmd(
     base_run = load_side(base, disturbed_factor=disturbed_factor)
     new_run = load_side(new, disturbed_factor=disturbed_factor)
     cmp = compare(base_run, new_run, thresholds=thresholds)
-    render_comparison(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
+    render_comparison(
+        cmp,
+        markdown=markdown,
+        json_path=json_path,
+        all_rows=not changes_only,
+        wide=wide,
+        table_format=table_format,
+    )
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)

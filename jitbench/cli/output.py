@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from jitbench.cli.common import err, escape, out
+from jitbench.cli.common import err, escape, out, print_fitted
+from jitbench.cli.options import TableFormat
 from jitbench.errors import OutputError
-from jitbench.gate import Comparison
-from jitbench.render import comparison as compare_render
-from jitbench.results import write_text_atomic
+
+if TYPE_CHECKING:
+    from jitbench.gate import Comparison
 
 
 def write_output(path: Path, text: str) -> None:
@@ -21,6 +23,8 @@ def write_output(path: Path, text: str) -> None:
         return
     if path.is_dir():
         raise OutputError(f"{str(path)!r} is a folder; give a file name.")
+    from jitbench.results import write_text_atomic
+
     write_text_atomic(path, text)
 
 
@@ -30,11 +34,29 @@ def render_comparison(
     markdown: Path | None = None,
     json_path: Path | None = None,
     all_rows: bool = True,
+    wide: bool = False,
+    table_format: TableFormat = TableFormat.TABLE,
 ) -> None:
-    """Print the comparison and write the requested files (shared with `run --baseline`)."""
-    to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
+    """Print the comparison and write the requested files (shared with `run --baseline`).
+
+    The table is the compact one fitted to the terminal, or `wide`; with `table_format`
+    markdown or csv, stdout gets that instead and the verdict goes to stderr."""
+    from jitbench.render import comparison as compare_render
+
+    to_stdout = (
+        (str(markdown) == "-") or (str(json_path) == "-") or table_format is not TableFormat.TABLE
+    )
     console = err if to_stdout else out  # keep stdout clean for the machine-readable output
-    console.print(compare_render.comparison_report(cmp, all_rows=all_rows))
+    if table_format is TableFormat.MARKDOWN:
+        out.file.write(compare_render.comparison_markdown(cmp))
+    elif table_format is TableFormat.CSV:
+        out.file.write(compare_render.comparison_csv(cmp))
+    print_fitted(
+        lambda width: compare_render.comparison_report(
+            cmp, all_rows=all_rows, width=None if wide else width, wide=wide
+        ),
+        console=console,
+    )
     if (warning := compare_render.inconclusive_warning(cmp)) is not None:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     if markdown is not None:

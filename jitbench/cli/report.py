@@ -7,19 +7,19 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, handles_errors, out
+from jitbench.cli.common import app, escape, handles_errors, out
 from jitbench.cli.options import OutOpt
 from jitbench.cli.output import write_output
-from jitbench.render.run_markdown import run_markdown
-from jitbench.report import load_runs, write_report
-from jitbench.results import OutputLayout
 
 
-@app.command("report")
+@app.command("report", short_help="HTML pages (or markdown) for runs, and the index.")
 @handles_errors
 def report_cmd(
     runs: Annotated[
-        list[Path], typer.Argument(help="Run JSON files (from `jitbench run`).", show_default=False)
+        list[Path],
+        typer.Argument(
+            metavar="RUN.json", help="Run JSON files (from `jitbench run`).", show_default=False
+        ),
     ],
     out_dir: OutOpt = Path("reports"),
     markdown: Annotated[
@@ -40,15 +40,31 @@ def report_cmd(
     Pages open from disk with no network (plotly.js is written once beside them).
     With --markdown, print or write a markdown table per run instead (for a README or a
     CI step summary).
+
+    Examples:
+
+    \b
+    # the HTML page of a run, and the index of reports/
+      jitbench report reports/runs/RUN.json
+    # two runs side by side (two machines, or before and after)
+      jitbench report cpu.json gpu.json --out side-by-side/
+    # a markdown table of the M cases for a README or $GITHUB_STEP_SUMMARY
+      jitbench report reports/runs/RUN.json --markdown - -s M
     """
-    loaded = load_runs(runs)
     if markdown is not None:
+        from jitbench.render.run_markdown import run_markdown
+        from jitbench.results import load_run
+
+        loaded = [load_run(path) for path in runs]
         chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
         text = "\n".join(run_markdown(run, sizes=chosen) for run in loaded)
         write_output(Path(markdown), text)
         if markdown != "-":
-            out.print(f"markdown written to {markdown}")
+            out.print(f"markdown written to {escape(markdown)}", soft_wrap=True)
         return
-    page = write_report(loaded, out_dir)
-    out.print(f"report written to {page}")
-    out.print(f"index: {OutputLayout(out_dir).index}")
+    from jitbench.report import load_runs, write_report  # plotly and jinja2: HTML only
+    from jitbench.results import OutputLayout
+
+    page = write_report(load_runs(runs), out_dir)
+    out.print(f"report written to {escape(str(page))}", soft_wrap=True)
+    out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)
