@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 import typer.core
 from rich.console import Console
+from rich.text import Text
 
 from jitbench.errors import JitbenchError
 from jitbench.runner.signals import Terminated
@@ -165,6 +166,14 @@ def fit_width(console: Console = out) -> int | None:
         return console.width
     columns = os.environ.get("COLUMNS", "")
     return int(columns) if columns.isdigit() and int(columns) > 0 else None
+
+
+def say(text: str | Text, *, console: Console = out) -> None:
+    """Print a line of prose (rich markup, or a Text): wrapped at the terminal's width; piped,
+    plain, wrapped at $COLUMNS when set (else not at all), without trailing spaces."""
+    print_fitted(
+        lambda _width: Text.from_markup(text) if isinstance(text, str) else text, console=console
+    )
 
 
 def print_fitted(build: Callable[[int | None], RenderableType], *, console: Console = out) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from jitbench.cli.common import err, escape, out, print_fitted
+from jitbench.cli.common import err, escape, out, print_fitted, say
 from jitbench.cli.options import TableFormat
 from jitbench.errors import OutputError
 
@@ -63,3 +63,49 @@ def render_comparison(
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:
         write_output(json_path, cmp.to_json())
+
+
+def print_run_table(run: Any, *, wide: bool, table_format: TableFormat) -> None:
+    """The run's table on stdout in the asked format: for the terminal (compact, fitted to
+    its width, or `wide`; plain when piped), markdown or CSV. The machine banner (a busy or
+    noisy machine) comes first, on stderr for markdown and CSV."""
+    from jitbench.render import run_table
+
+    banner = run_table.machine_banner(run)
+    if table_format is TableFormat.MARKDOWN:
+        from jitbench.render.run_markdown import run_markdown
+
+        if banner is not None:
+            err.print(banner)
+        out.file.write(run_markdown(run))
+    elif table_format is TableFormat.CSV:
+        from jitbench.render.run_csv import run_csv
+
+        if banner is not None:
+            err.print(banner)
+        out.file.write(run_csv(run))
+    else:
+        if banner is not None:
+            say(banner)
+        print_fitted(
+            lambda width: (
+                run_table.summary_table(run) if wide else run_table.compact_table(run, width)
+            )
+        )
+    out.file.flush()
+
+
+def console_footers(run: Any) -> list[str]:
+    """The lines under the table: a quick run's caveat, or how many measurements stayed
+    noisy and what the speedup intervals claim."""
+    from jitbench.render import run_table
+
+    settings = run.config.settings
+    if settings is not None and settings.quick:
+        return ["quick run: few samples, rough figures."]
+    lines = []
+    for footer in (run_table.noisy_footer(run), run_table.outlier_footer(run)):
+        if footer is not None:
+            lines.append(footer)
+    lines.append(run_table.interval_footer(run))
+    return lines

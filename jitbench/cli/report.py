@@ -1,4 +1,5 @@
-"""`jitbench report`: render run JSON files as HTML pages plus an index, or as markdown."""
+"""`jitbench report`: render run JSON files as HTML pages plus an index, or print their
+tables (the terminal's, markdown or CSV)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, escape, handles_errors, out
-from jitbench.cli.options import OutOpt
-from jitbench.cli.output import write_output
+from jitbench.cli.common import app, escape, handles_errors, out, say
+from jitbench.cli.options import OutOpt, TableFormat, WideOpt
+from jitbench.cli.output import console_footers, print_run_table, write_output
 
 
 @app.command("report", short_help="HTML pages (or markdown) for runs, and the index.")
@@ -34,12 +35,24 @@ def report_cmd(
         str | None,
         typer.Option("--sizes", "-s", help="With --markdown: only these sizes, e.g. S,M."),
     ] = None,
+    table_format: Annotated[
+        TableFormat | None,
+        typer.Option(
+            "--format",
+            metavar="table|markdown|csv",
+            help="Print each run's table on stdout instead of writing HTML: table (as `jitbench "
+            "run` shows it, fitted to the terminal or $COLUMNS), markdown or csv.",
+            case_sensitive=False,
+            show_default=False,
+        ),
+    ] = None,
+    wide: WideOpt = False,
 ) -> None:
     """Render one or more runs as HTML: a page per run, side by side when several, an index.
 
     Pages open from disk with no network (plotly.js is written once beside them).
     With --markdown, print or write a markdown table per run instead (for a README or a
-    CI step summary).
+    CI step summary); with --format, print each run's table as `jitbench run` does.
 
     Examples:
 
@@ -50,7 +63,19 @@ def report_cmd(
       jitbench report cpu.json gpu.json --out side-by-side/
     # a markdown table of the M cases for a README or $GITHUB_STEP_SUMMARY
       jitbench report reports/runs/RUN.json --markdown - -s M
+    # the terminal table of a run again, 80 columns wide, or as CSV
+      COLUMNS=80 jitbench report reports/runs/RUN.json --format table
+      jitbench report reports/runs/RUN.json --format csv > run.csv
     """
+    if table_format is not None:
+        from jitbench.results import load_run
+
+        for run in [load_run(path) for path in runs]:
+            print_run_table(run, wide=wide, table_format=table_format)
+            if table_format is TableFormat.TABLE:
+                for line in console_footers(run):
+                    say(f"[dim]{escape(line)}[/]")
+        return
     if markdown is not None:
         from jitbench.render.run_markdown import run_markdown
         from jitbench.results import load_run

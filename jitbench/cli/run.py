@@ -26,8 +26,8 @@ from jitbench.cli.common import (
     escape,
     handles_errors,
     out,
-    print_fitted,
     progress_console,
+    say,
     split_list,
 )
 from jitbench.cli.options import (
@@ -39,7 +39,7 @@ from jitbench.cli.options import (
     ThreadsOpt,
     WideOpt,
 )
-from jitbench.cli.output import render_comparison
+from jitbench.cli.output import console_footers, print_run_table, render_comparison
 from jitbench.config import ALL_MODES, RunConfig, SamplingPlan, parse_mode, parse_threads
 from jitbench.errors import ConfigError
 
@@ -443,11 +443,11 @@ def run_cmd(
     notes = out if table_format is TableFormat.TABLE else err
     print_run_table(run, wide=wide, table_format=table_format)
     for line in console_footers(run):
-        notes.print(f"[dim]{escape(line)}[/]", soft_wrap=not notes.is_terminal)
+        say(f"[dim]{escape(line)}[/]", console=notes)
     from jitbench.render import run_table
 
     for line in run_table.problems(run):
-        err.print(f"[red]•[/] {escape(line)}", soft_wrap=not err.is_terminal)
+        say(f"[red]•[/] {escape(line)}", console=err)
     notes.print(f"run saved to {escape(str(path))}", soft_wrap=True)
     from jitbench.report import write_index, write_run_page  # plotly/jinja2 only when needed
 
@@ -462,48 +462,3 @@ def run_cmd(
         regressed = fail_on_regression and comparison.has_regression
     strict_failure = strict and (failed or reporter.suite_errors > 0)
     raise typer.Exit(EXIT_FAILED if strict_failure or regressed else EXIT_OK)
-
-
-def print_run_table(run: Any, *, wide: bool, table_format: TableFormat) -> None:
-    """The run's table on stdout in the asked format: for the terminal (compact, fitted to
-    its width, or `wide`; plain when piped), markdown or CSV. The machine banner (a busy or
-    noisy machine) comes first, on stderr for markdown and CSV."""
-    from jitbench.render import run_table
-
-    banner = run_table.machine_banner(run)
-    if table_format is TableFormat.MARKDOWN:
-        from jitbench.render.run_markdown import run_markdown
-
-        if banner is not None:
-            err.print(banner)
-        out.file.write(run_markdown(run))
-    elif table_format is TableFormat.CSV:
-        from jitbench.render.run_csv import run_csv
-
-        if banner is not None:
-            err.print(banner)
-        out.file.write(run_csv(run))
-    else:
-        if banner is not None:
-            out.print(banner, soft_wrap=not out.is_terminal)
-        print_fitted(
-            lambda width: (
-                run_table.summary_table(run) if wide else run_table.compact_table(run, width)
-            )
-        )
-    out.file.flush()
-
-
-def console_footers(run: Any) -> list[str]:
-    """The lines under the table: a quick run's caveat, or how many measurements stayed
-    noisy and what the speedup intervals claim."""
-    from jitbench.render import run_table
-
-    settings = run.config.settings
-    if settings is not None and settings.quick:
-        return ["quick run: few samples, rough figures."]
-    lines = []
-    if (footer := run_table.noisy_footer(run)) is not None:
-        lines.append(footer)
-    lines.append(run_table.interval_footer(run))
-    return lines

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import re
 import sys
@@ -66,11 +67,21 @@ class PrintTally:
             self.first_line = first.decode("utf-8", "replace").strip()[:FIRST_LINE_CHARS]
 
 
+@functools.cache
+def _libc() -> Any:
+    """The C library of this process (None where it cannot be loaded)."""
+    try:
+        return ctypes.CDLL(None)
+    except OSError:
+        return None
+
+
 def _flush_c_stdio() -> None:
     """Flush C stdio buffers (a `printf` without a newline waits there)."""
-    with contextlib.suppress(Exception):
-        libc = ctypes.CDLL(None)
-        libc.fflush(None)
+    libc = _libc()
+    if libc is not None:
+        with contextlib.suppress(Exception):
+            libc.fflush(None)
 
 
 @dataclass
