@@ -27,19 +27,13 @@ from jitbench.runner.signals import Terminated
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-#: Width of piped output when $COLUMNS is not set: wide enough that lines do not wrap
-#: (tables are printed at their natural width, see `print_fitted`).
+#: Width of piped output: wide enough that a line of text (an error, a path) is not
+#: wrapped, so it stays one greppable line. Tables are fitted to $COLUMNS when it is set,
+#: else printed at their natural width (`print_fitted`).
 PIPED_WIDTH = 250
 
-
-def piped_width() -> int:
-    """$COLUMNS when it is a positive number, else `PIPED_WIDTH`."""
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPED_WIDTH
-
-
-out = Console(highlight=False, width=None if sys.stdout.isatty() else piped_width())
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else piped_width())
+out = Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPED_WIDTH)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -169,11 +163,16 @@ def fit_width(console: Console = out) -> int | None:
 
 
 def say(text: str | Text, *, console: Console = out) -> None:
-    """Print a line of prose (rich markup, or a Text): wrapped at the terminal's width; piped,
-    plain, wrapped at $COLUMNS when set (else not at all), without trailing spaces."""
-    print_fitted(
-        lambda _width: Text.from_markup(text) if isinstance(text, str) else text, console=console
-    )
+    """Print a line of prose (rich markup, or a Text): wrapped at the terminal's width;
+    piped, plain and unwrapped (one greppable line), without trailing spaces."""
+    line = Text.from_markup(text) if isinstance(text, str) else text
+    if console.is_terminal:
+        console.print(line)
+        return
+    from jitbench.render.layout import plain_text
+
+    console.file.write(plain_text(line))
+    console.file.flush()
 
 
 def print_fitted(build: Callable[[int | None], RenderableType], *, console: Console = out) -> None:

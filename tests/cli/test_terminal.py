@@ -196,3 +196,27 @@ def test_starting_the_command_line_imports_no_jax() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, env=_env(), timeout=120
     )
     assert proc.returncode == 0 and proc.stdout.endswith("ok\n"), proc.stderr + proc.stdout
+
+
+def test_report_prints_a_runs_table_again_in_every_format() -> None:
+    def piped(*args: str, **env: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "jitbench", "report", str(FIXTURE), *args],
+            capture_output=True,
+            text=True,
+            env=_env(**env),
+            cwd=REPO,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    table = piped("--format", "table", COLUMNS="80")
+    _check_fits(table, 80)
+    assert "double S" in table and "cumulative S" in table
+    assert all(line == line.rstrip() for line in table.splitlines())
+    wide = piped("--format", "table", "--wide")
+    assert "GFLOP/s" in wide and "workload" in wide
+    rows = list(csv.DictReader(io.StringIO(piped("--format", "csv"))))
+    assert [r["workload"] for r in rows] == ["double", "cumulative"]
+    assert piped("--format", "markdown").startswith("| workload | size |")
