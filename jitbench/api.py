@@ -13,11 +13,14 @@ from pathlib import Path
 
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, SuiteError
+from jitbench.gate import INTERLEAVED_THRESHOLD, Comparison, Thresholds, compare_interleaved
 from jitbench.results import OutputLayout, Run, ensure_writable_dir, load_run, save_run
 from jitbench.results.model import new_run_id
+from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, run_duet
 from jitbench.runner.events import RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
 from jitbench.runner.scheduler import run_workloads
+from jitbench.runner.sides import comparison_sides
 from jitbench.runner.signals import signals_ignored
 from jitbench.suite.discovery import Registry, discover
 from jitbench.suite.workload import Workload
@@ -149,3 +152,70 @@ def _resumable(
 def _save_shielded(run: Run, path: Path) -> None:
     with signals_ignored():  # a second Ctrl-C must not cut the save short
         save_run(run, path)
+
+
+def compare_revisions(
+    *,
+    rev: str | None = None,
+    rev_new: str | None = None,
+    python_base: str | None = None,
+    python_new: str | None = None,
+    suites: Sequence[str] = (),
+    keyword: str | None = None,
+    config: RunConfig | None = None,
+    plan: DuetPlan | None = None,
+    thresholds: Thresholds | None = None,
+    out: str | os.PathLike[str] = "reports/compare",
+    on_event: Callable[[DuetEvent], None] | None = None,
+    cwd: str | os.PathLike[str] = ".",
+) -> tuple[Comparison, DuetResult]:
+    """Everything `jitbench compare --rev` does below the command line: check the options
+    and the output folder, prepare both sides (a worktree per revision, or two Pythons),
+    measure them interleaved (`runner.duet`), save both runs under `out` after every case
+    (an interrupted comparison keeps what it measured), and judge them on their paired
+    rounds (`gate.compare_interleaved`).
+
+    Raises:
+        ConfigError: bad options, not a git repository, an unknown revision, …
+        DuetError: a side's worker could not start or died.
+    """
+    from jitbench.suite.discovery import compile_keyword
+
+    config = config or RunConfig(sizes=("S",))
+    thresholds = thresholds or Thresholds(threshold=INTERLEAVED_THRESHOLD)
+    matcher = compile_keyword(keyword) if keyword else None
+    layout = OutputLayout(ensure_writable_dir(out))
+    ensure_writable_dir(layout.runs_dir)
+
+    def select(name: str, tags: Sequence[str]) -> bool:
+        return matcher is None or bool(matcher(_Named(name, tuple(tags))))
+
+    def checkpoint(base: Run, new: Run) -> None:
+        for run in (base, new):
+            _save_shielded(run, layout.run_json(run.run_id))
+
+    with comparison_sides(
+        rev=rev,
+        rev_new=rev_new,
+        python_base=python_base,
+        python_new=python_new,
+        suites=suites,
+        cwd=Path(cwd).resolve(),
+    ) as (base_side, new_side):
+        result = run_duet(
+            base_side,
+            new_side,
+            config,
+            plan=plan,
+            select_workload=select,
+            on_event=on_event,
+            checkpoint=checkpoint,
+        )
+    return compare_interleaved(result.base, result.new, thresholds=thresholds), result
+
+
+class _Named:
+    """What a -k expression reads of a workload: its name and tags."""
+
+    def __init__(self, name: str, tags: tuple[str, ...]) -> None:
+        self.name, self.tags = name, tags

@@ -387,3 +387,27 @@ def moderated_t_test(
     p = float(2 * student_t.sf(abs(spread.diff) / se, total_df))
     half = float(student_t.ppf(0.5 + confidence / 2, total_df)) * se
     return RunTest(ratio, math.exp(spread.diff - half), math.exp(spread.diff + half), p)
+
+
+def signed_rank_p(differences: Sequence[float]) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test that `differences` (e.g. paired
+    log ratios) are centred on zero; 1.0 when every difference is zero."""
+    from scipy.stats import wilcoxon
+
+    if not any(differences):
+        return 1.0
+    return float(wilcoxon(differences, zero_method="zsplit").pvalue)
+
+
+def one_sample_t_p(values: Sequence[float]) -> float:
+    """Two-sided p-value of the one-sample t-test that `values` have mean zero; 1.0 for
+    fewer than two values, or no spread and a zero mean (0.0 with no spread otherwise)."""
+    from scipy.stats import ttest_1samp
+
+    if len(values) < 2:
+        return 1.0
+    mean = statistics.fmean(values)
+    # Equal values up to rounding: the t statistic is infinite (or undefined at zero).
+    if statistics.pstdev(values) <= 1e-12 * max(1.0, abs(mean)):
+        return 1.0 if mean == 0 else 0.0
+    return float(ttest_1samp(values, 0.0).pvalue)

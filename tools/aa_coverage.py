@@ -101,6 +101,24 @@ def judge(runs: list) -> dict[str, float]:  # type: ignore[type-arg]
     }
 
 
+def spread(runs: list, top: int = 5) -> tuple[float, list[tuple[float, str]]]:  # type: ignore[type-arg]
+    """The median, over cases and JAX modes, of the speedup's run-to-run sd (of its log),
+    and the `top` cases that move most: where an interval from one process goes wrong."""
+    from jitbench import Mode
+
+    rows: list[tuple[float, str]] = []
+    for case in runs[0].cases():
+        for mode in JAX_MODES:
+            values = [
+                r.value for run in runs if (r := run.speedup(case.key, Mode(mode))) is not None
+            ]
+            if len(values) >= 2:
+                sd = statistics.stdev(math.log(v) for v in values)
+                rows.append((sd, f"{case.label} {mode} (median {statistics.median(values):.2f}x)"))
+    rows.sort(reverse=True)
+    return (statistics.median(sd for sd, _ in rows) if rows else math.nan), rows[:top]
+
+
 def _print(figures: dict[str, float], walls: list[float]) -> None:
     print(
         f"coverage of 95 % speedup intervals: {figures['covered']}/{figures['intervals']} "
@@ -135,6 +153,7 @@ def main() -> int:
         runs = _load(args.judge)
         print(f"{len(runs)} runs under {args.judge}")
         _print(judge(runs), [])
+        _print_spread(runs)
         return 0
     if args.runs < 2:
         parser.error("--runs must be at least 2")
@@ -156,8 +175,17 @@ def main() -> int:
     finally:
         if hog is not None:
             hog.kill()
-    _print(judge(_load(args.out)), walls)
+    runs = _load(args.out)
+    _print(judge(runs), walls)
+    _print_spread(runs)
     return 0
+
+
+def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
+    median_sd, worst = spread(runs)
+    print(f"run-to-run sd of log speedup: median {median_sd:.3f}; largest:")
+    for sd, label in worst:
+        print(f"  {sd:.3f}  {label}")
 
 
 if __name__ == "__main__":

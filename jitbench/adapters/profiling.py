@@ -114,6 +114,10 @@ def _ir_texts(
     return aot.jaxpr_text, aot.hlo_text, None
 
 
+#: Calls of each JAX mode traced with `jax.profiler` to split host dispatch from device time.
+SPLIT_CALLS = 5
+
+
 def profile_workload(
     wl: Workload,
     *,
@@ -153,7 +157,9 @@ def profile_workload(
         env = environment.capture(threads=thread_state)
         devices.warm_up_process([dev])
         planned = protocol.PlannedCase(wl, label, params, dev, dtype)
-        measurements = protocol.measure_case(planned, config, report=report)
+        measurements = protocol.measure_case(
+            planned, config, split_calls=SPLIT_CALLS, report=report
+        )
         jaxpr_text = hlo_text = None
         text_error = None
         if keep_text:
@@ -202,6 +208,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             if r is None
             else {"value": r.value, "low": r.low, "high": r.high},
             "error": None if m.error is None else dict(m.error.__dict__),
+            "time_split": None if m.time_split is None else dict(vars(m.time_split)),
         }
     wl = profile.workload
     return {

@@ -3,28 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, handles_errors
-from jitbench.cli.options import FormatOpt, TableFormat, WideOpt
+from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, err, escape, handles_errors, split_list
+from jitbench.cli.options import (
+    FormatOpt,
+    KeywordOpt,
+    SuiteOpt,
+    TableFormat,
+    ThreadsOpt,
+    WideOpt,
+)
 from jitbench.cli.output import render_comparison
+from jitbench.config import RunConfig, parse_threads
+from jitbench.errors import ConfigError
 from jitbench.gate import (
     DISTURBED_FACTOR,
+    INTERLEAVED_THRESHOLD,
+    Comparison,
     Thresholds,
+    are_partners,
     compare,
+    compare_interleaved,
     load_side,
 )
+from jitbench.runner.duet import DuetPlan
 
 _DEFAULTS = Thresholds()
+_DUET = DuetPlan()
 
-ThresholdOpt = Annotated[
-    float,
-    typer.Option(
-        "--threshold", help="Run-time factor: new/base median beyond it is a large change."
-    ),
-]
 AlphaOpt = Annotated[
     float,
     typer.Option(
@@ -76,19 +85,87 @@ JsonOpt = Annotated[
 @handles_errors
 def compare_cmd(
     base: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="Baseline run JSON, or a folder of runs (rounds) pooled into one.",
             show_default=False,
         ),
-    ],
+    ] = None,
     new: Annotated[
-        Path,
+        Path | None,
         typer.Argument(
             help="New run JSON, or a folder of runs (rounds) pooled into one.", show_default=False
         ),
-    ],
-    threshold: ThresholdOpt = _DEFAULTS.threshold,
+    ] = None,
+    rev: Annotated[
+        str | None,
+        typer.Option(
+            "--rev",
+            help="Measure this git revision (branch, tag, commit) against the working tree, "
+            "interleaved, instead of comparing stored runs.",
+            show_default=False,
+        ),
+    ] = None,
+    rev_new: Annotated[
+        str | None,
+        typer.Option(
+            "--rev-new",
+            help="With --rev: the new revision (default: the working tree).",
+            show_default=False,
+        ),
+    ] = None,
+    python_base: Annotated[
+        str | None,
+        typer.Option(
+            "--python-base",
+            help="Measure two environments interleaved: the base side's Python executable.",
+            show_default=False,
+        ),
+    ] = None,
+    python_new: Annotated[
+        str | None,
+        typer.Option(
+            "--python-new",
+            help="The new side's Python executable (default: this one).",
+            show_default=False,
+        ),
+    ] = None,
+    suite: SuiteOpt = None,
+    keyword: KeywordOpt = None,
+    sizes: Annotated[
+        list[str] | None,
+        typer.Option("--sizes", "-s", help="Interleaved: size presets, e.g. S,M (default S)."),
+    ] = None,
+    budget: Annotated[
+        float,
+        typer.Option("--budget", help="Interleaved: sampling seconds per case, both sides."),
+    ] = _DUET.budget_s,
+    pairs: Annotated[
+        int,
+        typer.Option(
+            "--pairs",
+            help="Interleaved: worker-process pairs, each measuring every case, so a "
+            "difference that lives in one process is not taken for the code's.",
+        ),
+    ] = _DUET.pairs,
+    compiles: Annotated[
+        int, typer.Option("--compiles", help="Interleaved: cold jit compiles per side and pair.")
+    ] = _DUET.compiles,
+    threads: ThreadsOpt = "1",
+    x64: Annotated[bool, typer.Option("--x64", help="Interleaved: float64 on both sides.")] = False,
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Interleaved: folder the two sides' runs are saved in."),
+    ] = Path("reports/compare"),
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Run-time factor: new/base median beyond it is a large change "
+            f"[default: {_DEFAULTS.threshold}; {INTERLEAVED_THRESHOLD} interleaved]",
+            show_default=False,
+        ),
+    ] = None,
     alpha: AlphaOpt = _DEFAULTS.alpha,
     p_adjust: PAdjustOpt = _DEFAULTS.p_adjust,
     disturbed_factor: DisturbedOpt = DISTURBED_FACTOR,
@@ -109,7 +186,14 @@ def compare_cmd(
     wide: WideOpt = False,
     table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
-    """Compare two runs: exit 1 on a regression, 0 otherwise, 2 on bad input.
+    """Compare two runs, or measure two revisions interleaved: exit 1 on a regression, 0
+    otherwise, 2 on bad input.
+
+    With --rev BASE (or --python-base/--python-new) both sides are measured now, in the
+    same time window: a worker process per side, both on one core, sampled round by round
+    in random order, so the machine's drift cancels in each round's ratio; the verdict
+    comes from the per-round ratios and from paired cold compiles. The two runs are saved
+    under --out. Without them, BASE and NEW are stored runs:
 
     Cases are matched by workload, size, device, dtype and mode.
     Run time regresses when new/base > --threshold and the change is significant at
@@ -131,6 +215,19 @@ def compare_cmd(
     # every comparison as CSV
       jitbench compare base.json new.json --format csv > gate.csv
     """
+    interleaved = any(v is not None for v in (rev, rev_new, python_base, python_new))
+    if interleaved and (base is not None or new is not None):
+        raise ConfigError(
+            "pass either two stored runs (BASE NEW) or --rev/--python-base to measure both "
+            "sides now, not both."
+        )
+    if not interleaved and (base is None or new is None):
+        raise ConfigError(
+            "compare needs two stored runs (BASE NEW), or --rev BASE to measure a revision "
+            "against the working tree now; see jitbench compare --help."
+        )
+    if threshold is None:
+        threshold = INTERLEAVED_THRESHOLD if interleaved else _DEFAULTS.threshold
     # Built once, here, so bad options fail (exit 2) before any file is read.
     thresholds = Thresholds(
         threshold=threshold,
@@ -140,9 +237,30 @@ def compare_cmd(
         compile_gates=compile_gate,
         p_adjust=p_adjust,
     )
-    base_run = load_side(base, disturbed_factor=disturbed_factor)
-    new_run = load_side(new, disturbed_factor=disturbed_factor)
-    cmp = compare(base_run, new_run, thresholds=thresholds)
+    if interleaved:
+        plan = DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
+        config = RunConfig(
+            sizes=tuple(split_list(sizes)) or ("S",), x64=x64, threads=parse_threads(threads)
+        )
+        cmp = _measure_interleaved(
+            rev=rev,
+            rev_new=rev_new,
+            python_base=python_base,
+            python_new=python_new,
+            suites=[str(p) for p in suite or ()],
+            keyword=keyword,
+            config=config,
+            plan=plan,
+            thresholds=thresholds,
+            out=out,
+        )
+    else:
+        assert base is not None and new is not None
+        base_run = load_side(base, disturbed_factor=disturbed_factor)
+        new_run = load_side(new, disturbed_factor=disturbed_factor)
+        # Two runs of one interleaved comparison (`--rev`) are judged on their pairs again.
+        judge = compare_interleaved if are_partners(base_run, new_run) else compare
+        cmp = judge(base_run, new_run, thresholds=thresholds)
     render_comparison(
         cmp,
         markdown=markdown,
@@ -152,3 +270,38 @@ def compare_cmd(
         table_format=table_format,
     )
     raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
+
+
+def _measure_interleaved(**kwargs: Any) -> Comparison:
+    """`api.compare_revisions` with a progress line on stderr and a summary of where the
+    runs went."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    from jitbench.api import compare_revisions
+    from jitbench.runner.duet import DuetCaseStarted, DuetStarted
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as progress:
+        task = progress.add_task("starting both sides", total=None)
+
+        def on_event(event: object) -> None:
+            if isinstance(event, DuetStarted):
+                progress.update(task, total=event.cases, description="interleaved")
+            elif isinstance(event, DuetCaseStarted):
+                progress.update(task, completed=event.index - 1, description=event.label)
+
+        cmp, result = compare_revisions(on_event=on_event, **kwargs)
+    for line in result.suite_errors:
+        err.print(f"[yellow]warning:[/] suite error on the {escape(line)}")
+    err.print(
+        f"measured {result.cases} cases interleaved; runs saved: "
+        f"{escape(result.base.run_id)} (base), {escape(result.new.run_id)} (new) "
+        f"under {escape(str(kwargs['out']))}"
+    )
+    return cmp

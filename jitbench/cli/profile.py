@@ -150,6 +150,30 @@ def _modes_section(p: Profile) -> RenderableType:
     return table
 
 
+def _split_section(p: Profile) -> RenderableType:
+    """Host dispatch vs device execution per call, from JAX's profiler trace."""
+    rows = [m for m in p.run.measurements if m.time_split is not None]
+    if not rows:
+        return Text("where the time goes: no profiler trace", style="dim")
+    table = Table(
+        title="where the time goes (jax.profiler trace, median per call)", title_justify="left"
+    )
+    for col in ("mode", "wall", "host dispatch", "device execution", "bound by"):
+        table.add_column(col, justify="left" if col in ("mode", "bound by") else "right")
+    for m in rows:
+        t = m.time_split
+        assert t is not None
+        bound = "host (dispatch)" if t.host_s > t.device_s else "device"
+        table.add_row(
+            m.mode.value,
+            fmt.seconds(t.wall_s),
+            fmt.seconds(t.host_s),
+            fmt.seconds(t.device_s),
+            bound,
+        )
+    return table
+
+
 def _diagnostics_section(p: Profile) -> RenderableType:
     if not p.diagnostics:
         return Text("diagnostics: none", style="green")
@@ -187,6 +211,7 @@ def profile_renderable(p: Profile) -> RenderableType:
         _transfer_section(p),
         _eager_section(p),
         _modes_section(p),
+        _split_section(p),
         _diagnostics_section(p),
     ]
     return Group(*parts)

@@ -36,6 +36,7 @@ from jitbench.gate.model import (
     Thresholds,
     Verdict,
 )
+from jitbench.gate.paired import INTERLEAVED_THRESHOLD, are_partners, compare_interleaved
 from jitbench.gate.pooling import DISTURBED_FACTOR, load_side, merge_runs, pooling_notes, run_levels
 from jitbench.results.merge import judged_compile_s
 
@@ -44,6 +45,7 @@ __all__ = [
     "COMPARISON_SCHEMA_VERSION",
     "DISTURBED_FACTOR",
     "FAILING_VERDICTS",
+    "INTERLEAVED_THRESHOLD",
     "MIN_RUNS_PER_SIDE",
     "P_ADJUST_METHODS",
     "RUN_PRIOR_DF",
@@ -58,8 +60,10 @@ __all__ = [
     "TimingResult",
     "Verdict",
     "adjust_for_multiplicity",
+    "are_partners",
     "compare",
     "compare_compile",
+    "compare_interleaved",
     "compare_measurements",
     "compare_runs",
     "compare_timing",

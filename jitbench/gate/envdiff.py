@@ -76,9 +76,12 @@ _WHAT_RAN_KEYS = frozenset({"sizes", "modes", "devices", "seed"})
 def is_measurement_setting(name: str) -> bool:
     """Whether a flattened `Run.config` key (e.g. "plan.budget_s") is a measurement setting
     whose difference a comparison reports. What ran (sizes, modes, devices, seed) and how
-    runs were pooled ("pooled.*") are not. The one place that knows `Run.config` keys by
-    name, so a typed config can replace it."""
-    return not (name in _WHAT_RAN_KEYS or name.startswith("pooled."))
+    runs were pooled ("pooled.*") and which side of an interleaved comparison a run was
+    ("interleaved.*": the comparison's own header says) are not. The one place that knows
+    `Run.config` keys by name, so a typed config can replace it."""
+    return not (
+        name in _WHAT_RAN_KEYS or name.startswith("pooled.") or name.startswith("interleaved.")
+    )
 
 
 def _flat(d: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

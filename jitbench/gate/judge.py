@@ -55,7 +55,7 @@ class TimingResult:
     test: SignificanceTest | None = None
 
 
-def _judge(
+def judge_change(
     ratio: float,
     low: float | None,
     high: float | None,
@@ -103,7 +103,7 @@ def compare_timing(
         return TimingResult(Verdict.NOT_COMPARED, math.nan, note="a median is zero")
     r = stats.ratio_of_medians(list(new_samples), list(base_samples))
     p = stats.mann_whitney_p(list(base_samples), list(new_samples))
-    return _judge(
+    return judge_change(
         r.value,
         r.low,
         r.high,
@@ -134,7 +134,7 @@ def compare_runs(
     """
     test = stats.moderated_t_test(spread, prior_variance, RUN_PRIOR_DF)
     p = max(test.p_value, stats.mann_whitney_p(list(base.samples_s), list(new.samples_s)))
-    return _judge(
+    return judge_change(
         test.ratio,
         test.low,
         test.high,
@@ -280,7 +280,7 @@ def adjust_for_multiplicity(
     return tuple(out)
 
 
-def _geomean_ratios(entries: tuple[Entry, ...]) -> tuple[GeoMeanRatio, ...]:
+def geomean_ratios(entries: tuple[Entry, ...]) -> tuple[GeoMeanRatio, ...]:
     """Per device and mode, the geometric mean of the new/base ratios of compared cases."""
     groups: dict[tuple[str, Mode], list[float]] = {}
     for e in entries:
@@ -373,7 +373,7 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
         new_run_id=new.run_id,
         thresholds=thresholds,
         entries=result,
-        geomeans=_geomean_ratios(result),
+        geomeans=geomean_ratios(result),
         environment_differences=environment_differences(base, new),
         base_commit=commit_label(base),
         new_commit=commit_label(new),

@@ -17,7 +17,7 @@ from jitbench.errors import ConfigError
 from jitbench.results import Measurement, Mode
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
-COMPARISON_SCHEMA_VERSION = "1.0"
+COMPARISON_SCHEMA_VERSION = "1.1"  # 1.1: compile count and p_value
 
 CaseKey = tuple[str, str, str, str]
 
@@ -44,6 +44,9 @@ class SignificanceTest(str, enum.Enum):
     # Pooled runs: a moderated t-test on each run's median and Mann–Whitney on the samples,
     # both significant (`compare_runs`).
     RUNS = "run t-test + mann-whitney"
+    # Both sides sampled in the same rounds (`jitbench compare --rev`): Wilcoxon signed-rank
+    # on the per-round log ratios (`gate.paired`).
+    PAIRED = "paired rounds: signed-rank"
 
 
 #: Multiple-comparison adjustments of the timing p-values ("bh": Benjamini–Hochberg).
@@ -127,14 +130,25 @@ def _is_real(value: object) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class CompileChange:
-    """Cold jit compile time (trace + lower + compile seconds) of one case, base vs new."""
+    """Cold jit compile time (trace + lower + compile seconds) of one case, base vs new.
+
+    `base_s`/`new_s` are each side's judged figure (the median of its cold compiles).
+    Interleaved comparisons measure several cold compiles per side in pairs: `count` pairs,
+    `paired_ratio` the median of their ratios and `p_value` a t-test on their logs
+    (adjusted over the comparison's compile tests); otherwise those stay unset.
+    """
 
     base_s: float
     new_s: float
     verdict: Verdict  # REGRESSION, IMPROVEMENT or UNCHANGED
+    count: int = 1
+    paired_ratio: float | None = None
+    p_value: float | None = None
 
     @property
     def ratio(self) -> float:
+        if self.paired_ratio is not None:
+            return self.paired_ratio
         return self.new_s / self.base_s if self.base_s > 0 else math.inf
 
     @property
@@ -352,6 +366,8 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
             "new_s": e.compile.new_s,
             "ratio": _finite(e.compile.ratio),
             "verdict": e.compile.verdict.value,
+            "count": e.compile.count,
+            "p_value": e.compile.p_value,
         },
         "note": e.note,
     }

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -30,9 +31,19 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
     relative_ci_halfwidth,
     sample_interleaved,
+    time_calls,
     warm_up_and_calibrate,
 )
-from jitbench.results import Case, CompileInfo, Diagnostic, ErrorInfo, Measurement, Mode, Status
+from jitbench.results import (
+    Case,
+    CompileInfo,
+    Diagnostic,
+    ErrorInfo,
+    Measurement,
+    Mode,
+    Status,
+    TimeSplit,
+)
 from jitbench.suite.workload import Inputs, Workload
 
 MAX_ERROR_CHARS = 2000
@@ -311,6 +322,7 @@ class CaseSession:
     # Per device: measures the cold jit compile again (devices with a compiled jit mode).
     compile_again: dict[str, Callable[[], tuple[float, float, float]]] = field(default_factory=dict)
     compile_repeats: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    splits: dict[Slot, TimeSplit] = field(default_factory=dict)  # `trace_splits`
 
     @property
     def case(self) -> Case:
@@ -405,6 +417,66 @@ class CaseSession:
                 compile_repeats_s=tuple(sum(stages) for stages in repeats),
             )
 
+    def trace_splits(self, calls: int = 5) -> None:
+        """Split each runnable JAX mode's time into host dispatch and device execution
+        from JAX's profiler trace of `calls` calls (`measure.timeline`); a mode whose
+        trace fails keeps no split (the measurement is unaffected)."""
+        from jitbench.measure import timeline
+
+        if self.cache_generation != jcompile.cache_generation():
+            self._rewarm(self.plan)
+        for slot, state in self._runnable_slots().items():
+            if state.mode is Mode.NUMPY or state.call is None:
+                continue
+            with contextlib.suppress(Exception), modes.timed_region(state.mode):
+                split = timeline.time_split(state.call, calls)
+                if split is not None:
+                    self.splits[slot] = split
+
+    def calls_per_sample(self, mode: Mode) -> int:
+        """The calibrated calls per sample of `mode` (first device); 0 when it cannot run."""
+        state = self.states.get(self._slot(self.case.device, mode))
+        return state.calls_per_sample if state is not None and state.call is not None else 0
+
+    def time_sample(self, mode: Mode, calls: int) -> float | None:
+        """Take one sample of `mode` (first device) of `calls` back-to-back calls, record it
+        and return its seconds per call; None when the mode cannot run or just failed
+        (the failure is recorded on it). For callers that interleave samples across
+        processes themselves (`jitbench compare --rev`); `sample` is the usual way."""
+        if self.cache_generation != jcompile.cache_generation():
+            self._rewarm(self.plan)
+        slot = self._slot(self.case.device, mode)
+        state = self.states.get(slot)
+        if state is None or state.call is None:
+            return None
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            with _mode_region(state):
+                elapsed = time_calls(state.call, calls)
+        except Exception as exc:
+            state.fail(exc)
+            self.samples.pop(slot, None)
+            return None
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        per_call = elapsed / calls
+        self.samples.setdefault(slot, []).append(per_call)
+        return per_call
+
+    def compile_once(self) -> float | None:
+        """Measure the first device's cold jit compile once more (`repeat_compile`) and
+        return its trace + lower + compile seconds; None when it cannot be measured."""
+        device = self.case.device
+        before = len(self.compile_repeats.get(device, ()))
+        self.repeat_compile()
+        repeats = self.compile_repeats.get(device, [])
+        # The first repeat also records the cold compile `open_cases` measured.
+        if len(repeats) != max(before, 1) + 1:
+            return None
+        return float(sum(repeats[-1]))
+
     def _rewarm(self, plan: SamplingPlan) -> None:
         """Call each mode a few times, untimed and uncounted: another case's cold
         measurement cleared JAX's caches since this case was last warm, so its first
@@ -477,6 +549,7 @@ class CaseSession:
                         samples.get(slot, ()),
                         None if mode is Mode.NUMPY else self.transfer.get(case.device),
                         extra.get(slot, ()),
+                        self.splits.get(slot),
                     )
                     for mode, slot in slots.items()
                 ]
@@ -682,6 +755,7 @@ def _measurement(
     samples: tuple[float, ...],
     transfer: Mapping[str, Any] | None,
     extra: Sequence[Diagnostic],
+    split: TimeSplit | None = None,
 ) -> Measurement:
     t = transfer or {}
     return Measurement(
@@ -697,24 +771,35 @@ def _measurement(
         else None,
         error=error_info(s.error) if s.error is not None else None,
         diagnostics=(*s.diagnostics, *extra),
+        time_split=split,
     )
 
 
 def measure_case(
-    pc: PlannedCase, config: RunConfig, *, report: StepReport | None = None
+    pc: PlannedCase,
+    config: RunConfig,
+    *,
+    split_calls: int = 0,
+    report: StepReport | None = None,
 ) -> list[Measurement]:
     """Measure one case in every configured mode under the protocol (see DESIGN §1)."""
-    return measure_cases([pc], config, report=report)
+    return measure_cases([pc], config, split_calls=split_calls, report=report)
 
 
 def measure_cases(
-    pcs: Sequence[PlannedCase], config: RunConfig, *, report: StepReport | None = None
+    pcs: Sequence[PlannedCase],
+    config: RunConfig,
+    *,
+    split_calls: int = 0,
+    report: StepReport | None = None,
 ) -> list[Measurement]:
     """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
     under the protocol (see DESIGN §1), the NumPy side once for all of them.
 
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
-    over the run instead (see `SamplingPlan.rounds`). `report` hears each step.
+    over the run instead (see `SamplingPlan.rounds`). With `split_calls`, that many calls
+    of each JAX mode are traced afterwards to split their time (`CaseSession.trace_splits`).
+    `report` hears each step.
     """
     session = open_cases(
         pcs,
@@ -738,5 +823,9 @@ def measure_cases(
             session.sample(config.plan.for_round(), report=report)
     for _ in range(config.plan.compile_measurements - 1):
         session.repeat_compile(report=report)
+    if split_calls:
+        if report is not None:
+            report("tracing calls", None)
+        session.trace_splits(split_calls)
     # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
     return session.measurements()

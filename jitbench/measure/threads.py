@@ -159,10 +159,11 @@ def _pin_all_threads(cores: set[int]) -> bool:
 
 
 @contextlib.contextmanager
-def limited_threads(n: int | None) -> Iterator[ThreadState]:
+def limited_threads(n: int | None, *, cores: set[int] | None = None) -> Iterator[ThreadState]:
     """Run the block on `n` cores with `n` BLAS/OpenMP threads; None changes nothing.
 
-    The `n` least busy allowed cores are used (`choose_cores`). Affinity and pool sizes
+    The `n` least busy allowed cores are used (`choose_cores`), or `cores` when given (the
+    two workers of an interleaved comparison share theirs). Affinity and pool sizes
     are restored afterwards. Yields what was in force inside the block.
 
     Raises:
@@ -181,8 +182,8 @@ def limited_threads(n: int | None) -> Iterator[ThreadState]:
             "for the libraries' own defaults."
         )
     before = set(allowed)
-    busy = machine.busy_by_core() if n < len(allowed) else None
-    chosen = choose_cores(n, allowed, busy, start=os.getpid())
+    busy = machine.busy_by_core() if n < len(allowed) and not cores else None
+    chosen = set(cores) if cores else choose_cores(n, allowed, busy, start=os.getpid())
     pinned = _pin_all_threads(chosen)
     try:
         with threadpool_limits(limits=n):

@@ -62,6 +62,8 @@ def compile_cell(e: Entry) -> str:
     if c is None:
         return "—"
     text = f"{fmt.seconds(c.base_s)} → {fmt.seconds(c.new_s)}"
+    if c.count > 1:
+        text += f" ×{c.count}"
     if c.verdict is not Verdict.UNCHANGED:
         text += f" ({c.verdict.value})"
     return text
@@ -80,6 +82,8 @@ def _significance_text(cmp: Comparison) -> str:
     """Which test decided significance, as the comparison used it."""
     alpha = f"{cmp.thresholds.alpha:g}"
     tests = {e.test for e in cmp.entries if e.test is not None}
+    if SignificanceTest.PAIRED in tests:
+        return f"Wilcoxon signed-rank on the per-round ratios p < {alpha} (measured interleaved)"
     if SignificanceTest.RUNS not in tests:
         return f"Mann–Whitney on the samples p < {alpha}"
     text = f"t-test on the runs' medians and Mann–Whitney on the samples, both p < {alpha}"
@@ -95,6 +99,11 @@ def thresholds_line(cmp: Comparison) -> str:
         + (" (Benjamini–Hochberg adjusted over all timing tests)" if t.p_adjust == "bh" else "")
         + "; "
         f"jit compile: ×{t.compile_threshold:g} and +{fmt.seconds(t.compile_floor_s)}"
+        + (
+            f" and a t-test on paired cold compiles p < {t.alpha:g}"
+            if any(e.compile and e.compile.p_value is not None for e in cmp.entries)
+            else ""
+        )
         + ("" if t.compile_gates else " (reported, not gating)")
     )
 

@@ -35,6 +35,7 @@ from jitbench.results.model import (
     Run,
     Severity,
     Status,
+    TimeSplit,
 )
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "Run",
     "Severity",
     "Status",
+    "TimeSplit",
     "dump_run",
     "ensure_writable_dir",
     "load_run",

@@ -40,6 +40,7 @@ from jitbench.results.model import (
     Run,
     Severity,
     Status,
+    TimeSplit,
 )
 
 # ---------------------------------------------------------------------------------------
@@ -82,6 +83,7 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "error": None if m.error is None else dict(m.error.__dict__),
         "diagnostics": [{k: _enum_value(v) for k, v in d.__dict__.items()} for d in m.diagnostics],
         **({"run_sample_counts": list(m.run_sample_counts)} if m.run_sample_counts else {}),
+        **({"time_split": dict(vars(m.time_split))} if m.time_split is not None else {}),
         # Derived, written for readers such as jq; ignored on load (recomputed).
         "summary": None if s is None else {k: _finite_or_none(v) for k, v in s.as_dict().items()},
     }
@@ -134,6 +136,7 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
             for x in d.get("diagnostics", ())
         ),
         run_sample_counts=tuple(int(x) for x in d.get("run_sample_counts", ())),
+        time_split=TimeSplit(**d["time_split"]) if d.get("time_split") else None,
     )
 
 

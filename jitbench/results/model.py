@@ -136,6 +136,18 @@ class CompileInfo:
         return float(sum(p for p in parts if p is not None))
 
 
+@dataclass(frozen=True)
+class TimeSplit:
+    """Where a call's time goes, from JAX's profiler trace (`measure.timeline`): median
+    seconds per call over `calls` traced calls of the wall time, of the host's dispatch
+    (until the last program was handed over) and of the device's execution."""
+
+    calls: int
+    wall_s: float
+    host_s: float
+    device_s: float
+
+
 @dataclass(frozen=True, kw_only=True)
 class Measurement:
     """One case × one mode: status, raw samples (seconds per call) and what was learnt."""
@@ -153,6 +165,7 @@ class Measurement:
     # Set only on a measurement pooled from several runs (`compare.merge_runs`): how many of
     # `samples_s`, in order, came from each run, so each run's median stays derivable.
     run_sample_counts: tuple[int, ...] = ()
+    time_split: TimeSplit | None = None  # `jitbench profile`: host dispatch vs device
 
     def __post_init__(self) -> None:
         counts = self.run_sample_counts

@@ -103,6 +103,13 @@ def test_setup_time_and_track_on_a_tiny_workload(classes, mode):
         assert case.compile_count >= 1  # a cold first call compiles
     if mode == "jit":
         assert 0 < compile_s < 60
+        # The median of several cold compiles, not one cold number.
+        assert len(case.compile_repeats_s) == asv_bridge.COMPILE_REPEATS
+        assert compile_s == sorted(case.compile_repeats_s)[1]
+        # The repeats cleared JAX's caches; the timed call is still warm and valid.
+        bench.setup("S", mode)
+        bench.time_call("S", mode)
+        bench.teardown("S", mode)
     elif mode == "eager":
         assert compile_s is None
 
@@ -253,3 +260,27 @@ def test_nan_free_track_values_for_real_suite_workload():
         bench.teardown("S", "jit")
         asv_bridge.clear_cache()
     assert isinstance(value, float) and math.isfinite(value) and value > 0
+
+
+def _suite_version(folder: Path, body: str, n: int = 8) -> str:
+    """The asv version of workload `w` in a real suite file written with `body`."""
+    folder.mkdir()
+    (folder / "s.py").write_text(
+        "from jitbench import workload\n\n\n"
+        "def vec(rng, *, dtype, n):\n    return (rng.standard_normal(n).astype(dtype),)\n\n\n"
+        f"@workload(inputs=vec, sizes={{'S': {{'n': {n}}}}})\n"
+        f"def w(xp, x):\n    return {body}\n"
+    )
+    registry = jitbench.discover([folder])
+    cls = asv_bridge.benchmark_classes(registry)["w"]
+    assert cls.version == asv_bridge.workload_version(registry.workloads["w"])
+    return cls.version
+
+
+def test_each_workload_has_an_asv_version_that_follows_its_source(tmp_path: Path):
+    """asv starts a new history when `version` changes; without one, every generated
+    class shares WorkloadBenchmark's source hash and an edited workload would not."""
+    original = _suite_version(tmp_path / "a", "2 * x")
+    assert _suite_version(tmp_path / "b", "2 * x") == original
+    assert _suite_version(tmp_path / "c", "3 * x") != original
+    assert _suite_version(tmp_path / "d", "2 * x", n=9) != original

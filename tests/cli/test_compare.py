@@ -356,3 +356,26 @@ def test_fail_on_regression_needs_baseline(tmp_path, tiny_suite):
     )
     assert result.exit_code == 2
     assert "--baseline" in result.output
+
+
+def test_stored_runs_of_one_interleaved_comparison_are_judged_on_their_pairs(
+    tmp_path: Path,
+) -> None:
+    """`jitbench compare base.json new.json` on the two files `compare --rev` saved uses
+    the paired test again, not the test for runs taken apart."""
+    from tests.gate.builders import make_run, meas
+
+    def config(side: str, partner: str) -> dict:
+        return {"plan": {"budget_s": 1.0}, "interleaved": {"side": side, "partner_run_id": partner}}
+
+    samples = tuple(1e-3 * (1 + 0.01 * i) for i in range(12))
+    base = make_run(meas(samples=samples), run_id="b", config=config("base", "n"))
+    new = make_run(meas(samples=samples), run_id="n", config=config("new", "b"))
+    save_run(base, tmp_path / "b.json")
+    save_run(new, tmp_path / "n.json")
+    result = CliRunner().invoke(
+        app, ["compare", str(tmp_path / "b.json"), str(tmp_path / "n.json"), "--json", "-"]
+    )
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout[result.stdout.index("{") :])
+    assert data["entries"][0]["test"] == "paired rounds: signed-rank"

@@ -1,0 +1,225 @@
+"""Judging an interleaved comparison (`jitbench compare --rev`): both sides were sampled in
+the same rounds (`runner.duet`), so sample i of base and sample i of new come from the same
+minute of the machine, and their ratio is free of the drift that separates two runs.
+
+Run time: the per-round log ratios are tested with the Wilcoxon signed-rank test (robust
+to the heavy tails of a shared machine: one disturbed round moves one rank), and the ratio
+is the median of the per-round ratios with its distribution-free 95 % CI. With several
+worker pairs, each pair's median log ratio is a unit of evidence too: a one-sample t-test
+on them, the spread shrunk toward the suite's typical one, must agree (intersection–union,
+as `judge.compare_runs`), so a difference that lives in one process cannot pass as the
+code's. Compile time: the sides' cold compiles were measured in pairs too; a t-test on the
+pairs' log ratios, Benjamini–Hochberg over the comparison's compile tests, and the
+factor and floor of `Thresholds`. Failing cases go through `judge` unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from jitbench import stats
+from jitbench.gate.judge import (
+    RUN_PRIOR_DF,
+    TimingResult,
+    adjust_for_multiplicity,
+    compare,
+    geomean_ratios,
+    judge_change,
+)
+from jitbench.gate.model import (
+    Comparison,
+    CompileChange,
+    Entry,
+    PoolingNote,
+    SignificanceTest,
+    Thresholds,
+    Verdict,
+)
+from jitbench.results import Measurement, Run
+
+#: The run-time factor an interleaved comparison flags beyond by default. Pairing removes
+#: the drift between runs that the 1.10 of stored runs must allow for, so a 10 % slowdown
+#: (estimated at ~1.08–1.12 in paired rounds) is caught, while A/A ratios stay within a
+#: few per cent (see the README's figures).
+INTERLEAVED_THRESHOLD = 1.05
+
+
+def interleaved_record(run: Run) -> Mapping[str, Any] | None:
+    """What an interleaved run records of its partner (`runner.duet`), or None."""
+    record = run.config.extra.get("interleaved")
+    return record if isinstance(record, Mapping) else None
+
+
+def are_partners(base: Run, new: Run) -> bool:
+    """Whether two runs were measured interleaved with each other, as base and new."""
+    a, b = interleaved_record(base), interleaved_record(new)
+    return (
+        a is not None
+        and b is not None
+        and a.get("side") == "base"
+        and b.get("side") == "new"
+        and a.get("partner_run_id") == new.run_id
+        and b.get("partner_run_id") == base.run_id
+    )
+
+
+def _parts(m: Measurement) -> tuple[int, ...]:
+    return m.run_sample_counts or (len(m.samples_s),)
+
+
+def paired_logs(base: Measurement, new: Measurement) -> list[list[float]] | None:
+    """Per worker pair, the per-round log ratios new/base; None when the samples do not
+    pair (a side stopped early: different counts)."""
+    if _parts(base) != _parts(new) or not base.samples_s:
+        return None
+    logs = [math.log(n / b) for b, n in zip(base.samples_s, new.samples_s, strict=True)]
+    ends = list(itertools.accumulate(_parts(base)))
+    return [logs[a:z] for a, z in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def typical_pair_variance(parts: Sequence[Sequence[Sequence[float]]]) -> float | None:
+    """The suite's typical variance of a pair's median log ratio (between worker pairs),
+    from every case with two pairs or more."""
+    estimates = []
+    for case_parts in parts:
+        medians = [statistics.median(p) for p in case_parts if p]
+        if len(medians) >= 2:
+            estimates.append((statistics.variance(medians), len(medians) - 1))
+    return stats.typical_variance(estimates)
+
+
+def moderated_one_sample_p(values: Sequence[float], prior: float | None, prior_df: float) -> float:
+    """Two-sided p of a one-sample t-test on `values` (mean zero?), the variance shrunk
+    toward `prior` with `prior_df` degrees of freedom (see `stats.moderated_t_test`)."""
+    from scipy.stats import t as student_t
+
+    k = len(values)
+    mean = statistics.fmean(values)
+    own_ss = sum((x - mean) ** 2 for x in values)
+    if prior is None or not math.isfinite(prior):
+        prior, prior_df = 0.0, 0.0
+    df = (k - 1) + prior_df
+    if df <= 0:
+        return 1.0
+    variance = (own_ss + prior_df * prior) / df
+    if variance <= 0:
+        return 1.0 if mean == 0 else 0.0
+    t = mean / math.sqrt(variance / k)
+    return float(2 * student_t.sf(abs(t), df))
+
+
+def paired_timing(
+    parts: Sequence[Sequence[float]], thresholds: Thresholds, pair_prior: float | None
+) -> TimingResult:
+    """A run-time verdict from per-round log ratios, grouped by worker pair."""
+    logs = [x for p in parts for x in p]
+    ratio = stats.paired_ratio([math.exp(x) for x in logs], [1.0] * len(logs))
+    p = stats.signed_rank_p(logs)
+    if len(parts) >= 2:
+        medians = [statistics.median(part) for part in parts if part]
+        p = max(p, moderated_one_sample_p(medians, pair_prior, RUN_PRIOR_DF))
+    return judge_change(
+        ratio.value,
+        ratio.low,
+        ratio.high,
+        p,
+        thresholds,
+        SignificanceTest.PAIRED,
+        sample_counts=(len(logs), len(logs)),
+    )
+
+
+def paired_compile(
+    base: Measurement, new: Measurement, thresholds: Thresholds
+) -> CompileChange | None:
+    """A compile-time verdict from paired cold compiles (before the multiplicity
+    adjustment); None when the compiles do not pair."""
+    if base.compile is None or new.compile is None:
+        return None
+    b, n = base.compile.compile_repeats_s, new.compile.compile_repeats_s
+    if len(b) != len(n) or len(b) < 2 or min(*b, *n) <= 0:
+        return None
+    logs = [math.log(y / x) for x, y in zip(b, n, strict=True)]
+    ratio = math.exp(statistics.median(logs))
+    base_s, new_s = statistics.median(b), statistics.median(n)
+    p = stats.one_sample_t_p(logs)
+    f, floor = thresholds.compile_threshold, thresholds.compile_floor_s
+    if p < thresholds.alpha and ratio > f and new_s - base_s > floor:
+        verdict = Verdict.REGRESSION
+    elif p < thresholds.alpha and ratio < 1 / f and base_s - new_s > floor:
+        verdict = Verdict.IMPROVEMENT
+    else:
+        verdict = Verdict.UNCHANGED
+    return CompileChange(
+        base_s=base_s, new_s=new_s, verdict=verdict, count=len(b), paired_ratio=ratio, p_value=p
+    )
+
+
+def _adjust_compiles(entries: list[Entry], thresholds: Thresholds) -> list[Entry]:
+    """Benjamini–Hochberg over the paired compile tests; a change whose adjusted p is not
+    below alpha is unchanged."""
+    tested = [i for i, e in enumerate(entries) if e.compile and e.compile.p_value is not None]
+    if not tested or thresholds.p_adjust != "bh":
+        return entries
+    raw = [float(entries[i].compile.p_value or 0.0) for i in tested]  # type: ignore[union-attr]
+    out = list(entries)
+    for i, q in zip(tested, stats.benjamini_hochberg(raw), strict=True):
+        c = entries[i].compile
+        assert c is not None
+        verdict = c.verdict if q < thresholds.alpha else Verdict.UNCHANGED
+        out[i] = replace(entries[i], compile=replace(c, p_value=q, verdict=verdict))
+    return out
+
+
+def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
+    """Compare two runs measured interleaved (`runner.duet`): `judge.compare` for the
+    cases' statuses, new/removed cases and the environment, with every case whose samples
+    pair judged again on its per-round ratios, and compile times on their paired
+    compiles; then the p-values are adjusted over the comparison as `compare` does."""
+    thresholds = thresholds or Thresholds()
+    plain = compare(base, new, thresholds=thresholds)
+    paired: dict[int, list[list[float]]] = {}
+    for i, e in enumerate(plain.entries):
+        if e.base is not None and e.new is not None and e.base.ok and e.new.ok:
+            parts = paired_logs(e.base, e.new)
+            if parts is not None:
+                paired[i] = parts
+    prior = typical_pair_variance(list(paired.values()))
+    entries = list(plain.entries)
+    for i, parts in paired.items():
+        e = entries[i]
+        assert e.base is not None and e.new is not None
+        timing = paired_timing(parts, thresholds, prior)
+        entries[i] = replace(
+            e,
+            verdict=timing.verdict,
+            ratio=timing.ratio,
+            ratio_low=timing.low,
+            ratio_high=timing.high,
+            p_value=timing.p_value,
+            p_adjusted=None,
+            test=timing.test,
+            note=timing.note,
+            compile=paired_compile(e.base, e.new, thresholds) or e.compile,
+        )
+    judged = adjust_for_multiplicity(tuple(_adjust_compiles(entries, thresholds)), thresholds)
+    record = interleaved_record(new) or {}
+    pairs = int(record.get("pairs", 1) or 1)
+    note = PoolingNote(
+        f"measured interleaved: both sides in the same rounds, in {pairs} worker "
+        f"pair{'s' if pairs != 1 else ''}; run time judged on the per-round ratios "
+        "(Wilcoxon signed-rank"
+        + (", and a t-test on each pair's median" if pairs > 1 else "")
+        + "), compile time on paired cold compiles"
+    )
+    return replace(
+        plain,
+        entries=judged,
+        geomeans=geomean_ratios(judged),
+        pooling=(note,),
+    )

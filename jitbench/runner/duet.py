@@ -1,0 +1,488 @@
+"""Interleaved A/B measurement of two sides (two revisions, or two Python environments) in
+the same time window: `jitbench compare --rev`.
+
+Two runs measured minutes apart differ by 15–50 % on a shared VM, so a gate that compares
+them either misses real regressions or cries wolf. Here both sides are measured at once:
+each side is a worker process (`duet_worker`) that stays alive for the whole comparison,
+both pinned to the same core; for every case the parent opens the case on both, gives
+both sides the same calls per sample, and then takes rounds of samples, one sample of each
+mode on each side per round (one side's modes, then the other's), the sides in a fresh
+random order each time (randomised
+multiple interleaved trials, Abedi & Brecht 2017). The machine's drift hits both sides of a
+round alike and cancels in the per-round ratio. Cold jit compiles are repeated the same
+way. With `pairs` > 1, that many worker pairs measure every case in turn, so what differs
+from one process to the next shows up in the result too.
+
+The result is two ordinary runs (base and new) whose sample i of a case and mode comes from
+the same round on both sides, and whose compiles are paired likewise; `gate.paired` judges
+them. Nothing here prints; progress goes to `on_event`, and both runs are handed to
+`checkpoint` after every case so that an interrupted comparison keeps what it measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import select
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from jitbench.config import RunConfig
+from jitbench.errors import ConfigError, JitbenchError
+from jitbench.results import Measurement, Mode, Run
+from jitbench.results.codec import measurement_from_dict
+from jitbench.results.merge import pool_measurements
+from jitbench.results.model import RecordedConfig, new_run_id, utc_now
+
+#: Seconds a worker may take to start, import JAX and its suites, and warm up.
+START_LIMIT_S = 300.0
+#: Seconds one request may take once started (a sample, a compile, opening a case).
+REQUEST_LIMIT_S = 600.0
+
+
+class DuetError(JitbenchError):
+    """A side's worker could not start or died; the cases measured before are kept."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: the Python that runs it, what goes first on its path
+    (the harness, then the side's tree), its suite paths and a label for reports."""
+
+    name: str  # "base" or "new"
+    label: str
+    python: str
+    path: tuple[str, ...]
+    suites: tuple[str, ...]
+    cwd: str
+
+
+@dataclass(frozen=True)
+class DuetPlan:
+    """How much to measure per case.
+
+    Attributes:
+        budget_s: sampling seconds per case (both sides together) after `min_rounds`.
+        min_rounds: rounds every case gets, budget or not (each a paired sample per mode).
+        max_rounds: rounds a case stops at, budget or not.
+        compiles: cold jit compiles per side and worker pair (the first is the case's own).
+        pairs: worker pairs, each measuring every case in turn.
+        seed: for the sides' random order in each round.
+    """
+
+    budget_s: float = 1.5
+    min_rounds: int = 20
+    max_rounds: int = 200
+    compiles: int = 5
+    pairs: int = 1
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class DuetCase:
+    """A workload × size to compare (either side may lack it)."""
+
+    workload: str
+    size: str
+    on: tuple[str, ...]  # the sides that have it: ("base", "new") or one of them
+
+
+@dataclass(frozen=True)
+class DuetStarted:
+    cases: int
+    pairs: int
+
+
+@dataclass(frozen=True)
+class DuetCaseStarted:
+    index: int
+    total: int
+    label: str
+
+
+DuetEvent = DuetStarted | DuetCaseStarted
+
+
+class _Worker:
+    """A running `duet_worker` process and its request channel."""
+
+    def __init__(self, side: Side, *, env: Mapping[str, str]) -> None:
+        self.side = side
+        self.info: dict[str, Any] = {}  # the answer to "init"
+        # Closed in `close`: it lives as long as the worker.
+        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+        self.proc = subprocess.Popen(
+            [side.python, "-m", "jitbench.runner.duet_worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            # `python -m` puts the working folder first on the path: start in the harness
+            # (so a tree's own jitbench cannot shadow it); the worker then moves to the tree.
+            cwd=side.path[0] if side.path else side.cwd,
+            env=dict(env),
+            text=True,
+            encoding="utf-8",
+        )
+
+    def request(self, op: str, limit_s: float = REQUEST_LIMIT_S, **fields: Any) -> dict[str, Any]:
+        """Send one request and wait for its answer. The worker is stopped (SIGSTOP)
+        between requests: an idle XLA thread pool keeps spinning for a while after its
+        work, and on the shared core it would take the other side's time (it made `gemm`
+        jit 3.5x slower in the other worker on a 2-vCPU VM)."""
+        stdin, stdout = self.proc.stdin, self.proc.stdout
+        assert stdin is not None and stdout is not None
+        self._signal(signal.SIGCONT)
+        try:
+            return self._exchange(op, limit_s, fields, stdin, stdout)
+        finally:
+            self._signal(signal.SIGSTOP)
+
+    def _signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.send_signal(sig)
+
+    def _exchange(
+        self, op: str, limit_s: float, fields: Mapping[str, Any], stdin: IO[str], stdout: IO[str]
+    ) -> dict[str, Any]:
+        try:
+            stdin.write(json.dumps({"op": op, **fields}) + "\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(op) from None
+        ready, _, _ = select.select([stdout], [], [], limit_s)
+        if not ready:
+            self.kill()
+            raise DuetError(
+                f"the {self.side.name} side's worker did not answer {op!r} within "
+                f"{limit_s:.0f} s; it was stopped.{self._stderr_tail()}"
+            )
+        line = stdout.readline()
+        if not line:
+            raise self._died(op)
+        answer: dict[str, Any] = json.loads(line)
+        if not answer.get("ok"):
+            raise DuetError(f"{self.side.name} side ({self.side.label}): {answer.get('error')}")
+        return answer
+
+    def _died(self, op: str) -> DuetError:
+        code = self.proc.wait()
+        return DuetError(
+            f"the {self.side.name} side's worker ({self.side.label}) died during {op!r} "
+            f"(exit code {code}).{self._stderr_tail()}"
+        )
+
+    def _stderr_tail(self) -> str:
+        try:
+            self.log.seek(0)
+            lines = [ln for ln in self.log.read().splitlines() if ln.strip()]
+        except (OSError, ValueError):
+            return ""
+        return (" Its last output: " + " | ".join(lines[-3:])) if lines else ""
+
+    def close(self) -> None:
+        self._signal(signal.SIGCONT)
+        if self.proc.poll() is None:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=10)
+            except (OSError, ValueError, subprocess.TimeoutExpired):
+                self.kill()
+        self.log.close()
+
+    def kill(self) -> None:
+        self._signal(signal.SIGCONT)
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def side_environment(side: Side, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a side's worker runs with: its path first on PYTHONPATH."""
+    env = dict(os.environ if base_env is None else base_env)
+    extra = [p for p in side.path if p]
+    if env.get("PYTHONPATH"):
+        extra.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(extra)
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def _start(sides: Sequence[Side], config: RunConfig, cores: Sequence[int]) -> list[_Worker]:
+    """Start one worker per side (in parallel: JAX's import dominates) and init them."""
+    workers = [_Worker(side, env=side_environment(side)) for side in sides]
+    try:
+        for w in workers:
+            assert w.proc.stdin is not None
+            try:
+                w.proc.stdin.write(
+                    json.dumps(
+                        {
+                            "op": "init",
+                            "config": config.to_dict(),
+                            "suites": list(w.side.suites),
+                            "cwd": w.side.cwd,
+                            "cores": list(cores),
+                        }
+                    )
+                    + "\n"
+                )
+                w.proc.stdin.flush()
+            except OSError:  # it died at once; `_read_init` says why
+                pass
+        infos = [_read_init(w) for w in workers]
+    except BaseException:
+        for w in workers:
+            w.kill()
+        raise
+    for w, info in zip(workers, infos, strict=True):
+        w.info = info
+        w._signal(signal.SIGSTOP)  # resumed for each request (see `_Worker.request`)
+    return workers
+
+
+def _read_init(w: _Worker) -> dict[str, Any]:
+    stdout = w.proc.stdout
+    assert stdout is not None
+    ready, _, _ = select.select([stdout], [], [], START_LIMIT_S)
+    line = stdout.readline() if ready else ""
+    if not line:
+        w.kill()
+        raise DuetError(
+            f"the {w.side.name} side's worker ({w.side.label}) did not start "
+            f"(exit code {w.proc.returncode}); check that its Python has jitbench's "
+            f"dependencies (jax, numpy, scipy, threadpoolctl).{w._stderr_tail()}"
+        )
+    answer: dict[str, Any] = json.loads(line)
+    if not answer.get("ok"):
+        w.kill()
+        raise DuetError(f"{w.side.name} side ({w.side.label}): {answer.get('error')}")
+    return answer
+
+
+def plan_duet_cases(
+    workloads: Mapping[str, Mapping[str, Mapping[str, Any]]],
+    sizes: Sequence[str],
+    select_workload: Callable[[str, Sequence[str]], bool],
+) -> list[DuetCase]:
+    """The workload × size cases to compare, new side's order first, then base-only ones.
+
+    `workloads` maps side name → workload name → {"sizes": [...], "tags": [...]} as the
+    workers report; `select_workload(name, tags)` keeps a workload.
+    """
+    seen: dict[tuple[str, str], list[str]] = {}
+    for side in ("new", "base"):
+        for name, info in workloads.get(side, {}).items():
+            if not select_workload(name, info.get("tags", ())):
+                continue
+            for size in sizes:
+                if size in info.get("sizes", ()):
+                    seen.setdefault((name, size), []).append(side)
+    return [DuetCase(name, size, tuple(sorted(on))) for (name, size), on in seen.items()]
+
+
+def _measure_case(
+    case: DuetCase,
+    workers: Mapping[str, _Worker],
+    config: RunConfig,
+    plan: DuetPlan,
+    rng: random.Random,
+    case_id: int,
+    clock: Callable[[], float] = time.perf_counter,
+) -> dict[str, list[Measurement]]:
+    """Open `case` on the sides that have it, sample them in interleaved rounds, repeat
+    the cold compiles, and return each side's measurements."""
+    dtype = "float64" if config.x64 else "float32"
+    sides = [s for s in ("base", "new") if s in case.on]
+    calls: dict[str, dict[str, int]] = {}
+    for s in rng.sample(sides, len(sides)):
+        answer = workers[s].request(
+            "open", id=case_id, workload=case.workload, size=case.size, dtype=dtype
+        )
+        calls[s] = {m: int(c) for m, c in answer["calls"].items()}
+    modes = [m.value for m in config.modes]
+    # The same calls per sample on both sides, so a round's two samples are alike.
+    common = {m: max((calls[s].get(m, 0) for s in sides), default=0) for m in modes}
+    live = {(s, m) for s in sides for m in modes if calls[s].get(m, 0) > 0}
+    started = clock()
+    rounds = 0
+    while live and rounds < plan.max_rounds:
+        if rounds >= plan.min_rounds and clock() - started >= plan.budget_s:
+            break
+        # A round: each side samples every mode it still runs, the sides in random order.
+        for s in rng.sample(sides, len(sides)):
+            wanted = {m: common[m] for m in modes if (s, m) in live}
+            if not wanted:
+                continue
+            answer = workers[s].request("round", id=case_id, calls=wanted)
+            for m, seconds in answer["s"].items():
+                if seconds is None:
+                    live.discard((s, m))
+        rounds += 1
+    if Mode.JIT in config.modes:
+        for _ in range(max(0, plan.compiles - 1)):
+            for s in rng.sample(sides, len(sides)):
+                if (s, Mode.JIT.value) in live:
+                    workers[s].request("compile", id=case_id)
+    out: dict[str, list[Measurement]] = {}
+    for s in sides:
+        answer = workers[s].request("finish", id=case_id)
+        out[s] = [measurement_from_dict(d) for d in answer["measurements"]]
+    return out
+
+
+def _pool(parts: Sequence[Sequence[Measurement]]) -> list[Measurement]:
+    """One worker pair's measurements of a case, or several pairs' pooled (in pair order,
+    each pair's samples and compiles a part of their own)."""
+    if len(parts) == 1:
+        return list(parts[0])
+    by_mode: dict[Mode, list[Measurement]] = {}
+    for part in parts:
+        for m in part:
+            by_mode.setdefault(m.mode, []).append(m)
+    return [
+        pool_measurements(ms, sample_from=[True] * len(ms))
+        if all(m.ok for m in ms)
+        else next(m for m in ms if not m.ok)
+        for ms in by_mode.values()
+    ]
+
+
+@dataclass(frozen=True)
+class DuetResult:
+    """Both sides' runs; `complete` is False when the comparison was cut short."""
+
+    base: Run
+    new: Run
+    cases: int
+    suite_errors: tuple[str, ...] = ()  # "side: file:line: error", from either side
+
+
+def run_duet(
+    base: Side,
+    new: Side,
+    config: RunConfig,
+    *,
+    plan: DuetPlan | None = None,
+    select_workload: Callable[[str, Sequence[str]], bool] = lambda _name, _tags: True,
+    cores: Sequence[int] = (),
+    on_event: Callable[[DuetEvent], None] | None = None,
+    checkpoint: Callable[[Run, Run], None] | None = None,
+) -> DuetResult:
+    """Measure `base` and `new` interleaved, case by case (see the module's docstring).
+
+    Args:
+        config: the sampling settings both sides run with (sizes, modes, threads, x64,
+            devices); its budget is replaced by the plan's rounds.
+        cores: the cores both workers are pinned to (default: the first allowed core).
+
+    Raises:
+        DuetError: a worker could not start or died (after `checkpoint` saw what was
+            measured before).
+    """
+    plan = plan or DuetPlan()
+    emit = on_event or (lambda _e: None)
+    save = checkpoint or (lambda _b, _n: None)
+    if not cores:
+        cores = (sorted(os.sched_getaffinity(0))[0],) if hasattr(os, "sched_getaffinity") else ()
+    rng = random.Random(plan.seed)
+    started_at = utc_now()
+    ids = {"base": new_run_id(), "new": new_run_id()}
+    pairs = [_start((base, new), config, cores) for _ in range(plan.pairs)]
+    infos = {w.side.name: w.info for w in pairs[0]}
+    cases = plan_duet_cases(
+        {name: info["workloads"] for name, info in infos.items()}, config.sizes, select_workload
+    )
+    suite_errors = tuple(
+        f"{name}: {err}" for name, info in infos.items() for err in info.get("suite_errors", ())
+    )
+    if not cases:
+        for workers in pairs:
+            for w in workers:
+                w.close()
+        raise ConfigError(
+            "no workload of either side matches the selection at sizes "
+            f"{', '.join(config.sizes)}"
+            + (f" ({'; '.join(suite_errors)})" if suite_errors else "")
+            + "; check -k, --sizes and --suite."
+        )
+    emit(DuetStarted(cases=len(cases), pairs=plan.pairs))
+    measured: dict[str, list[Measurement]] = {"base": [], "new": []}
+
+    def runs(complete: bool) -> tuple[Run, Run]:
+        out = []
+        for side in (base, new):
+            other = new if side is base else base
+            record = RecordedConfig(
+                settings=config,
+                extra={
+                    "interleaved": {
+                        "side": side.name,
+                        "label": side.label,
+                        "partner_run_id": ids[other.name],
+                        "partner_label": other.label,
+                        "pairs": plan.pairs,
+                        "budget_s": plan.budget_s,
+                        "min_rounds": plan.min_rounds,
+                        "compiles": plan.compiles,
+                    }
+                },
+            )
+            out.append(
+                Run(
+                    run_id=ids[side.name],
+                    started_at=started_at,
+                    finished_at=utc_now(),
+                    complete=complete,
+                    environment=infos[side.name]["environment"],
+                    config=record,
+                    measurements=tuple(measured[side.name]),
+                )
+            )
+        return out[0], out[1]
+
+    try:
+        for index, case in enumerate(cases, 1):
+            emit(DuetCaseStarted(index, len(cases), f"{case.workload}[{case.size}]"))
+            parts: dict[str, list[list[Measurement]]] = {"base": [], "new": []}
+            for workers in pairs:
+                by_side = {w.side.name: w for w in workers}
+                got = _measure_case(case, by_side, config, plan, rng, index)
+                for side_name, ms in got.items():
+                    parts[side_name].append(ms)
+            for side_name, side_parts in parts.items():
+                if side_parts:
+                    measured[side_name].extend(_pool(side_parts))
+            save(*runs(complete=False))
+    except BaseException:
+        save(*runs(complete=False))
+        raise
+    finally:
+        for workers in pairs:
+            for w in workers:
+                w.close()
+    base_run, new_run = runs(complete=True)
+    save(base_run, new_run)
+    return DuetResult(base=base_run, new=new_run, cases=len(cases), suite_errors=suite_errors)
+
+
+def harness_path(into: Path) -> Path:
+    """Copy the running jitbench package into `into` and return the folder to put first on
+    a side's path, so both sides measure with this harness, whatever jitbench their own
+    tree or environment has (the code under test is theirs, the stopwatch is ours)."""
+    import shutil
+
+    source = Path(__file__).resolve().parents[1]  # the jitbench package this module is in
+    target = into / "jitbench"
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return into

@@ -1,0 +1,166 @@
+"""One side of an interleaved comparison (`jitbench compare --rev`): a worker process that
+opens cases and takes single samples on request, so that the parent can alternate two
+such workers (base and new code) sample by sample, in the same minute, on the same core.
+
+Started as `python -m jitbench.runner.duet_worker` by `jitbench.runner.duet`, with the
+side's code first on its path. It reads one JSON request a line on stdin and answers one
+JSON line on the descriptor that was its stdout; its own stdout is pointed at stderr first,
+so a workload that prints cannot break the protocol. Requests (`op`):
+
+- `init`: config (RunConfig dict), suites (paths), cores, cwd → workloads (sizes, tags),
+  suite errors, the environment.
+- `open`: id, workload, size, dtype → each mode's status and calls per sample.
+- `sample`: id, mode, calls → seconds per call (null when the mode failed).
+- `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
+  per call or null}.
+- `compile`: id → the cold jit compile's seconds, measured again (null when it cannot be).
+- `finish`: id → the case's measurements as run-file dicts; the case is closed.
+- `quit`.
+
+An answer is `{"ok": true, ...}` or `{"ok": false, "error": "one line"}`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from typing import IO, Any
+
+
+class _Worker:
+    def __init__(self) -> None:
+        self.registry: Any = None
+        self.config: Any = None
+        self.device: Any = None
+        self.sessions: dict[int, Any] = {}
+        self.stack = contextlib.ExitStack()
+
+    def init(self, req: dict[str, Any]) -> dict[str, Any]:
+        from jitbench.config import RunConfig
+        from jitbench.measure import devices, environment
+        from jitbench.measure.threads import limited_threads
+        from jitbench.runner.warmup import warm_up
+        from jitbench.suite import discovery
+
+        self.config = RunConfig.from_dict(req["config"])
+        if req.get("cwd"):
+            os.chdir(req["cwd"])
+        cores = set(req.get("cores") or ()) or None
+        self.stack.enter_context(devices.x64_enabled(self.config.x64))
+        state = self.stack.enter_context(limited_threads(self.config.threads, cores=cores))
+        self.registry = discovery.discover(req["suites"])
+        self.device = devices.resolve_devices(list(self.config.devices))[0]
+        warm_up([self.device])
+        workloads = {
+            wl.name: {
+                "sizes": list(wl.sizes),
+                "tags": list(wl.tags),
+            }
+            for wl in self.registry.workloads.values()
+        }
+        return {
+            "workloads": workloads,
+            "suite_errors": [str(e) for e in self.registry.errors],
+            "environment": environment.capture(threads=state),
+            "device": devices.device_label(self.device),
+        }
+
+    def open(self, req: dict[str, Any]) -> dict[str, Any]:
+        from jitbench.measure import protocol
+
+        wl = self.registry.get(req["workload"])
+        params = dict(wl.sizes[req["size"]])
+        pc = protocol.PlannedCase(wl, req["size"], params, self.device, req["dtype"])
+        session = protocol.open_case(
+            pc,
+            timed=self.config.modes,
+            plan=self.config.plan,
+            seed=self.config.seed,
+            quick=False,
+        )
+        self.sessions[int(req["id"])] = session
+        return {"calls": {m.value: session.calls_per_sample(m) for m in self.config.modes}}
+
+    def sample(self, req: dict[str, Any]) -> dict[str, Any]:
+        from jitbench.results import Mode
+
+        session = self.sessions[int(req["id"])]
+        return {"s": session.time_sample(Mode(req["mode"]), int(req["calls"]))}
+
+    def round(self, req: dict[str, Any]) -> dict[str, Any]:
+        """One sample of each mode asked for, in order: {mode: seconds per call or None}."""
+        from jitbench.results import Mode
+
+        session = self.sessions[int(req["id"])]
+        return {
+            "s": {
+                mode: session.time_sample(Mode(mode), int(calls))
+                for mode, calls in req["calls"].items()
+            }
+        }
+
+    def compile(self, req: dict[str, Any]) -> dict[str, Any]:
+        return {"s": self.sessions[int(req["id"])].compile_once()}
+
+    def finish(self, req: dict[str, Any]) -> dict[str, Any]:
+        from jitbench.results.codec import measurement_to_dict
+
+        session = self.sessions.pop(int(req["id"]))
+        return {"measurements": [measurement_to_dict(m) for m in session.measurements()]}
+
+
+@contextlib.contextmanager
+def _protocol_channel() -> Iterator[IO[str]]:
+    """The descriptor that was stdout, for answers; stdout itself then goes to stderr."""
+    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield channel
+    finally:
+        channel.close()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to kill this process when its parent dies (the parent keeps it stopped
+    between requests, so it could not notice by itself); elsewhere, nothing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+
+
+def main() -> int:
+    _die_with_parent()
+    worker = _Worker()
+    handlers = {
+        "init": worker.init,
+        "open": worker.open,
+        "sample": worker.sample,
+        "round": worker.round,
+        "compile": worker.compile,
+        "finish": worker.finish,
+    }
+    with _protocol_channel() as out, worker.stack:
+        for line in sys.stdin:
+            req = json.loads(line)
+            op = req.get("op")
+            if op == "quit":
+                break
+            try:
+                answer: dict[str, Any] = {"ok": True, **handlers[op](req)}
+            except Exception as exc:  # the parent decides what a failure means
+                answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+            out.write(json.dumps(answer, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

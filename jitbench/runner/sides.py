@@ -1,0 +1,223 @@
+"""The two sides of an interleaved comparison: a git revision checked out in a worktree of
+its own, the working tree, or another Python environment, each made a `duet.Side`.
+
+What a side contributes is its code, not jitbench's: the running jitbench package is
+copied once into a harness folder that goes first on every side's path (`duet.harness_path`),
+then the side's tree, so a revision's suites and the packages its tree holds are measured
+with this jitbench's protocol. Suite paths are taken relative to the repository's top, so
+`suites/` means the revision's own `suites/`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from jitbench.errors import ConfigError
+from jitbench.runner.duet import Side, harness_path
+
+
+def _git(repo: Path, *args: str) -> str:
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args], capture_output=True, text=True, check=False
+    )
+    if proc.returncode != 0:
+        raise ConfigError(
+            f"git {' '.join(args)} failed: {proc.stderr.strip() or proc.stdout.strip()}"
+        )
+    return proc.stdout.strip()
+
+
+def repository_top(cwd: Path) -> Path:
+    """The top of the git repository holding `cwd`.
+
+    Raises:
+        ConfigError: `cwd` is not in a git repository (or git is missing).
+    """
+    try:
+        return Path(_git(cwd, "rev-parse", "--show-toplevel"))
+    except (ConfigError, OSError):
+        raise ConfigError(
+            f"--rev needs a git repository, and {str(cwd)!r} is not in one; run from your "
+            "project's checkout, or compare two environments with --python-base/--python-new."
+        ) from None
+
+
+def resolve_revision(top: Path, rev: str) -> str:
+    """The commit `rev` names (a branch, tag, sha or expression such as HEAD~1).
+
+    Raises:
+        ConfigError: no such revision.
+    """
+    try:
+        return _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except ConfigError:
+        raise ConfigError(
+            f"--rev {rev!r} names no commit in {top}; pass a branch, tag or commit "
+            "(git log --oneline shows them), and fetch it first in a shallow CI clone."
+        ) from None
+
+
+def add_worktree(top: Path, commit: str, into: Path) -> Path:
+    """Check `commit` out (detached) into the new folder `into`; `remove_worktree` undoes it."""
+    _git(top, "worktree", "add", "--detach", "--force", str(into), commit)
+    return into
+
+
+def remove_worktree(top: Path, folder: Path) -> None:
+    """Remove a worktree made by `add_worktree` (quietly: it is a clean-up)."""
+    subprocess.run(
+        ["git", "-C", str(top), "worktree", "remove", "--force", str(folder)],
+        capture_output=True,
+        check=False,
+    )
+
+
+def suite_paths_in(tree: Path, top: Path, suites: Sequence[str], cwd: Path) -> tuple[str, ...]:
+    """The suite paths given on the command line (relative to `cwd`, inside the repository
+    at `top`) as the same paths inside `tree` (another checkout of that repository)."""
+    out = []
+    for s in suites:
+        path = (cwd / s).resolve()
+        try:
+            rel = path.relative_to(top.resolve())
+        except ValueError:
+            raise ConfigError(
+                f"suite path {s!r} is outside the repository {top}; with --rev every suite "
+                "must be part of the repository, so that each revision has its own."
+            ) from None
+        out.append(str(tree / rel))
+    return tuple(out)
+
+
+def tree_path(tree: Path) -> tuple[str, ...]:
+    """What of a checkout goes on a side's path: its top, and `src/` for a src layout."""
+    paths = [str(tree)]
+    if (tree / "src").is_dir():
+        paths.append(str(tree / "src"))
+    return tuple(paths)
+
+
+def revision_side(
+    name: str, *, top: Path, tree: Path, label: str, harness: Path, suites: Sequence[str], cwd: Path
+) -> Side:
+    """A side that measures the checkout `tree` of the repository at `top`."""
+    return Side(
+        name=name,
+        label=label,
+        python=sys.executable,
+        path=(str(harness), *tree_path(tree)),
+        suites=suite_paths_in(tree, top, suites, cwd),
+        cwd=str(tree),
+    )
+
+
+def environment_side(
+    name: str, *, python: str, harness: Path, suites: Sequence[str], cwd: Path
+) -> Side:
+    """A side that measures the current tree with another Python (a virtualenv's)."""
+    exe = Path(python)
+    if not exe.exists():
+        raise ConfigError(
+            f"--python-{name} {python!r} does not exist; pass the path of a Python executable "
+            "(e.g. venv/bin/python) whose environment has jitbench's dependencies."
+        )
+    return Side(
+        name=name,
+        label=f"{python}",
+        python=str(exe),
+        path=(str(harness), str(cwd)),
+        suites=tuple(str((cwd / s).resolve()) for s in suites),
+        cwd=str(cwd),
+    )
+
+
+@contextlib.contextmanager
+def comparison_sides(
+    *,
+    rev: str | None,
+    rev_new: str | None,
+    python_base: str | None,
+    python_new: str | None,
+    suites: Sequence[str],
+    cwd: Path,
+) -> Iterator[tuple[Side, Side]]:
+    """The (base, new) sides the options name, ready to measure; worktrees and the
+    harness copy are removed afterwards.
+
+    `rev` (and `rev_new`, default the working tree as it is, uncommitted changes included)
+    compare two revisions; `python_base`/`python_new` compare two environments on the
+    working tree. Both at once is refused.
+
+    Raises:
+        ConfigError: no side named, both kinds at once, not a git repository, an unknown
+            revision, a missing Python, or a suite outside the repository.
+    """
+    by_rev = rev is not None or rev_new is not None
+    by_python = python_base is not None or python_new is not None
+    if by_rev and by_python:
+        raise ConfigError(
+            "compare two revisions (--rev, --rev-new) or two environments (--python-base, "
+            "--python-new), not both at once."
+        )
+    if by_rev and rev is None:
+        raise ConfigError("--rev-new needs --rev BASE: the revision to compare it against.")
+    suites = list(suites) or ["suites"]
+    with tempfile.TemporaryDirectory(prefix="jitbench-compare-") as tmp:
+        scratch = Path(tmp)
+        harness = harness_path(scratch / "harness")
+        if by_python:
+            exe = sys.executable
+            yield (
+                environment_side(
+                    "base", python=python_base or exe, harness=harness, suites=suites, cwd=cwd
+                ),
+                environment_side(
+                    "new", python=python_new or exe, harness=harness, suites=suites, cwd=cwd
+                ),
+            )
+            return
+        assert rev is not None
+        top = repository_top(cwd)
+        made: list[Path] = []
+        try:
+            base_commit = resolve_revision(top, rev)
+            base_tree = add_worktree(top, base_commit, scratch / "base")
+            made.append(base_tree)
+            base = revision_side(
+                "base",
+                top=top,
+                tree=base_tree,
+                label=f"{rev} ({base_commit[:10]})",
+                harness=harness,
+                suites=suites,
+                cwd=cwd,
+            )
+            if rev_new is None:
+                head = _git(top, "rev-parse", "HEAD")
+                dirty = bool(_git(top, "status", "--porcelain", "--untracked-files=no"))
+                label = f"working tree ({head[:10]}{' + changes' if dirty else ''})"
+                new = revision_side(
+                    "new", top=top, tree=top, label=label, harness=harness, suites=suites, cwd=cwd
+                )
+            else:
+                new_commit = resolve_revision(top, rev_new)
+                new_tree = add_worktree(top, new_commit, scratch / "new")
+                made.append(new_tree)
+                new = revision_side(
+                    "new",
+                    top=top,
+                    tree=new_tree,
+                    label=f"{rev_new} ({new_commit[:10]})",
+                    harness=harness,
+                    suites=suites,
+                    cwd=cwd,
+                )
+            yield base, new
+        finally:
+            for tree in made:
+                remove_worktree(top, tree)

@@ -1,0 +1,145 @@
+"""`compare --rev` end to end with real worker processes, real JAX and a real git repository:
+a throwaway repository with a tiny suite, committed, then changed in the working tree.
+Budgets are tiny; nothing here asserts on speed."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jitbench import load_run
+from jitbench.api import compare_revisions
+from jitbench.config import RunConfig
+from jitbench.errors import ConfigError
+from jitbench.gate import Verdict, are_partners
+from jitbench.runner.duet import DuetError, DuetPlan
+from jitbench.runner.sides import comparison_sides
+from tests.conftest import run_cli
+
+SUITE = '''
+from jitbench import workload
+
+
+def vector(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+@workload(inputs=vector, sizes={"S": {"n": 64}})
+def scale(xp, x):
+    """2 x + 1."""
+    return 2 * x + 1
+'''
+
+ADDED = '''
+
+@workload(inputs=vector, sizes={"S": {"n": 64}})
+def square(xp, x):
+    """x * x."""
+    return x * x
+'''
+
+TINY = DuetPlan(budget_s=0.0, min_rounds=4, max_rounds=4, compiles=2)
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A git repository with suites/tiny.py committed (tag `base`); the working tree then
+    adds a workload."""
+    repo = tmp_path / "proj"
+    (repo / "suites").mkdir(parents=True)
+    (repo / "suites" / "tiny.py").write_text(SUITE)
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.email=t@t.invalid", "-c", "user.name=t", "add", "-A")
+    _git(repo, "-c", "user.email=t@t.invalid", "-c", "user.name=t", "commit", "-qm", "base")
+    _git(repo, "tag", "base")
+    with (repo / "suites" / "tiny.py").open("a") as f:
+        f.write(ADDED)
+    return repo
+
+
+def test_revision_against_working_tree_measures_both_sides_interleaved(
+    project: Path, tmp_path: Path
+) -> None:
+    """End to end below the CLI (the slow part: two workers importing JAX); the CLI's own
+    wiring is checked by the cheap error paths below."""
+    # A package of the tree's own named jitbench must not shadow the harness.
+    (project / "jitbench").mkdir()
+    (project / "jitbench" / "__init__.py").write_text("raise ImportError('not the harness')\n")
+    out = tmp_path / "out"
+    cmp, result = compare_revisions(
+        rev="base", config=RunConfig(sizes=("S",)), plan=TINY, out=out, cwd=project
+    )
+    base, new = result.base, result.new
+    assert are_partners(base, new)
+    assert base.complete and new.complete
+    # Both runs are on disk, as the checkpoints left them.
+    saved = {load_run(p).run_id for p in (out / "runs").glob("*.json")}
+    assert saved == {base.run_id, new.run_id}
+    # `scale` is on both sides, measured in the same rounds: equal sample counts, paired
+    # compiles; `square` exists only in the working tree.
+    verdicts = {(e.workload, e.mode.value): e for e in cmp.entries}
+    for mode in ("numpy", "eager", "jit"):
+        e = verdicts[("scale", mode)]
+        assert e.base is not None and e.new is not None
+        assert len(e.base.samples_s) == len(e.new.samples_s) == 4
+        assert e.verdict is not Verdict.NOT_COMPARED
+    jit = verdicts[("scale", "jit")]
+    assert jit.compile is not None and jit.compile.count == 2
+    assert verdicts[("square", "jit")].verdict is Verdict.NEW
+    assert "working tree" in new.config.extra["interleaved"]["label"]
+    assert "base" in base.config.extra["interleaved"]["label"]
+    # The worktree of the base revision is gone afterwards.
+    listed = subprocess.run(
+        ["git", "-C", str(project), "worktree", "list"], capture_output=True, text=True
+    ).stdout
+    assert len(listed.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "needle"),
+    [
+        ({"rev": "no-such-branch"}, "names no commit"),
+        ({"rev_new": "base"}, "needs --rev"),
+        ({"rev": "base", "python_base": "/usr/bin/python3"}, "not both"),
+        ({"python_base": "/no/such/python"}, "does not exist"),
+    ],
+)
+def test_bad_sides_are_refused_before_anything_starts(project: Path, kwargs, needle) -> None:
+    opts = {"rev": None, "rev_new": None, "python_base": None, "python_new": None, **kwargs}
+    with (
+        pytest.raises(ConfigError, match=needle),
+        comparison_sides(suites=["suites"], cwd=project, **opts),
+    ):
+        pass
+
+
+def test_outside_a_git_repository_rev_says_what_to_do(tmp_path: Path) -> None:
+    proc = run_cli("compare", "--rev", "main", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "git repository" in proc.stderr
+
+
+def test_stored_runs_and_rev_at_once_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_cli("compare", "a.json", "b.json", "--rev", "main", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "not both" in proc.stderr
+
+
+def test_a_side_whose_python_cannot_start_is_a_clear_error(project: Path, tmp_path: Path) -> None:
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'broken interpreter' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    with pytest.raises(DuetError, match=r"did not start.*broken interpreter"):
+        compare_revisions(
+            python_base=str(fake),
+            config=RunConfig(sizes=("S",)),
+            plan=TINY,
+            out=tmp_path / "o",
+            cwd=project,
+        )
