@@ -11,28 +11,32 @@ import re
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
-def seconds(value: float | None, *, digits: int = 3) -> str:
-    """Format a duration in seconds with an SI prefix, e.g. ``2.51e-5 -> '25.1 µs'``."""
+def seconds(value: float | None, *, digits: int = 3, compact: bool = False) -> str:
+    """Format a duration in seconds with an SI prefix, e.g. ``2.51e-5 -> '25.1 µs'``
+    (``'25.1µs'`` with `compact`, for narrow tables)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if math.isinf(value):
         return "∞"
+    space = "" if compact else " "
     if value == 0:
-        return "0 s"
+        return f"0{space}s"
     for scale, unit in _TIME_UNITS:
         if abs(value) >= scale:
-            return f"{value / scale:.{digits}g} {unit}"
-    return f"{value / 1e-9:.{digits}g} ns"
+            return f"{value / scale:.{digits}g}{space}{unit}"
+    return f"{value / 1e-9:.{digits}g}{space}ns"
 
 
-def bytes_(value: float | None) -> str:
-    """Format a byte count with binary prefixes, e.g. ``4_000_000 -> '3.81 MiB'``."""
+def bytes_(value: float | None, *, compact: bool = False) -> str:
+    """Format a byte count with binary prefixes, e.g. ``4_000_000 -> '3.81 MiB'``
+    (``'3.81MiB'`` with `compact`)."""
     if value is None:
         return "—"
+    space = "" if compact else " "
     size = float(value)
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if abs(size) < 1024 or unit == "TiB":
-            return f"{size:.3g} {unit}" if unit != "B" else f"{int(size)} B"
+            return f"{size:.3g}{space}{unit}" if unit != "B" else f"{int(size)}{space}B"
         size /= 1024
     raise AssertionError("unreachable")
 
@@ -53,6 +57,34 @@ def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
     if low is None or high is None:
         return ratio(value)
     return f"{ratio(value)} [{low:.3g}–{high:.3g}]"
+
+
+def ratio_pm(
+    value: float | None,
+    low: float | None,
+    high: float | None,
+    *,
+    digits: int = 3,
+    space: bool = True,
+    times: bool = True,
+) -> str:
+    """A ratio with its CI as one ± figure, for narrow tables: ``'3.16× ±8%'``.
+
+    The ± is the wider side of the interval relative to the value (so it covers the
+    whole, possibly asymmetric, interval), rounded up to a whole percent. Without an
+    interval, the ratio alone.
+    """
+    if value is None:
+        return "—"
+    text = ratio(value, digits=digits)
+    if not times:
+        text = text.removesuffix("×")
+    if low is None or high is None or not value > 0 or not math.isfinite(value):
+        return text
+    wider = max(high / value - 1, 1 - low / value, 0.0)
+    pct = wider * 100
+    figure = max(0, math.ceil(pct - 1e-9))  # up: the figure covers the interval
+    return f"{text}{' ' if space else ''}±{figure}%"
 
 
 def percent(value: float | None, *, digits: int = 2) -> str:

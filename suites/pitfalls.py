@@ -36,11 +36,20 @@ EXPECTED_CODES: dict[str, dict[str, str]] = {
     "impure_global": {"jit": "output-mismatch"},
     "numpy_float64": {"numpy": "numpy-float64"},
     "tiny_dispatch": {"jit": "jit-slower-than-numpy"},
+    "grad_through_where": {"jit": "nonfinite-output", "eager": "nonfinite-output"},
+    "grad_double_where": {},
+    "prints_each_call": {"eager": "prints-during-call", "jit": "prints-during-call"},
+    "prints_nothing": {},
 }
 
 
 def vector(rng, *, dtype, n):
     return (rng.standard_normal(n).astype(dtype),)
+
+
+def half_zeros(rng, *, dtype, n):
+    # max(0, N(0, 1)): about half the entries are exactly 0, where log(x) is -inf.
+    return (np.maximum(rng.standard_normal(n), 0).astype(dtype),)
 
 
 def vector_and_bound(rng, *, dtype, n):
@@ -174,3 +183,50 @@ def numpy_float64(xp, x):
 def tiny_dispatch(xp, x):
     """One add on a few numbers: jit's per-call dispatch costs more than NumPy's whole call."""
     return x + 1.0
+
+
+# --- A NaN gradient through jnp.where (the JAX FAQ), beside the double-where fix --------
+
+
+def _where_log(x):
+    return jax.numpy.sum(jax.numpy.where(x > 0, jax.numpy.log(x), 0.0))
+
+
+def _double_where_log(x):
+    safe = jax.numpy.where(x > 0, x, 1.0)  # the risky op never sees the masked points
+    return jax.numpy.sum(jax.numpy.where(x > 0, jax.numpy.log(safe), 0.0))
+
+
+def _where_log_grad_numpy(x):
+    # d/dx sum(where(x > 0, log x, 0)) = where(x > 0, 1/x, 0), without dividing by 0.
+    return np.divide(1.0, x, out=np.zeros_like(x), where=x > 0)
+
+
+@workload(inputs=half_zeros, numpy=_where_log_grad_numpy, sizes=SIZES, tags=("pitfall", "gradient"))
+def grad_through_where(x):
+    """jax.grad through where(x > 0, log(x), 0): NaN at x = 0 (0 × inf in the backward pass)."""
+    return jax.grad(_where_log)(x)
+
+
+@workload(inputs=half_zeros, numpy=_where_log_grad_numpy, sizes=SIZES, tags=("fixed", "gradient"))
+def grad_double_where(x):
+    """The fix: where on the input too, so log never sees the masked zeros (the FAQ's double
+    where)."""
+    return jax.grad(_double_where_log)(x)
+
+
+# --- print inside the measured function ------------------------------------------------
+
+
+@workload(inputs=vector, sizes=SIZES, tags=("pitfall", "print"))
+def prints_each_call(xp, x):
+    """print in the function: every eager and NumPy call prints; under jit it prints once,
+    at trace time, and shows a tracer. jitbench captures it and says so."""
+    print("sum is", x.sum())
+    return x * 2
+
+
+@workload(inputs=vector, sizes=SIZES, tags=("fixed", "print"))
+def prints_nothing(xp, x):
+    """The same function without the print."""
+    return x * 2

@@ -133,3 +133,27 @@ def test_without_a_numpy_reference_jit_is_checked_against_eager() -> None:
     assert jit.status is Status.MISMATCH, describe(run)
     assert "differs from the eager output" in jit.diagnostics[0].message
     assert by["pure", Mode.JIT].status is Status.OK and np.isfinite(by["pure", Mode.JIT].median_s)
+
+
+def test_a_nan_gradient_through_where_gets_the_double_where_hint(pitfalls_run: Run) -> None:
+    for name, fixed in (("grad_through_where", False), ("grad_double_where", True)):
+        (jit,) = [
+            m for m in pitfalls_run.measurements if m.case.workload == name and m.mode is Mode.JIT
+        ]
+        if fixed:
+            assert jit.status is Status.OK, describe(pitfalls_run)
+            continue
+        assert jit.status is Status.MISMATCH
+        (d,) = [d for d in jit.diagnostics if d.code == "nonfinite-output"]
+        assert "double where" in d.hint and "jnp.where(mask, x, 1.0)" in d.hint
+        assert "does not help" in d.hint and "gradient" in d.message
+
+
+def test_prints_are_captured_and_named(pitfalls_run: Run) -> None:
+    by_mode = {
+        m.mode: m for m in pitfalls_run.measurements if m.case.workload == "prints_each_call"
+    }
+    eager = next(d for d in by_mode[Mode.EAGER].diagnostics if d.code == "prints-during-call")
+    assert "in timed calls" in eager.message and "'sum is" in eager.message
+    jit = next(d for d in by_mode[Mode.JIT].diagnostics if d.code == "prints-during-call")
+    assert "at trace time" in jit.message and "Tracer" in jit.message  # print shows a tracer

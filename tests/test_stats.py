@@ -226,3 +226,20 @@ def test_repeat_interval_is_a_prediction_interval_from_the_process_spread() -> N
     half2 = student_t.ppf(0.975, 11) * math.sqrt(variance)
     assert math.log(r2.high / r2.value) == pytest.approx(half2)
     assert repeat_interval([0.5], None, 0).low is None  # one process: no spread to use
+
+
+def test_median_ci_indices_are_exact_and_agree_with_scipy() -> None:
+    """The order-statistic ranks come from exact binomial counts (no SciPy import at
+    start-up); they are what scipy.stats.binom gives."""
+    from scipy.stats import binom
+
+    def with_scipy(n: int, confidence: float) -> tuple[int, int] | None:
+        alpha = 1 - confidence
+        if n < 1 or 2 * binom.cdf(0, n, 0.5) > alpha:
+            return None
+        low = max(int(binom.ppf(alpha / 2, n, 0.5)), 1)
+        return low - 1, n - low
+
+    for confidence in (0.9, 0.95, 0.99):
+        for n in range(0, 700):
+            assert stats.median_ci_indices(n, confidence) == with_scipy(n, confidence), n

@@ -8,7 +8,7 @@ the optimised HLO text. `profile_to_dict` is its JSON form. Nothing here prints.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
@@ -31,16 +31,10 @@ from jitbench.results.model import RecordedConfig, new_run_id, utc_now
 from jitbench.stats import Ratio
 from jitbench.suite.workload import Workload
 
-# Enough samples for a ±2 % median on a quiet machine, with half a second of sampling
-# for all modes together, so a whole profile takes a few seconds.
-PROFILE_PLAN = SamplingPlan(
-    min_sample_s=0.005,
-    warmup_s=0.02,
-    min_samples=7,
-    max_samples=60,
-    precision=0.02,
-    budget_s=0.5,
-)
+# `jitbench run`'s sampling rules and precision target (±1 %), with half a second of
+# sampling for all modes together (one case, so it can afford more than a run's case): a
+# whole profile takes a few seconds, and its figures compare with a run's.
+PROFILE_PLAN = replace(SamplingPlan(), budget_s=0.5)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,6 +78,19 @@ class Profile:
         return self.run.break_even_calls(self.case.key)
 
     @property
+    def transfer_s(self) -> float | None:
+        """Seconds `jax.device_put` took to stage the inputs (timed on its own)."""
+        return next((m.transfer_s for m in self.run.measurements if m.transfer_s is not None), None)
+
+    @property
+    def transfer_bytes(self) -> int | None:
+        """Bytes of the staged inputs."""
+        return next(
+            (m.transfer_bytes for m in self.run.measurements if m.transfer_bytes is not None),
+            None,
+        )
+
+    @property
     def diagnostics(self) -> list[tuple[Mode, Diagnostic]]:
         return [(m.mode, d) for m in self.run.measurements for d in m.diagnostics]
 
@@ -121,6 +128,7 @@ def profile_workload(
     seed: int = 0,
     keep_text: bool = False,
     threads: int | None = 1,
+    report: protocol.StepReport | None = None,
 ) -> Profile:
     """Measure one case of `wl` in every mode and keep the compile analysis.
 
@@ -131,6 +139,7 @@ def profile_workload(
         keep_text: also keep the jaxpr and the optimised HLO (one more cold compile).
         threads: cores and BLAS threads, as `jitbench run --threads` (None: the libraries'
             own defaults); the same default as a run, so the figures compare.
+        report: hears each step as it starts (`protocol.StepReport`), for progress.
 
     Raises:
         ConfigError: unknown size or device, or more threads than allowed cores.
@@ -141,15 +150,20 @@ def profile_workload(
         sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN, threads=threads
     )
     started = utc_now()
+    tell = report or (lambda _step, _fraction: None)
     with devices.x64_enabled(x64), limited_threads(config.threads) as thread_state:
+        tell("starting JAX", None)
         dev = devices.pick_device(device)
         env = environment.capture(threads=thread_state)
         devices.warm_up_process([dev])
         planned = protocol.PlannedCase(wl, label, params, dev, dtype)
-        measurements = protocol.measure_case(planned, config, split_calls=SPLIT_CALLS)
+        measurements = protocol.measure_case(
+            planned, config, split_calls=SPLIT_CALLS, report=report
+        )
         jaxpr_text = hlo_text = None
         text_error = None
         if keep_text:
+            tell("jaxpr and HLO", None)
             jaxpr_text, hlo_text, text_error = _ir_texts(wl, params, dev, dtype=dtype, seed=seed)
     run = Run(
         run_id=new_run_id(),
@@ -213,6 +227,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "dtype": profile.case.dtype,
             "input_bytes": profile.case.input_bytes,
         },
+        "transfer": {"seconds": profile.transfer_s, "bytes": profile.transfer_bytes},
         "jit_compile": None
         if jc is None
         else {

@@ -9,7 +9,14 @@ import typer
 
 from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, err, escape, handles_errors, split_list
 from jitbench.cli.common import out as stdout
-from jitbench.cli.options import KeywordOpt, SuiteOpt, ThreadsOpt
+from jitbench.cli.options import (
+    FormatOpt,
+    KeywordOpt,
+    SuiteOpt,
+    TableFormat,
+    ThreadsOpt,
+    WideOpt,
+)
 from jitbench.cli.output import render_comparison
 from jitbench.config import RunConfig, parse_threads
 from jitbench.errors import ConfigError
@@ -86,7 +93,7 @@ JsonOpt = Annotated[
 ]
 
 
-@app.command("compare")
+@app.command("compare", short_help="The regression gate between two runs: exit 1 on a regression.")
 @handles_errors
 def compare_cmd(
     base: Annotated[
@@ -189,6 +196,8 @@ def compare_cmd(
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
+    wide: WideOpt = False,
+    table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
     """Compare two runs, or measure two revisions interleaved: exit 1 on a regression, 0
     otherwise, 2 on bad input.
@@ -207,6 +216,17 @@ def compare_cmd(
     machine); with one run per side Mann–Whitney decides alone.
     Jit compile time regresses when it grows by --compile-threshold and --compile-floor.
     A case that was ok and now errors or mismatches is a regression too.
+
+    Examples:
+
+    \b
+    # two runs, or two folders of runs (each side pooled)
+      jitbench compare base.json new.json
+      jitbench compare base/ head/ --changes-only
+    # a pull-request comment and a JSON record for the CI job
+      jitbench compare base/ head/ --markdown gate.md --json gate.json
+    # every comparison as CSV
+      jitbench compare base.json new.json --format csv > gate.csv
     """
     interleaved = any(v is not None for v in (rev, rev_new, python_base, python_new))
     if interleaved and (base is not None or new is not None):
@@ -255,7 +275,14 @@ def compare_cmd(
         judge = compare_interleaved if are_partners(base_run, new_run) else compare
         cmp = judge(base_run, new_run, thresholds=thresholds)
         sides = (base_run, new_run)
-    render_comparison(cmp, markdown=markdown, json_path=json_path, all_rows=not changes_only)
+    render_comparison(
+        cmp,
+        markdown=markdown,
+        json_path=json_path,
+        all_rows=not changes_only,
+        wide=wide,
+        table_format=table_format,
+    )
     if html is not None:
         from jitbench.report import write_comparison_page  # plotly/jinja2 only when asked
 

@@ -7,41 +7,64 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, err, handles_errors, out
+from jitbench.cli.common import app, err, escape, handles_errors, out, print_fitted
 from jitbench.cli.options import KeywordOpt, SuiteOpt
-from jitbench.measure import environment, machine
-from jitbench.render import run_table as console
-from jitbench.suite.discovery import discover
 
 
-@app.command("list")
+@app.command("list", short_help="List workloads with their sizes, tags and descriptions.")
 @handles_errors
 def list_cmd(
-    names: Annotated[list[str] | None, typer.Argument(help="Workload names.")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(metavar="NAMES", help="Workload names.")
+    ] = None,
     suite: SuiteOpt = None,
     keyword: KeywordOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """List workloads with their sizes, tags and descriptions."""
+    """List workloads with their sizes, tags and descriptions.
+
+    Examples:
+
+    \b
+    # the default suite
+      jitbench list
+    # the JAX pitfalls demonstrated in suites/pitfalls.py
+      jitbench list --suite suites/pitfalls.py
+    # the linear-algebra workloads, as JSON
+      jitbench list -k linalg --json
+    """
+    from jitbench.render import run_table
+    from jitbench.suite.discovery import discover
+
     registry = discover(suite or ())
     for e in registry.errors:
-        err.print(f"[yellow]suite error:[/] {e}")
+        err.print(f"[yellow]suite error:[/] {escape(str(e))}")
     chosen = registry.select(names or (), keyword)
     if as_json:
-        out.print_json(json.dumps([console.workload_dict(w) for w in chosen]))
+        out.print_json(json.dumps([run_table.workload_dict(w) for w in chosen]))
     else:
-        out.print(console.workloads_table(chosen))
+        print_fitted(lambda _width: run_table.workloads_table(chosen))
     if registry.errors:
         raise typer.Exit(2 if not chosen else 0)
 
 
-@app.command("env")
+@app.command("env", short_help="What a measurement would see: devices, versions, threads.")
 @handles_errors
 def env_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Show what a measurement would see: devices, versions, flags, threads (BLAS pools,
-    allowed cores, XLA's thread flags) and how busy and noisy the machine is now."""
+    allowed cores, XLA's thread flags) and how busy and noisy the machine is now.
+
+    Examples:
+
+    \b
+      jitbench env
+      jitbench env --json > env.json
+    """
+    from jitbench.measure import environment, machine
+    from jitbench.render import run_table
+
     env = {
         **environment.capture(),
         "thread_settings": environment.thread_settings(),
@@ -50,7 +73,7 @@ def env_cmd(
     if as_json:
         out.print_json(json.dumps(env))
     else:
-        out.print(console.environment_table(env))
+        print_fitted(lambda _width: run_table.environment_table(env))
         out.print(
             "[dim]`jitbench run` measures with --threads 1 by default (one pinned core, one "
             "BLAS thread); --threads all keeps the pools shown here.[/]"

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from jitbench.cli.common import err, escape, out
+from jitbench.cli.common import err, escape, out, print_fitted, say
+from jitbench.cli.options import TableFormat
 from jitbench.errors import OutputError
-from jitbench.gate import Comparison
-from jitbench.render import comparison as compare_render
-from jitbench.results import write_text_atomic
+
+if TYPE_CHECKING:
+    from jitbench.gate import Comparison
 
 
 def write_output(path: Path, text: str) -> None:
@@ -21,6 +23,8 @@ def write_output(path: Path, text: str) -> None:
         return
     if path.is_dir():
         raise OutputError(f"{str(path)!r} is a folder; give a file name.")
+    from jitbench.results import write_text_atomic
+
     write_text_atomic(path, text)
 
 
@@ -30,11 +34,29 @@ def render_comparison(
     markdown: Path | None = None,
     json_path: Path | None = None,
     all_rows: bool = True,
+    wide: bool = False,
+    table_format: TableFormat = TableFormat.TABLE,
 ) -> None:
-    """Print the comparison and write the requested files (shared with `run --baseline`)."""
-    to_stdout = (str(markdown) == "-") or (str(json_path) == "-")
+    """Print the comparison and write the requested files (shared with `run --baseline`).
+
+    The table is the compact one fitted to the terminal, or `wide`; with `table_format`
+    markdown or csv, stdout gets that instead and the verdict goes to stderr."""
+    from jitbench.render import comparison as compare_render
+
+    to_stdout = (
+        (str(markdown) == "-") or (str(json_path) == "-") or table_format is not TableFormat.TABLE
+    )
     console = err if to_stdout else out  # keep stdout clean for the machine-readable output
-    console.print(compare_render.comparison_report(cmp, all_rows=all_rows))
+    if table_format is TableFormat.MARKDOWN:
+        out.file.write(compare_render.comparison_markdown(cmp))
+    elif table_format is TableFormat.CSV:
+        out.file.write(compare_render.comparison_csv(cmp))
+    print_fitted(
+        lambda width: compare_render.comparison_report(
+            cmp, all_rows=all_rows, width=None if wide else width, wide=wide
+        ),
+        console=console,
+    )
     if (warning := compare_render.inconclusive_warning(cmp)) is not None:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
     for line in cmp.warnings:  # a run compared with itself, or nothing in common
@@ -43,3 +65,61 @@ def render_comparison(
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:
         write_output(json_path, cmp.to_json())
+
+
+def print_run_table(run: Any, *, wide: bool, table_format: TableFormat) -> None:
+    """The run's table on stdout in the asked format: for the terminal (compact, fitted to
+    its width, or `wide`; plain when piped), markdown or CSV. The machine banner (a busy or
+    noisy machine) comes first, on stderr for markdown and CSV."""
+    from jitbench.render import run_table
+
+    banner = run_table.machine_banner(run)
+    if table_format is TableFormat.MARKDOWN:
+        from jitbench.render.run_markdown import run_markdown
+
+        if banner is not None:
+            err.print(banner)
+        out.file.write(run_markdown(run))
+    elif table_format is TableFormat.CSV:
+        from jitbench.render.run_csv import run_csv
+
+        if banner is not None:
+            err.print(banner)
+        out.file.write(run_csv(run))
+    else:
+        if banner is not None:
+            say(banner)
+        print_fitted(
+            lambda width: (
+                run_table.summary_table(run) if wide else run_table.compact_table(run, width)
+            )
+        )
+    out.file.flush()
+
+
+def console_footers(run: Any) -> list[str]:
+    """The lines under the table: a quick run's caveat, or how many measurements stayed
+    noisy and what the speedup intervals claim."""
+    from jitbench.render import run_table
+
+    settings = run.config.settings
+    if settings is not None and settings.quick:
+        return ["quick run: few samples, rough figures."]
+    lines = []
+    for footer in (run_table.noisy_footer(run), run_table.outlier_footer(run)):
+        if footer is not None:
+            lines.append(footer)
+    lines.append(run_table.interval_footer(run))
+    return lines
+
+
+def shown_path(path: Path | str) -> str:
+    """`path` as the user would type it: relative to the working folder when it is inside
+    it (the run made it absolute, since a suite may change the working folder)."""
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return str(path)
+    return str(path) if rel.startswith("..") else rel

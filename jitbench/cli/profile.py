@@ -1,10 +1,15 @@
-"""`jitbench profile NAME`: one workload in depth, rendered with rich."""
+"""`jitbench profile NAME`: one workload in depth, rendered with rich.
+
+The library (and JAX) is imported when the command runs; while it measures, a line on the
+terminal says which step it is at.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Group, RenderableType
@@ -12,13 +17,23 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.adapters.profiling import PROFILE_PLAN, Profile, profile_to_dict, profile_workload
-from jitbench.cli.common import app, err, escape, handles_errors, out
+from jitbench.cli.common import app, err, escape, handles_errors, out, progress_console
 from jitbench.cli.options import SuiteOpt, ThreadsOpt
 from jitbench.config import parse_threads
-from jitbench.measure.threads import recorded_summary
 from jitbench.results import Mode, Severity, Status
-from jitbench.suite.discovery import discover
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+
+    from jitbench.adapters.profiling import Profile
+
+#: Seconds between redraws of the step line while sampling.
+REDRAW_S = 0.1
+
+# The budget `jitbench profile` samples for by default (`adapters.profiling.PROFILE_PLAN`,
+# kept in step by a test); the rest of the plan is `jitbench run`'s.
+PROFILE_BUDGET_S = 0.5
 
 _SEVERITY_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
@@ -98,6 +113,16 @@ def _analysis_section(p: Profile) -> RenderableType:
     return table
 
 
+def _transfer_section(p: Profile) -> RenderableType:
+    table = _kv_table("transfer of the inputs (jax.device_put, timed alone)")
+    seconds, nbytes = p.transfer_s, p.transfer_bytes
+    table.add_row("time", fmt.seconds(seconds))
+    table.add_row("bytes", fmt.bytes_(nbytes))
+    if seconds and nbytes:
+        table.add_row("rate", f"{nbytes / seconds / 1e9:.3g} GB/s")
+    return table
+
+
 def _eager_section(p: Profile) -> RenderableType:
     table = _kv_table("eager first call (caches cleared)")
     c = p.eager_compile
@@ -172,6 +197,8 @@ def profile_renderable(p: Profile) -> RenderableType:
         f"  size {case.size} ({', '.join(f'{k}={v}' for k, v in case.params.items())})"
         f"  {case.device} ({case.device_kind})  {case.dtype}"
     )
+    from jitbench.measure.threads import recorded_summary
+
     threads = recorded_summary(p.run.environment)
     if threads:
         head.append(f"  {threads}", style="dim")
@@ -181,6 +208,7 @@ def profile_renderable(p: Profile) -> RenderableType:
     parts += [
         _compile_section(p),
         _analysis_section(p),
+        _transfer_section(p),
         _eager_section(p),
         _modes_section(p),
         _split_section(p),
@@ -189,43 +217,125 @@ def profile_renderable(p: Profile) -> RenderableType:
     return Group(*parts)
 
 
-@app.command("profile")
+class _StepLine:
+    """One transient line on the terminal saying what the profile is doing ('profiling
+    selu · jit compile', the share of the budget while sampling), redrawn only when a step
+    is reported: between samples, never by a thread that could interrupt a timed one."""
+
+    def __init__(self, console: Console | None, name: str) -> None:
+        self.console = console
+        self.name = name
+        self.live: Live | None = None
+        self._drawn_at = 0.0
+
+    def __enter__(self) -> _StepLine:
+        if self.console is not None:
+            from rich.live import Live
+
+            self.live = Live(
+                Text(f"profiling {self.name} …", style="dim"),
+                console=self.console,
+                auto_refresh=False,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self.live.start(refresh=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+    def print(self, text: str) -> None:
+        """A line above the step line (on stderr)."""
+        if self.live is not None:
+            self.live.console.print(text)
+        else:
+            err.print(text)
+
+    def __call__(self, step: str, fraction: float | None) -> None:
+        if self.live is None:
+            return
+        now = time.monotonic()
+        if fraction is not None and now - self._drawn_at < REDRAW_S:
+            return  # sampling reports every round; redraw ten times a second at most
+        self._drawn_at = now
+        share = f" {fraction:.0%}" if fraction is not None else ""
+        self.live.update(Text(f"profiling {self.name} · {step}{share}", style="dim"), refresh=True)
+
+
+@app.command("profile", short_help="One workload in depth: compile, XLA analyses, transfer.")
 @handles_errors
 def profile_cmd(
-    name: Annotated[str, typer.Argument(help="Workload name.")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Workload name.", show_default=False)],
     suite: SuiteOpt = None,
     size: Annotated[
-        str | None, typer.Option("--size", "-s", help="Size preset or sweep label (default S).")
+        str | None,
+        typer.Option(
+            "--size", "-s", metavar="SIZE", help="Size preset or sweep label (default S)."
+        ),
     ] = None,
     device: Annotated[
-        str | None, typer.Option("--device", "-d", help="cpu, gpu or gpu:1 (default: first).")
+        str | None,
+        typer.Option(
+            "--device", "-d", metavar="DEVICE", help="cpu, gpu or gpu:1 (default: first)."
+        ),
     ] = None,
     x64: Annotated[bool, typer.Option("--x64", help="float64 on both sides.")] = False,
     budget: Annotated[
-        float | None, typer.Option("--budget", help="Sampling seconds for the case.")
+        float | None,
+        typer.Option(
+            "--budget",
+            metavar="SECONDS",
+            help="Sampling seconds for the case (all modes together); the precision target "
+            "is `jitbench run`'s.",
+            show_default=f"{PROFILE_BUDGET_S:g}",
+        ),
     ] = None,
     threads: ThreadsOpt = "1",
     show_jaxpr: Annotated[bool, typer.Option("--jaxpr", help="Print the jaxpr.")] = False,
     show_hlo: Annotated[bool, typer.Option("--hlo", help="Print the optimised HLO.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """Profile one workload: compile breakdown, XLA analyses, timings and diagnostics."""
-    # SamplingPlan and RunConfig check the value (one place, as for `run`).
-    plan = replace(PROFILE_PLAN, budget_s=budget) if budget is not None else None
-    registry = discover(suite or ())
-    for e in registry.errors:
-        err.print(f"[yellow]suite error:[/] {escape(str(e))}")
-    wl = registry.get(name)
-    p = profile_workload(
-        wl,
-        size=size,
-        device=device,
-        x64=x64,
-        plan=plan,
-        keep_text=show_jaxpr or show_hlo,
-        threads=parse_threads(threads),
-    )
+    """Profile one workload: compile breakdown, XLA analyses, the transfer to the device,
+    timings and diagnostics. It samples with `jitbench run`'s precision target (±1 %).
+
+    Examples:
+
+    \b
+    # the JAX FAQ's function at its M preset
+      jitbench profile centred_product -s M
+    # a size from the workload's sweep, with the optimised HLO
+      jitbench profile selu -s n=1000000 --hlo
+    # a pitfall, as JSON
+      jitbench profile unrolled_loop --suite suites/pitfalls.py --json
+    """
+    threads_value = parse_threads(threads)
+    with progress_console() as console, _StepLine(console, name) as report:
+        report("loading the suite", None)
+        from jitbench.adapters.profiling import PROFILE_PLAN, profile_workload
+        from jitbench.suite.discovery import discover
+
+        # SamplingPlan and RunConfig check the value (one place, as for `run`).
+        plan = replace(PROFILE_PLAN, budget_s=budget) if budget is not None else None
+        registry = discover(suite or ())
+        for e in registry.errors:
+            report.print(f"[yellow]suite error:[/] {escape(str(e))}")
+        wl = registry.get(name)
+        p = profile_workload(
+            wl,
+            size=size,
+            device=device,
+            x64=x64,
+            plan=plan,
+            keep_text=show_jaxpr or show_hlo,
+            threads=threads_value,
+            report=report,
+        )
     if as_json:
+        from jitbench.adapters.profiling import profile_to_dict
+
         out.print_json(json.dumps(profile_to_dict(p), allow_nan=False))
         return
     out.print(profile_renderable(p))

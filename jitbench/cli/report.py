@@ -1,4 +1,5 @@
-"""`jitbench report`: render run JSON files as HTML pages plus an index, or as markdown."""
+"""`jitbench report`: render run JSON files as HTML pages plus an index, or print their
+tables (the terminal's, markdown or CSV)."""
 
 from __future__ import annotations
 
@@ -7,19 +8,19 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, handles_errors, out
-from jitbench.cli.options import OutOpt
-from jitbench.cli.output import write_output
-from jitbench.render.run_markdown import run_markdown
-from jitbench.report import load_runs, write_report
-from jitbench.results import OutputLayout, check_run_copies
+from jitbench.cli.common import app, escape, handles_errors, out, say
+from jitbench.cli.options import OutOpt, TableFormat, WideOpt
+from jitbench.cli.output import console_footers, print_run_table, write_output
 
 
-@app.command("report")
+@app.command("report", short_help="HTML pages (or markdown) for runs, and the index.")
 @handles_errors
 def report_cmd(
     runs: Annotated[
-        list[Path], typer.Argument(help="Run JSON files (from `jitbench run`).", show_default=False)
+        list[Path],
+        typer.Argument(
+            metavar="RUN.json", help="Run JSON files (from `jitbench run`).", show_default=False
+        ),
     ],
     out_dir: OutOpt = Path("reports"),
     markdown: Annotated[
@@ -34,25 +35,66 @@ def report_cmd(
         str | None,
         typer.Option("--sizes", "-s", help="With --markdown: only these sizes, e.g. S,M."),
     ] = None,
+    table_format: Annotated[
+        TableFormat | None,
+        typer.Option(
+            "--format",
+            metavar="table|markdown|csv",
+            help="Print each run's table on stdout instead of writing HTML: table (as `jitbench "
+            "run` shows it, fitted to the terminal or $COLUMNS), markdown or csv.",
+            case_sensitive=False,
+            show_default=False,
+        ),
+    ] = None,
+    wide: WideOpt = False,
 ) -> None:
     """Render one or more runs as HTML: a page per run, side by side when several, an index.
 
     Pages open from disk with no network (plotly.js is written once beside them).
     With --markdown, print or write a markdown table per run instead (for a README or a
-    CI step summary).
+    CI step summary); with --format, print each run's table as `jitbench run` does.
+
+    Examples:
+
+    \b
+    # the HTML page of a run, and the index of reports/
+      jitbench report reports/runs/RUN.json
+    # two runs side by side (two machines, or before and after)
+      jitbench report cpu.json gpu.json --out side-by-side/
+    # a markdown table of the M cases for a README or $GITHUB_STEP_SUMMARY
+      jitbench report reports/runs/RUN.json --markdown - -s M
+    # the terminal table of a run again, 80 columns wide, or as CSV
+      COLUMNS=80 jitbench report reports/runs/RUN.json --format table
+      jitbench report reports/runs/RUN.json --format csv > run.csv
     """
-    loaded = load_runs(runs)
+    if table_format is not None:
+        from jitbench.results import load_run
+
+        for run in [load_run(path) for path in runs]:
+            print_run_table(run, wide=wide, table_format=table_format)
+            if table_format is TableFormat.TABLE:
+                for line in console_footers(run):
+                    say(f"[dim]{escape(line)}[/]")
+        return
     if markdown is not None:
+        from jitbench.render.run_markdown import run_markdown
+        from jitbench.results import load_run
+
+        loaded = [load_run(path) for path in runs]
         chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
         text = "\n".join(run_markdown(run, sizes=chosen) for run in loaded)
         write_output(Path(markdown), text)
         if markdown != "-":
-            out.print(f"markdown written to {markdown}")
+            out.print(f"markdown written to {escape(markdown)}", soft_wrap=True)
         return
+    from jitbench.report import load_runs, write_report  # plotly and jinja2: HTML only
+    from jitbench.results import OutputLayout, check_run_copies
+
+    loaded = load_runs(runs)
     # Never replace a different run stored under the same id (an older partial copy, or a
     # file that merely claims a stored run's id): refused before anything is written.
     OutputLayout(out_dir).ensure_writable()
     check_run_copies(list(zip(loaded, runs, strict=True)), out_dir)
     page = write_report(loaded, out_dir)
-    out.print(f"report written to {page}")
-    out.print(f"index: {OutputLayout(out_dir).index}")
+    out.print(f"report written to {escape(str(page))}", soft_wrap=True)
+    out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)

@@ -3,25 +3,19 @@
 Everything the command does below its options (selection, resume rules, checks before
 measuring, the run file written as it goes) is `jitbench.api.run`; this module builds the
 RunConfig from the options, installs the stop signals, renders and picks the exit code.
+The library (and JAX) is imported when the command runs, not when the CLI is loaded.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
-from jitbench import api
 from jitbench.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
@@ -30,25 +24,31 @@ from jitbench.cli.common import (
     escape,
     handles_errors,
     out,
+    progress_console,
+    say,
     split_list,
 )
-from jitbench.cli.options import KeywordOpt, SuiteOpt, ThreadsOpt
-from jitbench.cli.output import render_comparison
-from jitbench.config import RunConfig, parse_mode, parse_threads
-from jitbench.errors import ConfigError
-from jitbench.gate import compare, load_side
-from jitbench.render import run_table as console
-from jitbench.runner.events import (
-    CaseFinished,
-    CaseStarted,
-    ProcessStarted,
-    RoundStarted,
-    RunEvent,
-    RunInterrupted,
-    RunStarted,
-    SuiteSkipped,
+from jitbench.cli.options import (
+    FormatOpt,
+    KeywordOpt,
+    SuiteOpt,
+    TableFormat,
+    ThreadsOpt,
+    WideOpt,
 )
-from jitbench.runner.signals import Terminated, exit_status, stop_signals
+from jitbench.cli.output import console_footers, print_run_table, render_comparison, shown_path
+from jitbench.config import ALL_MODES, RunConfig, SamplingPlan, parse_mode, parse_threads
+from jitbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from jitbench.runner.events import RunEvent
+    from jitbench.runner.progress import ProgressEstimate
+
+_PLAN = SamplingPlan()
+_QUICK = RunConfig.quick_settings()
+_DEFAULT = RunConfig()
 
 
 def build_config(
@@ -101,28 +101,51 @@ def build_config(
     )
 
 
+#: Seconds between redraws of the progress bar (it is redrawn from the run's events, between
+#: samples, never by a thread that could interrupt a timed sample).
+REDRAW_S = 0.1
+
+
 class _Reporter:
-    """Renders runner events: a progress bar on a terminal, plain lines otherwise.
+    """Renders runner events: on a terminal, a progress bar with the step of the current
+    case and the time left (`runner.progress`); otherwise one plain line per finished case
+    and nothing while a case runs.
+
+    The bar writes to a duplicate of the terminal's stderr, so the workload's own output,
+    captured at the file-descriptor level while it is measured (`measure.capture`), does
+    not take the bar with it; the bar never redirects stdout or stderr itself.
 
     With `announce` (cases measured in this process), each case is named on stderr before
     it starts, so a crash that takes the process down (a segfault) says which case it was.
     """
 
     def __init__(self, *, announce: bool = False) -> None:
+        from jitbench.runner.progress import ProgressEstimate
+
         self.announce = announce
+        self.estimate: ProgressEstimate = ProgressEstimate()
         self.progress: Progress | None = None
         self.task: TaskID | None = None
         self.suite_errors = 0
+        self._drawn_at = 0.0
+        self._stack = contextlib.ExitStack()
 
     def __enter__(self) -> _Reporter:
-        if err.is_terminal:
+        console = self._stack.enter_context(progress_console())
+        if console is not None:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
             self.progress = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
+                TextColumn("{task.fields[cases]}"),
+                BarColumn(bar_width=20),
+                TextColumn("{task.fields[eta]}"),
                 TimeElapsedColumn(),
-                console=err,
+                TextColumn("{task.description}"),
+                console=console,
                 transient=True,
+                auto_refresh=False,
+                redirect_stdout=False,
+                redirect_stderr=False,
             )
             self.progress.__enter__()
         return self
@@ -130,114 +153,194 @@ class _Reporter:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.__exit__(None, None, None)
+        self._stack.close()
+
+    def _print(self, text: str) -> None:
+        if self.progress is not None:
+            self.progress.console.print(text, highlight=False)
+            self.progress.refresh()
+        else:
+            err.print(text, highlight=False, soft_wrap=True)
+
+    def _draw(self, *, force: bool = False) -> None:
+        if self.progress is None or self.task is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._drawn_at < REDRAW_S:
+            return
+        self._drawn_at = now
+        from jitbench.runner.progress import eta_text
+
+        est = self.estimate
+        self.progress.update(
+            self.task,
+            completed=est.fraction(),
+            description=escape(est.description()),
+            cases=f"{est.done_cases}/{est.total_cases}",
+            eta=eta_text(est.eta_s()),
+        )
+        self.progress.refresh()
 
     def __call__(self, event: RunEvent) -> None:
+        from jitbench.render import run_table
+        from jitbench.runner.events import (
+            CaseFinished,
+            CaseProgress,
+            CaseStarted,
+            ProcessStarted,
+            RoundStarted,
+            RunStarted,
+            SuiteSkipped,
+        )
+        from jitbench.runner.progress import eta_text
+
+        self.estimate.update(event)
         if isinstance(event, SuiteSkipped):
             self.suite_errors += 1
-            printer = self.progress.console if self.progress is not None else err
-            printer.print(
+            self._print(
                 f"[yellow]suite error:[/] {escape(event.error)} "
                 "(skipped; the other suite files still run)"
             )
         elif isinstance(event, RunStarted):
             done = event.done_cases
             if self.progress is not None:
-                self.task = self.progress.add_task(
-                    "measuring", total=event.total_cases, completed=done
-                )
-            elif done:
-                err.print(
-                    f"resuming run {event.run_id}: {done} of {event.total_cases} "
-                    "case(s) already measured"
-                )
+                self.task = self.progress.add_task("", total=1.0, cases="", eta="")
+                self._draw(force=True)
             else:
-                err.print(f"run {event.run_id}: {event.total_cases} case(s)")
-        elif isinstance(event, CaseStarted):
-            if self.progress is not None and self.task is not None:
-                # refresh: drawn now, not at the next tick, in case the case crashes.
-                self.progress.update(
-                    self.task, description=escape(event.case.label), refresh=self.announce
-                )
-            elif self.announce:  # rich flushes stderr after each print
+                plan = eta_text(self.estimate.eta_s()).replace("ETA", "about")
+                if done:
+                    err.print(
+                        f"resuming run {event.run_id}: {done} of {event.total_cases} "
+                        f"case(s) already measured ({plan} left)"
+                    )
+                else:
+                    err.print(f"run {event.run_id}: {event.total_cases} case(s), {plan}")
+        elif isinstance(event, CaseStarted) and self.announce:
+            if self.progress is not None:
+                self._draw(force=True)  # drawn now, in case the case crashes the process
+            else:  # rich flushes stderr after each print
                 label = escape(event.case.label)
                 err.print(f"[{event.index + 1}/{event.total}] {label} …", highlight=False)
-        elif isinstance(event, ProcessStarted):
-            what = f"worker process {event.index}/{event.total}: every case again"
-            if self.progress is not None and self.task is not None:
-                self.progress.update(self.task, description=what)
-            else:
-                err.print(what)
-        elif isinstance(event, RoundStarted):
-            what = f"sampling round {event.index}/{event.total} of {event.cases} case(s)"
-            if self.progress is not None and self.task is not None:
-                self.progress.update(self.task, description=what)
-            else:
-                err.print(what)
+        elif isinstance(event, CaseProgress):
+            self._draw()
+        elif isinstance(event, (ProcessStarted, RoundStarted)):
+            if self.progress is None:
+                err.print(escape(self.estimate.step))
+            self._draw(force=True)
         elif isinstance(event, CaseFinished):
-            line = console.plain_case_line(event.measurements)
-            if self.progress is not None and self.task is not None:
-                self.progress.console.print(escape(line), highlight=False)
-                self.progress.advance(self.task)
+            line = run_table.plain_case_line(event.measurements)
+            if self.progress is not None:
+                self._print(escape(line))
+                self._draw(force=True)
             else:
-                err.print(f"[{event.index + 1}/{event.total}] {escape(line)}", highlight=False)
+                eta = eta_text(self.estimate.eta_s())
+                err.print(
+                    f"[{event.index + 1}/{event.total}] {escape(line)} ({eta})",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
 
-@app.command("run")
+@app.command("run", short_help="Measure workloads in NumPy, eager and jit; write JSON and HTML.")
 @handles_errors
 def run_cmd(
     names: Annotated[
-        list[str] | None, typer.Argument(help="Workload names (default: all).")
+        list[str] | None,
+        typer.Argument(metavar="NAMES", help="Workload names (default: all)."),
     ] = None,
     suite: SuiteOpt = None,
     keyword: KeywordOpt = None,
     sizes: Annotated[
-        list[str] | None, typer.Option("--sizes", "-s", help="Size presets, e.g. S,M,L.")
+        list[str] | None,
+        typer.Option(
+            "--sizes",
+            "-s",
+            metavar="S,M,L",
+            help="Size presets (comma-separated or repeated), e.g. S,M,L.",
+            show_default=f"{','.join(_DEFAULT.sizes)}; --quick: {','.join(_QUICK.sizes)}",
+        ),
     ] = None,
     modes: Annotated[
-        list[str] | None, typer.Option("--modes", "-m", help="Modes: numpy,eager,jit.")
+        list[str] | None,
+        typer.Option(
+            "--modes",
+            "-m",
+            metavar="MODES",
+            help="Modes to measure, e.g. numpy,jit.",
+            show_default=",".join(m.value for m in ALL_MODES),
+        ),
     ] = None,
     devices: Annotated[
         list[str] | None,
         typer.Option(
-            "--devices", "-d", help="Devices: cpu, gpu, or cpu:1 (default: every platform)."
+            "--devices",
+            "-d",
+            metavar="DEVICES",
+            help="Devices: cpu, gpu, or cpu:1.",
+            show_default="every platform JAX sees",
         ),
     ] = None,
     x64: Annotated[bool, typer.Option("--x64", help="float64 on both sides.")] = False,
     sweep: Annotated[bool, typer.Option("--sweep", help="Run each workload's size sweep.")] = False,
     budget: Annotated[
-        float | None, typer.Option("--budget", help="Sampling seconds per case (all modes).")
+        float | None,
+        typer.Option(
+            "--budget",
+            metavar="SECONDS",
+            help="Sampling seconds per case (all modes together).",
+            show_default=f"{_PLAN.budget_s:g}; --quick: {_QUICK.plan.budget_s:g}",
+        ),
     ] = None,
     precision: Annotated[
-        float | None, typer.Option("--precision", help="Target CI half-width, e.g. 0.01 = ±1 %.")
+        float | None,
+        typer.Option(
+            "--precision",
+            metavar="FRACTION",
+            help="Target half-width of each median's 95 % CI: sampling stops early there.",
+            show_default=f"{_PLAN.precision:g} (±{_PLAN.precision:.0%})",
+        ),
     ] = None,
     min_samples: Annotated[
-        int | None, typer.Option("--min-samples", help="Samples before convergence counts.")
+        int | None,
+        typer.Option(
+            "--min-samples",
+            metavar="N",
+            help="Samples before a mode may stop at the precision target.",
+            show_default=f"{_PLAN.min_samples}; --quick: {_QUICK.plan.min_samples}",
+        ),
     ] = None,
     rounds: Annotated[
         int | None,
         typer.Option(
             "--rounds",
+            metavar="N",
             help="Spend each case's budget in this many rounds spread over the run, so its "
             "samples span the machine's drift instead of one short window (for gates on "
-            "noisy machines; default 1).",
+            "noisy machines).",
+            show_default=str(_PLAN.rounds),
         ),
     ] = None,
     processes: Annotated[
         int | None,
         typer.Option(
             "--processes",
+            metavar="K",
             help="Measure every case in this many processes, one after another, so the "
-            "speedup intervals include what changes from run to run (default 1).",
+            "speedup intervals include what changes from run to run.",
+            show_default=str(_DEFAULT.processes),
         ),
     ] = None,
     quick: Annotated[
         bool, typer.Option("--quick", help="Smoke run: smallest preset, tiny budgets.")
     ] = False,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the input generator.")] = 0,
+    seed: Annotated[
+        int, typer.Option("--seed", metavar="N", help="Seed of the input generator.")
+    ] = 0,
     out_dir: Annotated[
         Path | None,
         typer.Option(
             "--out",
+            metavar="DIR",
             help="Output folder for run JSON and HTML (default reports/; with --resume, the "
             "folder the run file is in).",
             show_default=False,
@@ -258,24 +361,17 @@ def run_cmd(
         float | None,
         typer.Option(
             "--timeout",
+            metavar="SECONDS",
             help="Seconds a case may take before it is stopped (status timeout). Without "
             "--isolate a single long native call is only stopped when it returns.",
         ),
     ] = None,
     threads: ThreadsOpt = "1",
-    label: Annotated[
-        str | None,
-        typer.Option(
-            "--label",
-            help="A short name for the run, shown on its pages, in comparisons and history "
-            "instead of the run id (e.g. before-fusion).",
-            show_default=False,
-        ),
-    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
             "--resume",
+            metavar="RUN.json",
             help="Finish an interrupted run file; cases it holds are not measured again. It "
             "imports the suite files the run file names (their code runs): resume only files "
             "you trust. A suite file changed since the run started is refused.",
@@ -289,10 +385,21 @@ def run_cmd(
             help="With --resume: resume even though a suite file changed since the run started.",
         ),
     ] = False,
+    label: Annotated[
+        str | None,
+        typer.Option(
+            "--label",
+            metavar="TEXT",
+            help="A short name for the run, shown on its pages, in comparisons and history "
+            "instead of the run id (e.g. before-fusion).",
+            show_default=False,
+        ),
+    ] = None,
     baseline: Annotated[
         Path | None,
         typer.Option(
             "--baseline",
+            metavar="RUN.json|DIR",
             help="Compare with this run JSON (or folder of runs): the gate.",
             show_default=False,
         ),
@@ -300,11 +407,26 @@ def run_cmd(
     fail_on_regression: Annotated[
         bool, typer.Option("--fail-on-regression", help="With --baseline: exit 1 on a regression.")
     ] = False,
+    wide: WideOpt = False,
+    table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
-    """Measure workloads in NumPy, JAX eager and JAX jit and write the run JSON.
+    """Measure workloads in NumPy, JAX eager and JAX jit and write the run JSON and HTML.
 
     The run file is rewritten atomically after every case, so Ctrl-C (exit 130) or SIGTERM
-    (exit 143) leaves a valid partial run that `--resume` finishes.
+    (exit 143) leaves a valid partial run that `--resume` finishes. The summary table goes
+    to stdout, progress and problems to stderr.
+
+    Examples:
+
+    \b
+    # a smoke run of the default suite, in seconds
+      jitbench run --quick
+    # two workloads at S, M and L, with the full table
+      jitbench run selu gemm -s S,M,L --wide
+    # the linear-algebra workloads, intervals that hold from run to run
+      jitbench run -k "linalg and not gemm" --processes 2
+    # your own suite file, the table as CSV for pandas
+      jitbench run --suite my_suite.py --format csv > run.csv
     """
     if fail_on_regression and baseline is None:
         raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
@@ -326,6 +448,11 @@ def run_cmd(
         threads=threads,
         label=label,
     )
+    from jitbench import api
+    from jitbench.gate import compare, load_side
+    from jitbench.runner.events import RunInterrupted
+    from jitbench.runner.signals import Terminated, exit_status, stop_signals
+
     # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None
     # A resumed run's page goes to its own output folder; a run file kept anywhere else
@@ -366,26 +493,23 @@ def run_cmd(
         page = write_run_page(run, out_dir)
         write_index(out_dir)
 
-    banner = console.machine_banner(run)
-    if banner is not None:
-        out.print(banner)
-    out.print(console.summary_table(run))
-    settings = run.config.settings
-    if settings is not None and settings.quick:
-        out.print("[dim]quick run: few samples, rough figures.[/]")
-    else:
-        if (footer := console.noisy_footer(run)) is not None:
-            out.print(f"[dim]{footer}[/]")
-        out.print(f"[dim]{console.interval_footer(run)}[/]")
-    for line in console.problems(run):
-        err.print(f"[red]•[/] {escape(line)}")
-    out.print(f"run saved to {path}")
+    # With --format markdown or csv, stdout holds the table alone; the rest goes to stderr.
+    notes = out if table_format is TableFormat.TABLE else err
+    print_run_table(run, wide=wide, table_format=table_format)
+    for line in console_footers(run):
+        say(f"[dim]{escape(line)}[/]", console=notes)
+    from jitbench.render import run_table
+
+    for line in run_table.problems(run):
+        say(f"[red]•[/] {escape(line)}", console=err)
+    notes.print(f"run saved to {escape(shown_path(path))}", soft_wrap=True)
     if page is not None:
-        out.print(f"report written to {page}")
+        notes.print(f"report written to {escape(shown_path(page))}", soft_wrap=True)
     else:
-        out.print(
+        notes.print(
             f"[dim]no page written: {escape(str(path))} is not in an output folder's runs/; "
-            f"`jitbench report {escape(str(path))} --out DIR` writes one.[/]"
+            f"`jitbench report {escape(str(path))} --out DIR` writes one.[/]",
+            soft_wrap=True,
         )
     failed = any(m.failed for m in run.measurements)
     regressed = False

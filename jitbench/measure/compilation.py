@@ -126,6 +126,42 @@ def count_jaxpr_eqns(jaxpr: Any) -> int:
     return total
 
 
+def _sub_jaxprs(eqn: Any) -> Iterator[Any]:
+    for value in eqn.params.values():
+        for sub in value if isinstance(value, (tuple, list)) else (value,):
+            if hasattr(sub, "eqns") or hasattr(getattr(sub, "jaxpr", None), "eqns"):
+                yield sub
+
+
+def jaxpr_takes_gradient(jaxpr: Any) -> bool:
+    """Whether a jaxpr holds autodiff: an equation traced under `jvp(…)` or
+    `transpose(…)` (JAX records the transformations in each equation's name stack)."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    for eqn in getattr(inner, "eqns", ()):
+        stack = str(getattr(getattr(eqn, "source_info", None), "name_stack", ""))
+        if "jvp(" in stack or "transpose(" in stack:
+            return True
+        if any(jaxpr_takes_gradient(sub) for sub in _sub_jaxprs(eqn)):
+            return True
+    return False
+
+
+def takes_gradient(
+    fn: Callable[..., Any],
+    *,
+    args: tuple[Any, ...],
+    kwargs: Mapping[str, Any],
+    static_argnames: tuple[str, ...] = (),
+) -> bool:
+    """Whether `fn(*args, **kwargs)` differentiates (`jaxpr_takes_gradient` of its trace;
+    tracing only, no compile). False when it cannot be traced."""
+    try:
+        traced = jax.jit(fn, static_argnames=static_argnames).trace(*args, **kwargs)
+    except Exception:
+        return False
+    return jaxpr_takes_gradient(traced.jaxpr)
+
+
 def _cost_dict(cost: Any) -> Mapping[str, Any] | None:
     # A dict in newer JAX; a list with one dict per computation (the first is the
     # entry computation) in older JAX; None where the backend has no cost model.

@@ -22,6 +22,7 @@ import numpy as np
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES
+from jitbench.measure.capture import PrintTally
 from jitbench.results import Diagnostic, Measurement, Mode, Run, Severity, Status
 
 # Pitfall codes: each means the measurement was affected by a known JAX pitfall.
@@ -33,6 +34,7 @@ SLOW_COMPILE = "slow-compile"
 OUTPUT_MISMATCH = "output-mismatch"
 NONFINITE = "nonfinite-output"
 NUMPY_FLOAT64 = "numpy-float64"
+PRINTS = "prints-during-call"
 # Observations: true statements about speed at this size, not mistakes in the code.
 JIT_SLOWER = "jit-slower-than-numpy"
 EAGER_DISPATCH = "eager-dispatch-bound"
@@ -52,6 +54,7 @@ PITFALL_CODES = frozenset(
         OUTPUT_MISMATCH,
         NONFINITE,
         NUMPY_FLOAT64,
+        PRINTS,
     }
 )
 CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY, OUTLIERS, SIZE_ORDER, NO_FINITE}
@@ -200,13 +203,30 @@ def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
     )
 
 
+#: The hint of `nonfinite-output` when the program takes a gradient (the JAX FAQ's
+#: "gradients contain NaN where using where"): --x64 does not help there.
+DOUBLE_WHERE_HINT = (
+    "a gradient through jnp.where is NaN where the branch it does not select is not "
+    "finite (log, sqrt or a division at the masked points: 0 × inf is NaN); make the input "
+    "safe before the risky operation as well, the double where of the JAX FAQ: "
+    "`safe = jnp.where(mask, x, 1.0); jnp.where(mask, jnp.log(safe), 0.0)`. --x64 does "
+    "not help here."
+)
+
+
 def mismatch(
-    message: str, *, nonfinite: bool, mode: Mode | None = None, against: str = "numpy"
+    message: str,
+    *,
+    nonfinite: bool,
+    mode: Mode | None = None,
+    against: str = "numpy",
+    gradient: bool = False,
 ) -> Diagnostic:
     """A JAX output that does not match the reference (`message` says where).
 
     `against` is the mode that served as reference: "numpy", or "eager" when the NumPy
-    side failed and jit was checked against eager instead.
+    side failed and jit was checked against eager instead. `gradient`: the program takes
+    a derivative (autodiff), which changes the hint for non-finite outputs.
     """
     who = f"{mode.value} output" if mode is not None else "output"
     reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
@@ -214,8 +234,10 @@ def mismatch(
         return Diagnostic(
             code=NONFINITE,
             severity=Severity.ERROR,
-            message=f"{who}: {message}",
-            hint="check for overflow or log/sqrt of invalid values at this dtype; try --x64.",
+            message=f"{who}: {message}" + (" (the program takes a gradient)" if gradient else ""),
+            hint=DOUBLE_WHERE_HINT
+            if gradient
+            else "check for overflow or log/sqrt of invalid values at this dtype; try --x64.",
         )
     if mode is Mode.JIT:
         hint = (
@@ -233,6 +255,36 @@ def mismatch(
         severity=Severity.ERROR,
         message=f"{who} differs from {reference}: {message}",
         hint=hint,
+    )
+
+
+def prints_during_call(tally: PrintTally, mode: Mode) -> Diagnostic | None:
+    """`prints-during-call` when the workload printed while measured (`capture`), else
+    None: a warning when its timed calls printed (the time to print is in the figure), an
+    info when only its first call did (under jit, Python's print runs once, at trace
+    time, and shows tracers rather than values)."""
+    if not tally.lines:
+        return None
+    first = f": {tally.first_line!r}" if tally.first_line else ""
+    size = fmt.bytes_(tally.nbytes)
+    if tally.timed_lines:
+        return Diagnostic(
+            code=PRINTS,
+            severity=Severity.WARNING,
+            message=f"the {mode.value} side printed {tally.lines:,} line(s) ({size}) while "
+            f"measured, {tally.timed_lines:,} of them in timed calls, whose time includes "
+            f"printing; captured, not shown{first}",
+            hint="remove print calls (and jax.debug.print) from the measured function; "
+            "print results once, outside it.",
+        )
+    when = "at trace time" if mode is Mode.JIT else "in its first call"
+    return Diagnostic(
+        code=PRINTS,
+        severity=Severity.INFO,
+        message=f"the {mode.value} side printed {tally.lines:,} line(s) ({size}) {when}, "
+        f"none in timed calls; captured, not shown{first}",
+        hint="under jax.jit a Python print runs once, while tracing, and shows tracers; "
+        "use jax.debug.print to see values, and keep printing out of benchmarks.",
     )
 
 

@@ -26,6 +26,7 @@ from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import WorkloadError
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
+from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
     relative_ci_halfwidth,
@@ -46,6 +47,15 @@ from jitbench.results import (
 from jitbench.suite.workload import Inputs, Workload
 
 MAX_ERROR_CHARS = 2000
+
+StepReport = Callable[[str, "float | None"], None]
+"""Told what a case is doing as it goes: a step ("inputs", "jit compile", "sampling", …)
+and, while sampling, the fraction of this round's budget spent (else None). Called between
+samples, never inside a timed region."""
+
+
+def _no_report(_step: str, _fraction: float | None) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,7 @@ class _ModeState:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     calls_per_sample: int = 0
     timed_compiles: jcompile.CompileEvents = field(default_factory=jcompile.CompileEvents)
+    printed: PrintTally = field(default_factory=PrintTally)
 
     def fail(self, exc: BaseException) -> None:
         self.error, self.status, self.call = exc, Status.ERROR, None
@@ -121,8 +132,12 @@ class _ModeState:
 
 
 @contextlib.contextmanager
-def _mode_region(state: _ModeState) -> Iterator[None]:
-    with modes.timed_region(state.mode), jcompile.count_compiles() as events:
+def _mode_region(state: _ModeState, capture: OutputCapture | None = None) -> Iterator[None]:
+    with (
+        maybe_attribute(capture, state.printed, timed=True),
+        modes.timed_region(state.mode),
+        jcompile.count_compiles() as events,
+    ):
         yield
     state.timed_compiles.compile_count += events.compile_count
 
@@ -252,15 +267,36 @@ def _short_repr(value: Any) -> str:
 
 
 def _validate(
-    state: _ModeState, wl: Workload, reference: Any, output: Any, *, against: str = "numpy"
+    state: _ModeState,
+    wl: Workload,
+    reference: Any,
+    output: Any,
+    *,
+    against: str = "numpy",
+    staged: modes.Staged | None = None,
 ) -> bool:
-    """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider."""
+    """Compare a JAX output with the reference; mark a mismatch. Returns reference_wider.
+
+    A non-finite output from a program that takes a gradient (traced again from `staged`
+    to find out) gets the double-`where` hint instead of `--x64`."""
     result = validation.check_outputs(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
     if not result.ok:
         state.status = Status.MISMATCH
+        gradient = False
+        if result.nonfinite and staged is not None:
+            gradient = jcompile.takes_gradient(
+                wl.jax_fn,
+                args=staged.args,
+                kwargs={**staged.kwargs, **staged.static},
+                static_argnames=wl.static_argnames,
+            )
         state.diagnostics.append(
             diagnose.mismatch(
-                result.message, nonfinite=result.nonfinite, mode=state.mode, against=against
+                result.message,
+                nonfinite=result.nonfinite,
+                mode=state.mode,
+                against=against,
+                gradient=gradient,
             )
         )
     return result.reference_wider
@@ -282,6 +318,7 @@ class CaseSession:
     transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
     samples: dict[Slot, list[float]] = field(default_factory=dict)
     cache_generation: int = -1  # jcompile.cache_generation() when last warm
+    capture: OutputCapture | None = None  # while a step runs: where the workload's output goes
     # Per device: measures the cold jit compile again (devices with a compiled jit mode).
     compile_again: dict[str, Callable[[], tuple[float, float, float]]] = field(default_factory=dict)
     compile_repeats: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
@@ -299,23 +336,46 @@ class CaseSession:
     def _runnable_slots(self) -> dict[Slot, _ModeState]:
         return {slot: s for slot, s in self.states.items() if s.call is not None}
 
-    def sample(self, plan: SamplingPlan) -> None:
+    @contextlib.contextmanager
+    def _capturing(self) -> Iterator[OutputCapture]:
+        """Capture the workload's output for one step (see `measure.capture`)."""
+        with OutputCapture() as capture:
+            self.capture = capture
+            try:
+                yield capture
+            finally:
+                self.capture = None
+
+    def sample(self, plan: SamplingPlan, *, report: StepReport | None = None) -> None:
         """Take one round of interleaved samples of every mode still able to run: the NumPy
         side, then each device's eager and jit, in turn. The budget is per case, so a
-        session of several devices gets that many budgets."""
+        session of several devices gets that many budgets. `report` hears the fraction
+        of the budget spent after every round of samples."""
+        with self._capturing():
+            self._sample(plan, report or _no_report)
+
+    def _sample(self, plan: SamplingPlan, report: StepReport) -> None:
         if self.cache_generation != jcompile.cache_generation():
+            report("re-warm", None)
             self._rewarm(plan)
         runnable = self._runnable_slots()
         if not runnable:
             return
         if len(self.cases) > 1:
             plan = replace(plan, budget_s=plan.budget_s * len(self.cases))
+        budget, cap = plan.budget_s, plan.max_samples
+
+        def on_round(taken: int, elapsed: float) -> None:
+            report("sampling", min(1.0, max(elapsed / budget if budget else 0.0, taken / cap)))
+
+        report("sampling", 0.0)
         series = sample_interleaved(
             {slot: s.call for slot, s in runnable.items() if s.call is not None},
             {slot: s.calls_per_sample for slot, s in runnable.items()},
             plan=plan,
-            region=lambda slot: _mode_region(runnable[slot]),
+            region=lambda slot: _mode_region(runnable[slot], self.capture),
             prior=self.samples,
+            on_round=on_round,
         )
         for slot, ser in series.items():
             if ser.error is not None:
@@ -325,21 +385,28 @@ class CaseSession:
                 self.samples[slot] = ser.samples_s
         self.cache_generation = jcompile.cache_generation()
 
-    def repeat_compile(self) -> None:
+    def repeat_compile(self, *, report: StepReport | None = None) -> None:
         """Measure each device's cold jit compile once more; the jit figures become those
         of the repeat with the median total. A failure here keeps the earlier figures."""
+        with self._capturing() as capture:
+            self._repeat_compile(capture, report or _no_report)
+
+    def _repeat_compile(self, capture: OutputCapture, report: StepReport) -> None:
         for device, again in self.compile_again.items():
             jit = self.states.get((device, Mode.JIT))
             if jit is None or jit.compile is None or jit.call is None:
                 continue
+            report("jit compile again", None)
             c = jit.compile
             repeats = self.compile_repeats.setdefault(device, [])
             if not repeats:
                 repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
             try:
-                repeats.append(again())
+                with capture.attribute(jit.printed, timed=False):
+                    stages = again()
             except Exception:
                 continue
+            repeats.append(stages)
             by_total = sorted(repeats, key=sum)
             trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
             jit.compile = replace(
@@ -417,7 +484,10 @@ class CaseSession:
         for s in self.runnable:
             assert s.call is not None
             try:
-                with modes.timed_region(s.mode):
+                with (
+                    maybe_attribute(self.capture, s.printed, timed=True),
+                    modes.timed_region(s.mode),
+                ):
                     for _ in range(max(1, plan.warmup_calls)):
                         s.call()
             except Exception as exc:
@@ -452,6 +522,9 @@ class CaseSession:
         plan = self.plan
         extra: dict[Slot, list[Diagnostic]] = {}
         samples: dict[Slot, tuple[float, ...]] = {}
+        for slot, s in self.states.items():
+            if (printed := diagnose.prints_during_call(s.printed, s.mode)) is not None:
+                extra.setdefault(slot, []).append(printed)
         for slot, taken in self.samples.items():
             s = self.states[slot]
             if s.status is Status.ERROR:
@@ -498,18 +571,19 @@ def open_cases(
     plan: SamplingPlan,
     seed: int,
     quick: bool,
+    report: StepReport | None = None,
 ) -> CaseSession:
     """Steps 1–4 of the protocol (DESIGN §1) for one workload × size × dtype on the devices
     of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
     code), then per device staging, one clear of JAX's caches, the cold jit and eager first
     calls and validation; last warm-up and calibration, for the `timed` modes. A fault in
-    a mode is recorded on that mode's state.
+    a mode is recorded on that mode's state. What the workload prints is captured and
+    counted per mode (`measure.capture`); `report` hears each step as it starts.
     """
     first = pcs[0]
     assert all(
         (pc.workload, pc.size, pc.dtype) == (first.workload, first.size, first.dtype) for pc in pcs
     ), "open_cases takes the devices of one workload × size × dtype"
-    wl = first.workload
     labels = [device_label(pc.device) for pc in pcs]
     timed = tuple(timed)
     states: dict[Slot, _ModeState] = {}
@@ -523,6 +597,34 @@ def open_cases(
         quick=quick,
         timed=timed,
     )
+    with session._capturing() as capture:
+        _open(session, pcs, labels, seed=seed, report=report or _no_report)
+    # Printed outside any mode's calls (the input function, staging): the first mode's.
+    first_state = states.get((HOST, Mode.NUMPY)) or next(iter(states.values()), None)
+    if first_state is not None and capture.unattributed.lines:
+        first_state.printed.first_call_lines += capture.unattributed.lines
+        first_state.printed.first_call_bytes += capture.unattributed.nbytes
+        first_state.printed.first_line = (
+            first_state.printed.first_line or capture.unattributed.first_line
+        )
+    return session
+
+
+def _open(
+    session: CaseSession,
+    pcs: Sequence[PlannedCase],
+    labels: Sequence[str],
+    *,
+    seed: int,
+    report: StepReport,
+) -> None:
+    """The body of `open_cases`, under its output capture."""
+    first = pcs[0]
+    wl = first.workload
+    states = session.states
+    capture = session.capture
+    plan = session.plan
+    report("inputs", None)
     try:
         host = wl.make_inputs(first.params, dtype=first.dtype, seed=seed)
     except Exception as exc:
@@ -533,7 +635,7 @@ def open_cases(
         )
         for s in states.values():
             s.fail(exc)
-        return session
+        return
     session.cases = [
         replace(
             case,
@@ -547,9 +649,14 @@ def open_cases(
     #    needs it).
     reference: Any = None
     numpy_state = states.get((HOST, Mode.NUMPY))
+    report("NumPy reference", None)
     try:
         numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-        reference = require_array_tree(numpy_call(), wl, Mode.NUMPY)
+        with maybe_attribute(
+            capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
+        ):
+            output = numpy_call()
+        reference = require_array_tree(output, wl, Mode.NUMPY)
         if numpy_state:
             numpy_state.call = numpy_call
             if validation.no_finite_values(reference):
@@ -561,7 +668,7 @@ def open_cases(
     # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
     for pc, label in zip(pcs, labels, strict=True):
-        reference_wider |= _open_device(session, pc, label, host, reference)
+        reference_wider |= _open_device(session, pc, label, host, reference, report)
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 
@@ -570,19 +677,24 @@ def open_cases(
     #    their warm-up compiles them again, before any timing.)
     for s in session.runnable:
         assert s.call is not None
+        report(f"{s.mode.value} warm-up", None)
         try:
-            with _mode_region(s):
+            with _mode_region(s, capture):
                 s.calls_per_sample = warm_up_and_calibrate(s.call, plan=plan)
         except Exception as exc:
             s.fail(exc)
     for s in session.runnable:
         s.timed_compiles = jcompile.CompileEvents()
     session.cache_generation = jcompile.cache_generation()
-    return session
 
 
 def _open_device(
-    session: CaseSession, pc: PlannedCase, label: str, host: Inputs, reference: Any
+    session: CaseSession,
+    pc: PlannedCase,
+    label: str,
+    host: Inputs,
+    reference: Any,
+    report: StepReport,
 ) -> bool:
     """Stage the inputs on one device, clear JAX's caches once, and take the cold first
     calls of its JAX modes (jit, then eager), validating each. Returns reference_wider."""
@@ -590,6 +702,7 @@ def _open_device(
     jax_states = {m: session.states[(label, m)] for m in COLD_ORDER if (label, m) in session.states}
     if not jax_states:
         return False
+    report(f"transfer to {label}", None)
     try:
         staged = modes.stage(host, pc.device)
         session.transfer[label] = {
@@ -605,8 +718,10 @@ def _open_device(
     reference_wider = False
     outputs: dict[Mode, Any] = {}
     for mode, s in jax_states.items():
+        report("jit compile" if mode is Mode.JIT else "eager first call", None)
         try:
-            prepared = PREPARE[mode](wl, host, staged)
+            with maybe_attribute(session.capture, s.printed, timed=False):
+                prepared = PREPARE[mode](wl, host, staged)
             s.call, s.compile = prepared.call, prepared.compile
             out = require_array_tree(prepared.output, wl, mode)
         except Exception as exc:
@@ -614,7 +729,7 @@ def _open_device(
             continue
         outputs[mode] = out
         if reference is not None:
-            reference_wider |= _validate(s, wl, reference, out)
+            reference_wider |= _validate(s, wl, reference, out, staged=staged)
         if s.status is Status.OK and validation.no_finite_values(out):
             s.diagnostics.append(diagnose.no_finite_output())
     if Mode.JIT in outputs:
@@ -627,6 +742,7 @@ def _open_device(
             modes.to_host(outputs[Mode.EAGER]),
             outputs[Mode.JIT],
             against="eager",
+            staged=staged,
         )
     if reference is None:
         # Say so rather than report an unchecked output as plain `ok`.
@@ -663,13 +779,23 @@ def _measurement(
     )
 
 
-def measure_case(pc: PlannedCase, config: RunConfig, *, split_calls: int = 0) -> list[Measurement]:
+def measure_case(
+    pc: PlannedCase,
+    config: RunConfig,
+    *,
+    split_calls: int = 0,
+    report: StepReport | None = None,
+) -> list[Measurement]:
     """Measure one case in every configured mode under the protocol (see DESIGN §1)."""
-    return measure_cases([pc], config, split_calls=split_calls)
+    return measure_cases([pc], config, split_calls=split_calls, report=report)
 
 
 def measure_cases(
-    pcs: Sequence[PlannedCase], config: RunConfig, *, split_calls: int = 0
+    pcs: Sequence[PlannedCase],
+    config: RunConfig,
+    *,
+    split_calls: int = 0,
+    report: StepReport | None = None,
 ) -> list[Measurement]:
     """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
     under the protocol (see DESIGN §1), the NumPy side once for all of them.
@@ -677,15 +803,33 @@ def measure_cases(
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
     over the run instead (see `SamplingPlan.rounds`). With `split_calls`, that many calls
     of each JAX mode are traced afterwards to split their time (`CaseSession.trace_splits`).
+    `report` hears each step.
     """
     session = open_cases(
-        pcs, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+        pcs,
+        timed=config.modes,
+        plan=config.plan,
+        seed=config.seed,
+        quick=config.quick,
+        report=report,
     )
-    for _ in range(config.plan.rounds):
-        session.sample(config.plan.for_round())
+    rounds = config.plan.rounds
+    for index in range(rounds):
+        if report is not None and rounds > 1:
+            done = index / rounds
+
+            def round_report(step: str, fraction: float | None, done: float = done) -> None:
+                assert report is not None
+                report(step, None if fraction is None else done + fraction / rounds)
+
+            session.sample(config.plan.for_round(), report=round_report)
+        else:
+            session.sample(config.plan.for_round(), report=report)
     for _ in range(config.plan.compile_measurements - 1):
-        session.repeat_compile()
+        session.repeat_compile(report=report)
     if split_calls:
+        if report is not None:
+            report("tracing calls", None)
         session.trace_splits(split_calls)
     # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
     return session.measurements()

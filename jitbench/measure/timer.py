@@ -123,6 +123,7 @@ def sample_interleaved(
     clock: Clock = DEFAULT_CLOCK,
     region: Callable[[K], AbstractContextManager[object]] | None = None,
     prior: Mapping[K, Sequence[float]] | None = None,
+    on_round: Callable[[int, float], None] | None = None,
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in lockstep rounds until all are precise enough.
 
@@ -139,6 +140,9 @@ def sample_interleaved(
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
     `floor_samples` and the budget apply to the rounds taken now.
+
+    `on_round(rounds taken, seconds since the start)` is called after every round that
+    does not end the sampling (between samples, outside any timed region), for progress.
     """
     prior = prior or {}
     series = {
@@ -180,6 +184,8 @@ def sample_interleaved(
             elif clock() - start >= plan.budget_s and taken >= plan.floor_samples:
                 reason = "budget"
             else:
+                if on_round is not None:
+                    on_round(taken, clock() - start)
                 continue
             for k in active:
                 series[k].stop_reason = "converged" if converged[k] else reason

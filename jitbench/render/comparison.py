@@ -1,19 +1,27 @@
-"""Render a `Comparison`: rich renderables for the terminal and markdown for a pull request.
+"""Render a `Comparison`: rich renderables for the terminal, markdown for a pull request and
+CSV for a spreadsheet.
 
-Builders return a rich renderable or a string; writing them anywhere is the CLI's job.
+The terminal table is compact by default (one row per case × mode, fitted to the width)
+or full (`wide`). Builders return a rich renderable or a string; writing them anywhere is
+the CLI's job.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
+from dataclasses import dataclass
 
-from rich.console import Group
+from rich import box
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
 from jitbench.formatting import md_escape
 from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
+from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Mode
 
 _VERDICT_STYLE = {
@@ -30,11 +38,11 @@ _VERDICT_STYLE = {
 }
 
 
-def percent_change(ratio: float | None) -> str:
-    """'+30.1 %' for a ratio of 1.301; '—' when unknown."""
+def percent_change(ratio: float | None, *, compact: bool = False) -> str:
+    """'+30.1 %' for a ratio of 1.301 ('+30.1%' compact); '—' when unknown."""
     if ratio is None or not math.isfinite(ratio):
         return "—"
-    return f"{(ratio - 1) * 100:+.1f} %"
+    return f"{(ratio - 1) * 100:+.1f}{'' if compact else ' '}%"
 
 
 def p_value(p: float | None) -> str:
@@ -104,14 +112,39 @@ def thresholds_line(cmp: Comparison) -> str:
 # rich
 
 
+def _shown(e: Entry, all_rows: bool) -> bool:
+    """Whether a row is shown: all, or (`all_rows=False`) only those that changed."""
+    return (
+        all_rows
+        or e.verdict is not Verdict.UNCHANGED
+        or e.fails_gate
+        or (e.compile is not None and e.compile.verdict is not Verdict.UNCHANGED)
+    )
+
+
+def _compile_style(e: Entry) -> str:
+    if e.compile and e.compile.verdict is Verdict.REGRESSION:
+        return "bold red"
+    if e.compile and e.compile.verdict is Verdict.IMPROVEMENT:
+        return "green"
+    return ""
+
+
+def _title(cmp: Comparison) -> str:
+    return f"jitbench compare {cmp.base_run_id} → {cmp.new_run_id}"
+
+
 def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
-    """One row per case × mode: medians, ratio with CI, p-value, compile change, verdict.
+    """One row per case × mode: medians, ratio with CI, p-value, compile change, verdict
+    (the full table, `--wide`).
 
     With `all_rows=False`, unchanged rows are left out.
     """
-    title = f"jitbench compare {cmp.base_run_id} → {cmp.new_run_id}"
     table = Table(
-        title=title, title_justify="left", caption=thresholds_line(cmp), caption_justify="left"
+        title=_title(cmp),
+        title_justify="left",
+        caption=thresholds_line(cmp),
+        caption_justify="left",
     )
     for col, justify in (
         ("workload", "left"),
@@ -130,21 +163,10 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
     ):
         table.add_column(col, justify=justify, no_wrap=col != "note")  # type: ignore[arg-type]
     for e in cmp.entries:
-        if (
-            not all_rows
-            and e.verdict is Verdict.UNCHANGED
-            and not e.fails_gate
-            and not (e.compile and e.compile.verdict is not Verdict.UNCHANGED)
-        ):
+        if not _shown(e, all_rows):
             continue
         style = _VERDICT_STYLE[e.verdict]
-        compile_style = (
-            "bold red"
-            if e.compile and e.compile.verdict is Verdict.REGRESSION
-            else "green"
-            if e.compile and e.compile.verdict is Verdict.IMPROVEMENT
-            else ""
-        )
+        compile_style = _compile_style(e)
         table.add_row(
             e.workload,
             e.size,
@@ -166,13 +188,126 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
     return table
 
 
-def _median_cell(e: Entry, side: str) -> str:
+def _median_cell(e: Entry, side: str, *, compact: bool = False) -> str:
     m = e.base if side == "base" else e.new
     if m is None:
         return "—"
     if m.median_s is not None and m.ok:
-        return fmt.seconds(m.median_s)
+        return fmt.seconds(m.median_s, compact=compact)
     return m.status.value
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """One way to draw the compact comparison table, roomiest first."""
+
+    gap: int = 2
+    compact_units: bool = False
+    inline_notes: bool = True  # else a superscript mark on the case, the notes underneath
+    fold_case: bool = False
+
+
+_LAYOUTS = (
+    _Layout(),
+    _Layout(gap=1),
+    _Layout(gap=1, compact_units=True),
+    _Layout(inline_notes=False),
+    _Layout(gap=1, inline_notes=False),
+    _Layout(gap=1, compact_units=True, inline_notes=False),
+    _Layout(gap=1, compact_units=True, inline_notes=False, fold_case=True),
+)
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _compact_compile(e: Entry, compact: bool) -> Text:
+    c = e.compile
+    if c is None:
+        return Text("—")
+    return Text(percent_change(c.ratio, compact=compact), style=_compile_style(e))
+
+
+def _compact_layout(
+    cmp: Comparison, entries: list[Entry], layout: _Layout
+) -> Fitted[RenderableType]:
+    devices = len({e.device for e in entries}) > 1
+    dtypes = len({e.dtype for e in entries}) > 1
+    table = Table(
+        title=_title(cmp),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, layout.gap - 1),
+        collapse_padding=True,
+    )
+    columns = [
+        ("case", "left"),
+        ("base", "right"),
+        ("new", "right"),
+        ("change", "right"),
+        ("p", "right"),
+        ("compile", "right"),
+        ("verdict", "left"),
+    ]
+    if layout.inline_notes:
+        columns.append(("note", "left"))
+    for header, justify in columns:
+        table.add_column(
+            header,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=not (header == "case" and layout.fold_case),
+            overflow="fold",
+        )
+    notes: dict[str, int] = {}
+    compact = layout.compact_units
+    case_texts = ["case"]
+    for e in entries:
+        parts = [e.workload, e.size, e.mode.value]
+        if devices:
+            parts.insert(2, e.device)
+        if dtypes:
+            parts.insert(-1, e.dtype)
+        label = Text(" ".join(parts))
+        if e.note and not layout.inline_notes:
+            label.append(str(notes.setdefault(e.note, len(notes) + 1)).translate(_SUPERSCRIPT))
+        case_texts.append(label.plain)
+        style = _VERDICT_STYLE[e.verdict]
+        row: list[Text | str] = [
+            label,
+            _median_cell(e, "base", compact=compact),
+            _median_cell(e, "new", compact=compact),
+            Text(
+                percent_change(e.ratio, compact=compact),
+                style=style if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else "",
+            ),
+            p_value(e.p_judged),
+            _compact_compile(e, compact),
+            Text(e.verdict.value, style=style),
+        ]
+        if layout.inline_notes:
+            row.append(Text(e.note, style="dim"))
+        table.add_row(*row)
+    parts_out: list[RenderableType] = [table]
+    parts_out += [
+        Text(f"{str(n).translate(_SUPERSCRIPT)} {text}", style="dim") for text, n in notes.items()
+    ]
+    parts_out.append(Text(thresholds_line(cmp), style="dim"))
+    # Notes must fit on one line; only a folded case name may wrap.
+    need = fitted(table, *([case_texts] if layout.fold_case else [])).needs
+    return Fitted(Group(*parts_out), need)
+
+
+def compact_comparison_table(
+    cmp: Comparison, *, all_rows: bool = True, width: int | None = None
+) -> RenderableType:
+    """One row per case × mode: base and new medians, the change, its p-value, the jit
+    compile time's change, the verdict and a note; in the roomiest layout whose narrowest
+    rendering fits `width` (None: no limit). Notes move under the table behind a [n]
+    marker when they do not fit. `comparison_table` is the full table (`--wide`)."""
+    entries = [e for e in cmp.entries if _shown(e, all_rows)]
+    layouts = [lambda layout=layout: _compact_layout(cmp, entries, layout) for layout in _LAYOUTS]
+    return fit_first(layouts, width)
 
 
 def environment_table(cmp: Comparison) -> Table | None:
@@ -204,17 +339,17 @@ def geomean_table(cmp: Comparison) -> Table | None:
     return table
 
 
-def comparison_renderable(cmp: Comparison, *, all_rows: bool = True) -> Group:
-    """Environment differences (if any), the comparison table and the geometric means."""
-    parts = [
-        t
-        for t in (
-            environment_table(cmp),
-            comparison_table(cmp, all_rows=all_rows),
-            geomean_table(cmp),
-        )
-        if t is not None
-    ]
+def comparison_renderable(
+    cmp: Comparison, *, all_rows: bool = True, width: int | None = None, wide: bool = True
+) -> Group:
+    """Environment differences (if any), the comparison table (full with `wide`, else
+    compact and fitted to `width`) and the geometric means."""
+    table = (
+        comparison_table(cmp, all_rows=all_rows)
+        if wide
+        else compact_comparison_table(cmp, all_rows=all_rows, width=width)
+    )
+    parts = [t for t in (environment_table(cmp), table, geomean_table(cmp)) if t is not None]
     return Group(*parts)
 
 
@@ -233,11 +368,15 @@ def verdict_lines(cmp: Comparison) -> list[Text]:
     return lines
 
 
-def comparison_report(cmp: Comparison, *, all_rows: bool = True) -> Group:
-    """Everything `jitbench compare` shows: `comparison_renderable`, the pooling notes and
-    the verdict lines."""
+def comparison_report(
+    cmp: Comparison, *, all_rows: bool = True, width: int | None = None, wide: bool = True
+) -> Group:
+    """Everything `jitbench compare` shows: `comparison_renderable` (full with `wide`, else
+    compact and fitted to `width`), the pooling notes and the verdict lines."""
     return Group(
-        comparison_renderable(cmp, all_rows=all_rows), *pooling_lines(cmp), *verdict_lines(cmp)
+        comparison_renderable(cmp, all_rows=all_rows, width=width, wide=wide),
+        *pooling_lines(cmp),
+        *verdict_lines(cmp),
     )
 
 
@@ -420,3 +559,68 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     lines.append("</details>")
     lines.append("")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# CSV
+
+CSV_COLUMNS = (
+    "workload",
+    "size",
+    "device",
+    "dtype",
+    "mode",
+    "base_s",
+    "new_s",
+    "base_status",
+    "new_status",
+    "ratio",
+    "ratio_low",
+    "ratio_high",
+    "p_value",
+    "p_adjusted",
+    "compile_base_s",
+    "compile_new_s",
+    "compile_verdict",
+    "verdict",
+    "note",
+)
+
+
+def _csv_number(value: float | None) -> str:
+    return "" if value is None or math.isnan(value) else repr(float(value))
+
+
+def comparison_csv(cmp: Comparison) -> str:
+    """Every comparison as CSV (`CSV_COLUMNS`, raw numbers in seconds), one row per
+    case × mode."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for e in cmp.entries:
+        sides = [e.base, e.new]
+        medians = [_csv_number(m.median_s if m is not None and m.ok else None) for m in sides]
+        statuses = [m.status.value if m is not None else "" for m in sides]
+        c = e.compile
+        writer.writerow(
+            [
+                e.workload,
+                e.size,
+                e.device,
+                e.dtype,
+                e.mode.value,
+                *medians,
+                *statuses,
+                _csv_number(e.ratio),
+                _csv_number(e.ratio_low),
+                _csv_number(e.ratio_high),
+                _csv_number(e.p_value),
+                _csv_number(e.p_adjusted),
+                _csv_number(c.base_s if c else None),
+                _csv_number(c.new_s if c else None),
+                c.verdict.value if c else "",
+                e.verdict.value,
+                e.note,
+            ]
+        )
+    return buffer.getvalue()

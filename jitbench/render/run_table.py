@@ -1,13 +1,18 @@
 """Rich renderables for the terminal: the run summary table, workload and environment tables.
 
-Builders return rich objects; printing is the CLI's job.
+Two run tables: `compact_table` (the default: one row per case, fitted to the terminal's
+width, from a roomy layout down to one that fits 80 columns) and `summary_table` (`--wide`:
+every figure in full). Builders return rich objects; printing is the CLI's job.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from rich import box
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -15,7 +20,8 @@ from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.measure import diagnose, machine
 from jitbench.measure.threads import core_ranges, recorded_summary
-from jitbench.results import Measurement, Mode, Run, Severity, Status
+from jitbench.render.layout import Fitted, fit_first, fitted
+from jitbench.results import Case, Measurement, Mode, Run, Severity, Status
 from jitbench.suite.workload import Workload
 
 _STATUS_STYLE = {
@@ -49,6 +55,27 @@ def _speedup_cell(
     if diagnose.suspect_speedup(run, key, mode):
         return Text(f"{text} ⚠", style="yellow")
     return Text(text)
+
+
+def transfer_of(run: Run, key: tuple[str, str, str, str]) -> tuple[float | None, int | None]:
+    """(seconds, bytes) of the case's `jax.device_put` of its inputs (timed on its own,
+    before any call; the same for every JAX mode), or Nones when no JAX mode staged them."""
+    for mode in (Mode.JIT, Mode.EAGER):
+        m = run.get(key, mode)
+        if m is not None and m.transfer_s is not None:
+            return m.transfer_s, m.transfer_bytes
+    return None, None
+
+
+def transfer_text(seconds: float | None, nbytes: int | None, *, compact: bool = False) -> str:
+    """'41.2 µs · 3.81 MiB' (compact: '41.2µs 3.81MiB'); '—' when nothing was staged."""
+    if seconds is None:
+        return "—"
+    t = fmt.seconds(seconds, compact=compact)
+    if nbytes is None:
+        return t
+    b = fmt.bytes_(nbytes, compact=compact)
+    return f"{t} {b}" if compact else f"{t} · {b}"
 
 
 def _rate(value: float | None, scale: float) -> str:
@@ -150,6 +177,7 @@ def summary_table(run: Run) -> Table:
         ("jit compile", "right"),
         ("GFLOP/s", "right"),
         ("break-even", "right"),
+        ("transfer", "right"),
         ("notes", "left"),
     ):
         # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
@@ -176,9 +204,218 @@ def summary_table(run: Run) -> Table:
             fmt.seconds(compile_s),
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
+            transfer_text(*transfer_of(run, case.key)),
             Text(case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES), style="yellow"),
         )
     return table
+
+
+# ---------------------------------------------------------------------------------------
+# The compact table
+
+# Summed up under the compact table rather than noted on each row: on a shared machine
+# most measurements carry them (`noisy_footer`, `outlier_footer`).
+COMPACT_FOOTER_CODES = FOOTER_CODES | {"outlier-samples"}
+
+# Codes that only one mode can carry: the compact note leaves that mode out.
+_CODE_MODE = {
+    "jit-slower-than-numpy": "jit",
+    "eager-dispatch-bound": "eager",
+    "large-jaxpr": "jit",
+    "slow-compile": "jit",
+    "numpy-float64": "numpy",
+}
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """One way to draw the compact table; `compact_table` tries them roomiest first."""
+
+    gap: int = 2  # spaces between columns
+    spaced_units: bool = True  # "10.1 ms" rather than "10.1ms"
+    inline_notes: bool = True  # else a superscript mark on the case, the notes underneath
+    ratio_digits: int = 3
+    ratio_times: bool = True  # "3.16× ±8%" rather than "3.2±8%" (the header says ×)
+    transfer_bytes: bool = True
+    percent_sign: bool = True  # "±8%" rather than "±8" (the header says ±%)
+    fold_case: bool = False  # let a long case name break inside a word
+
+
+def _layouts() -> tuple[_Layout, ...]:
+    """Roomiest first; each drops one more thing. The second to last fits 80 columns for
+    the default suite (workload names up to 18 characters) on a quiet machine."""
+    spaced = (_Layout(), _Layout(gap=1), _Layout(gap=1, spaced_units=False))
+    marked = tuple(replace(layout, inline_notes=False) for layout in spaced)
+    tight = marked[-1]
+    tighter = (
+        replace(tight, ratio_digits=2, ratio_times=False),
+        replace(tight, ratio_digits=2, ratio_times=False, transfer_bytes=False),
+        replace(tight, ratio_digits=2, ratio_times=False, transfer_bytes=False, percent_sign=False),
+    )
+    return (*spaced, *marked, *tighter, replace(tighter[-1], fold_case=True))
+
+
+_LAYOUTS = _layouts()
+
+
+def _case_label(case: Case, *, devices: bool, dtypes: bool) -> str:
+    """'selu M', with the device and dtype only when the run has several."""
+    parts = [case.workload, case.size]
+    if devices:
+        parts.append(case.device)
+    if dtypes:
+        parts.append(case.dtype)
+    return " ".join(parts)
+
+
+def _compact_time(m: Measurement | None, layout: _Layout) -> Text:
+    if m is None:
+        return Text("")
+    if m.status is Status.OK and m.median_s is not None:
+        return Text(fmt.seconds(m.median_s, compact=not layout.spaced_units))
+    return Text(m.status.value, style=_STATUS_STYLE[m.status])
+
+
+def _compact_speedup(run: Run, key: tuple[str, str, str, str], mode: Mode, layout: _Layout) -> Text:
+    r = run.speedup(key, mode)
+    if r is None:
+        return Text("—")
+    text = fmt.ratio_pm(
+        r.value,
+        r.low,
+        r.high,
+        digits=layout.ratio_digits,
+        space=layout.spaced_units,
+        times=layout.ratio_times,
+    )
+    if not layout.percent_sign:
+        text = text.removesuffix("%")
+    if diagnose.suspect_speedup(run, key, mode):
+        return Text(f"{text}⚠", style="yellow")
+    return Text(text)
+
+
+def compact_notes(measurements: Iterable[Measurement | None]) -> str:
+    """The short note of a compact row: each diagnostic code once, with the modes that
+    carry it ('recompiled-during-timing (eager, jit)'; none for a code only one mode can
+    carry, such as 'jit-slower-than-numpy'), an error's type after its mode; the codes
+    summed up under the table (`COMPACT_FOOTER_CODES`) left out."""
+    by_code: dict[str, list[str]] = {}
+    for m in measurements:
+        if m is None:
+            continue
+        codes = [d.code for d in m.diagnostics if d.code not in COMPACT_FOOTER_CODES]
+        if m.error is not None and not codes:
+            codes = [m.error.type]
+        for code in dict.fromkeys(codes):
+            by_code.setdefault(code, []).append(m.mode.value)
+    parts = []
+    for code, modes in by_code.items():
+        implied = _CODE_MODE.get(code)
+        parts.append(code if modes == [implied] else f"{code} ({', '.join(modes)})")
+    return "; ".join(parts)
+
+
+def outlier_footer(run: Run) -> str | None:
+    """'7 of 60 measurements have outlier samples …', or None when none has."""
+    hit = [m for m in run.measurements if any(d.code == "outlier-samples" for d in m.diagnostics)]
+    if not hit:
+        return None
+    return (
+        f"{len(hit)} of {len(run.measurements)} measurements have outlier samples (something "
+        "stalled them; the medians and intervals stand): --wide or the HTML report names them."
+    )
+
+
+def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
+    cases = run.cases()
+    devices = len({c.device for c in cases}) > 1
+    dtypes = len({c.dtype for c in cases}) > 1
+    table = Table(
+        title=table_title(run),
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        # The box puts one space between columns; padding on the right adds the rest.
+        padding=(0, layout.gap - 1),
+        collapse_padding=True,
+        expand=False,
+    )
+    unit = not layout.spaced_units
+    ratio_head = "×" if layout.ratio_times else ("×±%" if layout.percent_sign else "× ±%")
+    headers: list[tuple[str, str]] = [
+        ("case", "left"),
+        ("NumPy", "right"),
+        ("eager", "right"),
+        ("jit", "right"),
+        (f"eager\n{ratio_head}", "right"),
+        (f"jit\n{ratio_head}", "right"),
+        ("compile", "right"),
+        ("break\neven", "right"),
+        ("transfer" if layout.transfer_bytes else "H→D", "right"),
+    ]
+    if layout.inline_notes:
+        headers.append(("note", "left"))
+    for i, (header, justify) in enumerate(headers):
+        is_case = i == 0
+        table.add_column(
+            header,
+            justify=justify,  # type: ignore[arg-type]
+            no_wrap=not (is_case and layout.fold_case),
+            overflow="fold",
+        )
+    notes: dict[str, int] = {}  # note text -> its mark, first seen first
+    case_texts = [headers[0][0]]
+    for case in cases:
+        by_mode = {m: run.get(case.key, m) for m in Mode}
+        jit = by_mode[Mode.JIT]
+        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        seconds, nbytes = transfer_of(run, case.key)
+        note = compact_notes(by_mode.values())
+        label = Text(_case_label(case, devices=devices, dtypes=dtypes))
+        if note and not layout.inline_notes:
+            mark = str(notes.setdefault(note, len(notes) + 1)).translate(_SUPERSCRIPT)
+            label.append(mark, style="yellow")
+        case_texts.append(label.plain)
+        row: list[Text | str] = [
+            label,
+            _compact_time(by_mode[Mode.NUMPY], layout),
+            _compact_time(by_mode[Mode.EAGER], layout),
+            _compact_time(jit, layout),
+            _compact_speedup(run, case.key, Mode.EAGER, layout),
+            _compact_speedup(run, case.key, Mode.JIT, layout),
+            fmt.seconds(compile_s, compact=unit),
+            fmt.count(run.break_even_calls(case.key)),
+            transfer_text(seconds, nbytes if layout.transfer_bytes else None, compact=unit),
+        ]
+        if layout.inline_notes:
+            row.append(Text(note, style="yellow"))
+        table.add_row(*row)
+    # Inline notes must fit on one line; only a folded case name may wrap.
+    need = fitted(table, *([case_texts] if layout.fold_case else [])).needs
+    if not notes:
+        return Fitted(table, need)
+    footnotes = [
+        Text(f"{str(n).translate(_SUPERSCRIPT)} {text}", style="yellow")
+        for text, n in notes.items()
+    ]
+    return Fitted(Group(table, *footnotes), need)
+
+
+def compact_table(run: Run, width: int | None = None) -> RenderableType:
+    """One row per case: NumPy, eager and jit medians, both speedups over NumPy with their
+    95 % interval as one ± figure (`fmt.ratio_pm`: the wider side of the interval, relative
+    to the speedup), jit's cold compile, break-even calls, the inputs' transfer to the
+    device (time and bytes) and a short note (`compact_notes`). Drawn in the roomiest layout
+    that fits `width` columns without breaking a word (None: no limit): tighter layouts
+    drop spaces, move the notes under the table behind a superscript mark on the case,
+    shorten the speedups and drop the transfer bytes. `summary_table` is the full table
+    (`--wide`)."""
+    layouts = [lambda layout=layout: _compact_layout(run, layout) for layout in _LAYOUTS]
+    return fit_first(layouts, width)
 
 
 def problems(run: Run) -> list[str]:

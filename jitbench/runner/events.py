@@ -19,9 +19,17 @@ class SuiteSkipped:
 
 @dataclass(frozen=True)
 class RunStarted:
+    """The run's plan, for progress and its time estimate: `total_cases` cases (this
+    process), `done_cases` of them already in the file when resuming; each case samples for
+    `budget_s` seconds (all modes, all rounds), in `rounds` rounds spread over the run; the
+    run is measured `processes` times (`--processes`)."""
+
     run_id: str
     total_cases: int
-    done_cases: int = 0  # cases already in the file when resuming
+    done_cases: int = 0
+    budget_s: float = 0.0
+    rounds: int = 1
+    processes: int = 1
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,22 @@ class CaseStarted:
     case: Case
     index: int
     total: int
+
+
+@dataclass(frozen=True)
+class CaseProgress:
+    """Cases `index` … `index + count - 1` (one workload × size × dtype, on `count`
+    devices) are at `step` ("inputs", "jit compile", "sampling", …); while sampling,
+    `fraction` is the share of the step's budget spent (else None). Sent between samples,
+    never from inside a timed region; `round` is the sampling round (1 for the first)."""
+
+    case: Case
+    index: int
+    count: int
+    total: int
+    step: str
+    fraction: float | None = None
+    round: int = 1
 
 
 @dataclass(frozen=True)
@@ -58,7 +82,15 @@ class ProcessStarted:
     total: int
 
 
-RunEvent = SuiteSkipped | RunStarted | CaseStarted | CaseFinished | RoundStarted | ProcessStarted
+RunEvent = (
+    SuiteSkipped
+    | RunStarted
+    | CaseStarted
+    | CaseProgress
+    | CaseFinished
+    | RoundStarted
+    | ProcessStarted
+)
 
 
 class RunInterrupted(KeyboardInterrupt):

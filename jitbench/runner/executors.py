@@ -23,6 +23,7 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import (
     CaseSession,
     PlannedCase,
+    StepReport,
     add_hint,
     error_info,
     measure_cases,
@@ -45,11 +46,11 @@ class LiveCase(Protocol):
         """Whether any mode can still be sampled."""
         ...
 
-    def next_round(self) -> list[Measurement]:
+    def next_round(self, report: StepReport | None = None) -> list[Measurement]:
         """Take one more sampling round; the cases' measurements so far."""
         ...
 
-    def repeat_compile(self) -> list[Measurement]:
+    def repeat_compile(self, report: StepReport | None = None) -> list[Measurement]:
         """Measure the cold jit compile once more; the cases' measurements so far."""
         ...
 
@@ -67,10 +68,13 @@ class Executor(Protocol):
         """Ready the executor before the first case (not charged to any case)."""
         ...
 
-    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], LiveCase | None]:
+    def measure(
+        self, pcs: Sequence[PlannedCase], report: StepReport | None = None
+    ) -> tuple[list[Measurement], LiveCase | None]:
         """The measurements of the cases `pcs` (one workload × size × dtype on one or more
         devices; one measurement per case and configured mode, case by case), and their
-        LiveCase when the executor spreads rounds and the first round finished."""
+        LiveCase when the executor spreads rounds and the first round finished. `report`
+        hears the steps as they go (as far as the executor can see them)."""
         ...
 
 
@@ -124,18 +128,25 @@ class InProcessExecutor:
     def prepare(self) -> None:
         warm_up(self.devices)
 
-    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], LiveCase | None]:
+    def measure(
+        self, pcs: Sequence[PlannedCase], report: StepReport | None = None
+    ) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config
         if not self.spreads_rounds:
-            result, _ = self.guarded(pcs, lambda: measure_cases(pcs, config))
+            result, _ = self.guarded(pcs, lambda: measure_cases(pcs, config, report=report))
             return result, None
         opened: list[CaseSession] = []
 
         def first_round() -> list[Measurement]:
             session = open_cases(
-                pcs, timed=config.modes, plan=config.plan, seed=config.seed, quick=config.quick
+                pcs,
+                timed=config.modes,
+                plan=config.plan,
+                seed=config.seed,
+                quick=config.quick,
+                report=report,
             )
-            session.sample(config.plan.for_round())
+            session.sample(config.plan.for_round(), report=report)
             opened.append(session)
             return session.measurements()
 
@@ -178,17 +189,17 @@ class _LiveSession:
     def sampling(self) -> bool:
         return bool(self.session.runnable)
 
-    def next_round(self) -> list[Measurement]:
+    def next_round(self, report: StepReport | None = None) -> list[Measurement]:
         def sample() -> list[Measurement]:
-            self.session.sample(self.executor.config.plan.for_round())
+            self.session.sample(self.executor.config.plan.for_round(), report=report)
             return self.session.measurements()
 
         return self.executor.guarded(self.pcs, sample)[0]
 
-    def repeat_compile(self) -> list[Measurement]:
+    def repeat_compile(self, report: StepReport | None = None) -> list[Measurement]:
         # After the last round: clearing JAX's caches then costs no re-warm.
         def again() -> list[Measurement]:
-            self.session.repeat_compile()
+            self.session.repeat_compile(report=report)
             return self.session.measurements()
 
         return self.executor.guarded(self.pcs, again)[0]
@@ -207,8 +218,12 @@ class ChildProcessExecutor:
     def prepare(self) -> None:
         """Nothing: each child readies itself before its case's clock starts."""
 
-    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], LiveCase | None]:
+    def measure(
+        self, pcs: Sequence[PlannedCase], report: StepReport | None = None
+    ) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config
+        if report is not None:
+            report("in a child process", None)
         pc = pcs[0]
         suite = suite_file_of(pc.workload)
         if suite is None:

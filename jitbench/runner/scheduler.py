@@ -16,13 +16,14 @@ from typing import Any
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
-from jitbench.measure.protocol import PlannedCase, planned_case_record
+from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Measurement, Run, dump_run
+from jitbench.results import Case, Measurement, Run, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
     CaseFinished,
+    CaseProgress,
     CaseStarted,
     RoundStarted,
     RunEvent,
@@ -147,6 +148,7 @@ def _measure_once(
             on_event=on_event,
             checkpoint=checkpoint,
             clock=clock,
+            processes=config.processes,
         )
         return diagnose.run_diagnostics(environment.with_machine_after(run, machine.capture()))
 
@@ -160,6 +162,7 @@ def schedule(
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
     clock: Clock = utc_now,
+    processes: int = 1,
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
@@ -193,17 +196,35 @@ def schedule(
             checkpoint(snapshot(False))
         raise_if_stop_requested()
 
+    def reporter(case: Case, index: int, count: int, round_: int = 1) -> StepReport:
+        def report(step: str, fraction: float | None) -> None:
+            emit(CaseProgress(case, index, count, len(cases), step, fraction, round_))
+
+        return report
+
     try:
         executor.prepare()
         offset = len(cases) - len(todo)
-        emit(RunStarted(start.run_id, len(cases), offset))
+        emit(
+            RunStarted(
+                start.run_id,
+                len(cases),
+                offset,
+                budget_s=plan.budget_s,
+                # Rounds the run spreads (else each case takes all of them at once).
+                rounds=plan.rounds if executor.spreads_rounds else 1,
+                processes=processes,
+            )
+        )
         live: dict[int, LiveCase] = {}
+        first_index: dict[int, tuple[Case, int, int]] = {}
         i = offset
         for key, group in enumerate(group_cases(todo)):
             records = [planned_case_record(pc) for pc in group]
             for n, case in enumerate(records):
                 emit(CaseStarted(case, i + n, len(cases)))
-            result, session = executor.measure(group)
+            first_index[key] = (records[0], i, len(records))
+            result, session = executor.measure(group, reporter(records[0], i, len(records)))
             results[key] = result
             if session is not None:
                 live[key] = session
@@ -216,13 +237,15 @@ def schedule(
             for index in range(2, plan.rounds + 1):
                 emit(RoundStarted(index, plan.rounds, len(live)))
                 for key, session in list(live.items()):
-                    results[key] = session.next_round()
+                    results[key] = session.next_round(reporter(*first_index[key], index))
                     if not session.sampling or all(m.failed for m in results[key]):
                         del live[key]  # nothing left to sample, or it failed as a whole
                 boundary()
-            for _ in range(plan.compile_measurements - 1):
+            for repeat in range(1, plan.compile_measurements):
                 for key, session in live.items():
-                    results[key] = session.repeat_compile()
+                    results[key] = session.repeat_compile(
+                        reporter(*first_index[key], plan.rounds + repeat)
+                    )
             boundary()
     except RunInterrupted:
         raise

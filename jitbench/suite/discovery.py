@@ -4,6 +4,8 @@ A folder is searched for `*.py` files not starting with `_`; a file that sets
 ``__jitbench_collect__ = False`` is loaded only when named explicitly (`--suite FILE`).
 A file that fails to import (whatever it raises, sys.exit() included) is recorded as a
 `SuiteLoadError` naming file:line and the others still load.
+With no path given, `./suites` is searched, or, where there is none, the default suite
+installed with jitbench (`default_suite_path`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,33 @@ from jitbench.errors import SuiteError, unknown_name_message
 from jitbench.suite.workload import Workload
 
 DEFAULT_SUITE = Path("suites")
+#: The default suite as installed with the package (`suites/` of the repository, shipped as
+#: this package by setup.py; in an editable install it maps back to `suites/`).
+PACKAGED_SUITE = "jitbench.default_suite"
+
+
+def default_suite_path() -> Path | None:
+    """Where the default suite is installed: the `jitbench.default_suite` package of an
+    installed jitbench, or the `suites/` folder beside the `jitbench` package of a source
+    checkout; None when neither exists."""
+    try:
+        spec = importlib.util.find_spec(PACKAGED_SUITE)
+    except ImportError:
+        spec = None
+    if spec is not None and spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    checkout = Path(__file__).resolve().parents[2] / "suites"
+    return checkout if checkout.is_dir() else None
+
+
+def default_roots() -> list[Path]:
+    """The suite paths searched when none is given: `./suites` if it exists, else the
+    installed default suite (`default_suite_path`), else `./suites` (which then fails
+    with the usual message)."""
+    if DEFAULT_SUITE.exists():
+        return [DEFAULT_SUITE]
+    installed = default_suite_path()
+    return [installed] if installed is not None else [DEFAULT_SUITE]
 
 
 @dataclass(frozen=True)
@@ -260,13 +289,14 @@ def _describe(exc: BaseException) -> tuple[str, str]:
 
 
 def discover(paths: Sequence[str | Path] = ()) -> Registry:
-    """Load every suite file under `paths` (default `./suites`) into a Registry.
+    """Load every suite file under `paths` into a Registry; with no paths, `./suites` or,
+    where there is none, the default suite installed with jitbench (`default_roots`).
 
     Raises:
         SuiteError: a path does not exist (import failures are collected, not raised).
     """
     registry = Registry()
-    roots = [Path(p) for p in paths] or [DEFAULT_SUITE]
+    roots = [Path(p) for p in paths] or default_roots()
     for root in roots:
         if not root.exists():
             raise SuiteError(

@@ -148,3 +148,20 @@ def test_cli_profile_bad_input_exits_2(args, needle, monkeypatch) -> None:  # ty
     result = CliRunner().invoke(app, list(args))
     assert result.exit_code == 2, result.output
     assert needle in result.output
+
+
+def test_profile_samples_to_the_run_precision_and_shows_the_transfer() -> None:
+    from jitbench.adapters.profiling import PROFILE_PLAN
+    from jitbench.cli.profile import PROFILE_BUDGET_S, profile_renderable
+    from jitbench.render.layout import plain_text
+
+    assert PROFILE_PLAN.precision == SamplingPlan().precision  # ±1 %, as `jitbench run`
+    assert PROFILE_PLAN.budget_s == PROFILE_BUDGET_S  # what `profile --help` says
+    steps: list[str] = []
+    wl = discover([SUITES]).get("selu")
+    p = profile_workload(wl, size="n=1000", plan=FAST, report=lambda s, _f: steps.append(s))
+    assert {"inputs", "jit compile", "eager first call", "sampling"} <= set(steps)
+    assert p.transfer_s is not None and p.transfer_s > 0 and p.transfer_bytes == 4000
+    assert profile_to_dict(p)["transfer"] == {"seconds": p.transfer_s, "bytes": 4000}
+    text = plain_text(profile_renderable(p), 100)
+    assert "transfer of the inputs" in text and "3.91 KiB" in text

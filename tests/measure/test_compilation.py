@@ -129,3 +129,17 @@ def test_nested_counters_each_see_the_compiles_and_unregister() -> None:
             jax.jit(lambda v: v * 5.0)(x).block_until_ready()
         assert inner == outer and inner.compile_count == 1
     assert jcompile._active == []
+
+
+def test_takes_gradient_sees_autodiff_in_the_trace() -> None:
+    def loss(x):  # type: ignore[no-untyped-def]
+        return jnp.sum(jnp.where(x > 0, jnp.log(x), 0.0))
+
+    def scaled(x, *, k):  # type: ignore[no-untyped-def]
+        return jax.grad(loss)(x) * k
+
+    x = jnp.ones(4)
+    assert jcompile.takes_gradient(jax.grad(loss), args=(x,), kwargs={})
+    assert jcompile.takes_gradient(scaled, args=(x,), kwargs={"k": 2}, static_argnames=("k",))
+    assert not jcompile.takes_gradient(loss, args=(x,), kwargs={})
+    assert not jcompile.takes_gradient(lambda v: v.item(), args=(x,), kwargs={})  # untraceable

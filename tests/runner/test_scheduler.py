@@ -18,7 +18,7 @@ import pytest
 from jitbench import Mode, RunConfig, Status, discover, run_workloads, workload
 from jitbench.config import SamplingPlan
 from jitbench.measure.compilation import cold_first_call, count_compiles
-from jitbench.measure.protocol import PlannedCase, planned_case_record
+from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
 from jitbench.results import Measurement, Run
 from jitbench.results.model import RecordedConfig
 from jitbench.runner import signals
@@ -72,14 +72,14 @@ class FakeCase:
             Measurement(case=case, mode=Mode.JIT, status=Status.OK, samples_s=(1.0,) * self.taken)
         ]
 
-    def next_round(self) -> list[Measurement]:
+    def next_round(self, report: StepReport | None = None) -> list[Measurement]:
         self.log.append(("round", self.name))
         if self.interrupt_in == self.taken + 1:
             raise KeyboardInterrupt
         self.taken += 1
         return self.measurements()
 
-    def repeat_compile(self) -> list[Measurement]:
+    def repeat_compile(self, report: StepReport | None = None) -> list[Measurement]:
         self.log.append(("compile", self.name))
         return self.measurements()
 
@@ -94,7 +94,9 @@ class FakeExecutor:
     def prepare(self) -> None:
         self.log.append(("prepare", ""))
 
-    def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], FakeCase | None]:
+    def measure(
+        self, pcs: Sequence[PlannedCase], report: StepReport | None = None
+    ) -> tuple[list[Measurement], FakeCase | None]:
         [pc] = pcs  # one device: a group of one case
         name = pc.workload.name
         self.log.append(("measure", name))
@@ -166,7 +168,8 @@ def test_cases_then_later_rounds_then_compiles_in_case_order() -> None:
         RoundStarted,
         RoundStarted,
     ]
-    assert events[0] == RunStarted("r1", 2, 0)
+    # The plan, for the progress estimate: the budget of a case, spread over 3 rounds.
+    assert events[0] == RunStarted("r1", 2, 0, budget_s=SamplingPlan().budget_s, rounds=3)
     assert [(e.case.workload, e.index, e.total) for e in events[1:5]] == [
         ("a", 0, 2),
         ("a", 0, 2),
@@ -241,7 +244,9 @@ def test_the_devices_of_one_workload_size_and_dtype_are_measured_together() -> N
         def prepare(self) -> None:
             pass
 
-        def measure(self, pcs: Sequence[PlannedCase]) -> tuple[list[Measurement], None]:
+        def measure(
+            self, pcs: Sequence[PlannedCase], report: StepReport | None = None
+        ) -> tuple[list[Measurement], None]:
             log.append(tuple(f"{pc.workload.name}@{pc.device.id}" for pc in pcs))
             return [
                 Measurement(case=planned_case_record(pc), mode=m, status=Status.OK)
@@ -294,7 +299,7 @@ def test_resume_measures_only_the_cases_the_run_lacks() -> None:
         clock=FakeClock(),
     )
     assert executor.log == [("prepare", ""), ("measure", "b")]
-    assert events[0] == RunStarted("r1", 2, 1)
+    assert events[0] == RunStarted("r1", 2, 1, budget_s=SamplingPlan().budget_s)
     assert (events[1].case.workload, events[1].index) == ("b", 1)
     assert run.measurements[0] is held and _samples(run) == {"a": 1, "b": 1}
 

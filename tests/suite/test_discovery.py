@@ -94,3 +94,18 @@ def test_a_name_given_twice_is_selected_once(suite_dir):
     # and the run file then held duplicate measurements.
     reg = discover([suite_dir])
     assert [w.name for w in reg.select(["alpha", "beta", "alpha"])] == ["alpha", "beta"]
+
+
+def test_without_a_suites_folder_the_installed_default_suite_is_found(tmp_path, monkeypatch):
+    from jitbench.suite.discovery import default_roots, default_suite_path
+
+    installed = default_suite_path()
+    assert installed is not None and (installed / "elementwise.py").is_file()
+    monkeypatch.chdir(tmp_path)  # no ./suites here
+    assert default_roots() == [installed]
+    registry = discover()
+    assert {"selu", "gemm", "mandelbrot"} <= set(registry.workloads)
+    assert "unrolled_loop" not in registry.workloads  # pitfalls stay out of the default run
+    (tmp_path / "suites").mkdir()
+    (tmp_path / "suites" / "mine.py").write_text(GOOD)
+    assert set(discover().workloads) == {"alpha", "beta"}  # ./suites wins when present

@@ -1,0 +1,70 @@
+"""A run as CSV: one row per case, raw numbers (seconds, bytes, ratios), for a spreadsheet
+or pandas. `jitbench run --format csv` prints it."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.render.run_table import FOOTER_CODES, case_notes, transfer_of
+from jitbench.results import Mode, Run
+
+COLUMNS = (
+    "workload",
+    "size",
+    "device",
+    "dtype",
+    *(f"{m.value}_s" for m in ALL_MODES),
+    *(f"{m.value}_status" for m in ALL_MODES),
+    *(f"{m.value}_{part}" for m in JAX_MODES for part in ("speedup", "low", "high")),
+    "jit_compile_s",
+    "break_even_calls",
+    "transfer_s",
+    "transfer_bytes",
+    "notes",
+)
+
+
+def _number(value: float | None) -> str:
+    """Full precision (repr); '' for unknown, 'inf' for a break-even that never comes."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return repr(float(value)) if not isinstance(value, int) else str(value)
+
+
+def run_csv(run: Run) -> str:
+    """The run's cases as CSV text with a header row (`COLUMNS`)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    for case in run.cases():
+        by_mode = {m: run.get(case.key, m) for m in ALL_MODES}
+        times = [_number(m.median_s if m is not None and m.ok else None) for m in by_mode.values()]
+        statuses = [m.status.value if m is not None else "" for m in by_mode.values()]
+        ratios: list[str] = []
+        for mode in JAX_MODES:
+            r = run.speedup(case.key, mode)
+            parts = (r.value, r.low, r.high) if r is not None else (None, None, None)
+            ratios += [_number(x) for x in parts]
+        jit = by_mode[Mode.JIT]
+        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        transfer_s, transfer_bytes = transfer_of(run, case.key)
+        writer.writerow(
+            [
+                case.workload,
+                case.size,
+                case.device,
+                case.dtype,
+                *times,
+                *statuses,
+                *ratios,
+                _number(compile_s),
+                _number(run.break_even_calls(case.key)),
+                _number(transfer_s),
+                _number(transfer_bytes),
+                case_notes(by_mode.values(), skip=FOOTER_CODES),
+            ]
+        )
+    return buffer.getvalue()

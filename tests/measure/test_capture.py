@@ -1,0 +1,70 @@
+"""What a workload prints is captured at the file-descriptor level and counted per mode
+(`jitbench.measure.capture`), and reported as `prints-during-call`."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import subprocess
+import sys
+import textwrap
+
+from jitbench.measure import diagnose
+from jitbench.measure.capture import OutputCapture, PrintTally
+from jitbench.results import Mode, Severity
+
+
+def test_python_fd_and_c_level_output_is_captured_and_attributed() -> None:
+    libc = ctypes.CDLL(None)
+    first, timed = PrintTally(), PrintTally()
+    with OutputCapture() as capture:
+        with capture.attribute(first, timed=False):
+            print("hello from python")
+        with capture.attribute(timed, timed=True):
+            os.write(1, b"raw fd write\n")
+            libc.printf(b"from printf %d\n", 42)  # buffered in C stdio until flushed
+            print("to stderr", file=sys.stderr)
+        print("made the inputs")  # outside any mode's calls
+    assert (first.first_call_lines, first.timed_lines) == (1, 0)
+    assert first.first_line == "hello from python"
+    assert (timed.first_call_lines, timed.timed_lines) == (0, 3)
+    assert timed.timed_bytes == len(b"raw fd write\nfrom printf 42\nto stderr\n")
+    assert capture.unattributed.lines == 1
+
+
+def test_streams_are_restored_and_runtime_logs_pass_through(tmp_path) -> None:
+    # In a child process, so fds 1 and 2 are real files we can read back afterwards.
+    script = textwrap.dedent(
+        """
+        import os, sys
+        from jitbench.measure.capture import OutputCapture, PrintTally
+        stdout_before = sys.stdout
+        tally = PrintTally()
+        with OutputCapture() as capture:
+            with capture.attribute(tally, timed=True):
+                print("captured")
+                os.write(2, b"W0000 00:00:1700000000.000000  12 x.cc:3] an XLA warning\\n")
+        assert sys.stdout is stdout_before
+        print("after", tally.timed_lines)
+        """
+    )
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with out.open("w") as fo, err.open("w") as fe:
+        proc = subprocess.run([sys.executable, "-c", script], stdout=fo, stderr=fe, check=False)
+    assert proc.returncode == 0, err.read_text()
+    assert out.read_text() == "after 1\n"  # "captured" did not reach the real stdout
+    assert "an XLA warning" in err.read_text()  # the runtime's log line is not swallowed
+
+
+def test_prints_during_call_says_where_and_how_much() -> None:
+    assert diagnose.prints_during_call(PrintTally(), Mode.EAGER) is None
+    timed = PrintTally()
+    timed.add(b"loss 0.5\nloss 0.4\n", timed=True)
+    d = diagnose.prints_during_call(timed, Mode.EAGER)
+    assert d is not None and d.code == "prints-during-call" and d.severity is Severity.WARNING
+    assert "2 line(s)" in d.message and "'loss 0.5'" in d.message
+    traced = PrintTally()
+    traced.add(b"x is Traced<ShapedArray(float32[8])>\n", timed=False)
+    info = diagnose.prints_during_call(traced, Mode.JIT)
+    assert info is not None and info.severity is Severity.INFO
+    assert "trace time" in info.message and "jax.debug.print" in info.hint

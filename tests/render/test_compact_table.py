@@ -1,0 +1,197 @@
+"""The compact run table (the default of `jitbench run`) fits 80, 100 and 120 columns and
+cuts nothing; `--wide` keeps every column; CSV carries the raw numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import pytest
+
+from jitbench import formatting as fmt
+from jitbench.render.layout import plain_text
+from jitbench.render.run_csv import COLUMNS, run_csv
+from jitbench.render.run_table import compact_notes, compact_table, summary_table
+from jitbench.results import (
+    Case,
+    CompileInfo,
+    Diagnostic,
+    Measurement,
+    Mode,
+    Run,
+    Severity,
+    Status,
+)
+
+# The default suite's workload names (the longest is 18 characters).
+NAMES = (
+    "mandelbrot",
+    "ema",
+    "selu",
+    "log2",
+    "gelu",
+    "black_scholes",
+    "logsumexp",
+    "softmax",
+    "standardise",
+    "gemm",
+    "centred_product",
+    "mlp",
+    "pairwise_distances",
+    "cholesky_solve",
+    "jacobi2d",
+    "heat1d",
+    "mandelbrot",
+    "fft_convolve",
+    "nbody",
+    "kmeans_step",
+    "logreg_step",
+)
+
+
+def _samples(center: float, spread: float, seed: int, n: int = 31) -> tuple[float, ...]:
+    # Deterministic, different for every mode (so paired ratios vary from round to round):
+    # samples spread over [center, center * (1 + spread)).
+    return tuple(center * (1 + spread * ((i * (7919 + 104 * seed)) % n) / n) for i in range(n))
+
+
+def _run(spread: float) -> Run:
+    """Every default-suite workload at S and M, all three modes, with diagnostics on some
+    cases; `spread` sets how wide the speedup intervals are (0.02 quiet, 3 very busy)."""
+    ms: list[Measurement] = []
+    for i, name in enumerate(dict.fromkeys(NAMES)):
+        for size, scale in (("S", 1e-3), ("M", 1e-2)):
+            case = Case(
+                workload=name, size=size, device="cpu:0", dtype="float32", input_bytes=4 << 20
+            )
+            times = {Mode.NUMPY: scale, Mode.EAGER: scale * (0.3 + i % 5), Mode.JIT: scale / 7}
+            for mode, center in times.items():
+                diagnostics: tuple[Diagnostic, ...] = ()
+                if mode is Mode.JIT and i % 3 == 0:
+                    diagnostics = (
+                        Diagnostic(
+                            code="jit-slower-than-numpy", severity=Severity.INFO, message=""
+                        ),
+                    )
+                if mode is Mode.EAGER and i % 4 == 0:
+                    diagnostics = (
+                        Diagnostic(
+                            code="recompiled-during-timing", severity=Severity.WARNING, message=""
+                        ),
+                        Diagnostic(code="outlier-samples", severity=Severity.INFO, message=""),
+                    )
+                ms.append(
+                    Measurement(
+                        case=case,
+                        mode=mode,
+                        status=Status.OK,
+                        samples_s=_samples(center, spread, seed=i * 3 + list(Mode).index(mode)),
+                        calls_per_sample=10,
+                        transfer_s=None if mode is Mode.NUMPY else 4.1e-4,
+                        transfer_bytes=None if mode is Mode.NUMPY else 4 << 20,
+                        compile=CompileInfo(trace_s=0.05, lower_s=0.02, compile_s=0.2)
+                        if mode is Mode.JIT
+                        else None,
+                        diagnostics=diagnostics,
+                    )
+                )
+    return Run(
+        run_id="20261122T000000Z-abcdef",
+        started_at="2026-11-22T00:00:00+00:00",
+        finished_at="2026-11-22T00:01:00+00:00",
+        complete=True,
+        environment={},
+        measurements=tuple(ms),
+    )
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("spread", [0.02, 3.0], ids=["quiet", "busy"])
+def test_fits_the_width_and_cuts_nothing(width: int, spread: float) -> None:
+    run = _run(spread)
+    text = plain_text(compact_table(run, width), width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width, text
+    assert "…" not in text and "..." not in text, text
+    assert all(line == line.rstrip() for line in lines)  # no padding
+    for case in run.cases():
+        numpy = run.get(case.key, Mode.NUMPY)
+        assert numpy is not None and numpy.median_s is not None
+        assert fmt.seconds(numpy.median_s, compact=True) in text.replace(" ", ""), case.label
+        # The break-even count is a whole number: written out in full, never cut.
+        assert fmt.count(run.break_even_calls(case.key)) in text
+    if spread < 1:  # a quiet run: no case name is broken, one line per case
+        for case in run.cases():
+            assert any(line.startswith(f"{case.workload} {case.size}") for line in lines), text
+        rows = [line for line in lines if line.split(" ")[0] in NAMES]
+        assert len(rows) == len(run.cases())
+
+
+def test_roomy_layout_at_120_and_notes_under_the_table_at_80() -> None:
+    run = _run(0.02)
+    wide_text = plain_text(compact_table(run, 120), 120)
+    narrow_text = plain_text(compact_table(run, 80), 80)
+    assert "transfer" in wide_text and "4 MiB" in wide_text.replace("4MiB", "4 MiB")
+    assert "410µs" in narrow_text or "410 µs" in narrow_text  # transfer time at 80 too
+    # At 80 the notes go under the table behind a superscript mark on the case name.
+    assert "¹ " in narrow_text and "jit-slower-than-numpy" in narrow_text
+    assert "recompiled-during-timing (eager)" in narrow_text
+    # outlier-samples is summed up under the table, not repeated on each row.
+    assert "outlier-samples" not in narrow_text
+
+
+def test_unlimited_width_is_the_roomiest_layout_and_wide_has_every_column() -> None:
+    run = _run(0.02)
+    text = plain_text(compact_table(run))
+    assert " ms" in text and "note" in text  # spaced units, notes inline
+    wide = plain_text(summary_table(run))
+    for column in ("workload", "size", "device", "GFLOP/s", "transfer", "notes"):
+        assert column in wide
+    assert "410 µs · 4 MiB" in wide
+
+
+def test_compact_notes_group_codes_by_mode() -> None:
+    def m(mode: Mode, *codes: str) -> Measurement:
+        case = Case(workload="w", size="S", device="cpu:0", dtype="float32")
+        return Measurement(
+            case=case,
+            mode=mode,
+            status=Status.OK,
+            diagnostics=tuple(
+                Diagnostic(code=c, severity=Severity.INFO, message="") for c in codes
+            ),
+        )
+
+    notes = compact_notes(
+        [
+            m(Mode.NUMPY, "prints-during-call", "outlier-samples"),
+            m(Mode.EAGER, "eager-dispatch-bound", "prints-during-call"),
+            m(Mode.JIT, "jit-slower-than-numpy", "noisy"),
+        ]
+    )
+    assert notes == (
+        "prints-during-call (numpy, eager); eager-dispatch-bound; jit-slower-than-numpy"
+    )
+
+
+def test_ratio_pm_covers_the_wider_side_of_the_interval() -> None:
+    assert fmt.ratio_pm(3.16, 2.91, 3.26) == "3.16× ±8%"
+    assert fmt.ratio_pm(0.896, 0.837, 1.0) == "0.896× ±12%"
+    assert fmt.ratio_pm(2.0, 1.995, 2.004) == "2× ±1%"  # rounded up
+    assert fmt.ratio_pm(3.16, None, None) == "3.16×"
+    assert fmt.ratio_pm(7.0, 7.0 - 1e-13, 7.0) == "7× ±0%"
+    assert fmt.ratio_pm(3.16, 2.91, 3.26, digits=2, space=False, times=False) == "3.2±8%"
+
+
+def test_csv_has_one_row_per_case_with_raw_numbers() -> None:
+    run = _run(0.02)
+    rows = list(csv.DictReader(io.StringIO(run_csv(run))))
+    assert len(rows) == len(run.cases()) and tuple(rows[0]) == COLUMNS
+    first = rows[0]
+    numpy = run.get(run.cases()[0].key, Mode.NUMPY)
+    assert numpy is not None and numpy.median_s is not None
+    assert math.isclose(float(first["numpy_s"]), numpy.median_s)
+    assert first["transfer_bytes"] == str(4 << 20) and first["numpy_status"] == "ok"
+    speedup = run.speedup(run.cases()[0].key, Mode.JIT)
+    assert speedup is not None and math.isclose(float(first["jit_speedup"]), speedup.value)

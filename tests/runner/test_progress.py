@@ -1,0 +1,101 @@
+"""The progress estimate (`jitbench.runner.progress`): cases done, the step of the current
+case and the time left, from the run's events and a fake clock (exact arithmetic)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitbench.results import Case
+from jitbench.runner.events import (
+    CaseFinished,
+    CaseProgress,
+    CaseStarted,
+    ProcessStarted,
+    RoundStarted,
+    RunStarted,
+)
+from jitbench.runner.progress import OVERHEAD_PRIOR_S, ProgressEstimate, eta_text
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _case(name: str) -> Case:
+    return Case(workload=name, size="S", device="cpu:0", dtype="float32")
+
+
+def test_eta_from_the_plan_then_from_finished_cases() -> None:
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    assert est.eta_s() is None and eta_text(None) == ""
+    est.update(RunStarted("r", total_cases=4, budget_s=0.5))
+    # Before any case: 4 × (the overhead prior + the budget).
+    assert est.eta_s() == pytest.approx(4 * (OVERHEAD_PRIOR_S + 0.5))
+    a = _case("a")
+    est.update(CaseStarted(a, 0, 4))
+    est.update(CaseProgress(a, 0, 1, 4, "jit compile"))
+    clock.now += 0.5  # half the prior overhead spent
+    assert est.description() == "a[S] cpu:0 float32 · jit compile"
+    assert est.eta_s() == pytest.approx(0.5 + 0.5 + 3 * (OVERHEAD_PRIOR_S + 0.5))
+    clock.now += 0.5
+    est.update(CaseProgress(a, 0, 1, 4, "sampling", 0.0))
+    clock.now += 0.25
+    est.update(CaseProgress(a, 0, 1, 4, "sampling", 0.5))  # moves during the case
+    assert est.eta_s() == pytest.approx(0.25 + 3 * (OVERHEAD_PRIOR_S + 0.5))
+    clock.now += 0.25
+    est.update(CaseFinished(a, 0, 4, ()))
+    # The case took 1.5 s: 1 s beyond its budget is the overhead now expected per case.
+    assert est.done_cases == 1 and est.overhead_s == pytest.approx(1.0)
+    assert est.eta_s() == pytest.approx(3 * (1.0 + 0.5))
+    assert est.fraction() == pytest.approx(1.5 / (1.5 + 4.5))
+
+
+def test_later_rounds_and_repeated_compiles_count() -> None:
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=2, budget_s=0.3, rounds=3))
+    for i, name in enumerate("ab"):
+        case = _case(name)
+        est.update(CaseStarted(case, i, 2))
+        clock.now += 1.1  # overhead 1 s + its first round (0.1 s)
+        est.update(CaseFinished(case, i, 2, ()))
+    assert est.overhead_s == pytest.approx(1.0)
+    # Two more rounds of both cases (0.1 s each), then two repeated compiles per case at
+    # half the overhead each.
+    assert est.eta_s() == pytest.approx(2 * 2 * 0.1 + 2 * 2 * 0.5)
+    est.update(RoundStarted(2, 3, 2))
+    est.update(CaseProgress(_case("a"), 0, 1, 2, "sampling", 0.5, round=2))
+    assert est.eta_s() == pytest.approx(0.05 + 0.1 + 2 * 0.1 + 2 * 2 * 0.5)
+    est.update(RoundStarted(3, 3, 2))
+    est.update(CaseProgress(_case("a"), 0, 1, 2, "sampling", 1.0, round=3))
+    est.update(CaseProgress(_case("b"), 1, 1, 2, "sampling", 1.0, round=3))
+    assert est.eta_s() == pytest.approx(2 * 2 * 0.5)
+    est.update(CaseProgress(_case("a"), 0, 1, 2, "jit compile again", None, round=4))
+    clock.now += 0.2
+    assert est.eta_s() == pytest.approx(0.3 + 3 * 0.5)
+
+
+def test_worker_processes_take_as_long_as_the_first() -> None:
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=1, budget_s=0.5, processes=3))
+    a = _case("a")
+    est.update(CaseStarted(a, 0, 1))
+    clock.now += 2.0
+    est.update(CaseFinished(a, 0, 1, ()))
+    assert est.eta_s() == pytest.approx(2 * 2.0)  # two more processes like this one
+    est.update(ProcessStarted(2, 3))
+    clock.now += 0.5
+    assert est.eta_s() == pytest.approx(1.5 + 2.0)
+    assert "worker process 2/3" in est.description()
+
+
+def test_eta_text() -> None:
+    assert eta_text(7.4) == "ETA 0:07"
+    assert eta_text(65) == "ETA 1:05"
+    assert eta_text(3723) == "ETA 1:02:03"
