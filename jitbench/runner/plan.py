@@ -47,7 +47,7 @@ def plan_cases(
             sizes = [(s, dict(wl.sizes[s])) for s in config.sizes if s in wl.sizes]
         for size, params in sizes:
             for device in devices:
-                planned.append(PlannedCase(wl, size, params, device, dtype))
+                planned.append(PlannedCase(wl, size, params, device, wl.case_dtype(dtype)))
     return planned
 
 
