@@ -11,7 +11,8 @@ SuiteOpt = Annotated[
     list[Path] | None,
     typer.Option(
         "--suite",
-        help="Suite file or folder (repeatable). Default: ./suites.",
+        help="Suite file or folder, or npbench:PATH for an NPBench clone (repeatable). "
+        "Default: ./suites.",
         show_default=False,
     ),
 ]

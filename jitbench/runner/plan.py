@@ -16,10 +16,10 @@ from jitbench.measure.protocol import PlannedCase
 from jitbench.results import Run
 from jitbench.results.model import Selection
 from jitbench.suite.discovery import (
-    import_suite_file,
-    suite_file_of,
+    split_scheme,
+    suite_of,
     unknown_name_message,
-    workloads_in,
+    workloads_from_suite,
 )
 from jitbench.suite.workload import Workload
 
@@ -68,7 +68,7 @@ def case_key(pc: PlannedCase) -> CaseKey:
 
 def selection_of(workloads: Sequence[Workload]) -> tuple[Selection, ...]:
     """What a run records of its workloads, so a resume can find them again."""
-    return tuple(Selection(workload=wl.name, suite=suite_file_of(wl)) for wl in workloads)
+    return tuple(Selection(workload=wl.name, suite=suite_of(wl)) for wl in workloads)
 
 
 def workloads_for_resume(run: Run) -> list[Workload]:
@@ -105,18 +105,17 @@ def workloads_for_selection(
                 f"workload {name!r} of {origin} was not loaded from a suite file; "
                 "it cannot be resumed, start a new run."
             )
-        if not Path(suite).is_file():
+        if split_scheme(suite) is None and not Path(suite).is_file():
             raise SuiteError(
                 f"suite file {suite!r} of {origin} no longer exists; restore it or start a new run."
             )
         try:
-            module = import_suite_file(Path(suite))
+            by_name = {w.name: w for w in workloads_from_suite(suite)}
         except Exception as exc:
             raise SuiteError(
                 f"suite file {suite!r} fails to import ({type(exc).__name__}: {exc}); "
                 "fix it, then resume again."
             ) from None
-        by_name = {w.name: w for w in workloads_in(module)}
         if name not in by_name:
             raise SuiteError(
                 unknown_name_message("workload", name, by_name).replace(
