@@ -397,6 +397,11 @@ def workload(
         else:
             jax_fn, numpy_fn = f, numpy
         fn_name = getattr(f, "__name__", repr(f))
+        for i in static_argnums:
+            if not isinstance(i, int) or isinstance(i, bool):
+                raise WorkloadError(
+                    f"workload {wl_name!r}: static_argnums takes positions (ints), got {i!r}."
+                )
         static_nums, static_names = tuple(static_argnums), tuple(static_argnames)
         if is_jitted(jax_fn):  # what its own jax.jit declares static is static here too
             own_nums, own_names = jit_statics(jax_fn)
@@ -414,10 +419,6 @@ def workload(
         accepts_var_pos = sig is None or any(p.kind is p.VAR_POSITIONAL for p in params.values())
         positional = _positional_names(jax_fn)
         for i in static_nums:
-            if not isinstance(i, int) or isinstance(i, bool):
-                raise WorkloadError(
-                    f"workload {wl_name!r}: static_argnums takes positions (ints), got {i!r}."
-                )
             if not accepts_var_pos and not -len(positional) <= i < len(positional):
                 raise WorkloadError(
                     f"workload {wl_name!r}: static_argnums names position {i}, but {fn_name} "

@@ -291,3 +291,14 @@ def test_tolerances_are_numbers_or_per_dtype():
     assert wl.rtol == {"float32": 1e-3} and wl.norm_tol == 1e-6
     with pytest.raises(WorkloadError, match="norm_tol must be a non-negative number"):
         workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, name="t", norm_tol=-1)
+
+
+def test_static_argnums_must_be_ints():
+    with pytest.raises(WorkloadError, match=r"static_argnums takes positions \(ints\), got '0'"):
+        workload(
+            lambda xp, n, u: u,
+            inputs=steps_then_grid,
+            sizes={"S": {"n": 2}},
+            static_argnums=("0",),
+            name="strings",
+        )
