@@ -9,13 +9,16 @@ import numpy as np
 
 from jitbench.errors import WorkloadError
 
-_CONVERTED_KINDS = {"f": (4, 8), "c": (8, 16)}  # float32/64 and complex64/128 follow the case
-
 
 def conform(value: Any, pinned: np.dtype[Any] | None, target: np.dtype[Any]) -> Any:
-    """`value` with its NumPy leaves converted: to `pinned` when given, else the float32 or
-    float64 ones (arrays and NumPy scalars; complex alike) to the float dtype `target`."""
-    if pinned is None and target.kind != "f":
+    """`value` with its NumPy leaves converted: to `pinned` when given; else, when `target`
+    is float32, the float64 ones (arrays and NumPy scalars; complex128 to complex64).
+
+    Only down: NumPy makes float64 unless told otherwise, so a float64 input in a float32
+    case is the usual oversight (`np.fromfunction`, `np.float64(1.5)`, an initialiser's
+    default), while a float32 input in a float64 case was asked for (a float32-only
+    kernel) and stays, as integer, boolean and half-precision inputs do."""
+    if pinned is None and (target.kind != "f" or target.itemsize >= 8):
         return value
     import jax
 
@@ -24,11 +27,10 @@ def conform(value: Any, pinned: np.dtype[Any] | None, target: np.dtype[Any]) -> 
             return x  # Python numbers are weakly typed on both sides
         if pinned is not None:
             return x.astype(pinned)
-        sizes = _CONVERTED_KINDS.get(x.dtype.kind)
-        if sizes is None or x.dtype.itemsize not in sizes:
+        if x.dtype.kind not in "fc":
             return x
         to = target if x.dtype.kind == "f" else np.result_type(target, np.complex64)
-        return x if x.dtype == to else x.astype(to)
+        return x.astype(to) if x.dtype.itemsize > to.itemsize else x
 
     return jax.tree_util.tree_map(leaf, value)
 

@@ -115,10 +115,9 @@ class Workload:
         """Call the input function with a fresh seeded generator, split statics out and
         bring the inputs to the case's dtype.
 
-        Floating inputs in float32 or float64 (arrays and NumPy scalars; complex ones
-        alike) are converted to `dtype` when it is a float dtype; `input_dtypes` pins
-        inputs to their own dtype; integer, boolean and half-precision inputs and static
-        values are left as they are.
+        In a float32 case, float64 inputs (arrays and NumPy scalars; complex128 alike) are
+        converted to float32 (see `dtypes.conform`); `input_dtypes` pins inputs to their
+        own dtype; other inputs and static values are left as they are.
 
         Raises:
             WorkloadError: the input function returned something that is not arguments,

@@ -240,7 +240,7 @@ def replace_setup(wl, setup):
     return replace(wl, setup=setup)
 
 
-def test_float_inputs_follow_the_case_dtype_others_keep_theirs():
+def test_float64_inputs_follow_a_float32_case_others_keep_theirs():
     def mixed(rng, *, dtype, n):
         return {
             "x": np.ones(n),  # float64, made without looking at dtype
@@ -260,6 +260,15 @@ def test_float_inputs_follow_the_case_dtype_others_keep_theirs():
     assert kw["idx"].dtype == np.int64 and kw["half"].dtype == np.float16
     assert kw["z"].dtype == np.complex64 and kw["w"].dtype == np.float64
     assert f.make_inputs({"n": 2}, dtype="float64").kwargs["x"].dtype == np.float64
+
+    # A float32 input in a float64 case was asked for (a float32-only kernel): it stays.
+    single = workload(
+        lambda xp, x: x,
+        inputs=lambda rng, *, dtype, n: np.ones(n, np.float32),
+        sizes={"S": {"n": 2}},
+        name="single",
+    )
+    assert single.make_inputs({"n": 2}, dtype="float64").args[0].dtype == np.float32
     with pytest.raises(WorkloadError, match="input_dtypes names 'v'"):
         replace_pins(f, {"v": "float32"}).make_inputs({"n": 2}, dtype="float32")
 
