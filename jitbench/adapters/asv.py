@@ -145,7 +145,7 @@ def prepare_case(
     """
     mode = Mode(mode)
     device = device or pick_device()
-    dtype = default_dtype()
+    dtype = wl.case_dtype(default_dtype())
     key = (id(wl), wl.name, size, mode.value, device_label(device), dtype)
     hit = _prepared.get(key)
     if isinstance(hit, PreparedCase):

@@ -105,6 +105,7 @@ def _ir_texts(
         aot = jcompile.cold_aot_breakdown(
             wl.jax_fn,
             static_argnames=wl.static_argnames,
+            static_argnums=wl.static_argnums,
             args=staged.args,
             kwargs={**staged.kwargs, **staged.static},
             keep_text=True,
@@ -145,7 +146,7 @@ def profile_workload(
         ConfigError: unknown size or device, or more threads than allowed cores.
     """
     label, params = wl.resolve_size(size)
-    dtype = "float64" if x64 else "float32"
+    dtype = wl.case_dtype("float64" if x64 else "float32")
     config = RunConfig(
         sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN, threads=threads
     )
@@ -218,6 +219,8 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "source": wl.source,
             "tags": list(wl.tags),
             "static_argnames": list(wl.static_argnames),
+            "static_argnums": list(wl.static_argnums),
+            "eager": wl.eager,
         },
         "case": {
             "size": profile.case.size,
@@ -226,6 +229,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "device_kind": profile.case.device_kind,
             "dtype": profile.case.dtype,
             "input_bytes": profile.case.input_bytes,
+            "input_dtypes": profile.case.input_dtypes,
         },
         "transfer": {"seconds": profile.transfer_s, "bytes": profile.transfer_bytes},
         "jit_compile": None

@@ -13,8 +13,8 @@ SuiteOpt = Annotated[
     typer.Option(
         "--suite",
         metavar="PATH",
-        help="Suite file or folder (repeatable). Default: ./suites, or the default suite "
-        "installed with jitbench when there is none.",
+        help="Suite file or folder, or npbench:PATH for an NPBench clone (repeatable). "
+        "Default: ./suites, or the default suite installed with jitbench when there is none.",
         show_default=False,
     ),
 ]

@@ -26,6 +26,7 @@ from typing import Any
 import jax
 
 from jitbench.measure.environment import jax_flag
+from jitbench.suite.jitted import is_jitted
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -382,14 +383,22 @@ def cold_aot_breakdown(
     static_argnames: tuple[str, ...],
     args: tuple[Any, ...],
     kwargs: Mapping[str, Any],
+    static_argnums: tuple[int, ...] = (),
     keep_text: bool = False,
 ) -> AotBreakdown:
-    """Trace, lower and compile `fn` with caches cleared, timing each stage on its own.
+    """Trace, lower and compile `fn` with caches cleared, timing each stage on its own
+    (`fn` itself when it is already jitted, with its own static arguments).
 
     Raises whatever tracing or compiling raises (e.g. a ConcretizationTypeError).
     """
     clear_caches()
-    jitted = jax.jit(fn, static_argnames=static_argnames or None)
+    jitted: Any = (
+        fn
+        if is_jitted(fn)
+        else jax.jit(
+            fn, static_argnums=static_argnums or None, static_argnames=static_argnames or None
+        )
+    )
     with persistent_cache_disabled(), count_compiles() as events:
         t0 = time.perf_counter()
         traced = jitted.trace(*args, **kwargs)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -35,10 +36,14 @@ OUTPUT_MISMATCH = "output-mismatch"
 NONFINITE = "nonfinite-output"
 NUMPY_FLOAT64 = "numpy-float64"
 PRINTS = "prints-during-call"
+INPUT_NARROWED = "input-narrowed"
+SCALAR_PROMOTION = "scalar-promotion"
+EAGER_PARTLY_JITTED = "eager-partly-jitted"
 # Observations: true statements about speed at this size, not mistakes in the code.
 JIT_SLOWER = "jit-slower-than-numpy"
 EAGER_DISPATCH = "eager-dispatch-bound"
 NOISY = "noisy"
+EAGER_NOJIT = "eager-nojit"
 # Measurement trouble: the figure itself is suspect.
 OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
@@ -55,9 +60,20 @@ PITFALL_CODES = frozenset(
         NONFINITE,
         NUMPY_FLOAT64,
         PRINTS,
+        INPUT_NARROWED,
+        SCALAR_PROMOTION,
+        EAGER_PARTLY_JITTED,
     }
 )
-CODES = PITFALL_CODES | {JIT_SLOWER, EAGER_DISPATCH, NOISY, OUTLIERS, SIZE_ORDER, NO_FINITE}
+CODES = PITFALL_CODES | {
+    JIT_SLOWER,
+    EAGER_DISPATCH,
+    NOISY,
+    EAGER_NOJIT,
+    OUTLIERS,
+    SIZE_ORDER,
+    NO_FINITE,
+}
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
 LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
@@ -153,22 +169,150 @@ def numpy_wider_dtype() -> Diagnostic:
     return Diagnostic(
         code=NUMPY_FLOAT64,
         severity=Severity.WARNING,
-        message="the NumPy side returns float64 while JAX returns float32: an unfair comparison",
-        hint="cast the NumPy result to the input dtype, or run both sides in float64 with --x64.",
+        message="the NumPy side returns a wider float dtype than JAX (float64 or complex128 "
+        "vs float32 or complex64): an unfair comparison",
+        hint="cast the NumPy result to the input dtype, or run both sides in float64 with "
+        "--x64; under NumPy 2 (NEP 50) a np.float64 scalar made inside the NumPy side "
+        "(np.float64(…), a float64 array's .sum()) promotes float32 arrays to float64.",
     )
 
 
-def recompiled_during_timing(count: int) -> Diagnostic:
+def narrowed_inputs(narrowed: Sequence[tuple[str, str, str, bool]]) -> Diagnostic:
+    """`input-narrowed`: inputs JAX received in a narrower dtype than NumPy, because x64
+    is off. Each entry is (argument, NumPy dtype, JAX dtype, whether its values fit)."""
+    parts = [
+        f"{name} {wide} → {narrow}" + ("" if fits else " (values out of range: they wrap)")
+        for name, wide, narrow, fits in narrowed
+    ]
+    return Diagnostic(
+        code=INPUT_NARROWED,
+        severity=Severity.WARNING,
+        message="JAX received narrower inputs than NumPy without x64: "
+        + ", ".join(parts)
+        + "; the two sides compute in different dtypes",
+        hint="run with --x64, or make the input function produce the 32-bit dtype (or pin it "
+        "with input_dtypes=) so both sides compute alike.",
+    )
+
+
+def scalar_promotion(names: Sequence[str], case_dtype: str) -> Diagnostic:
+    """`scalar-promotion`: NumPy floating scalars wider than the case's dtype among the
+    NumPy side's arguments (static ones are passed as they are)."""
+    listed = ", ".join(names)
+    return Diagnostic(
+        code=SCALAR_PROMOTION,
+        severity=Severity.WARNING,
+        message=f"{listed}: wider NumPy scalar(s) in a {case_dtype} case; under NumPy 2's "
+        f"promotion rules (NEP 50) they make the NumPy side compute in the wider dtype",
+        hint=f"make them {case_dtype} (np.{case_dtype}(x)) or Python floats, which adapt to "
+        "the arrays they meet.",
+    )
+
+
+def eager_nojit(reason: str) -> Diagnostic:
+    """`eager-nojit`: eager mode ran the JAX side under `jax.disable_jit()`."""
+    return Diagnostic(
+        code=EAGER_NOJIT,
+        severity=Severity.INFO,
+        message=f"eager ran under jax.disable_jit() ({reason}): every operation, lax loops "
+        "included, was dispatched on its own",
+        hint='@workload(eager="call") times calling it as it is instead (its jitted parts '
+        "then run compiled).",
+    )
+
+
+def eager_partly_jitted(reason: str) -> Diagnostic:
+    """`eager-partly-jitted`: eager mode called a JAX side that runs jitted code."""
+    return Diagnostic(
+        code=EAGER_PARTLY_JITTED,
+        severity=Severity.WARNING,
+        message=f"eager called the JAX side as it is, but {reason}: those parts ran "
+        "compiled, so this eager figure is partly jit",
+        hint='@workload(eager="nojit") runs them op by op under jax.disable_jit().',
+    )
+
+
+def find_narrowed(pairs: Sequence[tuple[str, Any, Any]]) -> list[tuple[str, str, str, bool]]:
+    """(name, host dtype, device dtype, values fit) for every argument whose device copy
+    has a narrower dtype than its host value; `pairs` are (name, host value, device
+    value) pytrees of the same structure."""
+    import jax
+
+    found: list[tuple[str, str, str, bool]] = []
+    for name, host, device in pairs:
+        for h, d in zip(
+            jax.tree_util.tree_leaves(host), jax.tree_util.tree_leaves(device), strict=False
+        ):
+            hd, dd = getattr(h, "dtype", None), getattr(d, "dtype", None)
+            if not isinstance(h, (np.ndarray, np.generic)) or hd is None or dd is None:
+                continue
+            hd, dd = np.dtype(hd), np.dtype(dd)
+            if hd.kind != dd.kind or dd.itemsize >= hd.itemsize:
+                continue
+            found.append((name, hd.name, dd.name, _fits(np.asarray(h), dd)))
+            break
+    return found
+
+
+def _fits(values: np.ndarray, narrow: np.dtype[Any]) -> bool:
+    if values.size == 0:
+        return True
+    if narrow.kind in "iu":
+        info = np.iinfo(narrow)
+        return bool(values.min() >= info.min and values.max() <= info.max)
+    if narrow.kind in "fc":
+        finite = np.abs(values[np.isfinite(values)])
+        return finite.size == 0 or bool(finite.max() <= np.finfo(narrow).max)
+    return True
+
+
+def find_wide_scalars(named: Sequence[tuple[str, Any]], case_dtype: str) -> list[str]:
+    """Names of NumPy floating scalars (or 0-d arrays) wider than the float dtype
+    `case_dtype`; [] when the case's dtype is not a float dtype."""
+    target = np.dtype(case_dtype)
+    if target.kind != "f":
+        return []
+    wide = []
+    for name, value in named:
+        if isinstance(value, (np.generic, np.ndarray)) and np.ndim(value) == 0:
+            dt = np.dtype(value.dtype)
+            component = dt.itemsize // 2 if dt.kind == "c" else dt.itemsize
+            if dt.kind in "fc" and component > target.itemsize:
+                wide.append(f"{name} ({dt.name})")
+    return wide
+
+
+def recompiled_during_timing(count: int, mode: Mode | None = None) -> Diagnostic:
+    hint = (
+        "keep shapes and dtypes stable, and create jax.jit(f) once outside the loop "
+        "(not a new partial or lambda per call)."
+    )
+    if mode is Mode.EAGER:
+        hint = (
+            "in eager mode a lax loop (fori_loop, scan, while_loop) compiles its body once "
+            "per body function: a closure made anew on every call compiles on every call, so "
+            "this eager figure is mostly compile time. Give the body a module-level "
+            'function, or time op-by-op eager with @workload(eager="nojit").'
+        )
     return Diagnostic(
         code=RECOMPILED,
         severity=Severity.WARNING,
         message=f"{count} compile(s) happened during timing; the timed calls include compiling",
-        hint="keep shapes and dtypes stable, and create jax.jit(f) once outside the loop "
-        "(not a new partial or lambda per call).",
+        hint=hint,
     )
 
 
-def unvalidated() -> Diagnostic:
+def unvalidated(reason: str = "") -> Diagnostic:
+    """`unvalidated`: no NumPy reference to check this output against (`reason` says why;
+    by default its side failed)."""
+    if reason:
+        return Diagnostic(
+            code="unvalidated",
+            severity=Severity.WARNING,
+            message=f"{reason}, so this output was not checked",
+            hint="declare outputs=(the arguments the NumPy side writes into); the timing "
+            "stands, but not its correctness.",
+        )
     return Diagnostic(
         code="unvalidated",
         severity=Severity.WARNING,

@@ -44,6 +44,7 @@ from jitbench.results import (
     Status,
     TimeSplit,
 )
+from jitbench.suite.jitted import jitted_parts
 from jitbench.suite.workload import Inputs, Workload
 
 MAX_ERROR_CHARS = 2000
@@ -125,6 +126,7 @@ class _ModeState:
     calls_per_sample: int = 0
     timed_compiles: jcompile.CompileEvents = field(default_factory=jcompile.CompileEvents)
     printed: PrintTally = field(default_factory=PrintTally)
+    nojit: bool = False  # eager under jax.disable_jit(): no transfer guard
 
     def fail(self, exc: BaseException) -> None:
         self.error, self.status, self.call = exc, Status.ERROR, None
@@ -135,7 +137,7 @@ class _ModeState:
 def _mode_region(state: _ModeState, capture: OutputCapture | None = None) -> Iterator[None]:
     with (
         maybe_attribute(capture, state.printed, timed=True),
-        modes.timed_region(state.mode),
+        modes.timed_region(state.mode, nojit=state.nojit),
         jcompile.count_compiles() as events,
     ):
         yield
@@ -162,6 +164,7 @@ def _jit_stages(
     aot = jcompile.cold_aot_breakdown(
         wl.jax_fn,
         static_argnames=wl.static_argnames,
+        static_argnums=wl.static_argnums,
         args=staged.args,
         kwargs={**staged.kwargs, **staged.static},
     )
@@ -215,7 +218,7 @@ def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedM
     call = modes.build_call(Mode.EAGER, wl, host=host, staged=staged)
     # Guarded from the first call on: JAX caches an array's host copy after one transfer,
     # so a hidden copy of an input would slip through every later, guarded call.
-    with modes.timed_region(Mode.EAGER):
+    with modes.timed_region(Mode.EAGER, nojit=wl.eager == "nojit"):
         cold = jcompile.cold_call(call, clear=False)
     return PreparedMode(
         call=call,
@@ -279,7 +282,9 @@ def _validate(
 
     A non-finite output from a program that takes a gradient (traced again from `staged`
     to find out) gets the double-`where` hint instead of `--x64`."""
-    result = validation.check_outputs(reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol)
+    result = validation.check_outputs(
+        reference, modes.to_host(output), rtol=wl.rtol, atol=wl.atol, norm_tol=wl.norm_tol
+    )
     if not result.ok:
         state.status = Status.MISMATCH
         gradient = False
@@ -486,7 +491,7 @@ class CaseSession:
             try:
                 with (
                     maybe_attribute(self.capture, s.printed, timed=True),
-                    modes.timed_region(s.mode),
+                    modes.timed_region(s.mode, nojit=s.nojit),
                 ):
                     for _ in range(max(1, plan.warmup_calls)):
                         s.call()
@@ -532,7 +537,9 @@ class CaseSession:
             samples[slot] = tuple(taken)
             notes = extra.setdefault(slot, [])
             if s.timed_compiles.compile_count:
-                notes.append(diagnose.recompiled_during_timing(s.timed_compiles.compile_count))
+                notes.append(
+                    diagnose.recompiled_during_timing(s.timed_compiles.compile_count, s.mode)
+                )
             if not self.quick:
                 width = relative_ci_halfwidth(list(taken))
                 if width > plan.precision:
@@ -584,12 +591,14 @@ def open_cases(
     assert all(
         (pc.workload, pc.size, pc.dtype) == (first.workload, first.size, first.dtype) for pc in pcs
     ), "open_cases takes the devices of one workload × size × dtype"
+    wl = first.workload
     labels = [device_label(pc.device) for pc in pcs]
     timed = tuple(timed)
     states: dict[Slot, _ModeState] = {}
     for label in labels:
         for m in timed:
-            states.setdefault(CaseSession._slot(label, m), _ModeState(m))
+            nojit = m is Mode.EAGER and wl.eager == "nojit"
+            states.setdefault(CaseSession._slot(label, m), _ModeState(m, nojit=nojit))
     session = CaseSession(
         cases=[planned_case_record(pc) for pc in pcs],
         states=states,
@@ -626,6 +635,7 @@ def _open(
     plan = session.plan
     report("inputs", None)
     try:
+        _check_dtype_available(wl, first.dtype)
         host = wl.make_inputs(first.params, dtype=first.dtype, seed=seed)
     except Exception as exc:
         add_hint(
@@ -641,13 +651,16 @@ def _open(
             case,
             input_elements=modes.nelements_of((host.args, host.kwargs)),
             input_bytes=modes.nbytes_of((host.args, host.kwargs)),
+            input_dtypes=dict(host.dtypes) or None,
         )
         for case in session.cases
     ]
+    _eager_diagnostics(session, wl)
 
     # 1. NumPy reference, once (computed even when numpy mode is not timed: validation
     #    needs it).
     reference: Any = None
+    no_reference = ""
     numpy_state = states.get((HOST, Mode.NUMPY))
     report("NumPy reference", None)
     try:
@@ -655,12 +668,19 @@ def _open(
         with maybe_attribute(
             capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
         ):
-            output = numpy_call()
-        reference = require_array_tree(output, wl, Mode.NUMPY)
+            returned = numpy_call()
+        if returned is None and not wl.outputs:
+            # Timed all the same; there is just nothing to compare with.
+            no_reference = "the NumPy side returned None and the workload names no outputs"
+        else:
+            reference = require_array_tree(returned, wl, Mode.NUMPY)
         if numpy_state:
             numpy_state.call = numpy_call
-            if validation.no_finite_values(reference):
+            if reference is not None and validation.no_finite_values(reference):
                 numpy_state.diagnostics.append(diagnose.no_finite_output())
+            wide = diagnose.find_wide_scalars(_named_arguments(wl, host), first.dtype)
+            if wide:
+                numpy_state.diagnostics.append(diagnose.scalar_promotion(wide, first.dtype))
     except Exception as exc:
         if numpy_state:
             numpy_state.fail(exc)
@@ -668,7 +688,7 @@ def _open(
     # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
     for pc, label in zip(pcs, labels, strict=True):
-        reference_wider |= _open_device(session, pc, label, host, reference, report)
+        reference_wider |= _open_device(session, pc, label, host, reference, report, no_reference)
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 
@@ -695,6 +715,7 @@ def _open_device(
     host: Inputs,
     reference: Any,
     report: StepReport,
+    no_reference: str = "",
 ) -> bool:
     """Stage the inputs on one device, clear JAX's caches once, and take the cold first
     calls of its JAX modes (jit, then eager), validating each. Returns reference_wider."""
@@ -713,6 +734,10 @@ def _open_device(
         for s in jax_states.values():
             s.fail(exc)
         return False
+    narrowed = diagnose.find_narrowed(_staged_pairs(pc.workload, host, staged))
+    if narrowed:
+        for s in jax_states.values():
+            s.diagnostics.append(diagnose.narrowed_inputs(narrowed))
 
     jcompile.clear_caches()
     reference_wider = False
@@ -748,8 +773,57 @@ def _open_device(
         # Say so rather than report an unchecked output as plain `ok`.
         for mode in outputs:
             if mode is Mode.EAGER or Mode.EAGER not in outputs:
-                jax_states[mode].diagnostics.append(diagnose.unvalidated())
+                jax_states[mode].diagnostics.append(diagnose.unvalidated(no_reference))
     return reference_wider
+
+
+def _check_dtype_available(wl: Workload, dtype: str) -> None:
+    """Refuse a dtype the workload pins but JAX would narrow (a 64-bit one without x64).
+
+    Raises:
+        WorkloadError: with the fix (run with --x64).
+    """
+    wanted = np.dtype(dtype)
+    if wl.dtype is not None and jax.dtypes.canonicalize_dtype(wanted) != wanted:
+        raise WorkloadError(
+            f"workload {wl.name!r} runs in {wanted.name}, which JAX computes only with x64 "
+            f"on (it would get {jax.dtypes.canonicalize_dtype(wanted).name}); run with --x64."
+        )
+
+
+def _eager_diagnostics(session: CaseSession, wl: Workload) -> None:
+    """Say what eager means for this workload: run under jax.disable_jit(), or called as it
+    is although parts of it are jitted."""
+    for (_, mode), s in session.states.items():
+        if mode is not Mode.EAGER:
+            continue
+        if wl.eager == "nojit":
+            s.diagnostics.append(diagnose.eager_nojit(wl.eager_reason or 'eager="nojit"'))
+        elif parts := jitted_parts(wl.jax_fn):
+            s.diagnostics.append(diagnose.eager_partly_jitted("; ".join(parts)))
+
+
+def _named_arguments(wl: Workload, host: Inputs) -> list[tuple[str, Any]]:
+    """Every argument of a NumPy call by name (positional ones by parameter name)."""
+    names = wl.argument_names(len(host.args))
+    return [
+        *zip(names, host.args, strict=True),
+        *host.kwargs.items(),
+        *host.static.items(),
+    ]
+
+
+def _staged_pairs(wl: Workload, host: Inputs, staged: modes.Staged) -> list[tuple[str, Any, Any]]:
+    """(name, host value, device value) of every staged argument."""
+    names = wl.argument_names(len(host.args))
+    static = set(host.static_argnums)
+    pairs = [
+        (names[i], h, d)
+        for i, (h, d) in enumerate(zip(host.args, staged.args, strict=True))
+        if i not in static
+    ]
+    pairs += [(k, v, staged.kwargs[k]) for k, v in host.kwargs.items()]
+    return pairs
 
 
 def _measurement(

@@ -466,8 +466,13 @@ def workload_dict(wl: Workload) -> dict[str, Any]:
         "sizes": {k: dict(v) for k, v in wl.sizes.items()},
         "sweep": [dict(p) for p in wl.sweep],
         "static_argnames": list(wl.static_argnames),
+        "static_argnums": list(wl.static_argnums),
+        "outputs": list(wl.outputs),
+        "dtype": wl.dtype,
+        "eager": wl.eager,
         "rtol": wl.rtol,
         "atol": wl.atol,
+        "norm_tol": wl.norm_tol,
         "source": wl.source,
     }
 

@@ -8,6 +8,7 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
   with sampling rounds).
 - 1.3: no new field; the modes of a case are sampled in lockstep rounds, so sample i of
   every mode comes from the same round and speedups are paired (`Run.paired`).
+- (next): case.input_dtypes, optional (each argument's dtype as the NumPy side got it).
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment
@@ -80,6 +81,7 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
             "device_kind": m.case.device_kind,
             "input_elements": m.case.input_elements,
             "input_bytes": m.case.input_bytes,
+            **({"input_dtypes": dict(m.case.input_dtypes)} if m.case.input_dtypes else {}),
         },
         "mode": m.mode.value,
         "status": m.status.value,
@@ -127,6 +129,7 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
             device_kind=c.get("device_kind", ""),
             input_elements=c.get("input_elements"),
             input_bytes=c.get("input_bytes"),
+            input_dtypes=c.get("input_dtypes"),
         ),
         mode=Mode(d["mode"]),
         status=Status(d["status"]),

@@ -61,6 +61,9 @@ class Case:
     device_kind: str = ""
     input_elements: int | None = None
     input_bytes: int | None = None
+    # The dtype of each argument as the NumPy side got it, e.g. {"A": "float32",
+    # "idx": "int64"}; None in files written before it was recorded.
+    input_dtypes: Mapping[str, str] | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -25,7 +25,6 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from pathlib import Path
 from typing import Any
 
 from jitbench.results import ErrorInfo, Status
@@ -68,8 +67,9 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
         from jitbench.runner.warmup import warm_up
         from jitbench.suite import discovery as registry
 
-        module = registry.import_suite_file(Path(spec["suite"]))
-        found = [w for w in registry.workloads_in(module) if w.name == spec["workload"]]
+        found = [
+            w for w in registry.workloads_from_suite(spec["suite"]) if w.name == spec["workload"]
+        ]
         if not found:
             raise LookupError(f"workload {spec['workload']!r} not found in {spec['suite']}")
         config = RunConfig.from_dict(spec["config"])

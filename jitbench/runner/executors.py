@@ -34,7 +34,7 @@ from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_di
 from jitbench.runner import child
 from jitbench.runner.deadline import CaseTimeout, deadline
 from jitbench.runner.warmup import warm_up
-from jitbench.suite.discovery import suite_file_of
+from jitbench.suite.discovery import suite_of
 
 
 class LiveCase(Protocol):
@@ -225,7 +225,7 @@ class ChildProcessExecutor:
         if report is not None:
             report("in a child process", None)
         pc = pcs[0]
-        suite = suite_file_of(pc.workload)
+        suite = suite_of(pc.workload)
         if suite is None:
             error = ErrorInfo(
                 type="IsolationError",

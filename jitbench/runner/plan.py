@@ -19,9 +19,11 @@ from jitbench.suite.discovery import (
     SuiteLoadError,
     file_digest,
     load_suite_file,
+    split_scheme,
     suite_digest_of,
-    suite_file_of,
+    suite_of,
     unknown_name_message,
+    workloads_from_suite,
     workloads_in,
 )
 from jitbench.suite.workload import Workload
@@ -50,7 +52,7 @@ def plan_cases(
             sizes = [(s, dict(wl.sizes[s])) for s in config.sizes if s in wl.sizes]
         for size, params in sizes:
             for device in devices:
-                planned.append(PlannedCase(wl, size, params, device, dtype))
+                planned.append(PlannedCase(wl, size, params, device, wl.case_dtype(dtype)))
     return planned
 
 
@@ -72,7 +74,7 @@ def case_key(pc: PlannedCase) -> CaseKey:
 def selection_of(workloads: Sequence[Workload]) -> tuple[Selection, ...]:
     """What a run records of its workloads, so a resume can find them again."""
     return tuple(
-        Selection(workload=wl.name, suite=suite_file_of(wl), suite_sha256=suite_digest_of(wl))
+        Selection(workload=wl.name, suite=suite_of(wl), suite_sha256=suite_digest_of(wl))
         for wl in workloads
     )
 
@@ -121,11 +123,15 @@ def workloads_for_selection(
                 f"workload {name!r} of {origin} was not loaded from a suite file; "
                 "it cannot be resumed, start a new run."
             )
-        if not Path(suite).is_file():
+        if split_scheme(suite) is None and not Path(suite).is_file():
             raise SuiteError(
                 f"suite file {suite!r} of {origin} no longer exists; restore it or start a new run."
             )
-        if entry.suite_sha256 is not None and not allow_changed_suites:
+        if (
+            entry.suite_sha256 is not None
+            and not allow_changed_suites
+            and split_scheme(suite) is None
+        ):
             try:
                 digest = file_digest(suite)
             except OSError as exc:
@@ -143,12 +149,21 @@ def workloads_for_selection(
     for entry in selection:
         name, suite = entry.workload, entry.suite
         assert suite is not None  # checked above
-        module = load_suite_file(Path(suite))
-        if isinstance(module, SuiteLoadError):
-            raise SuiteError(
-                f"suite file {module} (it fails to import); fix it, then resume again."
-            )
-        by_name = {w.name: w for w in workloads_in(module)}
+        if split_scheme(suite) is not None:
+            try:
+                by_name = {w.name: w for w in workloads_from_suite(suite)}
+            except Exception as exc:
+                raise SuiteError(
+                    f"suite {suite!r} fails to load ({type(exc).__name__}: {exc}); "
+                    "fix it, then resume again."
+                ) from None
+        else:
+            module = load_suite_file(Path(suite))
+            if isinstance(module, SuiteLoadError):
+                raise SuiteError(
+                    f"suite file {module} (it fails to import); fix it, then resume again."
+                )
+            by_name = {w.name: w for w in workloads_in(module)}
         if name not in by_name:
             raise SuiteError(
                 unknown_name_message("workload", name, by_name).replace(

@@ -6,6 +6,8 @@ A file that fails to import (whatever it raises, sys.exit() included) is recorde
 `SuiteLoadError` naming file:line and the others still load.
 With no path given, `./suites` is searched, or, where there is none, the default suite
 installed with jitbench (`default_suite_path`).
+A suite that is not Python files is named with a scheme: `npbench:PATH` (an NPBench clone,
+`jitbench.suite.npbench`).
 """
 
 from __future__ import annotations
@@ -288,6 +290,48 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return type(exc).__name__, str(exc)
 
 
+#: Suites that are not Python files, by scheme (`--suite npbench:PATH`).
+SUITE_SCHEMES = ("npbench",)
+
+
+def split_scheme(spec: str | Path) -> tuple[str, str] | None:
+    """(scheme, path) of a suite spec such as ``npbench:/src/npbench``; None for a path."""
+    scheme, sep, rest = str(spec).partition(":")
+    return (scheme, rest) if sep and scheme in SUITE_SCHEMES else None
+
+
+def _load_scheme(scheme: str, path: str) -> tuple[list[Workload], list[SuiteLoadError]]:
+    """The workloads of a scheme suite, and its kernels that failed to load."""
+    from jitbench.suite import npbench
+
+    assert scheme == npbench.SCHEME, scheme
+    suite = npbench.load(path)
+    errors = [
+        SuiteLoadError(p.path, p.line, "SuiteError", f"{p.kernel}: {p.reason}")
+        for p in suite.problems
+        if p.error
+    ]
+    return list(suite.workloads), errors
+
+
+def suite_of(workload: Workload) -> str | None:
+    """Where `workload` can be found again by another process: its suite file, or the
+    scheme suite it came from (`Workload.origin`); None when defined elsewhere."""
+    return workload.origin or suite_file_of(workload)
+
+
+def workloads_from_suite(spec: str) -> list[Workload]:
+    """The workloads of one suite file or scheme suite (`suite_of`), loaded again.
+
+    Raises:
+        Exception: whatever importing the suite raises.
+    """
+    scheme = split_scheme(spec)
+    if scheme is not None:
+        return _load_scheme(*scheme)[0]
+    return workloads_in(import_suite_file(Path(spec)))
+
+
 def discover(paths: Sequence[str | Path] = ()) -> Registry:
     """Load every suite file under `paths` into a Registry; with no paths, `./suites` or,
     where there is none, the default suite installed with jitbench (`default_roots`).
@@ -296,7 +340,17 @@ def discover(paths: Sequence[str | Path] = ()) -> Registry:
         SuiteError: a path does not exist (import failures are collected, not raised).
     """
     registry = Registry()
-    roots = [Path(p) for p in paths] or default_roots()
+    for spec in paths:
+        scheme = split_scheme(spec)
+        if scheme is not None:
+            workloads, errors = _load_scheme(*scheme)
+            registry.errors.extend(errors)
+            registry.files.append(str(spec))
+            for wl in workloads:
+                registry.add(wl, path=str(spec))
+    roots = [Path(p) for p in paths if split_scheme(p) is None]
+    if not paths:
+        roots = default_roots()
     for root in roots:
         if not root.exists():
             raise SuiteError(

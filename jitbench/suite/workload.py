@@ -3,12 +3,16 @@
 A workload is a named computation with a JAX side and a NumPy side. Written once against
 an array namespace (`def f(xp, x): ...`), the same code serves `numpy` and `jax.numpy`;
 where idioms differ (in-place updates vs `.at[]`, Python loops vs `lax.fori_loop`), pass a
-separate NumPy implementation with `numpy=` and both sides take the arrays only.
+separate NumPy implementation with `numpy=` and both sides take the arrays only. Published
+code is taken as it is: a NumPy side that writes into its arguments (`outputs=`, `setup=`),
+static arguments by position (`static_argnums=`), a JAX side that is already jitted
+(`eager=`), its own dtypes (`dtype=`, `input_dtypes=`) and tolerances.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +22,8 @@ from typing import Any
 import numpy as np
 
 from jitbench.errors import ConfigError, WorkloadError, unknown_name_message
+from jitbench.suite.dtypes import conform, dtype_name, dtype_text
+from jitbench.suite.jitted import is_jitted, jit_statics, jitted_parts
 
 SIZE_PRESETS = ("S", "M", "L")
 # Names are matched whole (`fullmatch`: a `$` would let a trailing newline through).
@@ -37,17 +43,32 @@ def check_label(kind: str, value: object, *, workload: str) -> str:
     return value
 
 
+#: How eager mode calls the JAX side: "call" calls it as it is (jitted functions it calls
+#: stay compiled, lax loops compile their body), "nojit" calls it under `jax.disable_jit()`
+#: (every operation dispatched on its own, lax loops run as Python loops); "auto" is
+#: "nojit" when the JAX side is jitted or calls jitted functions of its module, else "call".
+EAGER_CHOICES = ("auto", "call", "nojit")
+
+Tolerance = float | Mapping[str, float] | None
+"""A tolerance for every dtype (a number), per dtype name ({"float32": 1e-4, …}; dtypes
+not named get the default), or None for the dtype-aware default."""
+
+
 @dataclass(frozen=True)
 class Inputs:
-    """Arguments for one call: `arrays` are staged to the device, `static` are not.
+    """Arguments for one call: arrays are staged to the device, static values are not.
 
-    `args` and `kwargs` hold pytrees of arrays; `static` holds hashable Python values
-    passed by keyword (and to `jax.jit` as `static_argnames`).
+    `args` and `kwargs` hold pytrees of arrays, except `args` at the positions in
+    `static_argnums`, which hold Python values passed as they are (static under jit);
+    `static` holds hashable Python values passed by keyword (`static_argnames`).
+    `dtypes` names each argument's dtype as made (`input_dtypes` of the recorded case).
     """
 
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
     static: Mapping[str, Any]
+    static_argnums: tuple[int, ...] = ()
+    dtypes: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,7 +83,21 @@ class Workload:
         sizes: preset name ("S", "M", "L", …) -> params passed to `inputs`.
         sweep: params for a size sweep (crossover charts), smallest first.
         static_argnames: keyword arguments that are Python values, static under jit.
-        rtol, atol: validation tolerances; None picks dtype-aware defaults.
+        static_argnums: positional arguments that are Python values, static under jit.
+        rtol, atol, norm_tol: validation tolerances (see `Tolerance`); None picks the
+            dtype-aware defaults.
+        setup: untimed, before every timed call of the NumPy side: takes its arguments and
+            returns fresh ones (a tuple, a dict of keyword arguments or one array).
+        outputs: arguments (names or positions) the NumPy side writes its result into;
+            when it returns None, they are its output. Without `setup`, each call gets
+            fresh copies of them.
+        dtype: the dtype the workload always runs in (its cases are labelled with it), or
+            None to follow the run (float32, float64 with --x64).
+        input_dtypes: inputs (names or positions) pinned to a dtype of their own.
+        eager: how eager mode calls the JAX side, "call" or "nojit" (`EAGER_CHOICES`);
+            `eager_reason` names its jitted parts when it is "nojit".
+        origin: the suite a workload not defined in a suite file came from
+            ("npbench:/path"), so another process can find it again.
     """
 
     name: str
@@ -72,20 +107,40 @@ class Workload:
     sizes: Mapping[str, Mapping[str, Any]]
     sweep: tuple[Mapping[str, Any], ...] = ()
     static_argnames: tuple[str, ...] = ()
-    rtol: float | None = None
-    atol: float | None = None
+    static_argnums: tuple[int, ...] = ()
+    rtol: Tolerance = None
+    atol: Tolerance = None
+    norm_tol: Tolerance = None
+    setup: Callable[..., Any] | None = None
+    outputs: tuple[str | int, ...] = ()
+    dtype: str | None = None
+    input_dtypes: Mapping[str | int, str] = field(default_factory=dict)
+    eager: str = "call"
+    eager_reason: str = ""
     tags: tuple[str, ...] = ()
     description: str = ""
     source: str = field(default="", compare=False)
+    origin: str | None = field(default=None, compare=False)
+
+    def case_dtype(self, run_dtype: str) -> str:
+        """The dtype a case of this workload runs in when the run asks for `run_dtype`."""
+        return self.dtype or run_dtype
 
     def make_inputs(self, params: Mapping[str, Any], *, dtype: Any, seed: int = 0) -> Inputs:
-        """Call the input function with a fresh seeded generator and split statics out.
+        """Call the input function with a fresh seeded generator, split statics out and
+        bring the inputs to the case's dtype.
+
+        In a float32 case, float64 inputs (arrays and NumPy scalars; complex128 alike) are
+        converted to float32 (see `dtypes.conform`); `input_dtypes` pins inputs to their
+        own dtype; other inputs and static values are left as they are.
 
         Raises:
-            WorkloadError: the input function returned something that is not arguments.
+            WorkloadError: the input function returned something that is not arguments,
+                a static name or position it did not produce, or an unknown pinned input.
         """
         rng = np.random.default_rng(seed)
-        produced = self.inputs(rng, dtype=np.dtype(dtype), **params)
+        target = np.dtype(dtype)
+        produced = self.inputs(rng, dtype=target, **params)
         if isinstance(produced, Mapping):
             args: tuple[Any, ...] = ()
             kwargs = dict(produced)
@@ -98,8 +153,124 @@ class Workload:
                 f"inputs of workload {self.name!r} returned {type(produced).__name__}; "
                 "return a tuple of arrays, a dict of keyword arguments, or one array."
             )
+        params_of_fn = _parameter_names(self.jax_fn)
+        for s in self.static_argnames:
+            if s not in kwargs and s not in params_of_fn:
+                made = ", ".join(sorted(kwargs)) or "no keyword arguments"
+                raise WorkloadError(
+                    f"workload {self.name!r}: static_argnames names {s!r}, which its inputs "
+                    f"did not produce ({made}) and which is not a parameter of its JAX side."
+                )
         static = {k: kwargs.pop(k) for k in self.static_argnames if k in kwargs}
-        return Inputs(args=args, kwargs=kwargs, static=static)
+        static_argnums = self._positions(self.static_argnums, len(args), "static_argnums")
+        names = self.argument_names(len(args))
+        pinned = self._pinned(names, kwargs)
+        args = tuple(
+            a if i in static_argnums else conform(a, pinned.get(i), target)
+            for i, a in enumerate(args)
+        )
+        kwargs = {k: conform(v, pinned.get(k), target) for k, v in kwargs.items()}
+        dtypes = {
+            names[i]: d
+            for i, a in enumerate(args)
+            if i not in static_argnums and (d := dtype_text(a))
+        }
+        dtypes.update({k: d for k, v in kwargs.items() if (d := dtype_text(v))})
+        return Inputs(
+            args=args,
+            kwargs=kwargs,
+            static=static,
+            static_argnums=static_argnums,
+            dtypes=dtypes,
+        )
+
+    def argument_names(self, count: int) -> list[str]:
+        """Names of the first `count` positional arguments (the NumPy side's parameter
+        names; `arg<i>` where it has none)."""
+        known = _positional_names(self.numpy_fn)
+        return [known[i] if i < len(known) else f"arg{i}" for i in range(count)]
+
+    def _positions(self, given: Sequence[int], count: int, what: str) -> tuple[int, ...]:
+        out = []
+        for i in given:
+            if not -count <= i < count:
+                raise WorkloadError(
+                    f"workload {self.name!r}: {what} names position {i}, but its inputs "
+                    f"made {count} positional argument(s)."
+                )
+            out.append(i % count)
+        return tuple(sorted(set(out)))
+
+    def _pinned(self, names: Sequence[str], kwargs: Mapping[str, Any]) -> dict[int | str, Any]:
+        """`input_dtypes` by position (positional arguments) or keyword."""
+        pinned: dict[int | str, Any] = {}
+        for key, dt in self.input_dtypes.items():
+            if isinstance(key, int) and -len(names) <= key < len(names):
+                pinned[key % len(names)] = np.dtype(dt)
+            elif isinstance(key, str) and key in names:
+                pinned[names.index(key)] = np.dtype(dt)
+            elif isinstance(key, str) and key in kwargs:
+                pinned[key] = np.dtype(dt)
+            else:
+                raise WorkloadError(
+                    f"workload {self.name!r}: input_dtypes names {key!r}, which is not one "
+                    f"of its inputs ({', '.join([*names, *kwargs]) or 'none'})."
+                )
+        return pinned
+
+    def output_locations(self, count: int, kwargs: Mapping[str, Any]) -> list[int | str]:
+        """Where the `outputs` are in a call of `count` positional arguments and `kwargs`:
+        positions, or keyword names.
+
+        Raises:
+            WorkloadError: an output that is not among the call's arguments.
+        """
+        names = self.argument_names(count)
+        found: list[int | str] = []
+        for out in self.outputs:
+            if isinstance(out, int) and -count <= out < count:
+                found.append(out % count)
+            elif isinstance(out, str) and out in names:
+                found.append(names.index(out))
+            elif isinstance(out, str) and out in kwargs:
+                found.append(out)
+            else:
+                raise WorkloadError(
+                    f"workload {self.name!r}: outputs names {out!r}, which is not one of the "
+                    f"arguments its NumPy side is called with ({', '.join([*names, *kwargs])})."
+                )
+        return found
+
+    def fresh_arguments(
+        self, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The arguments of one NumPy call (the untimed per-call setup): `setup`'s, or
+        fresh copies of the `outputs`, or the arguments themselves when neither is given.
+
+        Raises:
+            WorkloadError: `setup` returned something that is not arguments.
+        """
+        if self.setup is not None:
+            made = self.setup(*args, **kwargs)
+            if isinstance(made, Mapping):
+                return args, {**kwargs, **made}
+            if isinstance(made, tuple):
+                return made, dict(kwargs)
+            if isinstance(made, (np.ndarray, np.generic)):
+                return (made,), dict(kwargs)
+            raise WorkloadError(
+                f"setup of workload {self.name!r} returned {type(made).__name__}; return the "
+                "call's arguments: a tuple, a dict of keyword arguments, or one array."
+            )
+        if not self.outputs:
+            return args, dict(kwargs)
+        fresh_args, fresh_kwargs = list(args), dict(kwargs)
+        for where in self.output_locations(len(args), kwargs):
+            if isinstance(where, int):
+                fresh_args[where] = np.copy(fresh_args[where])
+            else:
+                fresh_kwargs[where] = np.copy(fresh_kwargs[where])
+        return tuple(fresh_args), fresh_kwargs
 
     def resolve_size(self, size: str | None = None) -> tuple[str, dict[str, Any]]:
         """(label, params) of a size preset or sweep label; the smallest preset (S, else
@@ -128,6 +299,26 @@ class Workload:
         return [sweep_label(p) for p in self.sweep]
 
 
+def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parameter_names(fn: Callable[..., Any]) -> set[str]:
+    sig = _signature(fn)
+    return set() if sig is None else set(sig.parameters)
+
+
+def _positional_names(fn: Callable[..., Any]) -> list[str]:
+    sig = _signature(fn)
+    if sig is None:
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in sig.parameters.values() if p.kind in kinds]
+
+
 def sweep_label(params: Mapping[str, Any]) -> str:
     """A stable label for sweep params, e.g. ``{'n': 1000} -> 'n=1000'``."""
     return ",".join(f"{k}={v}" for k, v in params.items())
@@ -140,8 +331,9 @@ def _default_description(fn: Callable[..., Any]) -> str:
 
 def _source_of(fn: Callable[..., Any]) -> str:
     try:
+        fn = inspect.unwrap(fn)  # a jitted function's source is that of what it wraps
         return f"{inspect.getsourcefile(fn)}:{inspect.getsourcelines(fn)[1]}"
-    except (OSError, TypeError):
+    except (OSError, TypeError, ValueError):
         return ""
 
 
@@ -153,27 +345,54 @@ def workload(
     sweep: Sequence[Mapping[str, Any]] = (),
     numpy: Callable[..., Any] | None = None,
     static_argnames: Sequence[str] = (),
-    rtol: float | None = None,
-    atol: float | None = None,
+    static_argnums: Sequence[int] = (),
+    rtol: Tolerance = None,
+    atol: Tolerance = None,
+    norm_tol: Tolerance = None,
+    setup: Callable[..., Any] | None = None,
+    outputs: Sequence[str | int] = (),
+    dtype: Any = None,
+    input_dtypes: Mapping[str | int, Any] | None = None,
+    eager: str = "auto",
     tags: Sequence[str] = (),
     description: str | None = None,
     name: str | None = None,
+    origin: str | None = None,
 ) -> Any:
     """Define a workload from a function.
 
     Without `numpy=`, the decorated function takes the array namespace first,
     ``f(xp, *arrays, **static)``, and serves both sides. With `numpy=`, the decorated
-    function is the JAX side and `numpy` the NumPy side; both take the arrays only.
+    function is the JAX side and `numpy` the NumPy side; both take the arrays only. The
+    JAX side may already be jitted (`@jax.jit`, with its own static arguments): jit mode
+    then calls it as it is, and eager mode runs it under `jax.disable_jit()`.
+
+    Args:
+        static_argnums: positions of arguments that are Python values (static under jit,
+            never staged to the device), as in `jax.jit`.
+        rtol, atol, norm_tol: tolerances for every dtype or per dtype name; an output
+            passes where it is elementwise close (`rtol`, absolute `atol`) or its relative
+            norm error ‖a − b‖ / ‖b‖ is within `norm_tol` (defaults follow the dtype).
+        setup: runs before every timed NumPy call, untimed: `setup(*args, **kwargs)`
+            returns the arguments of the call (fresh copies of what it mutates).
+        outputs: names or positions of the arguments the NumPy side writes into; when it
+            returns None its output is these arguments after the call.
+        dtype: a dtype the workload always runs in ("float32", "int32", …) instead of the
+            run's float32/float64; its cases are labelled with it.
+        input_dtypes: inputs (names or positions) pinned to their own dtype.
+        eager: "auto" (default), "call" or "nojit" (see `EAGER_CHOICES`).
+        origin: for suites that are not Python files (the NPBench adapter).
 
     Returns:
         A `Workload` (or a decorator producing one when called with options only).
 
     Raises:
-        WorkloadError: an invalid name, empty sizes, or a static name the function lacks.
+        WorkloadError: an invalid name, empty sizes, a static name or position the function
+            lacks, an unknown output, eager choice, dtype or tolerance.
     """
 
     def build(f: Callable[..., Any]) -> Workload:
-        wl_name = name or f.__name__
+        wl_name: str = name or str(getattr(f, "__name__", ""))
         if not (isinstance(wl_name, str) and _NAME_RE.fullmatch(wl_name)):
             raise WorkloadError(
                 f"invalid workload name {wl_name!r}: use ASCII letters, digits, '_', '-' and "
@@ -188,6 +407,8 @@ def workload(
             raise WorkloadError(f"workload {wl_name!r}: tags is a tuple of names, got {tags!r}.")
         if not callable(inputs):
             raise WorkloadError(f"inputs of workload {wl_name!r} is not callable.")
+        if setup is not None and not callable(setup):
+            raise WorkloadError(f"setup of workload {wl_name!r} is not callable.")
         if numpy is None:
             import jax.numpy as jnp
 
@@ -195,14 +416,53 @@ def workload(
             numpy_fn: Callable[..., Any] = partial(f, np)
         else:
             jax_fn, numpy_fn = f, numpy
-        params = inspect.signature(jax_fn).parameters
-        accepts_var_kw = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        for s in static_argnames:
+        fn_name = getattr(f, "__name__", repr(f))
+        for i in static_argnums:
+            if not isinstance(i, int) or isinstance(i, bool):
+                raise WorkloadError(
+                    f"workload {wl_name!r}: static_argnums takes positions (ints), got {i!r}."
+                )
+        static_nums, static_names = tuple(static_argnums), tuple(static_argnames)
+        if is_jitted(jax_fn):  # what its own jax.jit declares static is static here too
+            own_nums, own_names = jit_statics(jax_fn)
+            static_nums = tuple(sorted(set(static_nums) | set(own_nums)))
+            static_names = tuple(dict.fromkeys([*static_names, *own_names]))
+        sig = _signature(jax_fn)
+        params = sig.parameters if sig is not None else {}
+        accepts_var_kw = sig is None or any(p.kind is p.VAR_KEYWORD for p in params.values())
+        for s in static_names:
             if s not in params and not accepts_var_kw:
                 raise WorkloadError(
                     f"workload {wl_name!r}: static_argnames names {s!r}, "
-                    f"which is not a parameter of {f.__name__}."
+                    f"which is not a parameter of {fn_name}."
                 )
+        accepts_var_pos = sig is None or any(p.kind is p.VAR_POSITIONAL for p in params.values())
+        positional = _positional_names(jax_fn)
+        for i in static_nums:
+            if not accepts_var_pos and not -len(positional) <= i < len(positional):
+                raise WorkloadError(
+                    f"workload {wl_name!r}: static_argnums names position {i}, but {fn_name} "
+                    f"takes {len(positional)} positional argument(s)."
+                )
+        np_sig = _signature(numpy_fn)
+        np_params = set(np_sig.parameters) if np_sig is not None else set()
+        for out in outputs:
+            if isinstance(out, str) and np_sig is not None and out not in np_params:
+                raise WorkloadError(
+                    f"workload {wl_name!r}: outputs names {out!r}, which is not a parameter "
+                    f"of its NumPy side ({', '.join(np_params) or 'none'})."
+                )
+            if not isinstance(out, (str, int)) or isinstance(out, bool):
+                raise WorkloadError(
+                    f"workload {wl_name!r}: outputs takes argument names or positions, got {out!r}."
+                )
+        if eager not in EAGER_CHOICES:
+            raise WorkloadError(
+                f"workload {wl_name!r}: eager={eager!r}; choose one of "
+                f"{', '.join(map(repr, EAGER_CHOICES))}."
+            )
+        jitted = jitted_parts(f)
+        eager_mode = eager if eager != "auto" else ("nojit" if jitted else "call")
         return Workload(
             name=wl_name,
             jax_fn=jax_fn,
@@ -210,12 +470,41 @@ def workload(
             inputs=inputs,
             sizes={check_label("size", k, workload=wl_name): dict(v) for k, v in sizes.items()},
             sweep=tuple(dict(p) for p in sweep),
-            static_argnames=tuple(static_argnames),
-            rtol=rtol,
-            atol=atol,
+            static_argnames=static_names,
+            static_argnums=static_nums,
+            rtol=_tolerance(rtol, "rtol", wl_name),
+            atol=_tolerance(atol, "atol", wl_name),
+            norm_tol=_tolerance(norm_tol, "norm_tol", wl_name),
+            setup=setup,
+            outputs=tuple(outputs),
+            dtype=dtype_name(dtype, wl_name, "dtype") if dtype is not None else None,
+            input_dtypes={
+                k: dtype_name(v, wl_name, f"input_dtypes[{k!r}]")
+                for k, v in (input_dtypes or {}).items()
+            },
+            eager=eager_mode,
+            eager_reason="; ".join(jitted) if eager_mode == "nojit" else "",
             tags=tuple(check_label("tag", t, workload=wl_name) for t in tags),
             description=description if description is not None else _default_description(f),
             source=_source_of(f),
+            origin=origin,
         )
 
     return build(fn) if fn is not None else build
+
+
+def _tolerance(value: Tolerance, what: str, wl_name: str) -> Tolerance:
+    """A tolerance checked: a non-negative number, or dtype names mapped to such numbers."""
+    if value is None:
+        return None
+    items = value.items() if isinstance(value, Mapping) else [(None, value)]
+    checked: dict[str, float] = {}
+    for key, number in items:
+        ok = isinstance(number, (int, float)) and not isinstance(number, bool)
+        if not ok or not math.isfinite(number) or number < 0:
+            raise WorkloadError(
+                f"workload {wl_name!r}: {what} must be a non-negative number, got {number!r}."
+            )
+        if key is not None:
+            checked[dtype_name(key, wl_name, f"{what} key")] = float(number)
+    return checked if isinstance(value, Mapping) else float(value)  # type: ignore[arg-type]

@@ -602,3 +602,34 @@ def test_the_terminal_table_and_problems_show_the_inversion() -> None:
         line.startswith("gemm[S] cpu:0 float32 numpy: size-order-inverted: numpy at S")
         for line in problems(run)
     )
+
+
+def test_find_narrowed_names_inputs_and_whether_values_fit():
+    small = np.arange(4, dtype=np.int64)
+    big = np.array([2**40], dtype=np.int64)
+    pairs = [
+        ("idx", small, jax.device_put(small)),
+        ("big", big, jax.device_put(big)),
+        ("x", np.ones(2, np.float32), jax.device_put(np.ones(2, np.float32))),
+    ]
+    found = diagnose.find_narrowed(pairs)
+    assert found == [("idx", "int64", "int32", True), ("big", "int64", "int32", False)]
+    d = diagnose.narrowed_inputs(found)
+    assert (
+        d.code == diagnose.INPUT_NARROWED and "big int64 → int32 (values out of range" in d.message
+    )
+    assert d.code in diagnose.PITFALL_CODES
+
+
+def test_find_wide_scalars_in_a_float32_case():
+    named = [("alpha", np.float64(1.5)), ("beta", 1.5), ("n", np.int64(3)), ("x", np.ones(2))]
+    assert diagnose.find_wide_scalars(named, "float32") == ["alpha (float64)"]
+    assert diagnose.find_wide_scalars(named, "float64") == []
+    assert diagnose.find_wide_scalars(named, "int32") == []
+    d = diagnose.scalar_promotion(["alpha (float64)"], "float32")
+    assert d.code == diagnose.SCALAR_PROMOTION and "NEP 50" in d.message
+
+
+def test_eager_recompiles_get_the_closure_hint():
+    assert "closure" in diagnose.recompiled_during_timing(3, Mode.EAGER).hint
+    assert "closure" not in diagnose.recompiled_during_timing(3, Mode.JIT).hint

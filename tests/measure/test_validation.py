@@ -60,3 +60,42 @@ def test_integer_outputs_are_exact_and_overrides_apply():
     assert not check_outputs(np.arange(3), np.arange(3) + 1).ok
     assert default_tolerance(np.dtype(np.int32)) == (0.0, 0.0)
     assert check_outputs(np.ones(2, np.float32), np.ones(2, np.float32) * 1.1, rtol=0.2).ok
+
+
+def test_float64_rounding_of_1e_9_passes_and_float32_arithmetic_does_not():
+    ref = np.linspace(1, 2, 1000)
+    assert check_outputs(ref, ref * (1 + 1.4e-9)).ok
+    # A float64 run whose JAX side computed in float32 differs by float32 rounding.
+    as_float32 = ref.astype(np.float32).astype(np.float64)
+    assert not check_outputs(ref, as_float32).ok
+
+
+def test_norm_tolerance_passes_thin_rounding_but_not_a_wrong_region():
+    ref = np.linspace(1, 2, 10_000, dtype=np.float32)
+    noisy = ref.copy()
+    noisy[::1000] *= 1 + 2e-4  # a few elements beyond rtol, the norm barely moves
+    assert check_outputs(ref, noisy).ok
+    assert not check_outputs(ref, noisy, norm_tol=0.0).ok
+    wrong = ref.copy()
+    wrong[:500] += 0.5
+    result = check_outputs(ref, wrong)
+    assert not result.ok and "relative norm error" in result.message
+
+
+def test_per_dtype_tolerances_pick_the_compared_dtype():
+    ref = np.ones(4, np.float32)
+    got = ref * 1.01
+    assert not check_outputs(ref, got).ok
+    assert check_outputs(ref, got, rtol={"float32": 0.05}).ok
+    assert not check_outputs(ref, got, rtol={"float64": 0.05}).ok  # not this dtype
+    assert check_outputs(ref, got, norm_tol=0.02).ok
+
+
+def test_complex128_reference_is_wider_than_complex64():
+    ref = np.ones(3, np.complex128)
+    assert check_outputs(ref, ref.astype(np.complex64)).reference_wider
+
+
+def test_integer_mismatch_says_where():
+    result = check_outputs(np.int64(130), np.int32(123))
+    assert not result.ok and "1 of 1 values differ" in result.message and "123" in result.message

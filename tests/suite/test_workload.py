@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
@@ -120,3 +122,214 @@ def test_size_params_knows_presets_and_sweep_labels():
     assert wl.resolve_size("n=10") == ("n=10", {"n": 10})
     with pytest.raises(ConfigError, match=r"unknown size 'XL'.*known: S, n=10, n=100.*'swept'"):
         wl.size_params("XL")
+
+
+# --- published code as it is -------------------------------------------------------------
+
+
+def steps_then_grid(rng, *, dtype, n):
+    return 3, rng.standard_normal((n, n)).astype(dtype)
+
+
+def test_static_argnums_are_positions_and_are_checked():
+    @workload(inputs=steps_then_grid, sizes={"S": {"n": 2}}, static_argnums=(0,))
+    def smooth(xp, steps, u):
+        return u
+
+    host = smooth.make_inputs({"n": 2}, dtype="float32")
+    assert smooth.static_argnums == (0,) and host.static_argnums == (0,)
+    assert host.args[0] == 3 and host.dtypes == {"u": "float32"}
+
+    with pytest.raises(WorkloadError, match=r"position 5.*takes 2 positional"):
+        workload(
+            lambda xp, steps, u: u,
+            inputs=steps_then_grid,
+            sizes={"S": {"n": 2}},
+            static_argnums=(5,),
+            name="too_far",
+        )
+
+    # A function taking *args cannot be checked when decorated: its inputs are.
+    loose = workload(
+        lambda xp, *a: a[1],
+        inputs=steps_then_grid,
+        sizes={"S": {"n": 2}},
+        static_argnums=(2,),
+        name="loose",
+    )
+    with pytest.raises(WorkloadError, match=r"position 2, but its inputs made 2"):
+        loose.make_inputs({"n": 2}, dtype="float32")
+
+
+def test_a_misspelt_static_name_is_an_error_even_with_kwargs():
+    def grid(rng, *, dtype, n):
+        return {"u": np.zeros((n, n), dtype), "nsteps": 2}
+
+    @workload(inputs=grid, sizes={"S": {"n": 2}}, static_argnames=("n_steps",))
+    def relax(xp, u, **options):
+        return u
+
+    with pytest.raises(WorkloadError, match=r"'n_steps', which its inputs did not produce"):
+        relax.make_inputs({"n": 2}, dtype="float32")
+
+
+def test_a_jitted_jax_side_brings_its_own_static_arguments():
+    import jax
+
+    def np_kernel(steps, u, scale=1.0):
+        return u * steps
+
+    @partial(jax.jit, static_argnums=(0,), static_argnames=("scale",))
+    def kernel(steps, u, scale=1.0):
+        return u * steps * scale
+
+    wl = workload(kernel, numpy=np_kernel, inputs=steps_then_grid, sizes={"S": {"n": 2}})
+    assert wl.static_argnums == (0,) and wl.static_argnames == ("scale",)
+    assert wl.eager == "nojit" and "kernel is jitted" in wl.eager_reason
+
+
+def test_eager_choice_is_resolved_when_decorated():
+    import jax
+
+    helper = jax.jit(lambda v: v + 1)
+
+    def calls_helper(x):
+        return helper(x) * 2
+
+    np_side = lambda x: x  # noqa: E731
+    auto = workload(calls_helper, numpy=np_side, inputs=vec, sizes={"S": {"n": 2}})
+    assert auto.eager == "nojit" and auto.eager_reason == "it calls jitted helper"
+    kept = workload(calls_helper, numpy=np_side, inputs=vec, sizes={"S": {"n": 2}}, eager="call")
+    assert kept.eager == "call"
+    plain = workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, name="plain")
+    assert plain.eager == "call" and plain.eager_reason == ""
+    with pytest.raises(WorkloadError, match="eager='sometimes'"):
+        workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, name="x", eager="sometimes")
+
+
+def test_outputs_are_named_or_positional_and_get_fresh_copies():
+    def gemm_np(alpha, c, a):
+        c[:] = alpha * a + c
+
+    def inputs(rng, *, dtype, n):
+        return 2.0, np.ones(n, dtype), np.ones(n, dtype)
+
+    @workload(inputs=inputs, sizes={"S": {"n": 3}}, numpy=gemm_np, outputs=("c",))
+    def gemm(alpha, c, a):
+        return alpha * a + c
+
+    host = gemm.make_inputs({"n": 3}, dtype="float32")
+    args, _ = gemm.fresh_arguments(host.args, {})
+    assert args[1] is not host.args[1] and args[2] is host.args[2]
+    assert gemm.output_locations(3, {}) == [1]
+    with pytest.raises(WorkloadError, match="outputs names 'C'"):
+        workload(gemm_np, numpy=gemm_np, inputs=inputs, sizes={"S": {"n": 3}}, outputs=("C",))
+
+
+def test_setup_returns_the_call_arguments():
+    seen = []
+
+    def setup(x, *, k):
+        seen.append(k)
+        return (x.copy(),)
+
+    def inputs(rng, *, dtype, n):
+        return {"x": np.ones(n, dtype), "k": 2}
+
+    def np_side(x, *, k):
+        return x
+
+    wl = workload(
+        np_side,
+        numpy=np_side,
+        inputs=inputs,
+        sizes={"S": {"n": 2}},
+        setup=setup,
+        static_argnames=("k",),
+        name="with_setup",
+    )
+    host = wl.make_inputs({"n": 2}, dtype="float32")
+    args, kwargs = wl.fresh_arguments(host.args, {**host.kwargs, **host.static})
+    assert seen == [2] and len(args) == 1 and kwargs["k"] == 2
+    bad = replace_setup(wl, lambda *a, **k: "oops")
+    with pytest.raises(WorkloadError, match="setup of workload 'with_setup' returned str"):
+        bad.fresh_arguments(host.args, {})
+
+
+def replace_setup(wl, setup):
+    from dataclasses import replace
+
+    return replace(wl, setup=setup)
+
+
+def test_float64_inputs_follow_a_float32_case_others_keep_theirs():
+    def mixed(rng, *, dtype, n):
+        return {
+            "x": np.ones(n),  # float64, made without looking at dtype
+            "alpha": np.float64(1.5),
+            "idx": np.arange(n),
+            "half": np.ones(n, np.float16),
+            "z": np.ones(n, np.complex128),
+            "w": np.ones(n),
+        }
+
+    @workload(inputs=mixed, sizes={"S": {"n": 2}}, input_dtypes={"w": "float64"})
+    def f(xp, x, alpha, idx, half, z, w):
+        return x
+
+    kw = f.make_inputs({"n": 2}, dtype="float32").kwargs
+    assert kw["x"].dtype == np.float32 and type(kw["alpha"]) is np.float32
+    assert kw["idx"].dtype == np.int64 and kw["half"].dtype == np.float16
+    assert kw["z"].dtype == np.complex64 and kw["w"].dtype == np.float64
+    assert f.make_inputs({"n": 2}, dtype="float64").kwargs["x"].dtype == np.float64
+
+    # A float32 input in a float64 case was asked for (a float32-only kernel): it stays.
+    single = workload(
+        lambda xp, x: x,
+        inputs=lambda rng, *, dtype, n: np.ones(n, np.float32),
+        sizes={"S": {"n": 2}},
+        name="single",
+    )
+    assert single.make_inputs({"n": 2}, dtype="float64").args[0].dtype == np.float32
+    with pytest.raises(WorkloadError, match="input_dtypes names 'v'"):
+        replace_pins(f, {"v": "float32"}).make_inputs({"n": 2}, dtype="float32")
+
+
+def replace_pins(wl, pins):
+    from dataclasses import replace
+
+    return replace(wl, input_dtypes=pins)
+
+
+def test_a_workload_dtype_replaces_the_runs():
+    ints = workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, dtype="int32", name="i")
+    assert ints.dtype == "int32" and ints.case_dtype("float64") == "int32"
+    free = workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, name="free")
+    assert free.case_dtype("float64") == "float64"
+    with pytest.raises(WorkloadError, match="dtype='floaty' is not a NumPy dtype"):
+        workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, dtype="floaty", name="f")
+
+
+def test_tolerances_are_numbers_or_per_dtype():
+    wl = workload(
+        lambda xp, x: x,
+        inputs=vec,
+        sizes={"S": {"n": 2}},
+        name="tol",
+        rtol={"float32": 1e-3},
+        norm_tol=1e-6,
+    )
+    assert wl.rtol == {"float32": 1e-3} and wl.norm_tol == 1e-6
+    with pytest.raises(WorkloadError, match="norm_tol must be a non-negative number"):
+        workload(lambda xp, x: x, inputs=vec, sizes={"S": {"n": 2}}, name="t", norm_tol=-1)
+
+
+def test_static_argnums_must_be_ints():
+    with pytest.raises(WorkloadError, match=r"static_argnums takes positions \(ints\), got '0'"):
+        workload(
+            lambda xp, n, u: u,
+            inputs=steps_then_grid,
+            sizes={"S": {"n": 2}},
+            static_argnums=("0",),
+            name="strings",
+        )
