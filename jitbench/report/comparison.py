@@ -252,7 +252,7 @@ def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> go.Figu
     labels = row_labels(alignment)
     row_cat = {r.key: labels[r.key] for r in rows}
     cats = list(row_cat.values())
-    fig = go.Figure()
+    fig = figures.Draft()
     values = [1.0]
     drawn = False
     for i, (run, name) in enumerate(zip(alignment.runs, alignment.names, strict=True)):
@@ -313,7 +313,7 @@ def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> go.Figu
         },
         yaxis=figures.ratio_axis(lo, hi, f"{mode.value} speedup over NumPy (×, log)"),
     )
-    return fig
+    return fig.build()
 
 
 def ratio_figure(alignment: Alignment, index: int) -> go.Figure | None:
@@ -322,7 +322,7 @@ def ratio_figure(alignment: Alignment, index: int) -> go.Figure | None:
     None when no pair has a ratio."""
     rows = [r for r in alignment.rows if r.changes and r.changes[index] is not None]
     labels = row_labels(alignment)
-    fig = go.Figure()
+    fig = figures.Draft()
     values = [1.0]
     cats: list[str] = []
     for mode in ALL_MODES:
@@ -395,7 +395,7 @@ def ratio_figure(alignment: Alignment, index: int) -> go.Figure | None:
             lo, hi, f"time {plot_text(alignment.names[index + 1], limit=30)} ÷ base (×, log)"
         ),
     )
-    return fig
+    return fig.build()
 
 
 __all__ = [

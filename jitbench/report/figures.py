@@ -36,7 +36,50 @@ _NICE = (1, 2, 5)
 CATEGORY_PX = 26
 
 
-def base_layout(fig: go.Figure, *, height: int = 420) -> None:
+class Draft:
+    """A figure being put together: traces, shapes, annotations and layout collected as
+    they come, then made into a go.Figure in one step (`build`). plotly.py validates
+    every `update_layout`/`add_shape` call on its own, which made a page of a few hundred
+    cases take tens of seconds; one constructor validates everything once."""
+
+    def __init__(self) -> None:
+        self.data: list[Any] = []
+        self.layout: dict[str, Any] = {}
+        self.shapes: list[dict[str, Any]] = []
+        self.annotations: list[dict[str, Any]] = []
+
+    def add_trace(self, trace: Any) -> None:
+        self.data.append(trace)
+
+    def add_shape(self, **shape: Any) -> None:
+        self.shapes.append(shape)
+
+    def add_annotation(self, **annotation: Any) -> None:
+        self.annotations.append(annotation)
+
+    def update_layout(self, **changes: Any) -> None:
+        """Merge `changes` into the layout (nested dicts key by key, like plotly)."""
+        _merge(self.layout, changes)
+
+    def build(self) -> go.Figure:
+        layout = dict(self.layout)
+        if self.shapes:
+            layout["shapes"] = [*layout.get("shapes", ()), *self.shapes]
+        if self.annotations:
+            layout["annotations"] = [*layout.get("annotations", ()), *self.annotations]
+        return go.Figure(data=self.data, layout=layout)
+
+
+def _merge(into: dict[str, Any], changes: dict[str, Any]) -> None:
+    for key, value in changes.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            into[key] = dict(into[key])
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def base_layout(fig: Draft, *, height: int = 420) -> None:
     """The look every figure shares: no title (the page's heading names the chart), the
     legend in one row above the plot (plotly grows the top margin to fit it), readable
     fonts, and no template (a template is kilobytes of JSON per figure)."""
@@ -117,7 +160,7 @@ def seconds_axis(lo: float, hi: float, title: str) -> dict[str, Any]:
     }
 
 
-def parity_line(fig: go.Figure, text: str = "1× = NumPy", *, y: float = 1.0) -> None:
+def parity_line(fig: Draft, text: str = "1× = NumPy", *, y: float = 1.0) -> None:
     """A dashed horizontal line at `y` on the figure's log y axis, labelled at its left
     end, just above the line. The shape takes the value; the annotation takes log10 of it
     (plotly's rule for annotations on log axes), so both sit at `y`."""
@@ -146,7 +189,7 @@ def parity_line(fig: go.Figure, text: str = "1× = NumPy", *, y: float = 1.0) ->
     )
 
 
-def _notes_at_bottom(fig: go.Figure, notes: dict[str, dict[str, str]]) -> None:
+def _notes_at_bottom(fig: Draft, notes: dict[str, dict[str, str]]) -> None:
     """Per-category notes (a failure, a suspect figure) at the bottom of the plot area."""
     for label, lines in notes.items():
         failed = any(t.startswith("✗") for t in lines)
@@ -202,7 +245,7 @@ def speedup_figure(
     labels = data.case_categories(cases)
     categories = [*labels, GEOMEAN]
     modes_present = {m.mode for m in run.measurements}
-    fig = go.Figure()
+    fig = Draft()
     # An invisible trace pins every category, including those with no point at all.
     fig.add_trace(
         go.Scatter(
@@ -348,7 +391,7 @@ def speedup_figure(
         margin={"r": 56, "b": 40},
         yaxis=ratio_axis(lo, hi, "speedup over NumPy (×, log)"),
     )
-    return fig
+    return fig.build()
 
 
 def _category_margin(labels: Sequence[str]) -> int:
@@ -399,7 +442,7 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
             f"{split}<br>break-even: {fmt.count(be)}"
             + (" calls" if be is not None and math.isfinite(be) else "")
         )
-    fig = go.Figure()
+    fig = Draft()
     for name, vals, color in (
         ("compile (trace + lower + XLA)", compile_s, "#c44e52"),
         ("first call (cold)", first, "#64b5cd"),
@@ -434,7 +477,7 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
         },
         yaxis=seconds_axis(lo, hi, "time (log)"),
     )
-    return fig
+    return fig.build()
 
 
 # ---------------------------------------------------------------------------------------
@@ -448,7 +491,7 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
     cases = data.sweep_cases(run, device, workload)
     axis = data.sweep_axis(cases)
     series = data.speedup_series(run, device, workload)
-    fig = go.Figure()
+    fig = Draft()
     values: list[float] = [1.0]
     xs_all: list[float] = []
     for mode, points in series.items():
@@ -528,7 +571,7 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
         },
         yaxis=ratio_axis(lo, hi, "speedup over NumPy (×, log)"),
     )
-    return fig
+    return fig.build()
 
 
 def approx_value(x: float) -> str:
@@ -546,7 +589,7 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
     cases = data.sweep_cases(run, device, workload)
     axis = data.sweep_axis(cases)
     series = data.sweep_series(run, device, workload)
-    fig = go.Figure()
+    fig = Draft()
     xs_all: list[float] = []
     ys_all: list[float] = []
     for mode, points in series.items():
@@ -587,7 +630,7 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
         },
         yaxis=seconds_axis(ylo, yhi, "time per call (log)"),
     )
-    return fig
+    return fig.build()
 
 
 # ---------------------------------------------------------------------------------------
@@ -597,7 +640,7 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
 def distribution_figure(run: Run, case: Case) -> go.Figure | None:
     """Every raw sample (seconds per call) of each mode of `case`, as a box with all points
     on a log axis: the spread behind each median. None when nothing was sampled."""
-    fig = go.Figure()
+    fig = Draft()
     values: list[float] = []
     for mode in ALL_MODES:
         m = run.get(case.key, mode)
@@ -629,7 +672,7 @@ def distribution_figure(run: Run, case: Case) -> go.Figure | None:
         yaxis={"type": "category", "autorange": "reversed"},
         margin={"t": 16, "b": 50},
     )
-    return fig
+    return fig.build()
 
 
 # ---------------------------------------------------------------------------------------
@@ -658,7 +701,7 @@ def roofline_figure(run: Run, device: str) -> go.Figure | None:
             )
     if Mode.JIT not in points:
         return None
-    fig = go.Figure()
+    fig = Draft()
     xs = [p[0] for ps in points.values() for p in ps]
     ys = [p[1] for ps in points.values() for p in ps]
     bandwidth = max(y / x for x, y in zip(xs, ys, strict=True))  # GB/s
@@ -700,7 +743,7 @@ def roofline_figure(run: Run, device: str) -> go.Figure | None:
         xaxis=_number_axis(xlo, xhi, "arithmetic intensity (FLOP/byte, log)"),
         yaxis=_number_axis(ylo, yhi, "achieved GFLOP/s (log)"),
     )
-    return fig
+    return fig.build()
 
 
 def _number_axis(lo: float, hi: float, title: str) -> dict[str, Any]:
@@ -733,7 +776,7 @@ def memory_figure(run: Run, device: str) -> go.Figure | None:
         return None
     labels = data.case_categories(cases)
     mems = [run.get(c.key, Mode.JIT).compile.memory or {} for c in cases]  # type: ignore[union-attr]
-    fig = go.Figure()
+    fig = Draft()
     values: list[float] = []
     for key, name, color in _MEMORY_PARTS:
         ys = [float(m[key]) if m.get(key) else None for m in mems]
@@ -780,4 +823,4 @@ def memory_figure(run: Run, device: str) -> go.Figure | None:
             "ticktext": [fmt.bytes_(t) for t in ticks],
         },
     )
-    return fig
+    return fig.build()

@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
@@ -124,7 +123,7 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
         ]
         return plot_text(" ".join(parts), limit=30)
 
-    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.08)
+    fig = figures.Draft()
     x_cat: list[list[str]] = []
     x_date: list[list[str | None]] = []
     speedups: list[float] = [1.0]
@@ -185,9 +184,9 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
                         },
                         hovertext=hover,
                         hoverinfo="text",
+                        xaxis="x" if panel == 1 else "x2",
+                        yaxis="y" if panel == 1 else "y2",
                     ),
-                    row=panel,
-                    col=1,
                 )
                 x_cat.append(cats)
                 x_date.append(dates)
@@ -293,15 +292,30 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
             }
         ],
     )
-    fig.update_xaxes(
-        type="category",
-        categoryorder="array",
-        categoryarray=categories,
-        gridcolor="#e5e9ef",
-        automargin=True,
+    # Two panels sharing the x axis: speedups above, times below.
+    x_axis = {
+        "type": "category",
+        "categoryorder": "array",
+        "categoryarray": categories,
+        "gridcolor": "#e5e9ef",
+        "automargin": True,
+    }
+    fig.update_layout(
+        xaxis={**x_axis, "anchor": "y", "matches": "x2", "showticklabels": False},
+        xaxis2={**x_axis, "anchor": "y2", "tickangle": -30},
+        yaxis={
+            **figures.ratio_axis(slo, shi, "speedup (×, log)"),
+            "domain": [0.54, 1.0],
+            "anchor": "x",
+            "gridcolor": "#e5e9ef",
+            "automargin": True,
+        },
+        yaxis2={
+            **figures.seconds_axis(tlo, thi, "time per call (log)"),
+            "domain": [0.0, 0.46],
+            "anchor": "x2",
+            "gridcolor": "#e5e9ef",
+            "automargin": True,
+        },
     )
-    fig.update_xaxes(tickangle=-30, row=2, col=1)
-    fig.update_yaxes(row=1, col=1, **figures.ratio_axis(slo, shi, "speedup (×, log)"))
-    fig.update_yaxes(row=2, col=1, **figures.seconds_axis(tlo, thi, "time per call (log)"))
-    fig.update_yaxes(gridcolor="#e5e9ef", automargin=True)
-    return fig
+    return fig.build()

@@ -41,6 +41,9 @@ from jitbench.results import (
 )
 
 HISTORY_PAGE = "history.html"
+#: Cases beyond this many get no sample-distribution chart (the page stays light; the
+#: samples are in the run JSON).
+MAX_DISTRIBUTIONS = 500
 
 
 def _figure_json(fig: Any) -> Markup:
@@ -209,7 +212,10 @@ def render_run_page(run: Run) -> str:
     """HTML of one run's page (links assume it lives in `runs/` under the report root)."""
     layout = OutputLayout(Path("."))
     details = table.case_details(run)
-    distributions = {d.id: figures.distribution_figure(run, d.case) for d in details}
+    distributions = {
+        d.id: figures.distribution_figure(run, d.case) if i < MAX_DISTRIBUTIONS else None
+        for i, d in enumerate(details)
+    }
     return _render(
         "run.html",
         root="../",
