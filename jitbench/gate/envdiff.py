@@ -70,7 +70,8 @@ def config_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[
 
 
 #: Top-level `Run.config` keys that say what ran, not how it was measured.
-_WHAT_RAN_KEYS = frozenset({"sizes", "modes", "devices", "seed"})
+# What ran, and what the run was called (`--label`): not how it was measured.
+_WHAT_RAN_KEYS = frozenset({"sizes", "modes", "devices", "seed", "label"})
 
 
 def is_measurement_setting(name: str) -> bool:

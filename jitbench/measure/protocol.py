@@ -246,10 +246,16 @@ def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
     """Return `output` if it is an array or a pytree of arrays (or numbers).
 
     Raises:
-        WorkloadError: no array at all (None, an empty tuple) or a leaf such as a string.
+        WorkloadError: no array at all (None, an empty tuple), a leaf such as a string, or
+            an iterator (a generator can be read once; JAX will refuse it as a pytree).
     """
-    leaves = jax.tree_util.tree_leaves(output)
     fix = "return an array or a tuple, list or dict of arrays."
+    if isinstance(output, Iterator):
+        raise WorkloadError(
+            f"the {mode.value} side of {wl.name!r} returned a {type(output).__name__}, which "
+            f"can be read only once; {fix}"
+        )
+    leaves = jax.tree_util.tree_leaves(output)
     if not leaves:
         raise WorkloadError(
             f"the {mode.value} side of {wl.name!r} returned {_short_repr(output)}, "
