@@ -8,7 +8,9 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
   with sampling rounds).
 - 1.3: no new field; the modes of a case are sampled in lockstep rounds, so sample i of
   every mode comes from the same round and speedups are paired (`Run.paired`).
-- (next): case.input_dtypes, optional (each argument's dtype as the NumPy side got it).
+- 1.4: case.input_dtypes (each argument's dtype as the NumPy side got it) and
+  measurement.time_split (host dispatch vs device execution from a profiler trace), both
+  optional.
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment

@@ -22,7 +22,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance (as the gate's run test).

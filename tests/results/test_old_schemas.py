@@ -9,7 +9,7 @@ import pytest
 from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, run_from_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-VERSIONS = ("1.0", "1.1", "1.2", "1.3")
+VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
 
 
 def test_there_is_a_fixture_for_the_current_version() -> None:
