@@ -46,6 +46,7 @@ def test_only_lockstep_runs_are_paired() -> None:
         False,
         False,
         True,
+        True,
     ]
 
 
