@@ -119,17 +119,26 @@ def stop_signals() -> Iterator[None]:
 
 @contextmanager
 def signals_ignored() -> Iterator[None]:
-    """Ignore SIGINT, SIGTERM and SIGHUP for the block, so a second Ctrl-C cannot cut a
-    save short."""
+    """Hold SIGINT, SIGTERM and SIGHUP back for the block, so a second Ctrl-C cannot cut a
+    save short; one that arrives meanwhile is delivered when the block ends (ignoring it
+    would lose a container runtime's SIGTERM that happens to land during a checkpoint, and
+    the run would go on until it is killed)."""
     if not _on_main_thread():
         yield
         return
     stops = [signal.SIGINT, signal.SIGTERM]
     if hasattr(signal, "SIGHUP"):
         stops.append(signal.SIGHUP)
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in stops}
+    held: list[int] = []
+
+    def hold(signum: int, _frame: object) -> None:
+        held.append(signum)
+
+    previous = {s: signal.signal(s, hold) for s in stops}
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+        if held and previous.get(signal.Signals(held[0])) is not signal.SIG_IGN:
+            signal.raise_signal(held[0])

@@ -156,13 +156,24 @@ def test_stop_signals_restore_the_handlers_and_forget_requests() -> None:
     signals.raise_if_stop_requested()  # the request ended with the block: nothing raised
 
 
-def test_signals_ignored_shields_a_save() -> None:
+def test_signals_ignored_shields_a_save_and_delivers_the_signal_after() -> None:
     before = signal.getsignal(signal.SIGINT)
-    with signals.signals_ignored():
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
-        os.kill(os.getpid(), signal.SIGINT)  # ignored
+    saved = False
+    with pytest.raises(KeyboardInterrupt), signals.signals_ignored():
+        os.kill(os.getpid(), signal.SIGINT)  # held back: the save is not cut short
+        saved = True
+    assert saved  # the block finished before the interrupt was delivered
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_signal_held_during_a_save_is_dropped_only_when_it_was_ignored_anyway() -> None:
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with signals.signals_ignored():
+            os.kill(os.getpid(), signal.SIGTERM)
+        assert signal.getsignal(signal.SIGTERM) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _hang_marker(out: Path) -> Path:
