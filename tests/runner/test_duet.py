@@ -40,7 +40,7 @@ def square(xp, x):
     return x * x
 '''
 
-TINY = DuetPlan(budget_s=0.0, min_rounds=4, max_rounds=4, compiles=2)
+TINY = DuetPlan(budget_s=0.0, min_rounds=4, max_rounds=4, compiles=2, pairs=2)
 
 
 def _git(repo: Path, *args: str) -> None:
@@ -87,10 +87,12 @@ def test_revision_against_working_tree_measures_both_sides_interleaved(
     for mode in ("numpy", "eager", "jit"):
         e = verdicts[("scale", mode)]
         assert e.base is not None and e.new is not None
-        assert len(e.base.samples_s) == len(e.new.samples_s) == 4
+        # Two worker pairs, four rounds each: each pair's samples are a part of their own.
+        assert len(e.base.samples_s) == len(e.new.samples_s) == 8
+        assert e.base.run_sample_counts == e.new.run_sample_counts == (4, 4)
         assert e.verdict is not Verdict.NOT_COMPARED
     jit = verdicts[("scale", "jit")]
-    assert jit.compile is not None and jit.compile.count == 2
+    assert jit.compile is not None and jit.compile.count == 4  # two per side and pair
     assert verdicts[("square", "jit")].verdict is Verdict.NEW
     assert "working tree" in new.config.extra["interleaved"]["label"]
     assert "base" in base.config.extra["interleaved"]["label"]
