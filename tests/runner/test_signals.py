@@ -19,6 +19,10 @@ from jitbench.runner import signals
 from tests.faults import FAULT_SUITE, OK, QUICK, REPO, invoke, run_files, statuses
 
 
+def _noop(_signum: int, _frame: object) -> None:
+    """A Python-level handler: across exec it becomes SIG_DFL, as SIG_IGN would not."""
+
+
 def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
     env = {
         **os.environ,
@@ -31,7 +35,9 @@ def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
     # ignored, and so would the child; a terminal's Ctrl-C reaches a process whose SIGINT
     # is not ignored. A Python-level handler becomes SIG_DFL across exec, so install one
     # while starting the child (no preexec_fn: forking a process that runs JAX is unsafe).
+    # The same for SIGHUP under `nohup` (ignored SIGHUP is kept by design: see signals.py).
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    previous_hup = signal.signal(signal.SIGHUP, _noop)
     try:
         return subprocess.Popen(
             [sys.executable, "-m", "jitbench", "run", *QUICK, "--out", str(out), *args],
@@ -43,6 +49,7 @@ def _start_run(out: Path, *args: str, tag: str) -> subprocess.Popen[str]:
         )
     finally:
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGHUP, previous_hup)
 
 
 def _wait_for_first_case(proc: subprocess.Popen[str], out: Path, limit_s: float = 120) -> Path:
