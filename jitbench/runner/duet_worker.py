@@ -1,6 +1,6 @@
 """One side of an interleaved comparison (`jitbench compare --rev`): a worker process that
-opens cases and takes single samples on request, so that the parent can alternate two
-such workers (base and new code) sample by sample, in the same minute, on the same core.
+opens cases and takes a round of samples on request, so that the parent can alternate two
+such workers (base and new code) round by round, in the same minute, on the same core.
 
 Started as `python -m jitbench.runner.duet_worker` by `jitbench.runner.duet`, with the
 side's code first on its path. It reads one JSON request a line on stdin and answers one
@@ -10,7 +10,6 @@ so a workload that prints cannot break the protocol. Requests (`op`):
 - `init`: config (RunConfig dict), suites (paths), cores, cwd → workloads (sizes, tags),
   suite errors, the environment.
 - `open`: id, workload, size, dtype → each mode's status and calls per sample.
-- `sample`: id, mode, calls → seconds per call (null when the mode failed).
 - `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
   per call or null}.
 - `compile`: id → the cold jit compile's seconds, measured again (null when it cannot be).
@@ -84,12 +83,6 @@ class _Worker:
         self.sessions[int(req["id"])] = session
         return {"calls": {m.value: session.calls_per_sample(m) for m in self.config.modes}}
 
-    def sample(self, req: dict[str, Any]) -> dict[str, Any]:
-        from jitbench.results import Mode
-
-        session = self.sessions[int(req["id"])]
-        return {"s": session.time_sample(Mode(req["mode"]), int(req["calls"]))}
-
     def round(self, req: dict[str, Any]) -> dict[str, Any]:
         """One sample of each mode asked for, in order: {mode: seconds per call or None}."""
         from jitbench.results import Mode
@@ -143,7 +136,6 @@ def main() -> int:
     handlers = {
         "init": worker.init,
         "open": worker.open,
-        "sample": worker.sample,
         "round": worker.round,
         "compile": worker.compile,
         "finish": worker.finish,

@@ -184,19 +184,18 @@ def comparison_sides(
         assert rev is not None
         top = repository_top(cwd)
         made: list[Path] = []
-        try:
-            base_commit = resolve_revision(top, rev)
-            base_tree = add_worktree(top, base_commit, scratch / "base")
-            made.append(base_tree)
-            base = revision_side(
-                "base",
-                top=top,
-                tree=base_tree,
-                label=f"{rev} ({base_commit[:10]})",
-                harness=harness,
-                suites=suites,
-                cwd=cwd,
+
+        def checkout(name: str, revision: str) -> Side:
+            """A side for `revision`, checked out in a worktree of its own."""
+            commit = resolve_revision(top, revision)
+            made.append(add_worktree(top, commit, scratch / name))
+            label = f"{revision} ({commit[:10]})"
+            return revision_side(
+                name, top=top, tree=made[-1], label=label, harness=harness, suites=suites, cwd=cwd
             )
+
+        try:
+            base = checkout("base", rev)
             if rev_new is None:
                 head = _git(top, "rev-parse", "HEAD")
                 dirty = bool(_git(top, "status", "--porcelain", "--untracked-files=no"))
@@ -205,18 +204,7 @@ def comparison_sides(
                     "new", top=top, tree=top, label=label, harness=harness, suites=suites, cwd=cwd
                 )
             else:
-                new_commit = resolve_revision(top, rev_new)
-                new_tree = add_worktree(top, new_commit, scratch / "new")
-                made.append(new_tree)
-                new = revision_side(
-                    "new",
-                    top=top,
-                    tree=new_tree,
-                    label=f"{rev_new} ({new_commit[:10]})",
-                    harness=harness,
-                    suites=suites,
-                    cwd=cwd,
-                )
+                new = checkout("new", rev_new)
             yield base, new
         finally:
             for tree in made:
