@@ -17,9 +17,12 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 from functools import lru_cache
 
-# NumPy and SciPy are imported where they are used: reading and rendering runs (the
-# command line's `report` and `compare`) should not pay for scipy.stats (over a second on
-# a loaded 2-vCPU VM) or NumPy up front.
+from jitbench import rank_tests
+
+# NumPy and SciPy are imported where they are used, and never scipy.stats (over half a
+# second on a loaded 2-vCPU VM): reading, judging and rendering runs (the command line's
+# `report` and `compare`) should start at once. The rank tests are in `rank_tests`;
+# Student's t and chi-square come from scipy.special.
 
 CONFIDENCE = 0.95
 
@@ -216,14 +219,13 @@ def geometric_mean(values: Sequence[float]) -> float | None:
 
 
 def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float:
-    """Two-sided Mann–Whitney U p-value; 1.0 when the test is undefined (identical data)."""
-    from scipy.stats import mannwhitneyu
-
+    """Two-sided Mann–Whitney U p-value (`rank_tests`); 1.0 when the test is undefined
+    (a side empty, or identical data)."""
     if len(a) == 0 or len(b) == 0:
         return 1.0
     if len(set(a) | set(b)) == 1:
         return 1.0
-    return float(mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return rank_tests.mann_whitney_p(a, b)
 
 
 @lru_cache(maxsize=4096)
@@ -255,11 +257,19 @@ def benjamini_hochberg(p_values: Sequence[float]) -> list[float]:
     chance of any false finding when nothing changed. A single p-value is its own
     adjustment (returned as is).
     """
-    if len(p_values) < 2:
+    m = len(p_values)
+    if m < 2:
         return [float(p) for p in p_values]
-    from scipy.stats import false_discovery_control
-
-    return [float(q) for q in false_discovery_control(list(p_values), method="bh")]
+    # q_(i) = min over j >= i of p_(j) m / j, in ascending order of p, capped at 1
+    # (`scipy.stats.false_discovery_control(p, method="bh")`, which the tests check).
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 1.0
+    for rank in range(m, 0, -1):
+        i = order[rank - 1]
+        running = min(running, float(p_values[i]) * m / rank)
+        adjusted[i] = running
+    return adjusted
 
 
 @dataclass(frozen=True)
@@ -302,10 +312,13 @@ def typical_variance(estimates: Sequence[tuple[float, int]]) -> float | None:
     median of the variances, each scaled by the median of its chi-square distribution so
     the figure estimates the variance rather than the (smaller) median of its estimates.
     None without a case to estimate it from."""
-    from scipy.stats import chi2
+    usable = [(v, df) for v, df in estimates if df > 0]
+    if not usable:
+        return None
+    from scipy.special import chdtri
 
-    scaled = [v * df / float(chi2.ppf(0.5, df)) for v, df in estimates if df > 0]
-    return statistics.median(scaled) if scaled else None
+    # chdtri(df, 0.5): the median of the chi-square distribution with df degrees of freedom
+    return statistics.median(v * df / float(chdtri(df, 0.5)) for v, df in usable)
 
 
 def typical_run_variance(spreads: Sequence[RunSpread]) -> float | None:
@@ -330,8 +343,6 @@ def repeat_interval(
     of another K processes' estimates (half-width t * s * sqrt(2/K)): "the next run lands
     here 95 % of the time", the claim a benchmark's reader checks by running it again.
     """
-    from scipy.stats import t as student_t
-
     k = len(logs)
     if k == 0:
         raise ValueError("no estimates")
@@ -344,7 +355,7 @@ def repeat_interval(
     if total_df <= 0:
         return Ratio(math.exp(mean), None, None)
     variance = (own_ss + prior_df * prior_variance) / total_df
-    half = float(student_t.ppf(0.5 + confidence / 2, total_df)) * math.sqrt(variance * 2 / k)
+    half = t_quantile(0.5 + confidence / 2, total_df) * math.sqrt(variance * 2 / k)
     return Ratio(math.exp(mean), math.exp(mean - half), math.exp(mean + half))
 
 
@@ -372,8 +383,6 @@ def moderated_t_test(
     steadies it and adds `prior_df` to the test's degrees of freedom. A case whose runs
     differ more than the suite's keeps most of its own, larger, variance.
     """
-    from scipy.stats import t as student_t
-
     own_df = spread.df
     if prior_variance is None or not math.isfinite(prior_variance):
         prior_df = 0.0
@@ -387,30 +396,41 @@ def moderated_t_test(
     if se == 0:  # runs that agree exactly: any difference is certain, none is nothing
         p = 1.0 if spread.diff == 0 else 0.0
         return RunTest(ratio, ratio, ratio, p)
-    p = float(2 * student_t.sf(abs(spread.diff) / se, total_df))
-    half = float(student_t.ppf(0.5 + confidence / 2, total_df)) * se
+    p = t_two_sided_p(spread.diff / se, total_df)
+    half = t_quantile(0.5 + confidence / 2, total_df) * se
     return RunTest(ratio, math.exp(spread.diff - half), math.exp(spread.diff + half), p)
 
 
 def signed_rank_p(differences: Sequence[float]) -> float:
     """Two-sided p-value of the Wilcoxon signed-rank test that `differences` (e.g. paired
     log ratios) are centred on zero; 1.0 when every difference is zero."""
-    from scipy.stats import wilcoxon
-
     if not any(differences):
         return 1.0
-    return float(wilcoxon(differences, zero_method="zsplit").pvalue)
+    return rank_tests.signed_rank_p(differences)
 
 
 def one_sample_t_p(values: Sequence[float]) -> float:
     """Two-sided p-value of the one-sample t-test that `values` have mean zero; 1.0 for
     fewer than two values, or no spread and a zero mean (0.0 with no spread otherwise)."""
-    from scipy.stats import ttest_1samp
-
-    if len(values) < 2:
+    k = len(values)
+    if k < 2:
         return 1.0
     mean = statistics.fmean(values)
     # Equal values up to rounding: the t statistic is infinite (or undefined at zero).
     if statistics.pstdev(values) <= 1e-12 * max(1.0, abs(mean)):
         return 1.0 if mean == 0 else 0.0
-    return float(ttest_1samp(values, 0.0).pvalue)
+    return t_two_sided_p(mean / (statistics.stdev(values) / math.sqrt(k)), k - 1)
+
+
+def t_two_sided_p(t: float, df: float) -> float:
+    """2 P(T >= |t|) for Student's t with `df` degrees of freedom."""
+    from scipy.special import stdtr  # not scipy.stats: see `rank_tests`
+
+    return float(2 * stdtr(df, -abs(t)))
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The `q` quantile of Student's t with `df` degrees of freedom."""
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))

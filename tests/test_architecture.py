@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "jitbench"
 RANKS: dict[str, int] = {
     "errors": 0,
     "formatting": 0,
+    "rank_tests": 0,
     "stats": 0,
     "config": 1,
     "results": 2,

@@ -96,8 +96,6 @@ def typical_pair_variance(parts: Sequence[Sequence[Sequence[float]]]) -> float |
 def moderated_one_sample_p(values: Sequence[float], prior: float | None, prior_df: float) -> float:
     """Two-sided p of a one-sample t-test on `values` (mean zero?), the variance shrunk
     toward `prior` with `prior_df` degrees of freedom (see `stats.moderated_t_test`)."""
-    from scipy.stats import t as student_t
-
     k = len(values)
     mean = statistics.fmean(values)
     own_ss = sum((x - mean) ** 2 for x in values)
@@ -110,7 +108,7 @@ def moderated_one_sample_p(values: Sequence[float], prior: float | None, prior_d
     if variance <= 0:
         return 1.0 if mean == 0 else 0.0
     t = mean / math.sqrt(variance / k)
-    return float(2 * student_t.sf(abs(t), df))
+    return stats.t_two_sided_p(t, df)
 
 
 def paired_timing(
