@@ -171,8 +171,9 @@ def schedule(
     when the executor does not spread rounds, all of it) is taken in case order; then, when
     it does, rounds 2…`plan.rounds` go over the groups still sampling, in the same order,
     and last the repeated cold compiles. A checkpoint follows every group and every later
-    round (and the compiles); after each, a stop a signal asked for is honoured
-    (`signals.raise_if_stop_requested`).
+    round (and the compiles); after each, and at every step a case reports, a stop a
+    signal asked for is honoured (`signals.raise_if_stop_requested`), so a stop whose raise
+    was swallowed still ends the run within a round of samples.
 
     Raises:
         RunInterrupted: on KeyboardInterrupt, with the partial run.
@@ -198,6 +199,9 @@ def schedule(
 
     def reporter(case: Case, index: int, count: int, round_: int = 1) -> StepReport:
         def report(step: str, fraction: float | None) -> None:
+            # The protocol reports every step and every round of samples: a stop whose own
+            # raise a workload (or a callback) swallowed is obeyed here, within the case.
+            raise_if_stop_requested()
             emit(CaseProgress(case, index, count, len(cases), step, fraction, round_))
 
         return report
