@@ -16,7 +16,19 @@ from jitbench.measure.machine import MachineState
 from jitbench.measure.threads import ThreadState, allowed_cores, blas_pools, current_state
 from jitbench.results import Run
 
-_ENV_PREFIXES = ("JAX_", "XLA_", "TF_CPP_", "CUDA_", "OMP_", "MKL_", "OPENBLAS_", "NPROC")
+# Variables that change what is measured: the backends' and thread pools' settings, and
+# glibc malloc's (`runner.duet.FIXED_ALLOCATOR`).
+_ENV_PREFIXES = (
+    "JAX_",
+    "XLA_",
+    "TF_CPP_",
+    "CUDA_",
+    "OMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "NPROC",
+    "MALLOC_",
+)
 
 
 def _version(dist: str) -> str | None:

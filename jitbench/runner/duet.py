@@ -210,14 +210,32 @@ class _Worker:
             self.proc.wait()
 
 
+#: glibc malloc settings both sides' workers get (unless the caller's environment sets
+#: them). By default glibc moves its mmap threshold as a process frees memory, so whether
+#: a 1 MB NumPy temporary costs fresh pages (an mmap, page faults, a munmap) or comes
+#: from the heap depends on what the process allocated before: on its history, which
+#: differs between two revisions' processes even where the measured code does not. A
+#: fixed threshold (the largest glibc accepts) and no trimming put every worker in the
+#: steady state of a long-lived process, whatever ran before. (`gelu` NumPy, identical
+#: code, came out 5-10 % faster on the side whose suites differed elsewhere, in both
+#: worker pairs, before these settings.) Other C libraries ignore the variables.
+FIXED_ALLOCATOR = {
+    "MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024),
+    "MALLOC_TRIM_THRESHOLD_": str(1024**3),
+}
+
+
 def side_environment(side: Side, base_env: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment a side's worker runs with: its path first on PYTHONPATH."""
+    """The environment a side's worker runs with: its path first on PYTHONPATH, and the
+    allocator settings of `FIXED_ALLOCATOR` where the environment has none of its own."""
     env = dict(os.environ if base_env is None else base_env)
     extra = [p for p in side.path if p]
     if env.get("PYTHONPATH"):
         extra.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(extra)
     env["PYTHONUNBUFFERED"] = "1"
+    for name, value in FIXED_ALLOCATOR.items():
+        env.setdefault(name, value)
     return env
 
 

@@ -4,6 +4,7 @@ Budgets are tiny; nothing here asserts on speed."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -94,6 +95,9 @@ def test_revision_against_working_tree_measures_both_sides_interleaved(
     jit = verdicts[("scale", "jit")]
     assert jit.compile is not None and jit.compile.count == 4  # two per side and pair
     assert verdicts[("square", "jit")].verdict is Verdict.NEW
+    # Both workers ran with the fixed allocator settings, and their runs say so.
+    for run in (base, new):
+        assert run.environment["env"]["MALLOC_MMAP_THRESHOLD_"] == str(32 * 1024 * 1024)
     assert "working tree" in new.config.extra["interleaved"]["label"]
     assert "base" in base.config.extra["interleaved"]["label"]
     # The worktree of the base revision is gone afterwards.
@@ -145,3 +149,13 @@ def test_a_side_whose_python_cannot_start_is_a_clear_error(project: Path, tmp_pa
             out=tmp_path / "o",
             cwd=project,
         )
+
+
+def test_the_callers_own_allocator_settings_are_kept() -> None:
+    from jitbench.runner.duet import FIXED_ALLOCATOR, Side, side_environment
+
+    side = Side("base", "base", "python", ("/harness", "/tree"), (), "/tree")
+    env = side_environment(side, {"PYTHONPATH": "/mine", "MALLOC_TRIM_THRESHOLD_": "0"})
+    assert env["PYTHONPATH"] == os.pathsep.join(["/harness", "/tree", "/mine"])
+    assert env["MALLOC_TRIM_THRESHOLD_"] == "0"
+    assert env["MALLOC_MMAP_THRESHOLD_"] == FIXED_ALLOCATOR["MALLOC_MMAP_THRESHOLD_"]
