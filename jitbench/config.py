@@ -24,10 +24,15 @@ class Mode(str, enum.Enum):
     NUMPY = "numpy"
     EAGER = "eager"
     JIT = "jit"
+    SHARDED = "sharded"  # the jit program over every device of the case's platform
 
 
-ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)  # also the display order
+#: The modes a run measures by default, in display order. `sharded` is opt-in
+#: (`--modes numpy,jit,sharded`): it needs several devices and answers another question.
+ALL_MODES = (Mode.NUMPY, Mode.EAGER, Mode.JIT)
 JAX_MODES = (Mode.EAGER, Mode.JIT)
+#: Every mode jitbench knows, in display order.
+KNOWN_MODES = (*ALL_MODES, Mode.SHARDED)
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +312,7 @@ class RunConfig:
             raise ConfigError(f"--modes takes modes such as ('numpy', 'jit'), got {self.modes!r}.")
         modes = tuple(dict.fromkeys(parse_mode(m) for m in self.modes))
         if not modes:
-            raise ConfigError("--modes needs at least one of numpy, eager, jit.")
+            raise ConfigError("--modes needs at least one of numpy, eager, jit, sharded.")
         _set(self, "modes", modes)
         _set(self, "devices", _names("--devices", self.devices, example="('cpu', 'gpu:1')"))
         for name in ("x64", "sweep", "quick", "isolate"):

@@ -98,14 +98,14 @@ def print_run_table(run: Any, *, wide: bool, table_format: TableFormat) -> None:
 
 
 def console_footers(run: Any) -> list[str]:
-    """The lines under the table: a quick run's caveat, or how many measurements stayed
-    noisy and what the speedup intervals claim."""
+    """The lines under the table: why a mode was skipped, then a quick run's caveat, or
+    how many measurements stayed noisy and what the speedup intervals claim."""
     from jitbench.render import run_table
 
     settings = run.config.settings
+    lines = run_table.skipped_footers(run)
     if settings is not None and settings.quick:
-        return ["quick run: few samples, rough figures."]
-    lines = []
+        return [*lines, "quick run: few samples, rough figures."]
     for footer in (run_table.noisy_footer(run), run_table.outlier_footer(run)):
         if footer is not None:
             lines.append(footer)

@@ -47,6 +47,14 @@ def report_cmd(
         ),
     ] = None,
     wide: WideOpt = False,
+    merge_processes: Annotated[
+        bool,
+        typer.Option(
+            "--merge-processes",
+            help="The files are the processes of one `jitbench run --distributed`: join them "
+            "into one run (each case's device labelled with its process, e.g. gpu:8@p1).",
+        ),
+    ] = False,
 ) -> None:
     """Render one or more runs as HTML: a page per run, side by side when several, an index.
 
@@ -63,14 +71,21 @@ def report_cmd(
       jitbench report cpu.json gpu.json --out side-by-side/
     # a markdown table of the M cases for a README or $GITHUB_STEP_SUMMARY
       jitbench report reports/runs/RUN.json --markdown - -s M
+    # one multi-host run: each process's file joined into one page
+      jitbench report host0.json host1.json --merge-processes
     # the terminal table of a run again, 80 columns wide, or as CSV
       COLUMNS=80 jitbench report reports/runs/RUN.json --format table
       jitbench report reports/runs/RUN.json --format csv > run.csv
     """
-    if table_format is not None:
-        from jitbench.results import load_run
+    from jitbench.results import load_run
 
-        for run in [load_run(path) for path in runs]:
+    loaded = [load_run(path) for path in runs]
+    if merge_processes:
+        from jitbench.results.merge import merge_processes as merge
+
+        loaded = [merge(loaded)]
+    if table_format is not None:
+        for run in loaded:
             print_run_table(run, wide=wide, table_format=table_format)
             if table_format is TableFormat.TABLE:
                 for line in console_footers(run):
@@ -78,23 +93,21 @@ def report_cmd(
         return
     if markdown is not None:
         from jitbench.render.run_markdown import run_markdown
-        from jitbench.results import load_run
 
-        loaded = [load_run(path) for path in runs]
         chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
         text = "\n".join(run_markdown(run, sizes=chosen) for run in loaded)
         write_output(Path(markdown), text)
         if markdown != "-":
             out.print(f"markdown written to {escape(markdown)}", soft_wrap=True)
         return
-    from jitbench.report import load_runs, write_report  # plotly and jinja2: HTML only
+    from jitbench.report import write_report  # plotly and jinja2: HTML only
     from jitbench.results import OutputLayout, check_run_copies
 
-    loaded = load_runs(runs)
     # Never replace a different run stored under the same id (an older partial copy, or a
     # file that merely claims a stored run's id): refused before anything is written.
     OutputLayout(out_dir).ensure_writable()
-    check_run_copies(list(zip(loaded, runs, strict=True)), out_dir)
+    sources: list[Path | None] = [None] if merge_processes else list(runs)
+    check_run_copies(list(zip(loaded, sources, strict=True)), out_dir)
     page = write_report(loaded, out_dir)
     out.print(f"report written to {escape(str(page))}", soft_wrap=True)
     out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)

@@ -266,7 +266,8 @@ def run_cmd(
             "--modes",
             "-m",
             metavar="MODES",
-            help="Modes to measure, e.g. numpy,jit.",
+            help="Modes to measure, e.g. numpy,jit; add sharded for jit over every device "
+            "of the platform (opt-in).",
             show_default=",".join(m.value for m in ALL_MODES),
         ),
     ] = None,
@@ -367,6 +368,43 @@ def run_cmd(
         ),
     ] = None,
     threads: ThreadsOpt = "1",
+    distributed: Annotated[
+        bool,
+        typer.Option(
+            "--distributed",
+            help="Join a multi-process JAX run (jax.distributed.initialize) first: sharded "
+            "mode then spans every process's devices. Start one jitbench per process; each "
+            "writes its own run file (`jitbench report --merge-processes` joins them).",
+        ),
+    ] = False,
+    coordinator: Annotated[
+        str | None,
+        typer.Option(
+            "--coordinator",
+            metavar="HOST:PORT",
+            help="With --distributed: process 0's address (default: $JAX_COORDINATOR_ADDRESS "
+            "or the cluster manager's).",
+            show_default=False,
+        ),
+    ] = None,
+    num_processes: Annotated[
+        int | None,
+        typer.Option(
+            "--num-processes",
+            metavar="N",
+            help="With --distributed: how many processes take part (default: the cluster's).",
+            show_default=False,
+        ),
+    ] = None,
+    process_id: Annotated[
+        int | None,
+        typer.Option(
+            "--process-id",
+            metavar="I",
+            help="With --distributed: this process's index, 0 to N-1 (default: the cluster's).",
+            show_default=False,
+        ),
+    ] = None,
     resume: Annotated[
         Path | None,
         typer.Option(
@@ -448,6 +486,16 @@ def run_cmd(
         threads=threads,
         label=label,
     )
+    if distributed:
+        if isolate or config.processes > 1:
+            raise ConfigError(
+                "--distributed measures in this process, the one that joined the JAX run; "
+                "leave out --isolate and --processes."
+            )
+    elif coordinator is not None or num_processes is not None or process_id is not None:
+        raise ConfigError(
+            "--coordinator, --num-processes and --process-id go with --distributed; add it."
+        )
     from jitbench import api
     from jitbench.gate import compare, load_side
     from jitbench.runner.events import RunInterrupted
@@ -455,6 +503,12 @@ def run_cmd(
 
     # A bad baseline fails fast (exit 2), before anything is measured.
     base_run = load_side(baseline) if baseline is not None else None
+    if distributed:  # before anything starts a JAX backend
+        from jitbench.measure.devices import start_distributed
+
+        start_distributed(
+            coordinator=coordinator, process_count=num_processes, process_id=process_id
+        )
     # A resumed run's page goes to its own output folder; a run file kept anywhere else
     # gets no page (and no second copy of itself) unless --out says where.
     out_dir = api.output_folder(out_dir, resume)

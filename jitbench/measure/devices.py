@@ -68,6 +68,33 @@ def _no_backend_message() -> str:
     )
 
 
+def start_distributed(
+    *,
+    coordinator: str | None = None,
+    process_count: int | None = None,
+    process_id: int | None = None,
+) -> None:
+    """Join a multi-process JAX program (`jax.distributed.initialize`), before anything
+    starts a JAX backend. Arguments left None are JAX's to find: `JAX_COORDINATOR_ADDRESS`
+    and the cluster's own variables (SLURM, Open MPI, Kubernetes, Cloud TPU).
+
+    Raises:
+        ConfigError: JAX could not join (a backend already started, no coordinator found,
+            a timeout), with JAX's reason.
+    """
+    try:
+        jax.distributed.initialize(
+            coordinator_address=coordinator, num_processes=process_count, process_id=process_id
+        )
+    except (RuntimeError, ValueError) as exc:
+        why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        raise ConfigError(
+            f"--distributed: JAX could not join the multi-process run: {why}; give "
+            "--coordinator HOST:PORT, --num-processes and --process-id, or launch under a "
+            "cluster manager JAX detects (SLURM, Open MPI)."
+        ) from None
+
+
 def warm_up_process(devices: Sequence[jax.Device]) -> None:
     """Compile and run a trivial function per device so backend start-up is not charged
     to the first workload's compile time."""

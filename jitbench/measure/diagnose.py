@@ -44,6 +44,8 @@ JIT_SLOWER = "jit-slower-than-numpy"
 EAGER_DISPATCH = "eager-dispatch-bound"
 NOISY = "noisy"
 EAGER_NOJIT = "eager-nojit"
+ONE_DEVICE = "sharded-one-device"  # sharded mode skipped: the platform has one device
+REPLICATED = "sharded-replicated"  # an input sharded mode would split went whole to each
 # Measurement trouble: the figure itself is suspect.
 OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
@@ -70,6 +72,8 @@ CODES = PITFALL_CODES | {
     EAGER_DISPATCH,
     NOISY,
     EAGER_NOJIT,
+    ONE_DEVICE,
+    REPLICATED,
     OUTLIERS,
     SIZE_ORDER,
     NO_FINITE,
@@ -299,6 +303,24 @@ def recompiled_during_timing(count: int, mode: Mode | None = None) -> Diagnostic
         severity=Severity.WARNING,
         message=f"{count} compile(s) happened during timing; the timed calls include compiling",
         hint=hint,
+    )
+
+
+def one_device(reason: str) -> Diagnostic:
+    """`sharded-one-device`: sharded mode was skipped (`reason` says why and how to get
+    several devices)."""
+    return Diagnostic(code=ONE_DEVICE, severity=Severity.INFO, message=reason)
+
+
+def replicated(notes: Sequence[str], device_count: int) -> Diagnostic:
+    """`sharded-replicated`: inputs sharded mode would have split were copied whole to each
+    of the `device_count` devices (their axis does not divide by it)."""
+    return Diagnostic(
+        code=REPLICATED,
+        severity=Severity.INFO,
+        message="; ".join(notes),
+        hint=f"pick a size whose split axis divides by {device_count}, or say how to split "
+        "it with @workload(shard=...); a replicated input is computed on every device.",
     )
 
 

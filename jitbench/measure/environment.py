@@ -134,6 +134,7 @@ def capture(
         },
         "backend": _default_backend(),
         "devices": devices,
+        "process": process_record(),
         "x64": bool(jax_flag("jax_enable_x64")),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
         "git": _git_state(Path(cwd)),
@@ -165,13 +166,25 @@ def jax_flag(name: str) -> Any:
 
 
 def all_devices() -> list[Any]:
-    """Every device of every platform JAX can initialise (CPU first)."""
+    """Every device of every platform JAX can initialise (CPU first) that this process
+    drives: under `jax.distributed`, its own devices, not the other processes'."""
     import jax
 
     found: list[Any] = []
     for platform_name in ("cpu", "gpu", "tpu"):
         try:
-            found.extend(jax.devices(platform_name))
+            found.extend(jax.local_devices(backend=platform_name))
         except RuntimeError:
             continue
     return found
+
+
+def process_record() -> dict[str, int]:
+    """This process's place in a multi-process JAX program (`jax.distributed`): its index
+    and the process count ({"index": 0, "count": 1} when run alone)."""
+    import jax
+
+    try:
+        return {"index": int(jax.process_index()), "count": int(jax.process_count())}
+    except RuntimeError:  # no backend: a lone process
+        return {"index": 0, "count": 1}

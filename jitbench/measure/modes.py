@@ -1,4 +1,4 @@
-"""The three execution modes: stage inputs, build a synchronised call, guard the timed region.
+"""The execution modes: stage inputs, build a synchronised call, guard the timed region.
 
 - numpy: the NumPy side on host arrays. NumPy is synchronous, so nothing to wait for.
 - eager: the JAX side called directly: JAX dispatches one small compiled program per
@@ -7,6 +7,8 @@
   calls and lax loops then run op by op too (loops as Python loops).
 - jit: the JAX side under `jax.jit`, called the way users call it (`jitted(*args)`); a JAX
   side that is already jitted is called as it is.
+- sharded: jit's call on inputs spread over a device mesh (`measure.sharding` stages them);
+  guarded and synchronised as jit is.
 
 A NumPy side with an untimed per-call setup (`Workload.setup`, `Workload.outputs`) is
 timed call by call: the setup runs between two clock reads, outside the timed region.
@@ -230,7 +232,7 @@ def specialise_call(
 
 def timed_region(mode: Mode, *, nojit: bool = False) -> AbstractContextManager[object]:
     """The transfer guard the timed loop of `mode` runs under (none for "nojit" eager)."""
-    if mode is Mode.JIT:
+    if mode in (Mode.JIT, Mode.SHARDED):
         return jax.transfer_guard("disallow")
     if mode is Mode.EAGER and not nojit:
         return jax.transfer_guard_device_to_host("disallow")
@@ -238,5 +240,15 @@ def timed_region(mode: Mode, *, nojit: bool = False) -> AbstractContextManager[o
 
 
 def to_host(tree: Any) -> Any:
-    """Copy every leaf of an output pytree to NumPy (outside any timed region)."""
-    return jax.tree_util.tree_map(np.asarray, tree)
+    """Copy every leaf of an output pytree to NumPy (outside any timed region). A leaf
+    spread over devices of several processes (sharded mode under `jax.distributed`) is
+    gathered from all of them first: every process must then call this alike."""
+    return jax.tree_util.tree_map(_host_copy, tree)
+
+
+def _host_copy(leaf: Any) -> Any:
+    if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
+        from jax.experimental import multihost_utils
+
+        return np.asarray(multihost_utils.process_allgather(leaf, tiled=True))
+    return np.asarray(leaf)

@@ -41,6 +41,7 @@ from jitbench.results import (
     ErrorInfo,
     Measurement,
     Mode,
+    ShardingInfo,
     Status,
     TimeSplit,
 )
@@ -127,6 +128,14 @@ class _ModeState:
     timed_compiles: jcompile.CompileEvents = field(default_factory=jcompile.CompileEvents)
     printed: PrintTally = field(default_factory=PrintTally)
     nojit: bool = False  # eager under jax.disable_jit(): no transfer guard
+    # Sharded mode stages its own inputs: its transfer figures and the mesh it ran on.
+    transfer: dict[str, Any] | None = None
+    sharding: ShardingInfo | None = None
+
+    def skip(self, diagnostic: Diagnostic) -> None:
+        """Not measured, for the reason `diagnostic` gives (not a failure)."""
+        self.status, self.call = Status.SKIPPED, None
+        self.diagnostics.append(diagnostic)
 
     def fail(self, exc: BaseException) -> None:
         self.error, self.status, self.call = exc, Status.ERROR, None
@@ -695,6 +704,8 @@ def _open(
     reference_wider = False
     for pc, label in zip(pcs, labels, strict=True):
         reference_wider |= _open_device(session, pc, label, host, reference, report, no_reference)
+        if (label, Mode.SHARDED) in states:
+            _open_sharded(session, pc, label, host, reference, report, no_reference)
     if reference_wider and numpy_state and numpy_state.status is Status.OK:
         numpy_state.diagnostics.append(diagnose.numpy_wider_dtype())
 
@@ -783,6 +794,55 @@ def _open_device(
     return reference_wider
 
 
+def _open_sharded(
+    session: CaseSession,
+    pc: PlannedCase,
+    label: str,
+    host: Inputs,
+    reference: Any,
+    report: StepReport,
+    no_reference: str = "",
+) -> None:
+    """Sharded mode of one case: skipped (with the reason) where the case's platform has
+    one device; else the inputs staged on a mesh of all its devices, JAX's caches cleared,
+    and jit mode's cold first call taken on them and validated, as jit's is. The clear
+    drops jit's and eager's programs too: their warm-up compiles them again, untimed."""
+    from jitbench.measure import sharding
+
+    wl = pc.workload
+    s = session.states[(label, Mode.SHARDED)]
+    devices = sharding.platform_devices(pc.device.platform)
+    if len(devices) < 2:
+        s.skip(diagnose.one_device(sharding.one_device_reason(pc.device.platform)))
+        return
+    report(f"transfer to {len(devices)} {pc.device.platform} devices", None)
+    try:
+        staged, s.sharding, placements = sharding.stage_sharded(wl, host, devices)
+    except Exception as exc:
+        s.fail(exc)
+        return
+    s.transfer = {"transfer_s": staged.transfer_s, "transfer_bytes": staged.transfer_bytes}
+    if notes := [p.why_replicated for p in placements if p.why_replicated]:
+        s.diagnostics.append(diagnose.replicated(notes, len(devices)))
+    jcompile.clear_caches()
+    report("sharded compile", None)
+    try:
+        with maybe_attribute(session.capture, s.printed, timed=False):
+            prepared = prepare_jit(wl, host, staged)
+        s.call, s.compile = prepared.call, prepared.compile
+        out = require_array_tree(prepared.output, wl, Mode.SHARDED)
+    except Exception as exc:
+        s.fail(exc)
+        return
+    if reference is not None:
+        _validate(s, wl, reference, out, staged=staged)
+    else:
+        s.diagnostics.append(diagnose.unvalidated(no_reference))
+    # The host copy: across processes, reading a sharded output is a gather (`to_host`).
+    if s.status is Status.OK and validation.no_finite_values(modes.to_host(out)):
+        s.diagnostics.append(diagnose.no_finite_output())
+
+
 def _check_dtype_available(wl: Workload, dtype: str) -> None:
     """Refuse a dtype the workload pins but JAX would narrow (a 64-bit one without x64).
 
@@ -841,7 +901,7 @@ def _measurement(
     extra: Sequence[Diagnostic],
     split: TimeSplit | None = None,
 ) -> Measurement:
-    t = transfer or {}
+    t = s.transfer or transfer or {}
     return Measurement(
         case=case,
         mode=mode,
@@ -856,6 +916,7 @@ def _measurement(
         error=error_info(s.error) if s.error is not None else None,
         diagnostics=(*s.diagnostics, *extra),
         time_split=split,
+        sharding=s.sharding,
     )
 
 

@@ -82,6 +82,25 @@ def _rate(value: float | None, scale: float) -> str:
     return "—" if value is None else f"{value / scale:.3g}"
 
 
+def measured_modes(run: Run) -> frozenset[Mode]:
+    """The modes `run` has any measurement of."""
+    return frozenset(m.mode for m in run.measurements)
+
+
+def sharded_devices(run: Run) -> int | None:
+    """The device count of the run's sharded measurements when they all share one (the
+    table says it once, in the header), else None."""
+    counts = {m.sharding.device_count for m in run.measurements if m.sharding is not None}
+    return counts.pop() if len(counts) == 1 else None
+
+
+def efficiency_text(value: float | None) -> str:
+    """A scaling efficiency as a whole percent ('48%'; '0.7%' below 1 %); '—' unknown."""
+    if value is None:
+        return "—"
+    return f"{value * 100:.2g}%" if value < 0.01 else f"{value * 100:.0f}%"
+
+
 # Shown once under the table (see `noisy_footer`), not on every row: on a shared machine
 # nearly every measurement carries it, and it would bury the codes that matter.
 FOOTER_CODES = frozenset({"noisy"})
@@ -165,6 +184,7 @@ def summary_table(run: Run) -> Table:
     achieved GB/s and the rest of the analysis). The title names the thread setting; print
     `machine_banner` above it."""
     table = Table(title=table_title(run), title_justify="left", expand=False)
+    sharded = Mode.SHARDED in measured_modes(run)
     for col, justify in (
         ("workload", "left"),
         ("size", "left"),
@@ -178,6 +198,7 @@ def summary_table(run: Run) -> Table:
         ("GFLOP/s", "right"),
         ("break-even", "right"),
         ("transfer", "right"),
+        *(_SHARDED_WIDE_COLUMNS if sharded else ()),
         ("notes", "left"),
     ):
         # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
@@ -205,17 +226,42 @@ def summary_table(run: Run) -> Table:
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
             transfer_text(*transfer_of(run, case.key)),
+            *(_sharded_wide_cells(run, case, by_mode[Mode.SHARDED]) if sharded else ()),
             Text(case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES), style="yellow"),
         )
     return table
+
+
+_SHARDED_WIDE_COLUMNS = (
+    ("sharded", "right"),
+    ("devices", "right"),
+    ("sharded ×\n1 device", "right"),
+    ("efficiency", "right"),
+    ("sharded\ntransfer", "right"),
+)
+
+
+def _sharded_wide_cells(run: Run, case: Case, m: Measurement | None) -> tuple[Text | str, ...]:
+    """Sharded mode's median, device count, speedup over jit on one device with its CI,
+    scaling efficiency and the transfer to the mesh."""
+    scaling = run.scaling(case.key)
+    speedup = scaling.speedup if scaling else None
+    return (
+        _time_cell(m),
+        str(m.sharding.device_count) if m and m.sharding else "—",
+        fmt.ratio_ci(*(speedup.value, speedup.low, speedup.high) if speedup else (None,) * 3),
+        efficiency_text(scaling.efficiency.value if scaling else None),
+        transfer_text(m.transfer_s, m.transfer_bytes) if m else "—",
+    )
 
 
 # ---------------------------------------------------------------------------------------
 # The compact table
 
 # Summed up under the compact table rather than noted on each row: on a shared machine
-# most measurements carry them (`noisy_footer`, `outlier_footer`).
-COMPACT_FOOTER_CODES = FOOTER_CODES | {"outlier-samples"}
+# most measurements carry them (`noisy_footer`, `outlier_footer`); with one device, every
+# sharded one is skipped (`skipped_footers`).
+COMPACT_FOOTER_CODES = FOOTER_CODES | {"outlier-samples", "sharded-one-device"}
 
 # Codes that only one mode can carry: the compact note leaves that mode out.
 _CODE_MODE = {
@@ -224,6 +270,8 @@ _CODE_MODE = {
     "large-jaxpr": "jit",
     "slow-compile": "jit",
     "numpy-float64": "numpy",
+    "sharded-one-device": "sharded",
+    "sharded-replicated": "sharded",
 }
 
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -241,11 +289,15 @@ class _Layout:
     transfer_bytes: bool = True
     percent_sign: bool = True  # "±8%" rather than "±8" (the header says ±%)
     fold_case: bool = False  # let a long case name break inside a word
+    # Dropped last, when a run with sharded mode's three columns still does not fit:
+    transfer_column: bool = True
+    compile_columns: bool = True  # compile and break even
 
 
 def _layouts() -> tuple[_Layout, ...]:
-    """Roomiest first; each drops one more thing. The second to last fits 80 columns for
-    the default suite (workload names up to 18 characters) on a quiet machine."""
+    """Roomiest first; each drops one more thing. The fourth to last fits 80 columns for
+    the default suite (workload names up to 18 characters) on a quiet machine; the two
+    after it drop the transfer, then the compile columns, for sharded mode's columns."""
     spaced = (_Layout(), _Layout(gap=1), _Layout(gap=1, spaced_units=False))
     marked = tuple(replace(layout, inline_notes=False) for layout in spaced)
     tight = marked[-1]
@@ -254,7 +306,11 @@ def _layouts() -> tuple[_Layout, ...]:
         replace(tight, ratio_digits=2, ratio_times=False, transfer_bytes=False),
         replace(tight, ratio_digits=2, ratio_times=False, transfer_bytes=False, percent_sign=False),
     )
-    return (*spaced, *marked, *tighter, replace(tighter[-1], fold_case=True))
+    narrow = (
+        replace(tighter[-1], transfer_column=False),
+        replace(tighter[-1], transfer_column=False, compile_columns=False),
+    )
+    return (*spaced, *marked, *tighter, *narrow, replace(narrow[-1], fold_case=True))
 
 
 _LAYOUTS = _layouts()
@@ -279,7 +335,14 @@ def _compact_time(m: Measurement | None, layout: _Layout) -> Text:
 
 
 def _compact_speedup(run: Run, key: tuple[str, str, str, str], mode: Mode, layout: _Layout) -> Text:
-    r = run.speedup(key, mode)
+    text = _compact_ratio(run.speedup(key, mode), layout)
+    if text.plain != "—" and diagnose.suspect_speedup(run, key, mode):
+        return Text(f"{text}⚠", style="yellow")
+    return text
+
+
+def _compact_ratio(r: stats.Ratio | None, layout: _Layout) -> Text:
+    """A ratio with its interval as one ± figure, as the layout writes it; '—' unknown."""
     if r is None:
         return Text("—")
     text = fmt.ratio_pm(
@@ -292,8 +355,6 @@ def _compact_speedup(run: Run, key: tuple[str, str, str, str], mode: Mode, layou
     )
     if not layout.percent_sign:
         text = text.removesuffix("%")
-    if diagnose.suspect_speedup(run, key, mode):
-        return Text(f"{text}⚠", style="yellow")
     return Text(text)
 
 
@@ -316,6 +377,21 @@ def compact_notes(measurements: Iterable[Measurement | None]) -> str:
         implied = _CODE_MODE.get(code)
         parts.append(code if modes == [implied] else f"{code} ({', '.join(modes)})")
     return "; ".join(parts)
+
+
+def skipped_footers(run: Run) -> list[str]:
+    """One line per distinct reason a mode was skipped: 'sharded skipped in 12 of 12
+    cases: sharded mode needs 2 or more cpu devices …'."""
+    reasons: dict[tuple[Mode, str], int] = {}
+    for m in run.measurements:
+        if m.status is Status.SKIPPED:
+            why = m.diagnostics[0].message if m.diagnostics else "no reason recorded"
+            reasons[(m.mode, why)] = reasons.get((m.mode, why), 0) + 1
+    cases = len(run.cases())
+    return [
+        f"{mode.value} skipped in {n} of {cases} case(s): {why}"
+        for (mode, why), n in reasons.items()
+    ]
 
 
 def outlier_footer(run: Run) -> str | None:
@@ -346,17 +422,42 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
     )
     unit = not layout.spaced_units
     ratio_head = "×" if layout.ratio_times else ("×±%" if layout.percent_sign else "× ±%")
+    measured = measured_modes(run)
+    numpy_, eager, jit_, sharded = (
+        m in measured for m in (Mode.NUMPY, Mode.EAGER, Mode.JIT, Mode.SHARDED)
+    )
+    # A mode's columns only when the run measured it (sharded mode is opt-in, and `-m`
+    # can leave any mode out): the table keeps fitting 80 columns with sharded in it.
+    shown = {
+        "NumPy": numpy_,
+        "eager": eager,
+        "jit": jit_,
+        "eager ×": eager and numpy_,
+        "jit ×": jit_ and numpy_,
+        "compile": jit_ and layout.compile_columns,
+        "break even": jit_ and numpy_ and layout.compile_columns,
+        "transfer": (eager or jit_) and layout.transfer_column,
+        "sharded": sharded,
+    }
+    devices_head = f"\n{n} dev" if (n := sharded_devices(run)) else ""
     headers: list[tuple[str, str]] = [
-        ("case", "left"),
-        ("NumPy", "right"),
-        ("eager", "right"),
-        ("jit", "right"),
-        (f"eager\n{ratio_head}", "right"),
-        (f"jit\n{ratio_head}", "right"),
-        ("compile", "right"),
-        ("break\neven", "right"),
-        ("transfer" if layout.transfer_bytes else "H→D", "right"),
+        (header, "right")
+        for key, header in (
+            ("NumPy", "NumPy"),
+            ("eager", "eager"),
+            ("jit", "jit"),
+            ("eager ×", f"eager\n{ratio_head}"),
+            ("jit ×", f"jit\n{ratio_head}"),
+            ("compile", "compile"),
+            ("break even", "break\neven"),
+            ("transfer", "transfer" if layout.transfer_bytes else "H→D"),
+            ("sharded", f"sharded{devices_head}"),
+            ("sharded", f"vs 1\ndev {ratio_head}"),
+            ("sharded", "eff."),
+        )
+        if shown[key]
     ]
+    headers.insert(0, ("case", "left"))
     if layout.inline_notes:
         headers.append(("note", "left"))
     for i, (header, justify) in enumerate(headers):
@@ -380,17 +481,27 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
             mark = str(notes.setdefault(note, len(notes) + 1)).translate(_SUPERSCRIPT)
             label.append(mark, style="yellow")
         case_texts.append(label.plain)
-        row: list[Text | str] = [
-            label,
-            _compact_time(by_mode[Mode.NUMPY], layout),
-            _compact_time(by_mode[Mode.EAGER], layout),
-            _compact_time(jit, layout),
-            _compact_speedup(run, case.key, Mode.EAGER, layout),
-            _compact_speedup(run, case.key, Mode.JIT, layout),
-            fmt.seconds(compile_s, compact=unit),
-            fmt.count(run.break_even_calls(case.key)),
-            transfer_text(seconds, nbytes if layout.transfer_bytes else None, compact=unit),
+        scaling = run.scaling(case.key) if sharded else None
+        cells: list[tuple[str, Text | str]] = [
+            ("NumPy", _compact_time(by_mode[Mode.NUMPY], layout)),
+            ("eager", _compact_time(by_mode[Mode.EAGER], layout)),
+            ("jit", _compact_time(jit, layout)),
+            ("eager ×", _compact_speedup(run, case.key, Mode.EAGER, layout)),
+            ("jit ×", _compact_speedup(run, case.key, Mode.JIT, layout)),
+            ("compile", fmt.seconds(compile_s, compact=unit)),
+            ("break even", fmt.count(run.break_even_calls(case.key))),
+            (
+                "transfer",
+                transfer_text(seconds, nbytes if layout.transfer_bytes else None, compact=unit),
+            ),
         ]
+        if sharded:
+            cells += [
+                ("sharded", _compact_time(by_mode[Mode.SHARDED], layout)),
+                ("sharded", _compact_ratio(scaling.speedup if scaling else None, layout)),
+                ("sharded", efficiency_text(scaling.efficiency.value if scaling else None)),
+            ]
+        row: list[Text | str] = [label, *(cell for key, cell in cells if shown[key])]
         if layout.inline_notes:
             row.append(Text(note, style="yellow"))
         table.add_row(*row)

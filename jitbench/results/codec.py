@@ -11,6 +11,9 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 - 1.4: case.input_dtypes (each argument's dtype as the NumPy side got it) and
   measurement.time_split (host dispatch vs device execution from a profiler trace), both
   optional.
+- 1.5: mode "sharded" and measurement.sharding (device_count, mesh_shape, split_axes; only
+  on sharded measurements). A sharded measurement also carries a derived "scaling" object
+  (speedup over jit on one device, efficiency), written for readers and ignored on load.
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment
@@ -52,6 +55,7 @@ from jitbench.results.model import (
     RecordedConfig,
     Run,
     Severity,
+    ShardingInfo,
     Status,
     TimeSplit,
 )
@@ -98,9 +102,36 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "diagnostics": [{k: _enum_value(v) for k, v in d.__dict__.items()} for d in m.diagnostics],
         **({"run_sample_counts": list(m.run_sample_counts)} if m.run_sample_counts else {}),
         **({"time_split": dict(vars(m.time_split))} if m.time_split is not None else {}),
+        **({"sharding": _sharding_to_dict(m.sharding)} if m.sharding is not None else {}),
         # Derived, written for readers such as jq; ignored on load (recomputed).
         "summary": None if s is None else {k: _finite_or_none(v) for k, v in s.as_dict().items()},
     }
+
+
+def _sharding_to_dict(info: ShardingInfo) -> dict[str, Any]:
+    return {
+        "device_count": info.device_count,
+        "mesh_shape": dict(info.mesh_shape),
+        "split_axes": dict(info.split_axes),
+    }
+
+
+def _with_scaling(run: Run, m: Measurement) -> dict[str, Any]:
+    """A measurement's JSON form; a sharded one with its derived "scaling" (ignored on load,
+    recomputed from the samples by `Run.scaling`)."""
+    d = measurement_to_dict(m)
+    scaling = run.scaling(m.case.key) if m.mode is Mode.SHARDED else None
+    if scaling is not None:
+        d["scaling"] = {
+            "device_count": scaling.device_count,
+            "speedup": _ratio_dict(scaling.speedup),
+            "efficiency": _ratio_dict(scaling.efficiency),
+        }
+    return d
+
+
+def _ratio_dict(r: Any) -> dict[str, float | None]:
+    return {k: _finite_or_none(getattr(r, k)) for k in ("value", "low", "high")}
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
@@ -113,7 +144,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "complete": run.complete,
         "environment": dict(run.environment),
         "config": run.config.to_dict(),
-        "measurements": [measurement_to_dict(m) for m in run.measurements],
+        "measurements": [_with_scaling(run, m) for m in run.measurements],
     }
 
 
@@ -152,6 +183,15 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
         ),
         run_sample_counts=tuple(int(x) for x in d.get("run_sample_counts", ())),
         time_split=TimeSplit(**d["time_split"]) if d.get("time_split") else None,
+        sharding=_sharding_from_dict(d["sharding"]) if d.get("sharding") else None,
+    )
+
+
+def _sharding_from_dict(d: Mapping[str, Any]) -> ShardingInfo:
+    return ShardingInfo(
+        device_count=int(d["device_count"]),
+        mesh_shape={str(k): int(v) for k, v in d.get("mesh_shape", {}).items()},
+        split_axes=dict(d.get("split_axes", {})),
     )
 
 

@@ -2,7 +2,8 @@
 share kept (`Measurement.run_sample_counts`), so per-run figures stay derivable.
 
 Used for a run measured in several worker processes (`jitbench run --processes K`) and by
-the gate to pool the runs of one side.
+the gate to pool the runs of one side. `merge_processes` joins instead the files of one
+multi-process JAX run (`--distributed`), whose processes measured different devices.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from jitbench.config import Mode
+from jitbench.errors import ResultsFormatError
 from jitbench.results.model import Measurement, Run
 
 CaseKey = tuple[str, str, str, str]
@@ -85,4 +87,73 @@ def pool_runs(runs: Sequence[Run], *, sample_from: Sequence[bool] | None = None)
         finished_at=runs[-1].finished_at,
         complete=all(r.complete for r in runs),
         measurements=merged,
+    )
+
+
+def process_of(run: Run) -> tuple[int, int] | None:
+    """(index, count) of the process that wrote `run` in a multi-process JAX run
+    (`jitbench run --distributed`), or None when the run records none."""
+    record = run.environment.get("process")
+    if not isinstance(record, dict):
+        return None
+    index, count = record.get("index"), record.get("count")
+    if isinstance(index, int) and isinstance(count, int) and 0 <= index < count:
+        return index, count
+    return None
+
+
+def merge_processes(runs: Sequence[Run]) -> Run:
+    """The run files of one multi-process run (one per process, `jitbench run
+    --distributed`) as one Run: every process's measurements, each case's device labelled
+    with its process ("gpu:8@p1"), since each process measured on its own devices. The
+    first process's id (with "-merged"), configuration and environment, the latter with
+    every process's host and run id under "processes"; the earliest start, the latest
+    finish.
+
+    Raises:
+        ResultsFormatError: a run records no process, or the runs are not the distinct
+            processes of one run (counts differ, an index twice).
+    """
+    if not runs:
+        raise ResultsFormatError("no run files to merge; pass one per process.")
+    found = []
+    for run in runs:
+        where = process_of(run)
+        if where is None:
+            raise ResultsFormatError(
+                f"run {run.run_id} records no process index (written without --distributed, "
+                "or by an older jitbench); merge only the files of one `jitbench run "
+                "--distributed`."
+            )
+        found.append((where, run))
+    counts = {count for (_, count), _ in found}
+    indices = [index for (index, _), _ in found]
+    if len(counts) > 1 or len(set(indices)) < len(indices):
+        raise ResultsFormatError(
+            "these runs are not the processes of one multi-process run: process "
+            f"(index, count) {sorted(w for w, _ in found)}; pass each process's file once."
+        )
+    found.sort(key=lambda pair: pair[0][0])
+    first = found[0][1]
+    measurements = tuple(
+        replace(m, case=replace(m.case, device=f"{m.case.device}@p{index}"))
+        for (index, _), run in found
+        for m in run.measurements
+    )
+    finished = [r.finished_at for _, r in found]
+    environment = {
+        **first.environment,
+        "processes": [
+            {"index": index, "host": r.environment.get("host"), "run_id": r.run_id}
+            for (index, _), r in found
+        ],
+    }
+    return replace(
+        first,
+        run_id=f"{first.run_id}-merged",
+        started_at=min(r.started_at for _, r in found),
+        finished_at=None if None in finished else max(f for f in finished if f is not None),
+        complete=all(r.complete for _, r in found),
+        environment=environment,
+        measurements=measurements,
     )

@@ -22,7 +22,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance (as the gate's run test).
@@ -152,6 +152,36 @@ class TimeSplit:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ShardingInfo:
+    """Where a sharded measurement ran: a mesh of `device_count` devices of the case's
+    platform (`mesh_shape`: axis name -> devices along it), and how each staged input was
+    placed (`split_axes`: input name -> the axis split across the mesh, None replicated)."""
+
+    device_count: int
+    mesh_shape: Mapping[str, int]
+    split_axes: Mapping[str, int | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Sharded mode against jit mode on one device of the same platform: `speedup` (jit
+    time / sharded time, with its CI) and `efficiency`, that speedup per device (1.0: the
+    devices scale perfectly), with the interval scaled alike."""
+
+    device_count: int
+    speedup: stats.Ratio
+
+    @property
+    def efficiency(self) -> stats.Ratio:
+        n, r = self.device_count, self.speedup
+        return stats.Ratio(
+            r.value / n,
+            None if r.low is None else r.low / n,
+            None if r.high is None else r.high / n,
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
 class Measurement:
     """One case × one mode: status, raw samples (seconds per call) and what was learnt."""
 
@@ -169,6 +199,7 @@ class Measurement:
     # `samples_s`, in order, came from each run, so each run's median stays derivable.
     run_sample_counts: tuple[int, ...] = ()
     time_split: TimeSplit | None = None  # `jitbench profile`: host dispatch vs device
+    sharding: ShardingInfo | None = None  # sharded mode: the mesh and the inputs' placement
 
     def __post_init__(self) -> None:
         counts = self.run_sample_counts
@@ -432,8 +463,23 @@ class Run:
 
         None when either side is not `ok` (a mismatch is never given a headline speedup).
         """
-        base = self.get(case_key, Mode.NUMPY)
-        other = self.get(case_key, mode)
+        return self._ratio(self.get(case_key, Mode.NUMPY), self.get(case_key, mode))
+
+    def scaling(self, case_key: tuple[str, str, str, str]) -> Scaling | None:
+        """Sharded mode's speedup over jit mode on one device of the case's platform (jit
+        time / sharded time, with its CI as `speedup` has it) and its scaling efficiency
+        (that speedup / device count). None unless both modes are `ok` and the sharded
+        measurement records its device count."""
+        sharded = self.get(case_key, Mode.SHARDED)
+        if sharded is None or sharded.sharding is None:
+            return None
+        ratio = self._ratio(self.get(case_key, Mode.JIT), sharded)
+        if ratio is None:
+            return None
+        return Scaling(device_count=sharded.sharding.device_count, speedup=ratio)
+
+    def _ratio(self, base: Measurement | None, other: Measurement | None) -> stats.Ratio | None:
+        """base time / other time with its CI (see `speedup`); None unless both are ok."""
         if base is None or other is None or not (base.ok and other.ok):
             return None
         logs = self._process_logs(base, other)

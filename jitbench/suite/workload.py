@@ -6,7 +6,8 @@ where idioms differ (in-place updates vs `.at[]`, Python loops vs `lax.fori_loop
 separate NumPy implementation with `numpy=` and both sides take the arrays only. Published
 code is taken as it is: a NumPy side that writes into its arguments (`outputs=`, `setup=`),
 static arguments by position (`static_argnums=`), a JAX side that is already jitted
-(`eager=`), its own dtypes (`dtype=`, `input_dtypes=`) and tolerances.
+(`eager=`), its own dtypes (`dtype=`, `input_dtypes=`) and tolerances. `shard=` says how
+sharded mode splits the inputs over a device mesh.
 """
 
 from __future__ import annotations
@@ -48,6 +49,10 @@ def check_label(kind: str, value: object, *, workload: str) -> str:
 #: (every operation dispatched on its own, lax loops run as Python loops); "auto" is
 #: "nojit" when the JAX side is jitted or calls jitted functions of its module, else "call".
 EAGER_CHOICES = ("auto", "call", "nojit")
+
+#: How sharded mode places one input on the mesh: the axis split across the devices, or
+#: None to copy it whole to every device (replicate).
+ShardAxis = int | None
 
 Tolerance = float | Mapping[str, float] | None
 """A tolerance for every dtype (a number), per dtype name ({"float32": 1e-4, …}; dtypes
@@ -96,6 +101,10 @@ class Workload:
         input_dtypes: inputs (names or positions) pinned to a dtype of their own.
         eager: how eager mode calls the JAX side, "call" or "nojit" (`EAGER_CHOICES`);
             `eager_reason` names its jitted parts when it is "nojit".
+        shard: inputs (positions or names) mapped to the axis sharded mode splits across
+            the devices, or None to replicate them; inputs not named follow the default
+            (`measure.sharding`: split the leading axis where it divides by the device
+            count, else replicate).
         origin: the suite a workload not defined in a suite file came from
             ("npbench:/path"), so another process can find it again.
     """
@@ -117,6 +126,7 @@ class Workload:
     input_dtypes: Mapping[str | int, str] = field(default_factory=dict)
     eager: str = "call"
     eager_reason: str = ""
+    shard: Mapping[int | str, ShardAxis] = field(default_factory=dict)
     tags: tuple[str, ...] = ()
     description: str = ""
     source: str = field(default="", compare=False)
@@ -354,6 +364,7 @@ def workload(
     dtype: Any = None,
     input_dtypes: Mapping[str | int, Any] | None = None,
     eager: str = "auto",
+    shard: Sequence[ShardAxis] | Mapping[int | str, ShardAxis] | None = None,
     tags: Sequence[str] = (),
     description: str | None = None,
     name: str | None = None,
@@ -381,6 +392,11 @@ def workload(
             run's float32/float64; its cases are labelled with it.
         input_dtypes: inputs (names or positions) pinned to their own dtype.
         eager: "auto" (default), "call" or "nojit" (see `EAGER_CHOICES`).
+        shard: how sharded mode splits the inputs over the device mesh: one entry per
+            positional input (`(0, None)`), or inputs by position or name (`{"w": None}`);
+            an entry is the axis to split across the devices, or None to replicate the
+            input on every device. Inputs not given split their leading axis when it
+            divides by the device count and are replicated otherwise.
         origin: for suites that are not Python files (the NPBench adapter).
 
     Returns:
@@ -484,6 +500,7 @@ def workload(
             },
             eager=eager_mode,
             eager_reason="; ".join(jitted) if eager_mode == "nojit" else "",
+            shard=_shard_axes(shard, wl_name),
             tags=tuple(check_label("tag", t, workload=wl_name) for t in tags),
             description=description if description is not None else _default_description(f),
             source=_source_of(f),
@@ -508,3 +525,30 @@ def _tolerance(value: Tolerance, what: str, wl_name: str) -> Tolerance:
         if key is not None:
             checked[dtype_name(key, wl_name, f"{what} key")] = float(number)
     return checked if isinstance(value, Mapping) else float(value)  # type: ignore[arg-type]
+
+
+def _shard_axes(
+    value: Sequence[ShardAxis] | Mapping[int | str, ShardAxis] | None, wl_name: str
+) -> dict[int | str, ShardAxis]:
+    """`shard=` as inputs (positions or names) mapped to an axis or None, checked."""
+    if value is None:
+        return {}
+    if isinstance(value, str) or not isinstance(value, (Sequence, Mapping)):
+        raise WorkloadError(
+            f"workload {wl_name!r}: shard takes one axis (or None) per positional input, such "
+            f"as (0, None), or inputs mapped to one, such as {{'w': None}}; got {value!r}."
+        )
+    items = value.items() if isinstance(value, Mapping) else enumerate(value)
+    checked: dict[int | str, ShardAxis] = {}
+    for key, axis in items:
+        if isinstance(key, bool) or not isinstance(key, (int, str)):
+            raise WorkloadError(
+                f"workload {wl_name!r}: shard names inputs by position or name, got {key!r}."
+            )
+        if axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)):
+            raise WorkloadError(
+                f"workload {wl_name!r}: shard[{key!r}] is an axis (an int such as 0 or -1) or "
+                f"None to replicate the input, got {axis!r}."
+            )
+        checked[key] = axis
+    return checked

@@ -195,3 +195,38 @@ def test_csv_has_one_row_per_case_with_raw_numbers() -> None:
     assert first["transfer_bytes"] == str(4 << 20) and first["numpy_status"] == "ok"
     speedup = run.speedup(run.cases()[0].key, Mode.JIT)
     assert speedup is not None and math.isclose(float(first["jit_speedup"]), speedup.value)
+
+
+def _sharded_run(spread: float) -> Run:
+    """`_run` with sharded mode over 4 devices on every case (1.6× jit's time)."""
+    from dataclasses import replace
+
+    from jitbench.results import ShardingInfo
+
+    base = _run(spread)
+    info = ShardingInfo(device_count=4, mesh_shape={"devices": 4}, split_axes={"x": 0})
+    sharded = [
+        replace(m, mode=Mode.SHARDED, samples_s=tuple(x * 1.6 for x in m.samples_s), sharding=info)
+        for m in base.measurements
+        if m.mode is Mode.JIT
+    ]
+    return replace(base, measurements=(*base.measurements, *sharded))
+
+
+@pytest.mark.parametrize("width", [80, 100, 120])
+@pytest.mark.parametrize("spread", [0.02, 3.0], ids=["quiet", "busy"])
+def test_sharded_columns_fit_the_width(width: int, spread: float) -> None:
+    run = _sharded_run(spread)
+    text = plain_text(compact_table(run, width), width)
+    assert max(len(line) for line in text.splitlines()) <= width, text
+    assert "…" not in text and "4 dev" in text and "eff." in text, text
+    assert "16%" in text  # efficiency: (1 / 1.6) / 4 devices
+    if spread < 1:
+        lines = text.splitlines()
+        for case in run.cases():
+            assert any(line.startswith(f"{case.workload} {case.size}") for line in lines), text
+
+
+def test_wide_table_has_the_sharded_figures() -> None:
+    text = plain_text(summary_table(_sharded_run(0.02)), 400)
+    assert "efficiency" in text and "sharded" in text and "16%" in text

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from jitbench.config import ALL_MODES, KNOWN_MODES
 from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, run_from_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4")
+VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
 
 
 def test_there_is_a_fixture_for_the_current_version() -> None:
@@ -21,7 +22,9 @@ def test_old_run_loads_and_reanalyses(version: str) -> None:
     run = load_run(FIXTURES / f"run-schema-{version}.json")
     assert run.schema_version == version
     assert {m.case.workload for m in run.measurements} == {"double", "cumulative"}
-    assert {m.mode for m in run.measurements} == set(Mode)
+    # From 1.5 on, the fixture measures sharded mode too (over 4 forced CPU devices).
+    modes = KNOWN_MODES if version >= "1.5" else ALL_MODES
+    assert {m.mode for m in run.measurements} == set(modes)
     for m in run.measurements:
         assert m.status is Status.OK, m.failure_text
         assert m.samples_s and m.median_s is not None and m.median_s > 0
@@ -45,6 +48,7 @@ def test_only_lockstep_runs_are_paired() -> None:
         False,
         False,
         False,
+        True,
         True,
         True,
     ]

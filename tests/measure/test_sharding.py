@@ -1,0 +1,152 @@
+"""Sharded mode: where inputs go on the mesh (pure), a real run over 4 forced CPU devices
+in a subprocess (the device count must be set before JAX starts), and the skip with one."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jitbench import workload
+from jitbench.errors import WorkloadError
+from jitbench.measure.sharding import place_inputs
+from jitbench.results import Mode, Status, load_run
+from tests.conftest import run_cli
+
+SUITE = """
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={"S": {"n": 64}, "odd": {"n": 66}})
+def double(xp, x):
+    return 2 * x
+
+def scaled(rng, *, dtype, n):
+    return (rng.standard_normal((n, 8)).astype(dtype), rng.standard_normal(8).astype(dtype))
+
+@workload(inputs=scaled, sizes={"S": {"n": 6}}, shard=(1, None))
+def colscale(xp, a, w):
+    return (a * w).sum(axis=0)
+"""
+
+
+def _vec(rng: np.random.Generator, *, dtype: np.dtype, n: int) -> tuple[np.ndarray, ...]:
+    return (np.ones((n, 3), dtype), np.ones(3, dtype), np.float32(2.0))
+
+
+def _inputs(**options: object):
+    wl = workload(inputs=_vec, sizes={"S": {"n": 8}}, name="w", **options)(
+        lambda xp, a, b, c: a * b * c
+    )
+    return wl, wl.make_inputs({"n": 8}, dtype="float32")
+
+
+def test_default_splits_leading_axes_that_divide_and_replicates_the_rest() -> None:
+    wl, host = _inputs()
+    placed = place_inputs(wl, host, 4)
+    assert [(p.name, p.axis) for p in placed] == [("a", 0), ("b", None), ("c", None)]
+    assert "b: its leading axis has 3 elements, which 4 devices do not divide" in (
+        placed[1].why_replicated
+    )
+    assert placed[2].why_replicated == ""  # a scalar has nothing to split
+    assert [p.axis for p in place_inputs(wl, host, 2)] == [0, None, None]
+
+
+def test_declared_axes_and_replication() -> None:
+    wl, host = _inputs(shard={"a": 1, 1: None})
+    placed = place_inputs(wl, host, 3)
+    assert [(p.name, p.axis, p.why_replicated) for p in placed] == [
+        ("a", 1, ""),
+        ("b", None, ""),
+        ("c", None, ""),
+    ]
+    assert [p.axis for p in place_inputs(*_inputs(shard=(-1,)), 3)] == [1, 0, None]
+
+
+@pytest.mark.parametrize(
+    ("shard", "message"),
+    [
+        ({"a": 2}, "shard splits axis 2 of .a., which has 2 dimension"),
+        ({"zz": 0}, "shard names 'zz', which is not one of its inputs"),
+        ({5: 0}, "shard names position 5"),
+    ],
+)
+def test_a_declaration_the_inputs_do_not_fit_is_refused(shard: object, message: str) -> None:
+    wl, host = _inputs(shard=shard)
+    with pytest.raises(WorkloadError, match=message):
+        place_inputs(wl, host, 2)
+
+
+@pytest.mark.parametrize(
+    ("shard", "message"),
+    [
+        ("x", "shard takes one axis"),
+        ({"a": 1.5}, "shard\\['a'\\] is an axis"),
+        ({0.5: 0}, "by position or name"),
+    ],
+)
+def test_shard_option_is_checked_when_declared(shard: object, message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        _inputs(shard=shard)
+
+
+def test_one_device_skips_sharded_mode_with_the_fix(tmp_path: Path) -> None:
+    import jax
+
+    if len(jax.devices("cpu")) > 1:
+        pytest.skip("this process sees several CPU devices")
+    from jitbench import RunConfig, run
+
+    (tmp_path / "suite.py").write_text(SUITE)
+    result = run(
+        ["double"],
+        suites=[tmp_path / "suite.py"],
+        config=RunConfig.quick_settings(modes=("jit", "sharded")),
+    )
+    sharded = [m for m in result.measurements if m.mode is Mode.SHARDED]
+    assert sharded and all(m.status is Status.SKIPPED and not m.failed for m in sharded)
+    reason = sharded[0].diagnostics[0]
+    assert reason.code == "sharded-one-device"
+    assert "XLA_FLAGS=--xla_force_host_platform_device_count=N" in reason.message
+    assert all(m.ok for m in result.measurements if m.mode is Mode.JIT)
+
+
+def test_sharded_run_over_four_cpu_devices(tmp_path: Path) -> None:
+    (tmp_path / "suite.py").write_text(SUITE)
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    done = run_cli(
+        *("run", "--suite", "suite.py", "-m", "numpy,jit,sharded", "-s", "S,odd", "--quick"),
+        *("--out", "out"),
+        cwd=tmp_path,
+        env={"XLA_FLAGS": flags.strip(), "COLUMNS": "100"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "sharded" in done.stdout and "eff." in done.stdout, done.stdout
+    (path,) = (tmp_path / "out" / "runs").glob("*.json")
+    run = load_run(path)
+    by = {(m.case.workload, m.case.size, m.mode): m for m in run.measurements}
+    for key in (("double", "S"), ("double", "odd"), ("colscale", "S")):
+        m = by[(*key, Mode.SHARDED)]
+        assert m.ok, m.failure_text  # ok: its output matched NumPy's
+        assert m.sharding is not None and m.sharding.device_count == 4
+        assert dict(m.sharding.mesh_shape) == {"devices": 4}
+        assert m.compile is not None and m.compile.total_compile_s
+        scaling = run.scaling(m.case.key)
+        assert scaling is not None and scaling.device_count == 4
+        assert scaling.efficiency.value == pytest.approx(scaling.speedup.value / 4)
+    assert by[("double", "S", Mode.SHARDED)].sharding.split_axes == {"x": 0}  # type: ignore[union-attr]
+    odd = by[("double", "odd", Mode.SHARDED)]
+    assert odd.sharding is not None and odd.sharding.split_axes == {"x": None}
+    (note,) = [d for d in odd.diagnostics if d.code == "sharded-replicated"]
+    assert "66 elements, which 4 devices do not divide" in note.message
+    custom = by[("colscale", "S", Mode.SHARDED)].sharding
+    assert custom is not None and custom.split_axes == {"a": 1, "w": None}
+    raw = json.loads(path.read_text())
+    derived = [m["scaling"] for m in raw["measurements"] if m["mode"] == "sharded"]
+    assert len(derived) == 3 and all(d["efficiency"]["value"] > 0 for d in derived)
+    assert raw["environment"]["process"] == {"index": 0, "count": 1}
