@@ -11,13 +11,12 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import plotly.graph_objects as go
-
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.measure.threads import recorded_summary
 from jitbench.report import data, figures
 from jitbench.report.data import plot_text
+from jitbench.report.figures import Figure, trace
 from jitbench.results import Mode, Run
 
 #: One colour per size preset series (sizes beyond these cycle).
@@ -99,7 +98,7 @@ def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
     return list(dict.fromkeys(k[0] for h in hruns for k in h.case_keys))
 
 
-def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | None:
+def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None:
     """Two panels over the runs: eager and jit speedup over NumPy (top) and time per call
     of every mode (bottom), one series per size × device, log axes with 95 % intervals.
     Buttons switch the x axis between run order (commits) and date; a dotted line marks
@@ -165,7 +164,8 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
                 if not ys:
                     continue
                 fig.add_trace(
-                    go.Scatter(
+                    trace(
+                        "scatter",
                         x=cats,
                         y=ys,
                         mode="lines+markers",

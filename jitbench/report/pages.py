@@ -14,8 +14,10 @@ Layout under the output folder (the same folder `jitbench run --out` uses):
 
 from __future__ import annotations
 
+import functools
 import html as html_lib
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -30,6 +32,7 @@ from jitbench.config import JAX_MODES
 from jitbench.errors import ConfigError, OutputError, ResultsFormatError
 from jitbench.gate import Comparison, Verdict, compare
 from jitbench.report import assets, comparison, data, figures, history, table
+from jitbench.report.figures import Figure
 from jitbench.results import (
     Mode,
     OutputLayout,
@@ -46,10 +49,38 @@ HISTORY_PAGE = "history.html"
 MAX_DISTRIBUTIONS = 500
 
 
-def _figure_json(fig: Any) -> Markup:
+def figure_json(fig: Figure) -> str:
+    """A figure dict as the JSON plotly.js reads: NaN and ±inf become null (they are not
+    JSON; plotly.js leaves a gap, as plotly.py's encoder did) and NumPy scalars and arrays
+    plain numbers and lists."""
+    try:
+        return json.dumps(fig, separators=(",", ":"), allow_nan=False, default=_plain)
+    except ValueError:  # a non-finite float somewhere: the rare case pays for a walk
+        return json.dumps(_finite(fig), separators=(",", ":"), allow_nan=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """What json cannot encode itself: NumPy scalars (`.item()`) and arrays (`.tolist()`)."""
+    for method in ("item", "tolist"):
+        convert = getattr(value, method, None)
+        if callable(convert):
+            return _finite(convert())
+    raise TypeError(f"{type(value).__name__} in a figure is not JSON: {value!r}")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _figure_json(fig: Figure) -> Markup:
     """Figure JSON safe to embed in a <script type="application/json"> element."""
-    text = fig.to_json(validate=False, engine="json")
-    return _json_markup(text)
+    return _json_markup(figure_json(fig))
 
 
 def _json_markup(text: str) -> Markup:
@@ -64,7 +95,10 @@ def _json_markup(text: str) -> Markup:
     return Markup(text)
 
 
+@functools.cache
 def _env() -> jinja2.Environment:
+    """The pages' jinja2 environment, made once: it keeps each template compiled, which
+    took longer than rendering a small run's page."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("jitbench.report", "templates"),
         autoescape=True,  # every value from a results file is text, never markup

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -222,3 +225,23 @@ def test_cli_run_writes_page_index_and_label(cli, tiny_suite: Path, tmp_path: Pa
     assert "my label" in (tmp_path / "index.html").read_text()
     res = cli("run", "double", "--suite", str(tiny_suite), "--quick", "--label", "a\nb")
     assert res.returncode == 2 and "--label" in res.stderr
+
+
+def test_a_report_never_imports_plotly_graph_objects(tmp_path: Path) -> None:
+    """Figures are plain dicts: plotly.py's validating classes cost most of a small report's
+    time, so the report path must not import them (plotly.py only supplies plotly.js)."""
+    code = (
+        "import sys; from jitbench.report import load_runs, write_report; "
+        "write_report(load_runs(sys.argv[1:2]), sys.argv[2]); "
+        "print(sorted(m for m in sys.modules if m.startswith(('plotly.graph_obj', 'plotly.io'))))"
+    )
+    fixture = FIXTURES / "run-schema-1.3.json"
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(fixture), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert res.stdout.strip() == "[]", res.stdout
+    assert (tmp_path / "out" / "history.html").is_file()
