@@ -37,7 +37,7 @@ from jitbench.results import (
     Mode,
     OutputLayout,
     Run,
-    dump_run,
+    check_run_copy,
     load_run,
     save_run,
     write_text_atomic,
@@ -160,14 +160,17 @@ def run_csv_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
 
 
 def _save_run_copy(run: Run, out_dir: Path) -> Path:
-    """Keep the run's JSON beside its page (the index finds runs there)."""
+    """Keep the run's JSON beside its page (the index finds runs there), serialising the
+    run once: written where no file is, left alone where the same run is stored.
+
+    Raises:
+        OutputError: a different run file is stored under the run's id (an older partial
+            copy, or a file that merely claims the id); it is never replaced.
+    """
     path = OutputLayout(out_dir).run_json(run.run_id)
-    text = dump_run(run)
-    try:
-        if path.read_text("utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
+    check_run_copy(run, out_dir)
+    if path.exists():  # check_run_copy found this very run there
+        return path
     return save_run(run, path)
 
 
@@ -286,11 +289,12 @@ def write_run_page(run: Run, out_dir: str | os.PathLike[str]) -> Path:
     plotly.js once and the run's JSON beside the page when missing. Returns the page's path.
 
     Raises:
-        OutputError: `out_dir` cannot be written.
+        OutputError: `out_dir` cannot be written, or already holds a different run file
+            under the run's id (checked before anything is written).
     """
     root = Path(out_dir)
-    write_plotly_js(root)
     _save_run_copy(run, root)
+    write_plotly_js(root)
     _write(run_csv_path(run, root), table.run_csv(run))
     return _write(run_page_path(run, root), render_run_page(run))
 

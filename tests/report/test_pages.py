@@ -14,6 +14,7 @@ import pytest
 
 from jitbench import formatting as fmt
 from jitbench import load_run, save_run
+from jitbench.errors import OutputError
 from jitbench.measure.machine import MachineState, NoiseProbe
 from jitbench.measure.threads import ThreadState
 from jitbench.render.run_table import machine_banner, summary_table
@@ -245,3 +246,18 @@ def test_a_report_never_imports_plotly_graph_objects(tmp_path: Path) -> None:
     )
     assert res.stdout.strip() == "[]", res.stdout
     assert (tmp_path / "out" / "history.html").is_file()
+
+
+def test_a_different_stored_run_is_never_replaced(run: Run, tmp_path: Path) -> None:
+    stored = tmp_path / "runs" / f"{run.run_id}.json"
+    stored.parent.mkdir()
+    other = replace(run, measurements=run.measurements[:1])  # an older partial copy
+    save_run(other, stored)
+    before = stored.read_bytes()
+    with pytest.raises(OutputError, match="different version"):
+        write_run_page(run, tmp_path)
+    assert stored.read_bytes() == before
+    assert not (tmp_path / "runs" / f"{run.run_id}.html").exists()
+    write_run_page(other, tmp_path)  # the same run again: kept as it is, page written
+    assert stored.read_bytes() == before
+    assert (tmp_path / "runs" / f"{run.run_id}.html").is_file()
