@@ -21,6 +21,7 @@ import math
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,9 @@ from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES
 from jitbench.errors import ConfigError, OutputError, ResultsFormatError
 from jitbench.gate import Comparison, Verdict, compare
-from jitbench.report import assets, comparison, data, figures, history, table
+from jitbench.report import assets, comparison, data, figures, history, summary, table
 from jitbench.report.figures import Figure
+from jitbench.report.summary import RunSummary
 from jitbench.results import (
     Mode,
     OutputLayout,
@@ -431,7 +433,7 @@ def write_report(runs: Sequence[Run], out_dir: str | os.PathLike[str]) -> Path:
         result = write_comparison_page(
             runs, compare_runs(runs), root / comparison.page_name(runs), links=True
         )
-    write_index(root)
+    write_index(root, fresh=runs)
     return result
 
 
@@ -439,13 +441,43 @@ def write_report(runs: Sequence[Run], out_dir: str | os.PathLike[str]) -> Path:
 # Index and history
 
 
-def _load_all(runs_dir: Path) -> tuple[list[tuple[Run, Path]], list[tuple[str, str]]]:
+@dataclass(frozen=True)
+class _Stored:
+    """A run file in runs/ as the index sees it: its summary, and the run itself where it
+    had to be loaded (no summary cached for this version of the file, or a stale page)."""
+
+    path: Path
+    summary: RunSummary
+    run: Run | None
+
+
+def _stored_runs(root: Path, fresh: Sequence[Run]) -> tuple[list[_Stored], list[tuple[str, str]]]:
+    """Every run file in ROOT/runs/ with its summary: taken from `fresh` (runs just written
+    there, already in memory) or from the summary cache when it holds this version of the
+    file, else loaded and summarised (and cached). Files that fail to load are listed as
+    broken with why."""
+    layout = OutputLayout(root)
+    in_memory = {layout.run_json(r.run_id): r for r in fresh}
     found, broken = [], []
-    for path in sorted(runs_dir.glob("*.json")):
+    paths = sorted(layout.runs_dir.glob("*.json"))
+    for path in paths:
         try:
-            found.append((load_run(path), path))
-        except ResultsFormatError as exc:
+            stamp = summary.stamp_of_file(path)
+        except OSError as exc:  # gone or unreadable since the listing
             broken.append((path.name, str(exc)))
+            continue
+        run = in_memory.get(path)
+        known = summary.cached(path, stamp) if run is None else None
+        if known is None:
+            try:
+                run = run if run is not None else load_run(path)
+            except ResultsFormatError as exc:
+                broken.append((path.name, str(exc)))
+                continue
+            known = summary.summarize(run)
+            summary.store(path, stamp, known)
+        found.append(_Stored(path, known, run))
+    summary.prune(layout.runs_dir, (p.name for p in paths))
     return found, broken
 
 
@@ -475,9 +507,9 @@ def _comparison_pages(root: Path) -> tuple[list[str], dict[str, str]]:
     return names, pairs
 
 
-def render_history_page(runs: Sequence[Run]) -> str:
-    """HTML of every workload's time and speedup across `runs` (the page at the report
-    folder's root)."""
+def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
+    """HTML of every workload's time and speedup across `runs` (or their summaries; the
+    page at the report folder's root)."""
     hruns = history.history_runs(runs)
     layout = OutputLayout(Path("."))
     workloads = []
@@ -492,52 +524,52 @@ def render_history_page(runs: Sequence[Run]) -> str:
         uses_plotly=bool(workloads),
         title="jitbench: history",
         hruns=hruns,
-        pages={h.run.run_id: layout.relative(layout.run_page(h.run.run_id)) for h in hruns},
+        pages={h.run_id: layout.relative(layout.run_page(h.run_id)) for h in hruns},
         workloads=workloads,
-        data=data,
     )
 
 
-def write_index(out_dir: str | os.PathLike[str]) -> Path:
+def write_index(out_dir: str | os.PathLike[str], *, fresh: Sequence[Run] = ()) -> Path:
     """Write `out_dir/index.html` listing every run in `out_dir/runs/` newest first (with
     date, label, commit, machine, devices, JAX version, workloads and geometric-mean
     speedups, and a picker of two runs to compare) and `out_dir/history.html`. Pages
     missing or older than their JSON are rendered on the way. Returns the index's path.
+
+    What the index and history show of each run comes from a summary cached in
+    `runs/.index-cache/` per version of each run file (`summary`), so a refresh does not
+    load every stored run again.
+
+    Args:
+        fresh: runs just written to `out_dir/runs/` (by `write_run_page`), used as they are
+            instead of being read back.
 
     Raises:
         OutputError: `out_dir` cannot be written.
     """
     root = Path(out_dir)
     layout = OutputLayout(root)
-    loaded, broken = _load_all(layout.runs_dir)
-    by_run = {id(r): p for r, p in loaded}
+    stored, broken = _stored_runs(root, fresh)
     entries = []
-    for run in data.newest_first(r for r, _ in loaded):
-        json_path = by_run[id(run)]
+    by_summary = {id(s.summary): s for s in stored}
+    for run_summary in data.newest_first(s.summary for s in stored):
+        item = by_summary[id(run_summary)]
+        json_path = item.path
         page = json_path.with_suffix(".html")
         if not page.exists() or page.stat().st_mtime < json_path.stat().st_mtime:
+            run = item.run if item.run is not None else load_run(json_path)
             write_plotly_js(root)
             _write(json_path.with_suffix(".csv"), table.run_csv(run))
             _write(page, render_run_page(run))
         entries.append(
             {
-                "run": run,
-                "name": data.run_name(run),
-                "label": data.run_label(run),
-                "commit": data.commit(run),
+                "summary": run_summary,
                 "page": layout.relative(page),
                 "json": layout.relative(json_path),
                 "json_arg": str(json_path),
-                "started": data.started_text(run),
-                "machine": data.machine(run),
-                "devices": [data.device_title(run, d) for d in data.device_labels(run)],
-                "jax": data.versions(run).get("jax") or "—",
-                "workloads": data.workloads(run),
-                "geomeans": [(d, data.geomean_speedups(run, d)) for d in data.device_labels(run)],
             }
         )
-    if loaded:
-        _write(root / HISTORY_PAGE, render_history_page([r for r, _ in loaded]))
+    if stored:
+        _write(root / HISTORY_PAGE, render_history_page([s.summary for s in stored]))
     combined, pairs = _comparison_pages(root)
     html = _render(
         "index.html",
@@ -550,7 +582,7 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         combined=combined,
         pairs=pairs,
         out_arg=str(root),
-        has_history=bool(loaded),
+        has_history=bool(stored),
     )
     return _write(layout.index, html)
 

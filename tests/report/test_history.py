@@ -25,7 +25,7 @@ def _runs(run: Run) -> list[Run]:
 
 def test_runs_in_order_with_environment_changes(run: Run) -> None:
     hruns = history.history_runs(_runs(run))
-    assert [h.run.run_id for h in hruns] == ["r1", "r2", "r3"]
+    assert [h.run_id for h in hruns] == ["r1", "r2", "r3"]
     assert [h.category for h in hruns] == ["1: first aaaaaaaa", "2: bbbbbbbb", "3: cccccccc"]
     assert hruns[0].commit == "aaaaaaaaaa dirty"
     assert hruns[1].changes == ()
