@@ -785,12 +785,18 @@ _MEMORY_PARTS = (
 )
 
 
-def memory_figure(run: Run, device: str) -> Figure | None:
+def memory_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> Figure | None:
     """XLA's memory analysis of each case's jit program on `device` (arguments, outputs,
-    temporaries, with the peak marked) on a log axis of bytes; None when no case has one."""
+    temporaries, with the peak marked) on a log axis of bytes; None when no case has one.
+
+    Args:
+        cases: the cases to show, in order (default `data.headline_cases`).
+    """
+    if cases is None:
+        cases = data.headline_cases(run, device)[0]
     cases = [
         c
-        for c in data.headline_cases(run, device)[0]
+        for c in cases
         if (m := run.get(c.key, Mode.JIT)) is not None and m.compile and m.compile.memory
     ]
     if not cases:

@@ -47,8 +47,18 @@ from jitbench.results import (
 
 HISTORY_PAGE = "history.html"
 #: Cases beyond this many get no sample-distribution chart (the page stays light; the
-#: samples are in the run JSON).
-MAX_DISTRIBUTIONS = 500
+#: samples are in the run JSON). Every chart's data is embedded in the page and drawn only
+#: when its case is opened, but a run of thousands of cases would embed megabytes.
+MAX_DISTRIBUTIONS = 200
+#: Per-case charts (speedup, compile, memory) show at most this many cases of a device:
+#: beyond a few hundred categories a chart is a smear wider than any screen. The case
+#: table, the CSV and the JSON keep every case; the geometric means cover every case.
+MAX_CHART_CASES = 200
+#: Sweep workloads beyond this many per device get no charts, only their verdicts.
+MAX_SWEEP_CHARTS = 50
+#: The history page draws at most this many workloads (first seen first); its figures are
+#: embedded for every workload in the list and drawn when one is picked.
+MAX_HISTORY_WORKLOADS = 300
 
 
 def figure_json(fig: Figure) -> str:
@@ -187,17 +197,18 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
         modes = {m.mode for m in run.measurements if m.case.device == device}
         has_speedup = Mode.NUMPY in modes and bool(modes & set(JAX_MODES))
         sweeps = []
-        for wl in data.sweep_workloads(run, device):
+        for i, wl in enumerate(data.sweep_workloads(run, device)):
             axis = data.sweep_axis(data.sweep_cases(run, device, wl))
             series = data.speedup_series(run, device, wl)
+            drawn = i < MAX_SWEEP_CHARTS
             sweeps.append(
                 {
                     "workload": wl,
                     "axis": axis,
                     "speedup": figures.sweep_speedup_figure(run, device, wl)
-                    if has_speedup
+                    if has_speedup and drawn
                     else None,
-                    "time": figures.sweep_time_figure(run, device, wl),
+                    "time": figures.sweep_time_figure(run, device, wl) if drawn else None,
                     "verdicts": [
                         data.sweep_verdict(series.get(m, []), m, axis.name)
                         for m in JAX_MODES
@@ -210,6 +221,7 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
                 }
             )
         preset = [c for c in cases if not data.is_sweep_case(c)]
+        charted = preset[:MAX_CHART_CASES]
         sections.append(
             {
                 "device": device,
@@ -218,13 +230,21 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
                 "geomeans": data.geomean_speedups(run, device),
                 "has_speedup": has_speedup,
                 "has_jit": Mode.JIT in modes and bool(preset),
-                "n_cases": len(preset),
-                "speedup": figures.speedup_figure(run, device) if has_speedup and preset else None,
-                "compile": figures.compile_figure(run, device)
+                "n_cases": len(charted),
+                "n_preset": len(preset),
+                "n_sweeps": len(sweeps),
+                "max_sweep_charts": MAX_SWEEP_CHARTS,
+                "speedup": figures.speedup_figure(run, device, cases=charted)
+                if has_speedup and preset
+                else None,
+                "compile": figures.compile_figure(run, device, cases=charted)
                 if Mode.JIT in modes and preset
                 else None,
                 "roofline": figures.roofline_figure(run, device),
-                "memory": figures.memory_figure(run, device),
+                # A run of sweeps only has its memory charted at each sweep's largest size.
+                "memory": figures.memory_figure(
+                    run, device, cases=(preset or cases)[:MAX_CHART_CASES]
+                ),
                 "sweeps": sweeps,
             }
         )
@@ -279,6 +299,7 @@ def render_run_page(run: Run) -> str:
         rows=table.case_rows(run),
         details=details,
         distributions=distributions,
+        max_distributions=MAX_DISTRIBUTIONS,
         data_params=data.params_text,
         environment=data.environment_items(run),
         json_name=layout.run_json(run.run_id).name,
@@ -512,8 +533,9 @@ def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
     page at the report folder's root)."""
     hruns = history.history_runs(runs)
     layout = OutputLayout(Path("."))
+    names = history.history_workloads(hruns)
     workloads = []
-    for wl in history.history_workloads(hruns):
+    for wl in names[:MAX_HISTORY_WORKLOADS]:
         fig = history.workload_figure(hruns, wl)
         if fig is not None:
             workloads.append({"name": wl, "figure": fig})
@@ -526,6 +548,8 @@ def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
         hruns=hruns,
         pages={h.run_id: layout.relative(layout.run_page(h.run_id)) for h in hruns},
         workloads=workloads,
+        n_workloads=len(names),
+        max_workloads=MAX_HISTORY_WORKLOADS,
     )
 
 

@@ -261,3 +261,30 @@ def test_a_different_stored_run_is_never_replaced(run: Run, tmp_path: Path) -> N
     write_run_page(other, tmp_path)  # the same run again: kept as it is, page written
     assert stored.read_bytes() == before
     assert (tmp_path / "runs" / f"{run.run_id}.html").is_file()
+
+
+def test_big_runs_get_capped_charts_with_a_note(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of thousands of cases keeps its whole table but charts only the first cases,
+    and says so (here with the caps lowered to fit the small real run)."""
+    monkeypatch.setattr(pages, "MAX_CHART_CASES", 1)
+    monkeypatch.setattr(pages, "MAX_DISTRIBUTIONS", 1)
+    monkeypatch.setattr(pages, "MAX_SWEEP_CHARTS", 0)
+    monkeypatch.setattr(pages, "MAX_HISTORY_WORKLOADS", 1)
+    write_report([run], tmp_path)
+    html = (tmp_path / "runs" / f"{run.run_id}.html").read_text()
+    presets = [c for c in run.cases() if not data.is_sweep_case(c)]
+    assert f"Showing the first 1 of {len(presets)} cases" in html
+    assert "Charts for the first 0 of 1 sweeps" in html
+    assert html.count("No sample chart") == len(run.cases()) - 1
+    assert len(re.findall(r"<tr [^>]*data-case=", html)) == len(run.cases())  # every row
+    speedup = json.loads(
+        re.search(r'data-target="speedup-1">(.*?)</script>', html, re.S).group(1)  # type: ignore[union-attr]
+    )
+    assert speedup["layout"]["xaxis"]["categoryarray"] == [
+        data.case_label(presets[0]),
+        "geometric mean",
+    ]
+    history = (tmp_path / "history.html").read_text()
+    assert "Showing the first 1 of" in history and history.count('class="jb-figure"') == 1
