@@ -12,14 +12,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import plotly.graph_objects as go
-
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES
 from jitbench.gate import Comparison, Entry, Verdict
 from jitbench.report import data, figures
 from jitbench.report.data import plot_text
+from jitbench.report.figures import Figure, trace
 from jitbench.results import Case, Measurement, Mode, Run, safe_file_stem
 
 #: One colour per run on side-by-side charts (the first is the baseline).
@@ -243,7 +242,7 @@ def row_labels(alignment: Alignment) -> dict[AlignKey, str]:
     }
 
 
-def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> go.Figure | None:
+def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> Figure | None:
     """Speedup over NumPy of `mode` per case, one trace per run, the runs' points side by
     side in each case (log axis, 95 % intervals, 1× line). None when no run has one."""
     rows = [r for r in alignment.rows if r.mode is mode]
@@ -276,7 +275,8 @@ def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> go.Figu
         drawn = drawn or bool(xs)
         color = RUN_COLORS[i % len(RUN_COLORS)]
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=xs,
                 y=ys,
                 mode="markers",
@@ -316,7 +316,7 @@ def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> go.Figu
     return fig.build()
 
 
-def ratio_figure(alignment: Alignment, index: int) -> go.Figure | None:
+def ratio_figure(alignment: Alignment, index: int) -> Figure | None:
     """Time of run `index + 1` over the base run per case and mode (log axis, 95 %
     intervals, 1× = no change; above is slower), each point coloured by the gate's verdict.
     None when no pair has a ratio."""
@@ -351,7 +351,8 @@ def ratio_figure(alignment: Alignment, index: int) -> go.Figure | None:
         if not xs:
             continue
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=xs,
                 y=ys,
                 mode="markers",

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from jitbench import formatting as fmt
 from jitbench import stats
@@ -463,7 +463,20 @@ def sweep_verdict(points: Sequence[SpeedupPoint], mode: Mode, axis: str = "eleme
 # Run-level summaries (headers, banners, index)
 
 
-def started(run: Run) -> datetime | None:
+class Dated(Protocol):
+    """A run or its summary: what ordering by start time reads."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def started_at(self) -> str: ...
+
+
+DatedT = TypeVar("DatedT", bound=Dated)
+
+
+def started(run: Dated) -> datetime | None:
     try:
         return datetime.fromisoformat(run.started_at.replace("Z", "+00:00"))
     except (TypeError, ValueError):
@@ -475,27 +488,29 @@ def started_text(run: Run) -> str:
     return when.strftime("%Y-%m-%d %H:%M:%S %Z").strip() if when else str(run.started_at)
 
 
-def _timestamp(run: Run) -> float | None:
+def _timestamp(run: Dated) -> float | None:
     when = started(run)
     if when is None:
         return None
     return when.timestamp() if when.tzinfo else when.replace(tzinfo=None).timestamp()
 
 
-def newest_first(runs: Iterable[Run]) -> list[Run]:
-    """Runs sorted by start time, newest first (unparseable dates last)."""
+def newest_first(runs: Iterable[DatedT]) -> list[DatedT]:
+    """Runs (or their summaries) sorted by start time, newest first (unparseable dates
+    last)."""
 
-    def key(r: Run) -> tuple[int, float, str]:
+    def key(r: DatedT) -> tuple[int, float, str]:
         ts = _timestamp(r)
         return (1, 0.0, r.run_id) if ts is None else (0, -ts, r.run_id)
 
     return sorted(runs, key=key)
 
 
-def oldest_first(runs: Iterable[Run]) -> list[Run]:
-    """Runs sorted by start time, oldest first (unparseable dates last)."""
+def oldest_first(runs: Iterable[DatedT]) -> list[DatedT]:
+    """Runs (or their summaries) sorted by start time, oldest first (unparseable dates
+    last)."""
 
-    def key(r: Run) -> tuple[int, float, str]:
+    def key(r: DatedT) -> tuple[int, float, str]:
         ts = _timestamp(r)
         return (1, 0.0, r.run_id) if ts is None else (0, ts, r.run_id)
 

@@ -1,6 +1,7 @@
 """Plotly figure builders for a run's page: pure functions of a Run (no I/O, no timing,
-fixed trace order). Titles are the page's headings, not part of the figure, so they wrap
-on a phone and never collide with a legend.
+fixed trace order) that return plotly.js figures as plain dicts (`Figure`). Titles are the
+page's headings, not part of the figure, so they wrap on a phone and never collide with a
+legend.
 
 Every text that comes from a results file goes through `data.plot_text` before it reaches a
 figure, because plotly renders a subset of HTML in labels and hover text. On a log axis,
@@ -14,8 +15,6 @@ import html
 import math
 from collections.abc import Sequence
 from typing import Any
-
-import plotly.graph_objects as go
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
@@ -36,19 +35,30 @@ _NICE = (1, 2, 5)
 CATEGORY_PX = 26
 
 
+#: A plotly.js figure as plain JSON-ready data: {"data": [trace, ...], "layout": {...}}.
+#: Built as dicts, not plotly.py objects: plotly.py validates every property as it is set,
+#: which cost most of a report's time (a second for 24 history figures); the tests validate
+#: every builder's output with `go.Figure` instead (tests/report/conftest.py).
+Figure = dict[str, Any]
+
+
+def trace(kind: str, **props: Any) -> dict[str, Any]:
+    """One plotly.js trace of type `kind` ('scatter', 'bar', 'box') with `props`, as the
+    dict plotly.js reads (nested properties as dicts: `marker={"color": ...}`)."""
+    return {"type": kind, **props}
+
+
 class Draft:
     """A figure being put together: traces, shapes, annotations and layout collected as
-    they come, then made into a go.Figure in one step (`build`). plotly.py validates
-    every `update_layout`/`add_shape` call on its own, which made a page of a few hundred
-    cases take tens of seconds; one constructor validates everything once."""
+    they come, then made into one figure dict (`build`)."""
 
     def __init__(self) -> None:
-        self.data: list[Any] = []
+        self.data: list[dict[str, Any]] = []
         self.layout: dict[str, Any] = {}
         self.shapes: list[dict[str, Any]] = []
         self.annotations: list[dict[str, Any]] = []
 
-    def add_trace(self, trace: Any) -> None:
+    def add_trace(self, trace: dict[str, Any]) -> None:
         self.data.append(trace)
 
     def add_shape(self, **shape: Any) -> None:
@@ -61,13 +71,13 @@ class Draft:
         """Merge `changes` into the layout (nested dicts key by key, like plotly)."""
         _merge(self.layout, changes)
 
-    def build(self) -> go.Figure:
+    def build(self) -> Figure:
         layout = dict(self.layout)
         if self.shapes:
             layout["shapes"] = [*layout.get("shapes", ()), *self.shapes]
         if self.annotations:
             layout["annotations"] = [*layout.get("annotations", ()), *self.annotations]
-        return go.Figure(data=self.data, layout=layout)
+        return {"data": self.data, "layout": layout}
 
 
 def _merge(into: dict[str, Any], changes: dict[str, Any]) -> None:
@@ -82,9 +92,9 @@ def _merge(into: dict[str, Any], changes: dict[str, Any]) -> None:
 def base_layout(fig: Draft, *, height: int = 420) -> None:
     """The look every figure shares: no title (the page's heading names the chart), the
     legend in one row above the plot (plotly grows the top margin to fit it), readable
-    fonts, and no template (a template is kilobytes of JSON per figure)."""
+    fonts, and no template (plotly.js has none unless given one; plotly.py's default
+    would add kilobytes of JSON per figure)."""
     fig.update_layout(
-        template="none",
         font={"family": FONT, "size": 12, "color": "#1d232b"},
         height=height,
         paper_bgcolor="#ffffff",
@@ -229,7 +239,7 @@ def speedup_figure(
     *,
     cases: Sequence[Case] | None = None,
     y_range: tuple[float, float] | None = None,
-) -> go.Figure:
+) -> Figure:
     """Speedup over NumPy of eager and jit per case on `device` (default: its preset
     sizes; sweeps have their own charts), log axis, 95 % CI error bars, a 1× line and a
     geometric-mean column. Failed or mismatched cases get a red note instead of a point; a
@@ -248,7 +258,8 @@ def speedup_figure(
     fig = Draft()
     # An invisible trace pins every category, including those with no point at all.
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=categories,
             y=[1.0] * len(categories),
             mode="markers",
@@ -298,7 +309,8 @@ def speedup_figure(
                     "(size-order-inverted); not in the geometric mean"
                 )
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=xs,
                 y=ys,
                 mode="markers",
@@ -327,7 +339,8 @@ def speedup_figure(
         if suspect:
             # Drawn over the solid point, hollow and in another colour: seen, not believed.
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=[xs[i] for i in suspect],
                     y=[ys[i] for i in suspect],
                     mode="markers",
@@ -348,7 +361,8 @@ def speedup_figure(
         if g is not None and g.value is not None:
             values.append(g.value)
             fig.add_trace(
-                go.Scatter(
+                trace(
+                    "scatter",
                     x=[GEOMEAN],
                     y=[g.value],
                     mode="markers+text",
@@ -404,7 +418,7 @@ def _category_margin(labels: Sequence[str]) -> int:
 # jit: compile against run time
 
 
-def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> go.Figure:
+def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> Figure:
     """jit's cold compile (trace + lower + XLA compile), its cold first call and its
     steady-state time per call, per case on `device` (default: preset sizes), on a log
     axis in seconds so a slow compile does not flatten the others. The break-even call
@@ -449,12 +463,13 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
         ("steady state per call", steady, COLORS[Mode.JIT]),
     ):
         fig.add_trace(
-            go.Bar(
+            trace(
+                "bar",
                 x=labels,
                 y=vals,
                 name=name,
                 offsetgroup=name,
-                marker_color=color,
+                marker={"color": color},
                 hovertext=[
                     f"{lab}<br>{name}: {fmt.seconds(v)}<br>{note}"
                     for lab, v, note in zip(labels, vals, hover_notes, strict=True)
@@ -484,7 +499,7 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
 # Size sweeps
 
 
-def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
+def sweep_speedup_figure(run: Run, device: str, workload: str) -> Figure:
     """Speedup over NumPy of eager and jit against the sweep's own parameter (log–log),
     with 95 % interval bands, a 1× line and a dotted vertical line where a mode crosses
     NumPy, labelled in the parameter ('jit overtakes at n ≈ 73')."""
@@ -499,7 +514,8 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
         xs_all += xs
         values += [p.low for p in points] + [p.high for p in points]
         fig.add_trace(
-            go.Scatter(  # the 95 % band: upper edge, then lower edge filled to it
+            trace(
+                "scatter",  # the 95 % band: upper edge, then lower edge filled to it
                 x=xs + xs[::-1],
                 y=[p.high for p in points] + [p.low for p in points][::-1],
                 fill="toself",
@@ -511,7 +527,8 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> go.Figure:
             )
         )
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=xs,
                 y=[p.value for p in points],
                 mode="lines+markers",
@@ -583,7 +600,7 @@ def _rgba(hex_color: str, alpha: float) -> str:
     return f"rgba({r},{g},{b},{alpha})"
 
 
-def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
+def sweep_time_figure(run: Run, device: str, workload: str) -> Figure:
     """Median time per call of every mode against the sweep's parameter, log–log, with
     95 % CI error bars; failed sizes are listed under the chart by the page."""
     cases = data.sweep_cases(run, device, workload)
@@ -596,7 +613,8 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
         xs_all += [p.x for p in points]
         ys_all += [p.ci_low_s for p in points] + [p.ci_high_s for p in points]
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=[p.x for p in points],
                 y=[p.median_s for p in points],
                 mode="lines+markers",
@@ -637,7 +655,7 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> go.Figure:
 # One case: the distribution of its samples
 
 
-def distribution_figure(run: Run, case: Case) -> go.Figure | None:
+def distribution_figure(run: Run, case: Case) -> Figure | None:
     """Every raw sample (seconds per call) of each mode of `case`, as a box with all points
     on a log axis: the spread behind each median. None when nothing was sampled."""
     fig = Draft()
@@ -649,7 +667,8 @@ def distribution_figure(run: Run, case: Case) -> go.Figure | None:
         samples = [s for s in m.samples_s if s > 0 and math.isfinite(s)]
         values += samples
         fig.add_trace(
-            go.Box(
+            trace(
+                "box",
                 x=samples,
                 name=mode.value,
                 orientation="h",
@@ -679,7 +698,7 @@ def distribution_figure(run: Run, case: Case) -> go.Figure | None:
 # Roofline and memory
 
 
-def roofline_figure(run: Run, device: str) -> go.Figure | None:
+def roofline_figure(run: Run, device: str) -> Figure | None:
     """Achieved GFLOP/s against arithmetic intensity (XLA's flops ÷ bytes accessed of the
     jit program) for each mode, log–log, with the empirical roofs this run reached (the
     best bandwidth and the best rate seen, not the hardware's peaks). Cases whose program
@@ -711,7 +730,8 @@ def roofline_figure(run: Run, device: str) -> go.Figure | None:
     knee = peak / bandwidth
     roof_x = [xlo, *([knee] if xlo < knee < xhi else []), xhi]
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=roof_x,
             y=[min(bandwidth * x, peak) for x in roof_x],
             mode="lines",
@@ -725,7 +745,8 @@ def roofline_figure(run: Run, device: str) -> go.Figure | None:
             continue
         ps = points[mode]
         fig.add_trace(
-            go.Scatter(
+            trace(
+                "scatter",
                 x=[p[0] for p in ps],
                 y=[p[1] for p in ps],
                 mode="markers",
@@ -764,12 +785,18 @@ _MEMORY_PARTS = (
 )
 
 
-def memory_figure(run: Run, device: str) -> go.Figure | None:
+def memory_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> Figure | None:
     """XLA's memory analysis of each case's jit program on `device` (arguments, outputs,
-    temporaries, with the peak marked) on a log axis of bytes; None when no case has one."""
+    temporaries, with the peak marked) on a log axis of bytes; None when no case has one.
+
+    Args:
+        cases: the cases to show, in order (default `data.headline_cases`).
+    """
+    if cases is None:
+        cases = data.headline_cases(run, device)[0]
     cases = [
         c
-        for c in data.headline_cases(run, device)[0]
+        for c in cases
         if (m := run.get(c.key, Mode.JIT)) is not None and m.compile and m.compile.memory
     ]
     if not cases:
@@ -782,11 +809,12 @@ def memory_figure(run: Run, device: str) -> go.Figure | None:
         ys = [float(m[key]) if m.get(key) else None for m in mems]
         values += [y for y in ys if y]
         fig.add_trace(
-            go.Bar(
+            trace(
+                "bar",
                 x=labels,
                 y=ys,
                 name=name,
-                marker_color=color,
+                marker={"color": color},
                 hovertext=[
                     f"{lab}<br>{name}: {fmt.bytes_(y)}" for lab, y in zip(labels, ys, strict=True)
                 ],
@@ -796,7 +824,8 @@ def memory_figure(run: Run, device: str) -> go.Figure | None:
     peaks = [float(m["peak_bytes"]) if m.get("peak_bytes") else None for m in mems]
     values += [p for p in peaks if p]
     fig.add_trace(
-        go.Scatter(
+        trace(
+            "scatter",
             x=labels,
             y=peaks,
             mode="markers",

@@ -2,7 +2,8 @@
 order (labelled by git commit) or by date, with the runs whose environment changed marked,
 the way asv's site shows a benchmark over commits.
 
-Pure functions of Run objects; no I/O.
+Pure functions of runs' summaries (`summary.RunSummary`: what the history draws of a run,
+cached beside the runs so a refresh does not load every run again); no I/O.
 """
 
 from __future__ import annotations
@@ -11,36 +12,17 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-import plotly.graph_objects as go
-
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.measure.threads import recorded_summary
 from jitbench.report import data, figures
 from jitbench.report.data import plot_text
+from jitbench.report.figures import Figure, trace
+from jitbench.report.summary import CaseFigures, CaseKey, RunSummary, summarize
 from jitbench.results import Mode, Run
 
 #: One colour per size preset series (sizes beyond these cycle).
 SIZE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 MODE_DASH = {Mode.NUMPY: "dot", Mode.EAGER: "dash", Mode.JIT: "solid"}
-
-
-def environment_fingerprint(run: Run) -> dict[str, str]:
-    """What about a run's machine and software changes its figures, as text by name."""
-    env = run.environment
-    out: dict[str, str] = {}
-    for key in ("host", "cpu", "backend", "python", "x64"):
-        if env.get(key) not in (None, ""):
-            out[key] = str(env.get(key))
-    for name, version in data.versions(run).items():
-        out[str(name)] = str(version)
-    kinds = sorted({c.device_kind for c in run.cases() if c.device_kind})
-    if kinds:
-        out["devices"] = ", ".join(kinds)
-    threads = recorded_summary(env)
-    if threads:
-        out["threads"] = threads
-    return out
 
 
 def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
@@ -57,38 +39,43 @@ class HistoryRun:
     """One run on the history axis: `category` is its place in run order (commit or
     label), `date` its start time (ISO), `changes` what changed since the previous run."""
 
-    run: Run
+    summary: RunSummary
     name: str
     category: str
     date: str | None
     commit: str | None
     changes: tuple[str, ...]
-    #: the run's preset cases in its own order (a dict: ordered, quick to look up)
-    case_keys: Mapping[tuple[str, str, str, str], None] = field(default_factory=dict)
+    #: the run's preset cases in its own order with their figures (a dict: ordered, quick
+    #: to look up)
+    case_keys: Mapping[CaseKey, CaseFigures] = field(default_factory=dict)
+
+    @property
+    def run_id(self) -> str:
+        return self.summary.run_id
 
 
-def history_runs(runs: Sequence[Run]) -> list[HistoryRun]:
-    """`runs` oldest first, with their axis labels and environment changes."""
+def history_runs(runs: Sequence[Run | RunSummary]) -> list[HistoryRun]:
+    """`runs` (or their summaries) oldest first, with their axis labels and environment
+    changes."""
     out: list[HistoryRun] = []
     previous: dict[str, str] | None = None
-    for i, run in enumerate(data.oldest_first(runs)):
-        fp = environment_fingerprint(run)
+    summaries = [r if isinstance(r, RunSummary) else summarize(r) for r in runs]
+    for i, s in enumerate(data.oldest_first(summaries)):
+        fp = s.fingerprint
         changes = tuple(environment_changes(previous, fp)) if previous is not None else ()
         previous = fp
-        commit = data.commit(run)
-        name = data.run_name(run)
-        short = (commit or "").split(" ")[0][:8]
-        tag = data.run_label(run) or short or run.run_id[-6:]
-        when = data.started(run)
+        short = (s.commit or "").split(" ")[0][:8]
+        tag = s.label or short or s.run_id[-6:]
+        when = data.started(s)
         out.append(
             HistoryRun(
-                run=run,
-                name=name,
-                category=f"{i + 1}: {tag}" + (f" {short}" if data.run_label(run) and short else ""),
+                summary=s,
+                name=s.name,
+                category=f"{i + 1}: {tag}" + (f" {short}" if s.label and short else ""),
                 date=when.isoformat() if when else None,
-                commit=commit,
+                commit=s.commit,
                 changes=changes,
-                case_keys=dict.fromkeys(c.key for c in run.cases() if not data.is_sweep_case(c)),
+                case_keys=s.cases,
             )
         )
     return out
@@ -99,7 +86,7 @@ def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
     return list(dict.fromkeys(k[0] for h in hruns for k in h.case_keys))
 
 
-def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | None:
+def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None:
     """Two panels over the runs: eager and jit speedup over NumPy (top) and time per call
     of every mode (bottom), one series per size × device, log axes with 95 % intervals.
     Buttons switch the x axis between run order (commits) and date; a dotted line marks
@@ -136,22 +123,14 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
                 cats, dates, ys, plus, minus, hover = [], [], [], [], [], []
                 key = (workload, size, device, dtype)
                 for h in hruns:
-                    if key not in h.case_keys:
+                    figs = h.case_keys.get(key)
+                    found = (figs.speedups if panel == 1 else figs.times) if figs else {}
+                    if mode.value not in found:
                         continue
-                    if panel == 1:
-                        r = h.run.speedup(key, mode)
-                        if r is None or not (math.isfinite(r.value) and r.value > 0):
-                            continue
-                        v, lo, hi = r.value, r.low, r.high
-                        text = fmt.ratio_ci(r.value, r.low, r.high)
-                    else:
-                        m = h.run.get(key, mode)
-                        if m is None or not m.ok or m.summary is None or m.summary.median <= 0:
-                            continue
-                        v, lo, hi = m.summary.median, m.summary.ci_low, m.summary.ci_high
-                        text = fmt.seconds(v)
-                    lo = lo if lo is not None and 0 < lo <= v else v
-                    hi = hi if hi is not None and math.isfinite(hi) else v
+                    v, low, high = found[mode.value]
+                    text = fmt.ratio_ci(v, low, high) if panel == 1 else fmt.seconds(v)
+                    lo = low if low is not None and 0 < low <= v else v
+                    hi = high if high is not None and math.isfinite(high) else v
                     cats.append(h.category)
                     dates.append(h.date)
                     ys.append(v)
@@ -165,7 +144,8 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> go.Figure | N
                 if not ys:
                     continue
                 fig.add_trace(
-                    go.Scatter(
+                    trace(
+                        "scatter",
                         x=cats,
                         y=ys,
                         mode="lines+markers",

@@ -14,11 +14,14 @@ Layout under the output folder (the same folder `jitbench run --out` uses):
 
 from __future__ import annotations
 
+import functools
 import html as html_lib
 import json
+import math
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +32,14 @@ from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES
 from jitbench.errors import ConfigError, OutputError, ResultsFormatError
 from jitbench.gate import Comparison, Verdict, compare
-from jitbench.report import assets, comparison, data, figures, history, table
+from jitbench.report import assets, comparison, data, figures, history, summary, table
+from jitbench.report.figures import Figure
+from jitbench.report.summary import RunSummary
 from jitbench.results import (
     Mode,
     OutputLayout,
     Run,
-    dump_run,
+    check_run_copy,
     load_run,
     save_run,
     write_text_atomic,
@@ -42,14 +47,52 @@ from jitbench.results import (
 
 HISTORY_PAGE = "history.html"
 #: Cases beyond this many get no sample-distribution chart (the page stays light; the
-#: samples are in the run JSON).
-MAX_DISTRIBUTIONS = 500
+#: samples are in the run JSON). Every chart's data is embedded in the page and drawn only
+#: when its case is opened, but a run of thousands of cases would embed megabytes.
+MAX_DISTRIBUTIONS = 200
+#: Per-case charts (speedup, compile, memory) show at most this many cases of a device:
+#: beyond a few hundred categories a chart is a smear wider than any screen. The case
+#: table, the CSV and the JSON keep every case; the geometric means cover every case.
+MAX_CHART_CASES = 200
+#: Sweep workloads beyond this many per device get no charts, only their verdicts.
+MAX_SWEEP_CHARTS = 50
+#: The history page draws at most this many workloads (first seen first); its figures are
+#: embedded for every workload in the list and drawn when one is picked.
+MAX_HISTORY_WORKLOADS = 300
 
 
-def _figure_json(fig: Any) -> Markup:
+def figure_json(fig: Figure) -> str:
+    """A figure dict as the JSON plotly.js reads: NaN and ±inf become null (they are not
+    JSON; plotly.js leaves a gap, as plotly.py's encoder did) and NumPy scalars and arrays
+    plain numbers and lists."""
+    try:
+        return json.dumps(fig, separators=(",", ":"), allow_nan=False, default=_plain)
+    except ValueError:  # a non-finite float somewhere: the rare case pays for a walk
+        return json.dumps(_finite(fig), separators=(",", ":"), allow_nan=False, default=_plain)
+
+
+def _plain(value: Any) -> Any:
+    """What json cannot encode itself: NumPy scalars (`.item()`) and arrays (`.tolist()`)."""
+    for method in ("item", "tolist"):
+        convert = getattr(value, method, None)
+        if callable(convert):
+            return _finite(convert())
+    raise TypeError(f"{type(value).__name__} in a figure is not JSON: {value!r}")
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _figure_json(fig: Figure) -> Markup:
     """Figure JSON safe to embed in a <script type="application/json"> element."""
-    text = fig.to_json(validate=False, engine="json")
-    return _json_markup(text)
+    return _json_markup(figure_json(fig))
 
 
 def _json_markup(text: str) -> Markup:
@@ -64,7 +107,10 @@ def _json_markup(text: str) -> Markup:
     return Markup(text)
 
 
+@functools.cache
 def _env() -> jinja2.Environment:
+    """The pages' jinja2 environment, made once: it keeps each template compiled, which
+    took longer than rendering a small run's page."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("jitbench.report", "templates"),
         autoescape=True,  # every value from a results file is text, never markup
@@ -126,14 +172,17 @@ def run_csv_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
 
 
 def _save_run_copy(run: Run, out_dir: Path) -> Path:
-    """Keep the run's JSON beside its page (the index finds runs there)."""
+    """Keep the run's JSON beside its page (the index finds runs there), serialising the
+    run once: written where no file is, left alone where the same run is stored.
+
+    Raises:
+        OutputError: a different run file is stored under the run's id (an older partial
+            copy, or a file that merely claims the id); it is never replaced.
+    """
     path = OutputLayout(out_dir).run_json(run.run_id)
-    text = dump_run(run)
-    try:
-        if path.read_text("utf-8") == text:
-            return path
-    except (OSError, UnicodeDecodeError):
-        pass
+    check_run_copy(run, out_dir)
+    if path.exists():  # check_run_copy found this very run there
+        return path
     return save_run(run, path)
 
 
@@ -148,17 +197,18 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
         modes = {m.mode for m in run.measurements if m.case.device == device}
         has_speedup = Mode.NUMPY in modes and bool(modes & set(JAX_MODES))
         sweeps = []
-        for wl in data.sweep_workloads(run, device):
+        for i, wl in enumerate(data.sweep_workloads(run, device)):
             axis = data.sweep_axis(data.sweep_cases(run, device, wl))
             series = data.speedup_series(run, device, wl)
+            drawn = i < MAX_SWEEP_CHARTS
             sweeps.append(
                 {
                     "workload": wl,
                     "axis": axis,
                     "speedup": figures.sweep_speedup_figure(run, device, wl)
-                    if has_speedup
+                    if has_speedup and drawn
                     else None,
-                    "time": figures.sweep_time_figure(run, device, wl),
+                    "time": figures.sweep_time_figure(run, device, wl) if drawn else None,
                     "verdicts": [
                         data.sweep_verdict(series.get(m, []), m, axis.name)
                         for m in JAX_MODES
@@ -171,6 +221,7 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
                 }
             )
         preset = [c for c in cases if not data.is_sweep_case(c)]
+        charted = preset[:MAX_CHART_CASES]
         sections.append(
             {
                 "device": device,
@@ -179,13 +230,21 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
                 "geomeans": data.geomean_speedups(run, device),
                 "has_speedup": has_speedup,
                 "has_jit": Mode.JIT in modes and bool(preset),
-                "n_cases": len(preset),
-                "speedup": figures.speedup_figure(run, device) if has_speedup and preset else None,
-                "compile": figures.compile_figure(run, device)
+                "n_cases": len(charted),
+                "n_preset": len(preset),
+                "n_sweeps": len(sweeps),
+                "max_sweep_charts": MAX_SWEEP_CHARTS,
+                "speedup": figures.speedup_figure(run, device, cases=charted)
+                if has_speedup and preset
+                else None,
+                "compile": figures.compile_figure(run, device, cases=charted)
                 if Mode.JIT in modes and preset
                 else None,
                 "roofline": figures.roofline_figure(run, device),
-                "memory": figures.memory_figure(run, device),
+                # A run of sweeps only has its memory charted at each sweep's largest size.
+                "memory": figures.memory_figure(
+                    run, device, cases=(preset or cases)[:MAX_CHART_CASES]
+                ),
                 "sweeps": sweeps,
             }
         )
@@ -240,6 +299,7 @@ def render_run_page(run: Run) -> str:
         rows=table.case_rows(run),
         details=details,
         distributions=distributions,
+        max_distributions=MAX_DISTRIBUTIONS,
         data_params=data.params_text,
         environment=data.environment_items(run),
         json_name=layout.run_json(run.run_id).name,
@@ -252,11 +312,12 @@ def write_run_page(run: Run, out_dir: str | os.PathLike[str]) -> Path:
     plotly.js once and the run's JSON beside the page when missing. Returns the page's path.
 
     Raises:
-        OutputError: `out_dir` cannot be written.
+        OutputError: `out_dir` cannot be written, or already holds a different run file
+            under the run's id (checked before anything is written).
     """
     root = Path(out_dir)
-    write_plotly_js(root)
     _save_run_copy(run, root)
+    write_plotly_js(root)
     _write(run_csv_path(run, root), table.run_csv(run))
     return _write(run_page_path(run, root), render_run_page(run))
 
@@ -393,7 +454,7 @@ def write_report(runs: Sequence[Run], out_dir: str | os.PathLike[str]) -> Path:
         result = write_comparison_page(
             runs, compare_runs(runs), root / comparison.page_name(runs), links=True
         )
-    write_index(root)
+    write_index(root, fresh=runs)
     return result
 
 
@@ -401,13 +462,43 @@ def write_report(runs: Sequence[Run], out_dir: str | os.PathLike[str]) -> Path:
 # Index and history
 
 
-def _load_all(runs_dir: Path) -> tuple[list[tuple[Run, Path]], list[tuple[str, str]]]:
+@dataclass(frozen=True)
+class _Stored:
+    """A run file in runs/ as the index sees it: its summary, and the run itself where it
+    had to be loaded (no summary cached for this version of the file, or a stale page)."""
+
+    path: Path
+    summary: RunSummary
+    run: Run | None
+
+
+def _stored_runs(root: Path, fresh: Sequence[Run]) -> tuple[list[_Stored], list[tuple[str, str]]]:
+    """Every run file in ROOT/runs/ with its summary: taken from `fresh` (runs just written
+    there, already in memory) or from the summary cache when it holds this version of the
+    file, else loaded and summarised (and cached). Files that fail to load are listed as
+    broken with why."""
+    layout = OutputLayout(root)
+    in_memory = {layout.run_json(r.run_id): r for r in fresh}
     found, broken = [], []
-    for path in sorted(runs_dir.glob("*.json")):
+    paths = sorted(layout.runs_dir.glob("*.json"))
+    for path in paths:
         try:
-            found.append((load_run(path), path))
-        except ResultsFormatError as exc:
+            stamp = summary.stamp_of_file(path)
+        except OSError as exc:  # gone or unreadable since the listing
             broken.append((path.name, str(exc)))
+            continue
+        run = in_memory.get(path)
+        known = summary.cached(path, stamp) if run is None else None
+        if known is None:
+            try:
+                run = run if run is not None else load_run(path)
+            except ResultsFormatError as exc:
+                broken.append((path.name, str(exc)))
+                continue
+            known = summary.summarize(run)
+            summary.store(path, stamp, known)
+        found.append(_Stored(path, known, run))
+    summary.prune(layout.runs_dir, (p.name for p in paths))
     return found, broken
 
 
@@ -437,13 +528,14 @@ def _comparison_pages(root: Path) -> tuple[list[str], dict[str, str]]:
     return names, pairs
 
 
-def render_history_page(runs: Sequence[Run]) -> str:
-    """HTML of every workload's time and speedup across `runs` (the page at the report
-    folder's root)."""
+def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
+    """HTML of every workload's time and speedup across `runs` (or their summaries; the
+    page at the report folder's root)."""
     hruns = history.history_runs(runs)
     layout = OutputLayout(Path("."))
+    names = history.history_workloads(hruns)
     workloads = []
-    for wl in history.history_workloads(hruns):
+    for wl in names[:MAX_HISTORY_WORKLOADS]:
         fig = history.workload_figure(hruns, wl)
         if fig is not None:
             workloads.append({"name": wl, "figure": fig})
@@ -454,52 +546,54 @@ def render_history_page(runs: Sequence[Run]) -> str:
         uses_plotly=bool(workloads),
         title="jitbench: history",
         hruns=hruns,
-        pages={h.run.run_id: layout.relative(layout.run_page(h.run.run_id)) for h in hruns},
+        pages={h.run_id: layout.relative(layout.run_page(h.run_id)) for h in hruns},
         workloads=workloads,
-        data=data,
+        n_workloads=len(names),
+        max_workloads=MAX_HISTORY_WORKLOADS,
     )
 
 
-def write_index(out_dir: str | os.PathLike[str]) -> Path:
+def write_index(out_dir: str | os.PathLike[str], *, fresh: Sequence[Run] = ()) -> Path:
     """Write `out_dir/index.html` listing every run in `out_dir/runs/` newest first (with
     date, label, commit, machine, devices, JAX version, workloads and geometric-mean
     speedups, and a picker of two runs to compare) and `out_dir/history.html`. Pages
     missing or older than their JSON are rendered on the way. Returns the index's path.
+
+    What the index and history show of each run comes from a summary cached in
+    `runs/.index-cache/` per version of each run file (`summary`), so a refresh does not
+    load every stored run again.
+
+    Args:
+        fresh: runs just written to `out_dir/runs/` (by `write_run_page`), used as they are
+            instead of being read back.
 
     Raises:
         OutputError: `out_dir` cannot be written.
     """
     root = Path(out_dir)
     layout = OutputLayout(root)
-    loaded, broken = _load_all(layout.runs_dir)
-    by_run = {id(r): p for r, p in loaded}
+    stored, broken = _stored_runs(root, fresh)
     entries = []
-    for run in data.newest_first(r for r, _ in loaded):
-        json_path = by_run[id(run)]
+    by_summary = {id(s.summary): s for s in stored}
+    for run_summary in data.newest_first(s.summary for s in stored):
+        item = by_summary[id(run_summary)]
+        json_path = item.path
         page = json_path.with_suffix(".html")
         if not page.exists() or page.stat().st_mtime < json_path.stat().st_mtime:
+            run = item.run if item.run is not None else load_run(json_path)
             write_plotly_js(root)
             _write(json_path.with_suffix(".csv"), table.run_csv(run))
             _write(page, render_run_page(run))
         entries.append(
             {
-                "run": run,
-                "name": data.run_name(run),
-                "label": data.run_label(run),
-                "commit": data.commit(run),
+                "summary": run_summary,
                 "page": layout.relative(page),
                 "json": layout.relative(json_path),
                 "json_arg": str(json_path),
-                "started": data.started_text(run),
-                "machine": data.machine(run),
-                "devices": [data.device_title(run, d) for d in data.device_labels(run)],
-                "jax": data.versions(run).get("jax") or "—",
-                "workloads": data.workloads(run),
-                "geomeans": [(d, data.geomean_speedups(run, d)) for d in data.device_labels(run)],
             }
         )
-    if loaded:
-        _write(root / HISTORY_PAGE, render_history_page([r for r, _ in loaded]))
+    if stored:
+        _write(root / HISTORY_PAGE, render_history_page([s.summary for s in stored]))
     combined, pairs = _comparison_pages(root)
     html = _render(
         "index.html",
@@ -512,7 +606,7 @@ def write_index(out_dir: str | os.PathLike[str]) -> Path:
         combined=combined,
         pairs=pairs,
         out_arg=str(root),
-        has_history=bool(loaded),
+        has_history=bool(stored),
     )
     return _write(layout.index, html)
 

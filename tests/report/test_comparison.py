@@ -12,6 +12,7 @@ from jitbench.gate import Verdict, compare
 from jitbench.report import comparison, pages
 from jitbench.results import Mode, Run
 from tests.report.builders import labelled, relabelled, slower
+from tests.report.figure_check import checked
 
 
 def test_cases_align_with_the_gates_verdicts(run: Run) -> None:
@@ -65,7 +66,7 @@ def test_runs_on_different_devices_align_by_workload(run: Run) -> None:
     change = jit.changes[0]
     assert change is not None and change.verdict is None and change.ratio is not None
     assert "different devices" in change.note
-    fig = comparison.speedup_side_by_side(a)
+    fig = checked(comparison.speedup_side_by_side(a))
     # one trace per run, side by side in each case
     assert fig is not None and [t.name for t in fig.data] == [run.run_id, "gpu-run"]
 

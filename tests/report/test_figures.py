@@ -7,9 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from jitbench.report import data, figures
+from jitbench.report import data, figures, pages
 from jitbench.results import Mode, Run
 from tests.report.builders import seed_run
+from tests.report.figure_check import checked
 
 
 def _case(run: Run, workload: str):
@@ -17,7 +18,7 @@ def _case(run: Run, workload: str):
 
 
 def test_speedup_figure_is_log_with_ci_and_geomean(run: Run) -> None:
-    fig = figures.speedup_figure(run, "cpu:0")
+    fig = checked(figures.speedup_figure(run, "cpu:0"))
     assert fig.layout.yaxis.type == "log"
     assert "×" in fig.layout.yaxis.title.text
     names = [t.name for t in fig.data if t.showlegend is not False]
@@ -34,13 +35,14 @@ def test_speedup_figure_is_log_with_ci_and_geomean(run: Run) -> None:
     assert geo.y[0] == pytest.approx(g.value)
     # the sweep's sizes have their own chart: not categories here
     assert not any(c.startswith("affine[") for c in fig.layout.xaxis.categoryarray)
-    assert fig.to_json() == figures.speedup_figure(run, "cpu:0").to_json()  # deterministic
+    again = [pages.figure_json(figures.speedup_figure(run, "cpu:0")) for _ in range(2)]
+    assert again[0] == again[1]  # deterministic
 
 
 def test_the_parity_label_sits_on_the_parity_line(run: Run) -> None:
     """On a log axis plotly reads an annotation's y as log10(value) but a shape's as the
     value: the 1× label must say y = 0 where the line says y = 1 (issue 16 drew it at 10×)."""
-    fig = figures.speedup_figure(run, "cpu:0")
+    fig = checked(figures.speedup_figure(run, "cpu:0"))
     [line] = [s for s in fig.layout.shapes if s.y0 == s.y1 == 1.0]
     assert line.yref == "y" and line.line.dash == "dash"
     [label] = [a for a in fig.layout.annotations if a.text == "1× = NumPy"]
@@ -50,7 +52,7 @@ def test_the_parity_label_sits_on_the_parity_line(run: Run) -> None:
 
 
 def test_failed_and_mismatched_cases_are_notes_not_points(run: Run) -> None:
-    fig = figures.speedup_figure(run, "cpu:0")
+    fig = checked(figures.speedup_figure(run, "cpu:0"))
     wrong = data.case_label(_case(run, "wrong_in_jit"))
     branch = data.case_label(_case(run, "value_branch"))
     for t in fig.data[1:]:  # data[0] only pins the categories
@@ -62,7 +64,7 @@ def test_failed_and_mismatched_cases_are_notes_not_points(run: Run) -> None:
     assert "✗ jit error" in notes[branch].text
     assert notes[wrong].yref == "paper"  # at the bottom whatever the axis
 
-    cfig = figures.compile_figure(run, "cpu:0")
+    cfig = checked(figures.compile_figure(run, "cpu:0"))
     labels = list(cfig.layout.xaxis.categoryarray)
     for t in cfig.data:
         for label in (wrong, branch):
@@ -72,7 +74,7 @@ def test_failed_and_mismatched_cases_are_notes_not_points(run: Run) -> None:
 
 
 def test_compile_figure_is_log_with_break_even_in_hover(run: Run) -> None:
-    fig = figures.compile_figure(run, "cpu:0")
+    fig = checked(figures.compile_figure(run, "cpu:0"))
     key = _case(run, "double").key
     jit = run.get(key, Mode.JIT)
     assert jit is not None and jit.compile is not None
@@ -98,14 +100,14 @@ def test_sweep_charts_use_the_workloads_own_parameter(run: Run) -> None:
     assert data.sweep_workloads(run, "cpu:0") == ["affine"]
     axis = data.sweep_axis(data.sweep_cases(run, "cpu:0", "affine"))
     assert axis.param == "n" and axis.title.startswith("n ")
-    fig = figures.sweep_speedup_figure(run, "cpu:0", "affine")
+    fig = checked(figures.sweep_speedup_figure(run, "cpu:0", "affine"))
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "log"
     assert fig.layout.xaxis.title.text.startswith("n")
     lines = [t for t in fig.data if t.name in ("eager vs NumPy", "jit vs NumPy")]
     assert lines and all(list(t.x) == [16, 1024, 65536] for t in lines)
     bands = [t for t in fig.data if t.fill == "toself"]
     assert len(bands) == len(lines)  # an interval band per mode
-    tfig = figures.sweep_time_figure(run, "cpu:0", "affine")
+    tfig = checked(figures.sweep_time_figure(run, "cpu:0", "affine"))
     numpy = next(t for t in tfig.data if t.name == "numpy")
     assert list(numpy.x) == [16, 1024, 65536]
 
@@ -165,15 +167,15 @@ def test_geomean_averages_presets_only_and_leaves_failures_out(run: Run) -> None
 
 def test_distribution_roofline_and_memory(run: Run) -> None:
     case = _case(run, "double")
-    fig = figures.distribution_figure(run, case)
+    fig = checked(figures.distribution_figure(run, case))
     assert fig is not None and [t.name for t in fig.data] == ["numpy", "eager", "jit"]
     jit = run.get(case.key, Mode.JIT)
     assert jit is not None and sorted(fig.data[2].x) == sorted(jit.samples_s)
     assert fig.layout.xaxis.type == "log"
-    roof = figures.roofline_figure(run, "cpu:0")
+    roof = checked(figures.roofline_figure(run, "cpu:0"))
     assert roof is not None and roof.layout.xaxis.type == roof.layout.yaxis.type == "log"
     assert "jit" in [t.name for t in roof.data]
-    mem = figures.memory_figure(run, "cpu:0")
+    mem = checked(figures.memory_figure(run, "cpu:0"))
     assert mem is not None and [t.name for t in mem.data][:3] == [
         "arguments",
         "outputs",
@@ -208,12 +210,13 @@ def test_zero_times_from_a_crafted_file_do_not_break_the_chart(run: Run) -> None
         else m
         for m in run.measurements
     )
-    fig = figures.speedup_figure(replace(run, measurements=ms), "cpu:0")
+    raw = figures.speedup_figure(replace(run, measurements=ms), "cpu:0")
+    fig = checked(raw)
     label = data.case_label(_case(run, "double"))
     jit = next(t for t in fig.data if t.name == "jit vs NumPy")
     assert label not in list(jit.x)
     assert any(a.x == label and "jit no ratio" in a.text for a in fig.layout.annotations)
-    assert "Infinity" not in fig.to_json() and "NaN" not in fig.to_json()
+    assert "Infinity" not in pages.figure_json(raw) and "NaN" not in pages.figure_json(raw)
 
 
 def test_a_size_order_inversion_is_no_headline_win() -> None:
@@ -224,7 +227,7 @@ def test_a_size_order_inversion_is_no_headline_win() -> None:
     [jit] = [g for g in data.geomean_speedups(run, "cpu:0") if g.mode is Mode.JIT]
     assert (jit.count, jit.suspect, jit.failed) == (1, 1, 0)
     assert jit.value == pytest.approx(2.0)  # M alone; S's 11× is left out
-    fig = figures.speedup_figure(run, "cpu:0")
+    fig = checked(figures.speedup_figure(run, "cpu:0"))
     suspect = next(t for t in fig.data if t.name == "jit: suspect, left out of ★")
     assert list(suspect.x) == ["gemm[S]"] and suspect.marker.symbol == "diamond-open"
     notes = {a.x: a.text for a in fig.layout.annotations}

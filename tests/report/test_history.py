@@ -7,6 +7,7 @@ from dataclasses import replace
 from jitbench.report import history
 from jitbench.results import Run
 from tests.report.builders import labelled
+from tests.report.figure_check import checked
 
 
 def _runs(run: Run) -> list[Run]:
@@ -24,7 +25,7 @@ def _runs(run: Run) -> list[Run]:
 
 def test_runs_in_order_with_environment_changes(run: Run) -> None:
     hruns = history.history_runs(_runs(run))
-    assert [h.run.run_id for h in hruns] == ["r1", "r2", "r3"]
+    assert [h.run_id for h in hruns] == ["r1", "r2", "r3"]
     assert [h.category for h in hruns] == ["1: first aaaaaaaa", "2: bbbbbbbb", "3: cccccccc"]
     assert hruns[0].commit == "aaaaaaaaaa dirty"
     assert hruns[1].changes == ()
@@ -35,7 +36,7 @@ def test_workload_figure_has_both_panels_and_both_axes(run: Run) -> None:
     hruns = history.history_runs(_runs(run))
     assert "double" in history.history_workloads(hruns)
     assert "affine" not in history.history_workloads(hruns)  # sweep points only
-    fig = history.workload_figure(hruns, "double")
+    fig = checked(history.workload_figure(hruns, "double"))
     assert fig is not None
     names = [t.name for t in fig.data]
     assert "jit × S" in names and "numpy time S" in names

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 
 from jitbench import formatting as fmt
 from jitbench import load_run, save_run
+from jitbench.errors import OutputError
 from jitbench.measure.machine import MachineState, NoiseProbe
 from jitbench.measure.threads import ThreadState
 from jitbench.render.run_table import machine_banner, summary_table
@@ -222,3 +226,65 @@ def test_cli_run_writes_page_index_and_label(cli, tiny_suite: Path, tmp_path: Pa
     assert "my label" in (tmp_path / "index.html").read_text()
     res = cli("run", "double", "--suite", str(tiny_suite), "--quick", "--label", "a\nb")
     assert res.returncode == 2 and "--label" in res.stderr
+
+
+def test_a_report_never_imports_plotly_graph_objects(tmp_path: Path) -> None:
+    """Figures are plain dicts: plotly.py's validating classes cost most of a small report's
+    time, so the report path must not import them (plotly.py only supplies plotly.js)."""
+    code = (
+        "import sys; from jitbench.report import load_runs, write_report; "
+        "write_report(load_runs(sys.argv[1:2]), sys.argv[2]); "
+        "print(sorted(m for m in sys.modules if m.startswith(('plotly.graph_obj', 'plotly.io'))))"
+    )
+    fixture = FIXTURES / "run-schema-1.3.json"
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(fixture), str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+    )
+    assert res.stdout.strip() == "[]", res.stdout
+    assert (tmp_path / "out" / "history.html").is_file()
+
+
+def test_a_different_stored_run_is_never_replaced(run: Run, tmp_path: Path) -> None:
+    stored = tmp_path / "runs" / f"{run.run_id}.json"
+    stored.parent.mkdir()
+    other = replace(run, measurements=run.measurements[:1])  # an older partial copy
+    save_run(other, stored)
+    before = stored.read_bytes()
+    with pytest.raises(OutputError, match="different version"):
+        write_run_page(run, tmp_path)
+    assert stored.read_bytes() == before
+    assert not (tmp_path / "runs" / f"{run.run_id}.html").exists()
+    write_run_page(other, tmp_path)  # the same run again: kept as it is, page written
+    assert stored.read_bytes() == before
+    assert (tmp_path / "runs" / f"{run.run_id}.html").is_file()
+
+
+def test_big_runs_get_capped_charts_with_a_note(
+    run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run of thousands of cases keeps its whole table but charts only the first cases,
+    and says so (here with the caps lowered to fit the small real run)."""
+    monkeypatch.setattr(pages, "MAX_CHART_CASES", 1)
+    monkeypatch.setattr(pages, "MAX_DISTRIBUTIONS", 1)
+    monkeypatch.setattr(pages, "MAX_SWEEP_CHARTS", 0)
+    monkeypatch.setattr(pages, "MAX_HISTORY_WORKLOADS", 1)
+    write_report([run], tmp_path)
+    html = (tmp_path / "runs" / f"{run.run_id}.html").read_text()
+    presets = [c for c in run.cases() if not data.is_sweep_case(c)]
+    assert f"Showing the first 1 of {len(presets)} cases" in html
+    assert "Charts for the first 0 of 1 sweeps" in html
+    assert html.count("No sample chart") == len(run.cases()) - 1
+    assert len(re.findall(r"<tr [^>]*data-case=", html)) == len(run.cases())  # every row
+    speedup = json.loads(
+        re.search(r'data-target="speedup-1">(.*?)</script>', html, re.S).group(1)  # type: ignore[union-attr]
+    )
+    assert speedup["layout"]["xaxis"]["categoryarray"] == [
+        data.case_label(presets[0]),
+        "geometric mean",
+    ]
+    history = (tmp_path / "history.html").read_text()
+    assert "Showing the first 1 of" in history and history.count('class="jb-figure"') == 1

@@ -1,0 +1,255 @@
+"""What the index and the history page need of one run, small, and cached beside the runs.
+
+An index refresh lists every run in `runs/` and draws each workload across them. Loading
+every run for that made a refresh cost as much as its biggest stored file (seconds for a
+50 MB run, on every `jitbench run`). A `RunSummary` holds the few numbers those pages
+show: names, dates, machine, geometric means, each preset case's speedups and times with
+their intervals. It is kept in `runs/.index-cache/<run file name>` under the run file's
+stamp (size, mtime in ns, inode; see `results.validated.stamp_of`) and the code that
+computed it, so any write to the run file or change of that code makes it stale. The
+cache is a hint: an entry that is stale, unreadable or malformed is rebuilt from the run,
+and one that cannot be written is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jitbench import stats
+from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.errors import OutputError
+from jitbench.measure import threads
+from jitbench.report import data
+from jitbench.results import Run, model, write_text_atomic
+from jitbench.results.validated import Stamp, stamp_of
+
+#: The folder in `runs/` that holds one summary per run file (a dot folder: readers glob
+#: runs/*.json for runs, and it is no run).
+CACHE_FOLDER = ".index-cache"
+
+CaseKey = tuple[str, str, str, str]
+#: (value, low, high) of a speedup or a time per call with its 95 % interval as measured
+#: (either end None where there is none); only values a log axis can draw are kept.
+Interval = tuple[float, float | None, float | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseFigures:
+    """One preset case's figures: speedup over NumPy per JAX mode and median time per call
+    per mode (ok measurements only), each with its 95 % interval."""
+
+    speedups: dict[str, Interval] = field(default_factory=dict)
+    times: dict[str, Interval] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSummary:
+    """What the index and history pages show of one run. Text is not escaped."""
+
+    run_id: str
+    started_at: str
+    complete: bool
+    name: str
+    label: str | None
+    commit: str | None
+    started_text: str
+    machine: str
+    host: str
+    #: the settings shown as tags in the index ('quick', 'sweep', 'x64')
+    flags: list[str]
+    #: device label → its title ('cpu:0 (cpu)'), in the run's order
+    devices: dict[str, str]
+    jax: str
+    workloads: list[str]
+    #: device label → [(mode, geometric-mean speedup or None)]
+    geomeans: dict[str, list[tuple[str, float | None]]]
+    #: what of the machine and software changes figures (history marks changes)
+    fingerprint: dict[str, str]
+    #: the run's preset cases in its own order, with their figures
+    cases: dict[CaseKey, CaseFigures]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["cases"] = [[*key, asdict(figs)] for key, figs in self.cases.items()]
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> RunSummary:
+        """The summary `to_json` wrote. Raises KeyError, TypeError or ValueError when `raw`
+        is not one (a damaged cache entry)."""
+        cases = {}
+        for *key, figs in raw["cases"]:
+            if len(key) != 4 or not all(isinstance(k, str) for k in key):
+                raise ValueError(f"bad case key {key!r}")
+            cases[(key[0], key[1], key[2], key[3])] = CaseFigures(
+                speedups=_intervals(figs["speedups"]), times=_intervals(figs["times"])
+            )
+        geomeans = {
+            str(device): [(str(mode), None if v is None else float(v)) for mode, v in values]
+            for device, values in raw["geomeans"].items()
+        }
+        fields = {k: raw[k] for k in cls.__dataclass_fields__ if k not in ("cases", "geomeans")}
+        summary = cls(**fields, cases=cases, geomeans=geomeans)
+        _check_types(summary)
+        return summary
+
+
+def _intervals(raw: Mapping[str, Any]) -> dict[str, Interval]:
+    out = {}
+    for mode, (v, lo, hi) in raw.items():
+        out[str(mode)] = (float(v), _number(lo), _number(hi))
+    return out
+
+
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+_TEXT = ("run_id", "started_at", "name", "started_text", "machine", "host", "jax")
+
+
+def _check_types(s: RunSummary) -> None:
+    """A cache entry edited or damaged into other types must not reach a template."""
+    ok = (
+        all(isinstance(getattr(s, f), str) for f in _TEXT)
+        and isinstance(s.complete, bool)
+        and all(isinstance(getattr(s, f), str | None) for f in ("label", "commit"))
+        and all(isinstance(x, str) for x in [*s.flags, *s.workloads])
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in s.devices.items())
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in s.fingerprint.items())
+    )
+    if not ok:
+        raise TypeError("a summary field has the wrong type")
+
+
+def _interval(value: float, low: float | None, high: float | None) -> Interval | None:
+    """(value, low, high), or None when the value cannot be drawn on a log axis."""
+    if not (math.isfinite(value) and value > 0):
+        return None
+    return (float(value), low, high)
+
+
+def case_figures(run: Run, key: CaseKey) -> CaseFigures:
+    """The speedups and times of one case of `run`, as the history draws them."""
+    speedups, times = {}, {}
+    for mode in JAX_MODES:
+        r = run.speedup(key, mode)
+        if r is not None and (iv := _interval(r.value, r.low, r.high)) is not None:
+            speedups[mode.value] = iv
+    for mode in ALL_MODES:
+        m = run.get(key, mode)
+        if m is None or not m.ok or m.summary is None:
+            continue
+        s = m.summary
+        if (iv := _interval(s.median, s.ci_low, s.ci_high)) is not None:
+            times[mode.value] = iv
+    return CaseFigures(speedups=speedups, times=times)
+
+
+def environment_fingerprint(run: Run) -> dict[str, str]:
+    """What about a run's machine and software changes its figures, as text by name."""
+    env = run.environment
+    out: dict[str, str] = {}
+    for key in ("host", "cpu", "backend", "python", "x64"):
+        if env.get(key) not in (None, ""):
+            out[key] = str(env.get(key))
+    for name, version in data.versions(run).items():
+        out[str(name)] = str(version)
+    kinds = sorted({c.device_kind for c in run.cases() if c.device_kind})
+    if kinds:
+        out["devices"] = ", ".join(kinds)
+    recorded = threads.recorded_summary(env)
+    if recorded:
+        out["threads"] = recorded
+    return out
+
+
+def summarize(run: Run) -> RunSummary:
+    """The index's and the history's view of `run`."""
+    settings = run.config.settings
+    devices = data.device_labels(run)
+    return RunSummary(
+        run_id=run.run_id,
+        started_at=str(run.started_at),
+        complete=bool(run.complete),
+        name=data.run_name(run),
+        label=data.run_label(run),
+        commit=data.commit(run),
+        started_text=data.started_text(run),
+        machine=data.machine(run),
+        host=data.host(run),
+        flags=[f for f in ("quick", "sweep", "x64") if getattr(settings, f, False)],
+        devices={d: data.device_title(run, d) for d in devices},
+        jax=str(data.versions(run).get("jax") or "—"),
+        workloads=data.workloads(run),
+        geomeans={
+            d: [(g.mode.value, g.value) for g in data.geomean_speedups(run, d)] for d in devices
+        },
+        fingerprint=environment_fingerprint(run),
+        cases={c.key: case_figures(run, c.key) for c in run.cases() if not data.is_sweep_case(c)},
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# The cache beside the runs
+
+
+@functools.cache
+def _generation() -> str:
+    """Entries hold only for the code that computed them: this module, the derived data and
+    the statistics and model they use (hashed from their source, so editing any of them in
+    a checkout makes old entries stale too)."""
+    digest = hashlib.sha256(Path(__file__).read_bytes())
+    for module in (data, stats, model, threads):
+        digest.update(Path(str(module.__file__)).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cache_path(run_file: Path) -> Path:
+    return run_file.parent / CACHE_FOLDER / run_file.name
+
+
+def cached(run_file: Path, stamp: Stamp) -> RunSummary | None:
+    """The summary stored for this version (`stamp`) of `run_file`, or None (none stored,
+    stale, or unreadable: all mean "summarise the run again")."""
+    try:
+        raw = json.loads(cache_path(run_file).read_text("utf-8"))
+        if raw["generation"] != _generation() or tuple(raw["stamp"]) != stamp:
+            return None
+        return RunSummary.from_json(raw["summary"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def store(run_file: Path, stamp: Stamp, summary: RunSummary) -> None:
+    """Keep `summary` for this version of `run_file` (best effort: a folder that cannot be
+    written only means summarising again next time)."""
+    entry = {"generation": _generation(), "stamp": list(stamp), "summary": summary.to_json()}
+    with contextlib.suppress(OutputError):
+        write_text_atomic(cache_path(run_file), json.dumps(entry, separators=(",", ":")))
+
+
+def prune(runs_dir: Path, keep: Iterable[str]) -> None:
+    """Drop the entries of run files no longer in `runs_dir`, so the cache stays as small
+    as the folder (best effort)."""
+    wanted = set(keep)
+    try:
+        for entry in (runs_dir / CACHE_FOLDER).iterdir():
+            if entry.name not in wanted:
+                entry.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+def stamp_of_file(path: Path) -> Stamp:
+    """The stamp of `path` as it is now (raises OSError when it is gone)."""
+    return stamp_of(os.stat(path))
