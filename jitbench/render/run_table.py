@@ -410,8 +410,6 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
     devices = len({c.device for c in cases}) > 1
     dtypes = len({c.dtype for c in cases}) > 1
     table = Table(
-        title=table_title(run),
-        title_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
@@ -526,7 +524,9 @@ def compact_table(run: Run, width: int | None = None) -> RenderableType:
     shorten the speedups and drop the transfer bytes. `summary_table` is the full table
     (`--wide`)."""
     layouts = [lambda layout=layout: _compact_layout(run, layout) for layout in _LAYOUTS]
-    return fit_first(layouts, width)
+    # The title above the table, not in it: a table's title wraps at the table's width,
+    # which cut "1 thread (core 0; openblas 1)" into four lines over a NumPy-only table.
+    return Group(table_title(run), fit_first(layouts, width))
 
 
 def problems(run: Run) -> list[str]:
