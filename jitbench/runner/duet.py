@@ -70,7 +70,8 @@ class DuetPlan:
     """How much to measure per case.
 
     Attributes:
-        budget_s: sampling seconds per case (both sides together) after `min_rounds`.
+        budget_s: sampling seconds per case and worker pair (both sides together) after
+            `min_rounds`.
         min_rounds: rounds every case gets, budget or not (each a paired sample per mode).
         max_rounds: rounds a case stops at, budget or not.
         compiles: cold jit compiles per side and worker pair (the first is the case's own).
@@ -78,14 +79,16 @@ class DuetPlan:
         seed: for the sides' random order in each round.
     """
 
-    budget_s: float = 1.0
+    budget_s: float = 0.7
     min_rounds: int = 20
     max_rounds: int = 200
     compiles: int = 5
-    # Two: one worker pair made `standardise` NumPy 9 % slower on one side of an A/A
-    # comparison, consistently over 69 rounds (a per-process effect: identical code);
-    # only a second pair tells such an offset from the code's.
-    pairs: int = 2
+    # Three, each with 0.7 s a case (about the cost of two with 1 s): one worker pair made
+    # `standardise` NumPy 9 % slower on one side of an A/A comparison, consistently over 69
+    # rounds (a per-process effect: identical code), and with two pairs both pairs of an
+    # A/A comparison put `logreg_step` eager 10 % and 16 % slower on the same side. The pair
+    # is the unit of evidence against such offsets; two units agree by chance too often.
+    pairs: int = 3
     seed: int = 0
 
 
