@@ -150,7 +150,9 @@ def compare_cmd(
     ] = None,
     budget: Annotated[
         float,
-        typer.Option("--budget", help="Interleaved: sampling seconds per case and worker pair, both sides."),
+        typer.Option(
+            "--budget", help="Interleaved: sampling seconds per case and worker pair, both sides."
+        ),
     ] = _DUET.budget_s,
     pairs: Annotated[
         int,

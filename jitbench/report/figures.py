@@ -20,7 +20,7 @@ from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.report import data
 from jitbench.report.data import plot_text
-from jitbench.results import Case, Mode, Run, Status
+from jitbench.results import Case, Measurement, Mode, Run, Status
 
 COLORS = {Mode.NUMPY: "#4c72b0", Mode.EAGER: "#dd8452", Mode.JIT: "#55a868"}
 SYMBOLS = {Mode.NUMPY: "square", Mode.EAGER: "circle", Mode.JIT: "diamond"}
@@ -647,6 +647,107 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> Figure:
             "range": [math.log10(xlo), math.log10(xhi)],
         },
         yaxis=seconds_axis(ylo, yhi, "time per call (log)"),
+    )
+    return fig.build()
+
+
+# ---------------------------------------------------------------------------------------
+# Several devices: the same case on each, on one axis
+
+#: Marker colours of the devices in a device comparison, in first-seen order (cycled).
+DEVICE_COLORS = ("#55a868", "#8172b3", "#c44e52", "#937860", "#da8bc3", "#64b5cd")
+
+
+def device_comparison_figure(run: Run, mode: Mode = Mode.JIT) -> Figure | None:
+    """`mode`'s median time per call of every preset case on each device of the run, side
+    by side on one log axis, with NumPy's (host code, the same on every device) as the
+    reference: which device runs which case fastest, and by how much. Hover for the
+    interval and the speedup over NumPy. None with fewer than two devices measuring `mode`.
+    """
+    devices = [
+        d
+        for d in data.device_labels(run)
+        if any(m.mode is mode and m.case.device == d for m in run.measurements)
+    ]
+    if len(devices) < 2:
+        return None
+    # One category per workload × size × dtype, in the order the cases were measured.
+    groups: dict[tuple[str, str, str], dict[str, Case]] = {}
+    for case in run.cases():
+        if not data.is_sweep_case(case):
+            groups.setdefault((case.workload, case.size, case.dtype), {})[case.device] = case
+    if not groups:
+        return None
+    dtypes = len({k[2] for k in groups}) > 1
+    labels = data.case_categories([next(iter(g.values())) for g in groups.values()])
+    if dtypes:
+        labels = [f"{label} {plot_text(k[2])}" for label, k in zip(labels, groups, strict=True)]
+    fig = Draft()
+    values: list[float] = []
+
+    def add(name: str, color: str, symbol: str, pick: Any) -> None:
+        xs, ys, hover = [], [], []
+        for label, cases in zip(labels, groups.values(), strict=True):
+            found = pick(cases)
+            if found is None:
+                continue
+            m, note = found
+            summary = m.summary
+            if summary is None or not m.ok or not summary.median > 0:
+                continue
+            xs.append(label)
+            ys.append(summary.median)
+            values.extend((summary.ci_low, summary.ci_high))
+            hover.append(
+                f"{label} · {plot_text(name)}<br>{fmt.seconds(summary.median)} "
+                f"[{fmt.seconds(summary.ci_low)}–{fmt.seconds(summary.ci_high)}]{note}"
+            )
+        if xs:
+            fig.add_trace(
+                trace(
+                    "scatter",
+                    x=xs,
+                    y=ys,
+                    mode="markers",
+                    name=name,
+                    offsetgroup=name,  # side by side within a case (`scattermode`)
+                    marker={"color": color, "symbol": symbol, "size": 10},
+                    hovertext=hover,
+                    hoverinfo="text",
+                )
+            )
+
+    def numpy_side(cases: dict[str, Case]) -> tuple[Measurement, str] | None:
+        for case in cases.values():  # one baseline per case, shared by the devices
+            m = run.get(case.key, Mode.NUMPY)
+            if m is not None:
+                return m, ""
+        return None
+
+    add("NumPy (host)", COLORS[Mode.NUMPY], SYMBOLS[Mode.NUMPY], numpy_side)
+    for i, device in enumerate(devices):
+
+        def on_device(cases: dict[str, Case], device: str = device) -> Any:
+            case = cases.get(device)
+            m = run.get(case.key, mode) if case is not None else None
+            if m is None:
+                return None
+            r = run.speedup(case.key, mode) if case is not None else None
+            note = f"<br>{fmt.ratio(r.value)} vs NumPy" if r is not None else ""
+            return m, note
+
+        kind = data.device_kind(run, device)
+        name = f"{mode.value} on {device}" + (f" ({kind})" if kind else "")
+        add(plot_text(name, limit=60), DEVICE_COLORS[i % len(DEVICE_COLORS)], "diamond", on_device)
+    if not values:
+        return None
+    lo, hi = log_range(values, pad=1.4)
+    base_layout(fig, height=400)
+    fig.update_layout(
+        scattermode="group",
+        scattergap=0.4,
+        xaxis={"type": "category", "categoryorder": "array", "categoryarray": labels},
+        yaxis=seconds_axis(lo, hi, "time per call (log; lower is faster)"),
     )
     return fig.build()
 

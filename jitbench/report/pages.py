@@ -293,6 +293,7 @@ def render_run_page(run: Run) -> str:
         notes=data.run_notes(run),
         interval_note=data.interval_note(run),
         heatmaps=table.heatmaps(run),
+        devices_figure=figures.device_comparison_figure(run),
         sections=_device_sections(run),
         problems=_problems(run),
         columns=table.case_columns(run),

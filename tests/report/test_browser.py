@@ -265,6 +265,9 @@ def test_two_devices_in_one_run(browser: Any, cli, tiny_suite: Path, tmp_path: P
     charts = p.charts()
     assert all(charts[f"speedup-{i}"]["y"] == "log" for i in (1, 2))
     assert {"compile-1", "compile-2"} <= set(charts)
+    # Both devices' jit on one axis, beside NumPy's time on the host.
+    assert charts["devices-chart"]["y"] == "log"
+    assert p.page.locator("#devices .legend .traces").count() == 3
     titles = p.page.eval_on_selector_all("section.device h2", "hs => hs.map(h => h.textContent)")
     assert "cpu:0" in titles[0] and "cpu:1" in titles[1]
     heads = p.page.eval_on_selector_all("#measurements th", "ths => ths.map(t => t.textContent)")

@@ -12,7 +12,7 @@ import pytest
 from jitbench.gate import compare
 from jitbench.report import comparison, data, figures, history
 from jitbench.results import Run, load_run
-from tests.report.builders import slower
+from tests.report.builders import relabelled, slower
 from tests.report.figure_check import checked
 
 FIXTURES = Path(__file__).resolve().parents[1] / "results" / "fixtures"
@@ -43,6 +43,8 @@ def every_figure(run: Run) -> dict[str, list[figures.Figure | None]]:
             add("figures.sweep_time_figure", figures.sweep_time_figure(run, device, wl))
     for case in run.cases():
         add("figures.distribution_figure", figures.distribution_figure(run, case))
+    add("figures.device_comparison_figure", figures.device_comparison_figure(run))
+    add("figures.device_comparison_figure", figures.device_comparison_figure(two_devices(run)))
     some = next((c.workload for c in run.cases() if not data.is_sweep_case(c)), None)
     other = slower(run, some, 2.0, run_id="other") if some else replace(run, run_id="other")
     hruns = history.history_runs([run, other])
@@ -52,6 +54,12 @@ def every_figure(run: Run) -> dict[str, list[figures.Figure | None]]:
     add("comparison.speedup_side_by_side", comparison.speedup_side_by_side(alignment))
     add("comparison.ratio_figure", comparison.ratio_figure(alignment, 0))
     return built
+
+
+def two_devices(run: Run) -> Run:
+    """`run` with a copy of every measurement on a second device (gpu:0)."""
+    gpu = relabelled(run, device="gpu:0", kind="H200", host="h", run_id=run.run_id)
+    return replace(run, measurements=(*run.measurements, *gpu.measurements))
 
 
 def _check_all(built: dict[str, list[figures.Figure | None]]) -> None:

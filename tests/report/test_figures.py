@@ -232,3 +232,19 @@ def test_a_size_order_inversion_is_no_headline_win() -> None:
     assert list(suspect.x) == ["gemm[S]"] and suspect.marker.symbol == "diamond-open"
     notes = {a.x: a.text for a in fig.layout.annotations}
     assert "⚠ jit size order" in notes["gemm[S]"]
+
+
+def test_device_comparison_puts_each_devices_case_on_one_axis(run: Run) -> None:
+    from tests.report.test_figure_validation import two_devices
+
+    assert figures.device_comparison_figure(run) is None  # one device: nothing to compare
+    fig = checked(figures.device_comparison_figure(two_devices(run)))
+    names = [t.name for t in fig.data]
+    assert names[0] == "NumPy (host)"
+    assert [n.split(" (")[0] for n in names[1:]] == ["jit on cpu:0", "jit on gpu:0"]
+    assert "H200" in names[2]
+    assert fig.layout.yaxis.type == "log"
+    # The same categories for both devices: the copy's points sit on the original's.
+    assert list(fig.data[1].x) == list(fig.data[2].x)
+    assert list(fig.data[1].y) == pytest.approx(list(fig.data[2].y))
+    assert list(fig.layout.xaxis.categoryarray)[: len(fig.data[1].x)] == list(fig.data[1].x)
