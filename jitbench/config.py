@@ -283,6 +283,10 @@ class RunConfig:
     `label` is a short name for the run (`--label`), shown on its pages and in comparisons
     instead of the run id; it changes nothing that is measured.
 
+    `time_split` (`--time-split`) traces a few calls of each JAX mode per case with
+    `jax.profiler` after sampling, to split their time into host dispatch and device
+    execution (`Measurement.time_split`); the samples are taken before and are unaffected.
+
     Raises:
         ConfigError: a field of the wrong type or out of range, an unknown or missing mode,
             or a plan a whole run cannot use (no budget, precision 0, `min_samples` above
@@ -302,6 +306,7 @@ class RunConfig:
     processes: int = 1
     threads: int | None = 1
     label: str | None = None
+    time_split: bool = False
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -317,6 +322,7 @@ class RunConfig:
         _set(self, "devices", _names("--devices", self.devices, example="('cpu', 'gpu:1')"))
         for name in ("x64", "sweep", "quick", "isolate"):
             _flag(f"--{name}", getattr(self, name))
+        _flag("--time-split", self.time_split)
         _count("--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more.")
         _count(
             "--processes",

@@ -15,7 +15,7 @@ import jax
 
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import devices, diagnose, environment, modes, protocol
+from jitbench.measure import devices, diagnose, environment, modes, protocol, timeline
 from jitbench.measure.threads import limited_threads
 from jitbench.results import (
     Case,
@@ -115,10 +115,6 @@ def _ir_texts(
     return aot.jaxpr_text, aot.hlo_text, None
 
 
-#: Calls of each JAX mode traced with `jax.profiler` to split host dispatch from device time.
-SPLIT_CALLS = 5
-
-
 def profile_workload(
     wl: Workload,
     *,
@@ -159,7 +155,7 @@ def profile_workload(
         devices.warm_up_process([dev])
         planned = protocol.PlannedCase(wl, label, params, dev, dtype)
         measurements = protocol.measure_case(
-            planned, config, split_calls=SPLIT_CALLS, report=report
+            planned, config, split_calls=timeline.SPLIT_CALLS, report=report
         )
         jaxpr_text = hlo_text = None
         text_error = None

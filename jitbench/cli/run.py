@@ -69,6 +69,7 @@ def build_config(
     processes: int | None = None,
     threads: str | int | None = 1,
     label: str | None = None,
+    time_split: bool = False,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
     `--min-samples` above the default cap raises the cap with it; `threads` is a number or
@@ -98,6 +99,7 @@ def build_config(
         processes=base.processes if processes is None else processes,
         threads=parse_threads(threads),
         label=label,
+        time_split=time_split,
     )
 
 
@@ -350,6 +352,15 @@ def run_cmd(
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 if any case errors or mismatches.")
     ] = False,
+    time_split: Annotated[
+        bool,
+        typer.Option(
+            "--time-split",
+            help="After sampling, trace 5 calls of each JAX mode per case with jax.profiler "
+            "and split their time into host dispatch and device execution (in the run JSON "
+            "and the HTML report; adds about a second per case).",
+        ),
+    ] = False,
     isolate: Annotated[
         bool,
         typer.Option(
@@ -485,6 +496,7 @@ def run_cmd(
         processes=processes,
         threads=threads,
         label=label,
+        time_split=time_split,
     )
     if distributed:
         if isolate or config.processes > 1:

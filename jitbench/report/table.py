@@ -107,6 +107,18 @@ def case_columns(run: Run) -> list[Column]:
         cols.append(
             Column("transfer", "transfer", True, "host → device copy of the inputs (device_put)")
         )
+    split_modes = {m.mode for m in run.measurements if m.time_split is not None}
+    for mode in JAX_MODES:
+        if mode in split_modes:
+            cols.append(
+                Column(
+                    f"{mode.value}_split",
+                    f"{mode.value} host · device",
+                    True,
+                    f"{mode.value}: host dispatch and device execution per call, from a "
+                    "jax.profiler trace of a few calls (--time-split); the larger bounds the call",
+                )
+            )
     cols.append(Column("notes", "notes", title="diagnostic codes by mode; details per case"))
     return cols
 
@@ -159,6 +171,24 @@ def _transfer(case: Case, by_mode: dict[Mode, Measurement | None]) -> Cell:
         m.transfer_s,
         title=f"jax.device_put of the inputs, timed on its own{rate}",
         sub=fmt.bytes_(nbytes) if nbytes is not None else "",
+    )
+
+
+def _split_cell(m: Measurement | None) -> Cell:
+    """'137 µs · 83 µs' (host dispatch · device execution per call), sorted by the host's
+    share of the two: which one bounds the call."""
+    t = m.time_split if m is not None else None
+    if t is None:
+        return Cell("—")
+    bound = "host dispatch" if t.host_s > t.device_s else "device execution"
+    total = t.host_s + t.device_s
+    return Cell(
+        f"{fmt.seconds(t.host_s)} · {fmt.seconds(t.device_s)}",
+        t.host_s / total if total > 0 else None,
+        title=f"bound by {bound}; traced wall {fmt.seconds(t.wall_s)} per call over "
+        f"{t.calls} calls (the profiler slows them: compare host with device, not with the "
+        "median)",
+        sub="host-bound" if t.host_s > t.device_s else "device-bound",
     )
 
 
@@ -221,6 +251,7 @@ def case_rows(run: Run) -> list[CaseRow]:
                 else "",
             ),
             "transfer": _transfer(case, by_mode),
+            **{f"{m.value}_split": _split_cell(by_mode[m]) for m in JAX_MODES},
             "notes": Cell(short, short, title=full),
         }
         rows.append(
@@ -453,7 +484,8 @@ CSV_FIELDS = (
     "device", "device_kind", "dtype", "mode", "status", "median_s", "ci_low_s", "ci_high_s",
     "samples", "calls_per_sample", "speedup", "speedup_low", "speedup_high", "first_call_s",
     "compile_s", "trace_s", "lower_s", "xla_compile_s", "break_even_calls", "gflop_per_s",
-    "transfer_s", "transfer_bytes", "peak_bytes", "diagnostics", "error",
+    "transfer_s", "transfer_bytes", "peak_bytes", "host_dispatch_s", "device_execution_s",
+    "diagnostics", "error",
 )  # fmt: skip
 
 
@@ -507,6 +539,8 @@ def run_csv(run: Run) -> str:
             "transfer_s": m.transfer_s,
             "transfer_bytes": m.transfer_bytes,
             "peak_bytes": (c.memory or {}).get("peak_bytes") if c else None,
+            "host_dispatch_s": m.time_split.host_s if m.time_split else None,
+            "device_execution_s": m.time_split.device_s if m.time_split else None,
             "diagnostics": " ".join(d.code for d in m.diagnostics),
             "error": f"{m.error.type}: {m.error.message}" if m.error else "",
         }

@@ -62,7 +62,7 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
     try:
         from jitbench import results
         from jitbench.config import RunConfig
-        from jitbench.measure import devices, protocol
+        from jitbench.measure import devices, protocol, timeline
         from jitbench.measure.threads import limited_threads
         from jitbench.runner.warmup import warm_up
         from jitbench.suite import discovery as registry
@@ -85,7 +85,8 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
                 )
                 for device in chosen
             ]
-            measured = protocol.measure_cases(planned, config)
+            split_calls = timeline.SPLIT_CALLS if config.time_split else 0
+            measured = protocol.measure_cases(planned, config, split_calls=split_calls)
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         with suppress(Exception):  # the pipe may be gone; the parent sees EOF then

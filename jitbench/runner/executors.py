@@ -19,6 +19,7 @@ import jax
 
 from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
+from jitbench.measure import timeline
 from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import (
     CaseSession,
@@ -132,8 +133,11 @@ class InProcessExecutor:
         self, pcs: Sequence[PlannedCase], report: StepReport | None = None
     ) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config
+        split_calls = timeline.SPLIT_CALLS if config.time_split else 0
         if not self.spreads_rounds:
-            result, _ = self.guarded(pcs, lambda: measure_cases(pcs, config, report=report))
+            result, _ = self.guarded(
+                pcs, lambda: measure_cases(pcs, config, split_calls=split_calls, report=report)
+            )
             return result, None
         opened: list[CaseSession] = []
 
@@ -147,6 +151,10 @@ class InProcessExecutor:
                 report=report,
             )
             session.sample(config.plan.for_round(), report=report)
+            if split_calls:  # traced once, after the first round: apart from the samples
+                if report is not None:
+                    report("tracing calls", None)
+                session.trace_splits(split_calls)
             opened.append(session)
             return session.measurements()
 

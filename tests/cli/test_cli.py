@@ -215,3 +215,30 @@ def test_env_shows_blas_pools_cores_xla_thread_flags_and_the_machine(monkeypatch
     settings = environment.thread_settings()
     assert settings["xla_thread_flags"] == ["--xla_cpu_multi_thread_eigen=false"]
     assert settings["env"]["OPENBLAS_NUM_THREADS"] == "1"
+
+
+def test_run_time_split_records_and_shows_host_and_device_time(cli, tiny_suite, tmp_path):
+    result = cli(
+        "run", "double", "--quick", "-m", "numpy,jit", "--time-split",
+        "--suite", str(tiny_suite), "--out", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    [path] = (tmp_path / "runs").glob("*.json")
+    run = load_run(path)
+    assert run.config.settings.time_split
+    by_mode = {m.mode.value: m for m in run.measurements}
+    split = by_mode["jit"].time_split
+    assert by_mode["numpy"].time_split is None  # host code: nothing to split
+    assert split is not None and split.calls == 5
+    assert split.wall_s > 0 and split.host_s > 0 and split.device_s >= 0
+    page = path.with_suffix(".html").read_text()
+    assert "jit host · device" in page
+    assert "host_dispatch_s" in path.with_suffix(".csv").read_text().splitlines()[0]
+
+
+def test_time_split_must_be_a_flag() -> None:
+    from jitbench.config import RunConfig
+    from jitbench.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--time-split is a flag"):
+        RunConfig(time_split="yes")  # type: ignore[arg-type]
