@@ -12,7 +12,7 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
@@ -103,6 +103,28 @@ def case_columns(run: Run) -> list[Column]:
             ),
             Column("gflops", "GFLOP/s", True, "jit: XLA's flop count ÷ median time"),
         ]
+    if Mode.SHARDED in modes:
+        cols += [
+            Column(
+                "sharded",
+                "sharded",
+                True,
+                "median time per call of jit's program over a mesh of the platform's devices "
+                "(the sub-line: how many)",
+            ),
+            Column(
+                "scaling",
+                "vs 1 device ×",
+                True,
+                "jit time on one device ÷ sharded time, with its 95 % interval",
+            ),
+            Column(
+                "efficiency",
+                "efficiency",
+                True,
+                "that speedup ÷ the number of devices (100 %: perfect scaling)",
+            ),
+        ]
     if modes & set(JAX_MODES):
         cols.append(
             Column("transfer", "transfer", True, "host → device copy of the inputs (device_put)")
@@ -172,6 +194,26 @@ def _transfer(case: Case, by_mode: dict[Mode, Measurement | None]) -> Cell:
         title=f"jax.device_put of the inputs, timed on its own{rate}",
         sub=fmt.bytes_(nbytes) if nbytes is not None else "",
     )
+
+
+def _sharded_cells(run: Run, case: Case) -> dict[str, Cell]:
+    """The sharded time (with the mesh's size), its speedup over jit on one device and the
+    scaling efficiency (`Run.scaling`)."""
+    m = run.get(case.key, Mode.SHARDED)
+    time = _time_cell(m)
+    if m is not None and m.sharding is not None:
+        devices = m.sharding.device_count
+        time = replace(time, sub=" · ".join(filter(None, (time.sub, f"{devices} devices"))))
+    scaling = run.scaling(case.key)
+    if scaling is None:
+        return {"sharded": time, "scaling": Cell("—"), "efficiency": Cell("—")}
+    r, e = scaling.speedup, scaling.efficiency
+    interval = f"[{r.low:.3g}–{r.high:.3g}]" if r.low is not None and r.high is not None else ""
+    return {
+        "sharded": time,
+        "scaling": Cell(fmt.ratio(r.value), r.value, sub=interval),
+        "efficiency": Cell(f"{e.value:.0%}", e.value),
+    }
 
 
 def _split_cell(m: Measurement | None) -> Cell:
@@ -250,6 +292,7 @@ def case_rows(run: Run) -> list[CaseRow]:
                 if c is not None and c.has_loops
                 else "",
             ),
+            **_sharded_cells(run, case),
             "transfer": _transfer(case, by_mode),
             **{f"{m.value}_split": _split_cell(by_mode[m]) for m in JAX_MODES},
             "notes": Cell(short, short, title=full),

@@ -98,3 +98,24 @@ def test_heatmap_is_log_coloured_around_one(run: Run) -> None:
     assert table.heat_color(-1.0, 1.0) == ("#67001f", "#ffffff")
     assert table.heat_color(5.0, 1.0) == ("#053061", "#ffffff")
     assert [label for label, _, _ in jit.legend][len(jit.legend) // 2] == "1×"
+
+
+def test_sharded_columns_show_the_mesh_the_scaling_and_the_efficiency() -> None:
+    from pathlib import Path
+
+    from jitbench.results import load_run
+
+    fixtures = Path(__file__).resolve().parents[1] / "results" / "fixtures"
+    run = load_run(fixtures / "run-schema-1.5.json")
+    keys = [c.key for c in table.case_columns(run)]
+    assert keys.index("jit") < keys.index("sharded") < keys.index("scaling")
+    assert keys.index("scaling") < keys.index("efficiency")
+    row = table.case_rows(run)[0]
+    scaling = run.scaling(row.case.key)
+    assert scaling is not None
+    assert row.cells["sharded"].sub.endswith("4 devices")
+    assert row.cells["scaling"].sort == scaling.speedup.value
+    assert row.cells["efficiency"].text == f"{scaling.speedup.value / 4:.0%}"
+    # A run without sharded mode has none of these columns.
+    plain = load_run(fixtures / "run-schema-1.4.json")
+    assert not {"sharded", "scaling", "efficiency"} & {c.key for c in table.case_columns(plain)}
