@@ -499,6 +499,15 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
 # Size sweeps
 
 
+def sweep_xaxis(title: str, lo: float, hi: float) -> dict[str, Any]:
+    """The log axis of a sweep's own parameter over [lo, hi]."""
+    return {
+        "title": {"text": plot_text(title, limit=80)},
+        "type": "log",
+        "range": [math.log10(lo), math.log10(hi)],
+    }
+
+
 def sweep_speedup_figure(run: Run, device: str, workload: str) -> Figure:
     """Speedup over NumPy of eager and jit against the sweep's own parameter (log–log),
     with 95 % interval bands, a 1× line and a dotted vertical line where a mode crosses
@@ -581,11 +590,7 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> Figure:
     parity_line(fig)
     base_layout(fig, height=380)
     fig.update_layout(
-        xaxis={
-            "title": {"text": plot_text(axis.title, limit=80)},
-            "type": "log",
-            "range": [math.log10(xlo), math.log10(xhi)],
-        },
+        xaxis=sweep_xaxis(axis.title, xlo, xhi),
         yaxis=ratio_axis(lo, hi, "speedup over NumPy (×, log)"),
     )
     return fig.build()
@@ -641,11 +646,7 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> Figure:
     xlo, xhi = log_range(xs_all, pad=1.3)
     base_layout(fig, height=360)
     fig.update_layout(
-        xaxis={
-            "title": {"text": plot_text(axis.title, limit=80)},
-            "type": "log",
-            "range": [math.log10(xlo), math.log10(xhi)],
-        },
+        xaxis=sweep_xaxis(axis.title, xlo, xhi),
         yaxis=seconds_axis(ylo, yhi, "time per call (log)"),
     )
     return fig.build()
