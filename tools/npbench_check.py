@@ -20,13 +20,14 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout's jitbench
 
 from jitbench import api
-from jitbench.config import RunConfig, SamplingPlan
+from jitbench.config import RunConfig
 from jitbench.results import Measurement, Mode, Run, Status
 from jitbench.runner.events import CaseFinished, RunEvent, SuiteSkipped
 from jitbench.suite import npbench
@@ -72,20 +73,12 @@ def by_workload(run: Run) -> dict[str, list[Measurement]]:
 
 def measure(spec: str, args: argparse.Namespace, modes: tuple[Mode, ...], timeout_s: float) -> Run:
     """One pass of `jitbench.run` over the clone's kernels in `modes`."""
-    plan = SamplingPlan(
-        min_sample_s=0.001,
-        warmup_s=0.0,
-        min_samples=3,
-        max_samples=5,
-        precision=0.05,
-        budget_s=args.budget,
-        floor_samples=3,
-    )
-    config = RunConfig(
+    quick = RunConfig.quick_settings()
+    config = replace(
+        quick,
         sizes=(args.size,),
         modes=modes,
-        plan=plan,
-        quick=True,
+        plan=replace(quick.plan, budget_s=args.budget),
         x64=args.x64,
         timeout_s=timeout_s,
         isolate=args.isolate,

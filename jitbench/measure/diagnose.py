@@ -50,6 +50,7 @@ REPLICATED = "sharded-replicated"  # an input sharded mode would split went whol
 OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
 NO_FINITE = "no-finite-output"
+NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
 
 PITFALL_CODES = frozenset(
     {
@@ -352,6 +353,18 @@ def no_finite_output() -> Diagnostic:
         "modes proves nothing (and NaN arithmetic can run at another speed)",
         hint="check the input function and the workload for a division by zero, a log of "
         "negatives or an overflow; time a computation with real values.",
+    )
+
+
+def no_time_split(mode: Mode, reason: str) -> Diagnostic:
+    """The profiler trace that splits `mode`'s time into host dispatch and device execution
+    failed or held no call (`measure.timeline`); the timing itself is unaffected."""
+    return Diagnostic(
+        code=NO_TIME_SPLIT,
+        severity=Severity.INFO,
+        message=f"no host/device split for {mode.value}: {reason}; the timing is unaffected",
+        hint="another jax.profiler trace may be running in this process; stop it, or run "
+        "`jitbench profile` on this workload alone.",
     )
 
 

@@ -437,21 +437,32 @@ class CaseSession:
                 compile_repeats_s=tuple(sum(stages) for stages in repeats),
             )
 
-    def trace_splits(self, calls: int = 5) -> None:
+    def trace_splits(self, calls: int, *, report: StepReport | None = None) -> None:
         """Split each runnable JAX mode's time into host dispatch and device execution
         from JAX's profiler trace of `calls` calls (`measure.timeline`); a mode whose
-        trace fails keeps no split (the measurement is unaffected)."""
+        trace fails or holds no call keeps no split and says why (`time-split-unavailable`:
+        the measurement is unaffected)."""
         from jitbench.measure import timeline
 
+        if report is not None:
+            report("tracing calls", None)
         if self.cache_generation != jcompile.cache_generation():
             self._rewarm(self.plan)
         for slot, state in self._runnable_slots().items():
             if state.mode is Mode.NUMPY or state.call is None:
                 continue
-            with contextlib.suppress(Exception), modes.timed_region(state.mode):
-                split = timeline.time_split(state.call, calls)
-                if split is not None:
-                    self.splits[slot] = split
+            try:
+                with modes.timed_region(state.mode):
+                    split = timeline.time_split(state.call, calls)
+            except Exception as exc:  # the profiler's own trouble: the samples stand
+                reason = f"the profiler trace failed ({type(exc).__name__}: {exc})"
+                state.diagnostics.append(diagnose.no_time_split(state.mode, reason))
+                continue
+            if split is None:
+                reason = "the profiler trace held none of the traced calls"
+                state.diagnostics.append(diagnose.no_time_split(state.mode, reason))
+            else:
+                self.splits[slot] = split
 
     def calls_per_sample(self, mode: Mode) -> int:
         """The calibrated calls per sample of `mode` (first device); 0 when it cannot run."""
@@ -969,8 +980,6 @@ def measure_cases(
     for _ in range(config.plan.compile_measurements - 1):
         session.repeat_compile(report=report)
     if split_calls:
-        if report is not None:
-            report("tracing calls", None)
-        session.trace_splits(split_calls)
+        session.trace_splits(split_calls, report=report)
     # 5. Diagnostics that compare modes (speed, compile figures): pure post-processing.
     return session.measurements()

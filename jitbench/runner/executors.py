@@ -152,9 +152,7 @@ class InProcessExecutor:
             )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
-                if report is not None:
-                    report("tracing calls", None)
-                session.trace_splits(split_calls)
+                session.trace_splits(split_calls, report=report)
             opened.append(session)
             return session.measurements()
 

@@ -59,3 +59,27 @@ def test_a_real_trace_of_jit_and_eager() -> None:
         assert split is not None and split.calls == 3
         assert 0 < split.host_s <= split.wall_s
         assert 0 <= split.device_s <= split.wall_s
+
+
+def test_a_trace_that_fails_is_said_not_silently_skipped(tmp_path) -> None:
+    """With another profiler trace running, the split's own trace cannot start: the case
+    is measured as usual and each JAX mode says why it has no split."""
+    from jitbench.config import RunConfig
+    from jitbench.measure import protocol
+    from jitbench.suite.discovery import discover
+    from tests.faults import FAULT_SUITE
+
+    wl = discover([FAULT_SUITE]).get("ok_double")
+    pc = protocol.PlannedCase(wl, "S", dict(wl.sizes["S"]), jax.devices("cpu")[0], "float32")
+    jax.profiler.start_trace(str(tmp_path))
+    try:
+        measured = protocol.measure_case(pc, RunConfig.quick_settings(), split_calls=3)
+    finally:
+        jax.profiler.stop_trace()
+    by_mode = {m.mode.value: m for m in measured}
+    for mode in ("eager", "jit"):
+        m = by_mode[mode]
+        assert m.ok and m.samples_s and m.time_split is None
+        [note] = [d for d in m.diagnostics if d.code == "time-split-unavailable"]
+        assert "profiler trace failed" in note.message
+    assert not [d for d in by_mode["numpy"].diagnostics if d.code == "time-split-unavailable"]
