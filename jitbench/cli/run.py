@@ -557,7 +557,7 @@ def run_cmd(
         from jitbench.report import write_index, write_run_page  # plotly/jinja2 when needed
 
         page = write_run_page(run, out_dir)
-        write_index(out_dir)
+        write_index(out_dir, fresh=[run])  # summarised from memory, not read back
 
     # With --format markdown or csv, stdout holds the table alone; the rest goes to stderr.
     notes = out if table_format is TableFormat.TABLE else err

@@ -72,7 +72,7 @@ def place_inputs(wl: Workload, host: Inputs, device_count: int) -> list[Placemen
 
     Raises:
         WorkloadError: `shard=` names an input the call does not have, a static one, or an
-            axis the input lacks.
+            axis the input lacks (a scalar has none).
     """
     static = set(host.static_argnums)
     names = wl.argument_names(len(host.args))
@@ -137,6 +137,11 @@ def _split(
     *,
     declared: bool,
 ) -> Placement:
+    if not shapes:  # only a declaration gets here with a scalar
+        raise WorkloadError(
+            f"workload {wl.name!r}: shard splits axis {axis} of {name!r}, a scalar with no "
+            "axis to split; leave it out, or None to replicate it."
+        )
     for shape in shapes:
         if not -len(shape) <= axis < len(shape):
             raise WorkloadError(

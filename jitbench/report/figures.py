@@ -38,7 +38,8 @@ CATEGORY_PX = 26
 #: A plotly.js figure as plain JSON-ready data: {"data": [trace, ...], "layout": {...}}.
 #: Built as dicts, not plotly.py objects: plotly.py validates every property as it is set,
 #: which cost most of a report's time (a second for 24 history figures); the tests validate
-#: every builder's output with `go.Figure` instead (tests/report/conftest.py).
+#: every builder's output with `go.Figure` instead (`tests/report/figure_check.py`, driven
+#: by `tests/report/test_figure_validation.py`).
 Figure = dict[str, Any]
 
 
@@ -730,10 +731,12 @@ def device_comparison_figure(run: Run, mode: Mode = Mode.JIT) -> Figure | None:
 
         def on_device(cases: dict[str, Case], device: str = device) -> Any:
             case = cases.get(device)
-            m = run.get(case.key, mode) if case is not None else None
+            if case is None:
+                return None
+            m = run.get(case.key, mode)
             if m is None:
                 return None
-            r = run.speedup(case.key, mode) if case is not None else None
+            r = run.speedup(case.key, mode)
             note = f"<br>{fmt.ratio(r.value)} vs NumPy" if r is not None else ""
             return m, note
 

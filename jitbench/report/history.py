@@ -47,7 +47,7 @@ class HistoryRun:
     changes: tuple[str, ...]
     #: the run's preset cases in its own order with their figures (a dict: ordered, quick
     #: to look up)
-    case_keys: Mapping[CaseKey, CaseFigures] = field(default_factory=dict)
+    cases: Mapping[CaseKey, CaseFigures] = field(default_factory=dict)
 
     @property
     def run_id(self) -> str:
@@ -75,7 +75,7 @@ def history_runs(runs: Sequence[Run | RunSummary]) -> list[HistoryRun]:
                 date=when.isoformat() if when else None,
                 commit=s.commit,
                 changes=changes,
-                case_keys=s.cases,
+                cases=s.cases,
             )
         )
     return out
@@ -83,7 +83,7 @@ def history_runs(runs: Sequence[Run | RunSummary]) -> list[HistoryRun]:
 
 def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
     """Every workload measured at a preset size in any of the runs, first seen first."""
-    return list(dict.fromkeys(k[0] for h in hruns for k in h.case_keys))
+    return list(dict.fromkeys(k[0] for h in hruns for k in h.cases))
 
 
 def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None:
@@ -94,7 +94,7 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
     measured the workload."""
     keys: dict[tuple[str, str, str], None] = {}
     for h in hruns:
-        for case_key in h.case_keys:
+        for case_key in h.cases:
             if case_key[0] == workload:
                 keys.setdefault(case_key[1:])
     if not keys:
@@ -123,7 +123,7 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                 cats, dates, ys, plus, minus, hover = [], [], [], [], [], []
                 key = (workload, size, device, dtype)
                 for h in hruns:
-                    figs = h.case_keys.get(key)
+                    figs = h.cases.get(key)
                     found = (figs.speedups if panel == 1 else figs.times) if figs else {}
                     if mode.value not in found:
                         continue

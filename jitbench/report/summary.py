@@ -24,13 +24,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.errors import OutputError
-from jitbench.measure import threads
+from jitbench.measure import diagnose, machine, threads
 from jitbench.report import data
 from jitbench.results import Run, model, write_text_atomic
 from jitbench.results.validated import Stamp, stamp_of
+from jitbench.suite import workload
 
 #: The folder in `runs/` that holds one summary per run file (a dot folder: readers glob
 #: runs/*.json for runs, and it is no run).
@@ -206,10 +208,11 @@ def summarize(run: Run) -> RunSummary:
 @functools.cache
 def _generation() -> str:
     """Entries hold only for the code that computed them: this module, the derived data and
-    the statistics and model they use (hashed from their source, so editing any of them in
-    a checkout makes old entries stale too)."""
+    every jitbench module it computes with (statistics, model, the suspect-figure rules of
+    `diagnose`, sweep labels, formatting), hashed from their source, so editing any of
+    them in a checkout makes old entries stale too."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    for module in (data, stats, model, threads):
+    for module in (data, stats, model, threads, diagnose, machine, fmt, workload):
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 

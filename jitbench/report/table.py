@@ -378,7 +378,8 @@ def heatmaps(run: Run) -> list[Heatmap]:
     names = list(dict.fromkeys(c.workload for c in run.cases() if not data.is_sweep_case(c)))
     if Mode.NUMPY not in modes or not columns:
         return []
-    by_key = {(c.workload, c.size, c.device): c for c in run.cases()}
+    # Preset cases only: a sweep's extreme sizes must not stretch the colour scale.
+    by_key = {(c.workload, c.size, c.device): c for c in run.cases() if not data.is_sweep_case(c)}
     speed = {
         (mode, key): run.speedup(case.key, mode)
         for mode in JAX_MODES

@@ -108,7 +108,8 @@ def merge_processes(runs: Sequence[Run]) -> Run:
     with its process ("gpu:8@p1"), since each process measured on its own devices. The
     first process's id (with "-merged"), configuration and environment, the latter with
     every process's host and run id under "processes"; the earliest start, the latest
-    finish.
+    finish. With a process's file missing, the run is incomplete and says which
+    ("missing_processes").
 
     Raises:
         ResultsFormatError: a run records no process, or the runs are not the distinct
@@ -141,19 +142,23 @@ def merge_processes(runs: Sequence[Run]) -> Run:
         for m in run.measurements
     )
     finished = [r.finished_at for _, r in found]
+    # A process whose file is missing (its host failed) leaves the merged run incomplete,
+    # with the gap on record, rather than refused: what the others measured is kept.
+    missing = sorted(set(range(counts.pop())) - set(indices))
     environment = {
         **first.environment,
         "processes": [
             {"index": index, "host": r.environment.get("host"), "run_id": r.run_id}
             for (index, _), r in found
         ],
+        **({"missing_processes": missing} if missing else {}),
     }
     return replace(
         first,
         run_id=f"{first.run_id}-merged",
         started_at=min(r.started_at for _, r in found),
         finished_at=None if None in finished else max(f for f in finished if f is not None),
-        complete=all(r.complete for _, r in found),
+        complete=not missing and all(r.complete for _, r in found),
         environment=environment,
         measurements=measurements,
     )

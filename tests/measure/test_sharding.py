@@ -74,6 +74,7 @@ def test_declared_axes_and_replication() -> None:
         ({"a": 2}, "shard splits axis 2 of .a., which has 2 dimension"),
         ({"zz": 0}, "shard names 'zz', which is not one of its inputs"),
         ({5: 0}, "shard names position 5"),
+        ({"c": 0}, "shard splits axis 0 of .c., a scalar with no axis to split"),
     ],
 )
 def test_a_declaration_the_inputs_do_not_fit_is_refused(shard: object, message: str) -> None:

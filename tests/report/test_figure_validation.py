@@ -63,7 +63,6 @@ def two_devices(run: Run) -> Run:
 
 
 def _check_all(built: dict[str, list[figures.Figure | None]]) -> None:
-    assert set(built) == BUILDERS, "every_figure must call every builder"
     for name, figs in built.items():
         for fig in figs:
             if fig is not None:

@@ -83,7 +83,7 @@ def test_entries_of_removed_runs_are_dropped(run: Run, tmp_path: Path) -> None:
     assert [p.name for p in cache.iterdir()] == [f"{run.run_id}.json"]
 
 
-def test_a_read_only_cache_is_no_error(run: Run, tmp_path: Path) -> None:
+def test_an_unwritable_cache_is_no_error(run: Run, tmp_path: Path) -> None:
     (tmp_path / "runs").mkdir()
     save_run(run, tmp_path / "runs" / f"{run.run_id}.json")
     (tmp_path / "runs" / summary.CACHE_FOLDER).write_text("a file, not a folder")

@@ -119,3 +119,22 @@ def test_sharded_columns_show_the_mesh_the_scaling_and_the_efficiency() -> None:
     # A run without sharded mode has none of these columns.
     plain = load_run(fixtures / "run-schema-1.4.json")
     assert not {"sharded", "scaling", "efficiency"} & {c.key for c in table.case_columns(plain)}
+
+
+def test_sweep_points_do_not_stretch_the_heatmaps_colour_scale() -> None:
+    from jitbench.suite.workload import sweep_label
+
+    run = seed_run()
+    params = {"n": 1000}
+    sweep = tuple(
+        replace(
+            m,
+            case=replace(m.case, size=sweep_label(params), params=params),
+            # a 10,000x jit win at a sweep size the heatmap does not show
+            samples_s=tuple(s / 1e4 for s in m.samples_s) if m.mode is Mode.JIT else m.samples_s,
+        )
+        for m in run.measurements
+        if m.case.size == "S"
+    )
+    with_sweep = replace(run, measurements=(*run.measurements, *sweep))
+    assert [h.legend for h in table.heatmaps(with_sweep)] == [h.legend for h in table.heatmaps(run)]

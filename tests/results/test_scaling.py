@@ -82,3 +82,16 @@ def test_merge_refuses_runs_that_are_not_one_runs_processes(processes, message) 
     runs = [_run((1.0,) * 3, (1.0,) * 3, process=p) for p in processes]
     with pytest.raises(ResultsFormatError, match=message):
         merge_processes(runs)
+
+
+def test_merge_of_some_processes_is_kept_but_incomplete() -> None:
+    from dataclasses import replace
+
+    runs = [
+        replace(_run((1.0,) * 3, (1.0,) * 3, process={"index": i, "count": 3}), run_id=f"r{i}")
+        for i in (0, 2)
+    ]
+    merged = merge_processes(runs)
+    assert not merged.complete
+    assert merged.environment["missing_processes"] == [1]
+    assert [c.device for c in merged.cases()] == ["cpu:0@p0", "cpu:0@p2"]
