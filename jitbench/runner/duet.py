@@ -242,11 +242,34 @@ def side_environment(side: Side, base_env: Mapping[str, str] | None = None) -> d
     return env
 
 
-def _start(sides: Sequence[Side], config: RunConfig, cores: Sequence[int]) -> list[_Worker]:
-    """Start one worker per side (in parallel: JAX's import dominates) and init them."""
+#: The largest random heap offset a worker starts with (see `layout_offsets`).
+MAX_LAYOUT_OFFSET = 4 * 1024 * 1024
+
+
+def layout_offsets(rng: random.Random, count: int) -> list[int]:
+    """A random heap offset (bytes, a multiple of 16) for each of `count` workers.
+
+    Where a process's large buffers land relative to pages and cache sets follows from
+    everything it allocated before them, and that history is the same in every worker of
+    one side (the same paths, imports and cases in the same order) but differs between the
+    sides even for identical code. A layout that happens to suit one side then makes all of
+    its workers alike faster, which no number of worker pairs can tell from a code change
+    (Mytkowicz et al. 2009; Curtsinger & Berger's Stabilizer, 2013). Each worker therefore
+    holds a block of random size from its start, so every later allocation on the heap
+    lands at a random offset: the layout's effect becomes noise between worker pairs,
+    which the pair-level test accounts for, instead of a bias of one side.
+    """
+    return [rng.randrange(0, MAX_LAYOUT_OFFSET, 16) for _ in range(count)]
+
+
+def _start(
+    sides: Sequence[Side], config: RunConfig, cores: Sequence[int], offsets: Sequence[int]
+) -> list[_Worker]:
+    """Start one worker per side (in parallel: JAX's import dominates) and init them, each
+    with its heap offset from `offsets`."""
     workers = [_Worker(side, env=side_environment(side)) for side in sides]
     try:
-        for w in workers:
+        for w, offset in zip(workers, offsets, strict=True):
             assert w.proc.stdin is not None
             try:
                 w.proc.stdin.write(
@@ -257,6 +280,7 @@ def _start(sides: Sequence[Side], config: RunConfig, cores: Sequence[int]) -> li
                             "suites": list(w.side.suites),
                             "cwd": w.side.cwd,
                             "cores": list(cores),
+                            "layout_offset": offset,
                         }
                     )
                     + "\n"
@@ -422,7 +446,7 @@ def run_duet(
     rng = random.Random(plan.seed)
     started_at = utc_now()
     ids = {"base": new_run_id(), "new": new_run_id()}
-    pairs = [_start((base, new), config, cores) for _ in range(plan.pairs)]
+    pairs = [_start((base, new), config, cores, layout_offsets(rng, 2)) for _ in range(plan.pairs)]
     infos = {w.side.name: w.info for w in pairs[0]}
     cases = plan_duet_cases(
         {name: info["workloads"] for name, info in infos.items()}, config.sizes, select_workload
@@ -459,6 +483,12 @@ def run_duet(
                         "budget_s": plan.budget_s,
                         "min_rounds": plan.min_rounds,
                         "compiles": plan.compiles,
+                        "layout_offsets": [
+                            w.info.get("layout_offset", 0)
+                            for workers in pairs
+                            for w in workers
+                            if w.side.name == side.name
+                        ],
                     }
                 },
             )

@@ -7,8 +7,9 @@ side's code first on its path. It reads one JSON request a line on stdin and ans
 JSON line on the descriptor that was its stdout; its own stdout is pointed at stderr first,
 so a workload that prints cannot break the protocol. Requests (`op`):
 
-- `init`: config (RunConfig dict), suites (paths), cores, cwd → workloads (sizes, tags),
-  suite errors, the environment.
+- `init`: config (RunConfig dict), suites (paths), cores, cwd, layout_offset (bytes held
+  from the start, see `duet.layout_offsets`) → workloads (sizes, tags), suite errors, the
+  environment, the layout offset.
 - `open`: id, workload, size, dtype → each mode's status and calls per sample.
 - `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
   per call or null}.
@@ -36,6 +37,7 @@ class _Worker:
         self.device: Any = None
         self.sessions: dict[int, Any] = {}
         self.stack = contextlib.ExitStack()
+        self.layout_block = bytearray()  # held for the worker's life (`duet.layout_offsets`)
 
     def init(self, req: dict[str, Any]) -> dict[str, Any]:
         from jitbench.config import RunConfig
@@ -44,6 +46,8 @@ class _Worker:
         from jitbench.runner.warmup import warm_up
         from jitbench.suite import discovery
 
+        # First, so that everything allocated after it (suites, inputs) lands past it.
+        self.layout_block = bytearray(int(req.get("layout_offset", 0)))
         self.config = RunConfig.from_dict(req["config"])
         if req.get("cwd"):
             os.chdir(req["cwd"])
@@ -65,6 +69,7 @@ class _Worker:
             "suite_errors": [str(e) for e in self.registry.errors],
             "environment": environment.capture(threads=state),
             "device": devices.device_label(self.device),
+            "layout_offset": len(self.layout_block),
         }
 
     def open(self, req: dict[str, Any]) -> dict[str, Any]:

@@ -100,6 +100,9 @@ def test_revision_against_working_tree_measures_both_sides_interleaved(
         assert run.environment["env"]["MALLOC_MMAP_THRESHOLD_"] == str(32 * 1024 * 1024)
     assert "working tree" in new.config.extra["interleaved"]["label"]
     assert "base" in base.config.extra["interleaved"]["label"]
+    # Each of the four workers held its own random heap offset (echoed back by the worker).
+    offsets = [o for run in (base, new) for o in run.config.extra["interleaved"]["layout_offsets"]]
+    assert len(offsets) == 4 and len(set(offsets)) == 4
     # The worktree of the base revision is gone afterwards.
     listed = subprocess.run(
         ["git", "-C", str(project), "worktree", "list"], capture_output=True, text=True
@@ -159,3 +162,14 @@ def test_the_callers_own_allocator_settings_are_kept() -> None:
     assert env["PYTHONPATH"] == os.pathsep.join(["/harness", "/tree", "/mine"])
     assert env["MALLOC_TRIM_THRESHOLD_"] == "0"
     assert env["MALLOC_MMAP_THRESHOLD_"] == FIXED_ALLOCATOR["MALLOC_MMAP_THRESHOLD_"]
+
+
+def test_layout_offsets_are_seeded_aligned_and_bounded() -> None:
+    import random
+
+    from jitbench.runner.duet import MAX_LAYOUT_OFFSET, layout_offsets
+
+    first = layout_offsets(random.Random(7), 50)
+    assert first == layout_offsets(random.Random(7), 50)
+    assert all(0 <= o < MAX_LAYOUT_OFFSET and o % 16 == 0 for o in first)
+    assert len(set(first)) > 40  # spread over the range, not a handful of values
