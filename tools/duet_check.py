@@ -16,6 +16,12 @@ alarms) and the totals. `--hog` keeps one core busy meanwhile (a noisy neighbour
 
     python tools/duet_check.py --trials 10 --fraction 0.05
     python tools/duet_check.py --trials 10 --hog -- --pairs 2
+    python tools/duet_check.py --trials 20 --keep /tmp/duet   # keep every comparison's runs
+    python tools/duet_check.py --judge /tmp/duet              # judge kept runs again
+
+`--judge DIR` measures nothing: it judges the runs a `--keep DIR` left (comparisons
+`aaN` and `detectN`) again with this repository's gate, so a change of the judge is
+tried on measurements taken before it.
 
 Extra arguments after `--` go to `jitbench compare` (default: `-s S`).
 """
@@ -98,6 +104,7 @@ def compare(
 
 @dataclass
 class _Totals:
+    trials: int = 0
     flagged: int = 0
     false: int = 0
     walls: list[float] = field(default_factory=list)
@@ -113,6 +120,95 @@ def _flagged(entry: dict) -> list[str]:  # type: ignore[type-arg]
     if compile_.get("verdict") in ("regression", "improvement"):
         out.append(f"{label} compile {compile_['verdict']} {compile_['ratio'] or 0:.3f}")
     return out
+
+
+def judge_kept(out: Path) -> dict:  # type: ignore[type-arg]
+    """The gate's JSON for the two runs a kept comparison left in `out/runs`, judged by
+    this repository's code as `jitbench compare --rev` judges them."""
+    sys.path.insert(0, str(REPO))
+    from jitbench.gate import INTERLEAVED_THRESHOLD, Thresholds, compare_interleaved
+    from jitbench.results import load_run
+
+    runs = [load_run(p) for p in sorted((out / "runs").glob("*.json"))]
+    by_side = {(r.config.extra or {}).get("interleaved", {}).get("side"): r for r in runs}
+    if set(by_side) != {"base", "new"}:
+        sys.exit(f"{out}: expected one base and one new run in {out / 'runs'}")
+    cmp = compare_interleaved(
+        by_side["base"], by_side["new"], thresholds=Thresholds(threshold=INTERLEAVED_THRESHOLD)
+    )
+    return json.loads(cmp.to_json())
+
+
+def _kept(root: Path) -> list[tuple[str, int, Path]]:
+    """(kind, trial, folder) of every comparison kept under `root`, in trial order."""
+    found = []
+    for d in root.iterdir():
+        for kind in ("detect", "aa"):
+            if d.is_dir() and d.name.startswith(kind) and d.name[len(kind) :].isdigit():
+                found.append((kind, int(d.name[len(kind) :]), d))
+    return sorted(found, key=lambda t: (t[1], t[0] != "detect"))
+
+
+def _record(
+    t: _Totals,
+    kind: str,
+    trial: int,
+    gate: dict,  # type: ignore[type-arg]
+    wall: float,
+    code: int | None,
+    load: float | None,
+) -> None:
+    """Count one comparison's outcome into `t` and print its line."""
+    target = next(
+        (e for e in gate["entries"] if e["workload"] == INJECTED and e["mode"] == "jit"), None
+    )
+    caught = kind == "detect" and target is not None and target["verdict"] == "regression"
+    false = [
+        text
+        for e in gate["entries"]
+        if not (kind == "detect" and e["workload"] == INJECTED and e["mode"] != "numpy")
+        for text in _flagged(e)
+    ]
+    t.flagged += caught
+    t.false += len(false)
+    if wall == wall:  # measured now (NaN when judged again)
+        t.walls.append(wall)
+    t.trials += 1
+    if target is not None and target["ratio"]:
+        t.ratios.append(target["ratio"])
+    measured = "judged again" if code is None else f"{wall:5.0f} s, load {load:.1f}, exit {code}"
+    print(
+        f"{kind:6s} {trial:2d}: {measured}, "
+        f"{INJECTED} jit {target['ratio'] if target else float('nan'):.3f} "
+        f"p={target['p_adjusted'] if target else None} "
+        f"{target['verdict'] if target else '-'} "
+        f"(compile {((target or {}).get('compile') or {}).get('verdict', '-')}); "
+        "false alarms: " + (", ".join(false) or "none"),
+        flush=True,
+    )
+
+
+def _measure(
+    args: argparse.Namespace, kinds: list[str], totals: dict[str, _Totals], extra: list[str]
+) -> None:
+    """The comparisons themselves, in a scratch repository (kept with `--keep`)."""
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="duet-check-") as scratch:
+            tmp = args.keep or Path(scratch)
+            root = Path(tmp) / "repo"
+            root.mkdir(parents=True)
+            make_repository(root, args.fraction)
+            for trial in range(1, args.trials + 1):
+                for kind in kinds:
+                    new = "B" if kind == "detect" else "A"
+                    out = Path(tmp) / f"{kind}{trial}"
+                    wall, code, gate = compare(root, "A", new, out, extra)
+                    load = os.getloadavg()[0]
+                    _record(totals[kind], kind, trial, gate, wall, code, load)
+    finally:
+        if hog is not None:
+            hog.kill()
 
 
 def main() -> int:
@@ -131,64 +227,22 @@ def main() -> int:
     parser.add_argument(
         "--keep", type=Path, help="keep the scratch repository and every comparison's runs here"
     )
+    parser.add_argument(
+        "--judge", type=Path, help="judge the comparisons kept here again; measure nothing"
+    )
     args = parser.parse_args(argv)
     extra = extra or ["-s", "S"]
     kinds = [k for k in args.kinds.split(",") if k]
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"]) if args.hog else None
     totals = {k: _Totals() for k in kinds}
-    try:
-        with tempfile.TemporaryDirectory(prefix="duet-check-") as scratch:
-            tmp = args.keep or Path(scratch)
-            root = Path(tmp) / "repo"
-            root.mkdir(parents=True)
-            make_repository(root, args.fraction)
-            for trial in range(1, args.trials + 1):
-                for kind in kinds:
-                    new = "B" if kind == "detect" else "A"
-                    out = Path(tmp) / f"{kind}{trial}"
-                    wall, code, gate = compare(root, "A", new, out, extra)
-                    t = totals[kind]
-                    t.walls.append(wall)
-                    target = next(
-                        (
-                            e
-                            for e in gate["entries"]
-                            if e["workload"] == INJECTED and e["mode"] == "jit"
-                        ),
-                        None,
-                    )
-                    caught = (
-                        kind == "detect"
-                        and target is not None
-                        and target["verdict"] == "regression"
-                    )
-                    false = [
-                        text
-                        for e in gate["entries"]
-                        if not (
-                            kind == "detect" and e["workload"] == INJECTED and e["mode"] != "numpy"
-                        )
-                        for text in _flagged(e)
-                    ]
-                    t.flagged += caught
-                    t.false += len(false)
-                    if target is not None and target["ratio"]:
-                        t.ratios.append(target["ratio"])
-                    load = os.getloadavg()[0]
-                    print(
-                        f"{kind:6s} {trial:2d}: {wall:5.0f} s, load {load:.1f}, exit {code}, "
-                        f"{INJECTED} jit {target['ratio'] if target else float('nan'):.3f} "
-                        f"p={target['p_adjusted'] if target else None} "
-                        f"{target['verdict'] if target else '-'} "
-                        f"(compile {((target or {}).get('compile') or {}).get('verdict', '-')}); "
-                        "false alarms: " + (", ".join(false) or "none"),
-                        flush=True,
-                    )
-    finally:
-        if hog is not None:
-            hog.kill()
+    if args.judge:
+        for kind, trial, out in _kept(args.judge):
+            if kind in totals:
+                wall = float("nan")  # not measured again
+                _record(totals[kind], kind, trial, judge_kept(out), wall, None, None)
+    else:
+        _measure(args, kinds, totals, extra)
     for kind, t in totals.items():
-        n = len(t.walls)
+        n = t.trials
         if not n:
             continue
         ratios = t.ratios
@@ -198,10 +252,12 @@ def main() -> int:
                 f"detection: {INJECTED} jit flagged in {t.flagged}/{n} "
                 f"(median paired ratio {median_ratio:.3f})"
             )
-        print(
-            f"{kind}: {t.false} false alarms in {n} comparisons; wall median "
-            f"{statistics.median(t.walls):.0f} s (max {max(t.walls):.0f} s)"
+        wall = (
+            f"; wall median {statistics.median(t.walls):.0f} s (max {max(t.walls):.0f} s)"
+            if t.walls
+            else ""
         )
+        print(f"{kind}: {t.false} false alarms in {n} comparisons{wall}")
     return 0
 
 

@@ -6,9 +6,13 @@ Run time: the per-round log ratios are tested with the Wilcoxon signed-rank test
 to the heavy tails of a shared machine: one disturbed round moves one rank), and the ratio
 is the median of the per-round ratios with its distribution-free 95 % CI. With several
 worker pairs, each pair's median log ratio is a unit of evidence too: a one-sample t-test
-on them, the spread shrunk toward the suite's typical one, must agree (intersection–union,
-as `judge.compare_runs`), so a difference that lives in one process cannot pass as the
-code's. Compile time: the sides' cold compiles were measured in pairs too; a t-test on the
+on them must agree (intersection–union, as `judge.compare_runs`), so a difference that
+lives in one process cannot pass as the code's. Three pairs give that test two degrees of
+freedom, so its variance is shrunk toward a prior, and the prior is the case's own: the
+sampling variance of its pair medians (from its rounds) times the suite's typical excess
+of the between-pair variance over it (`pair_prior`).
+
+Compile time: the sides' cold compiles were measured in pairs too; a t-test on the
 pairs' log ratios, Benjamini–Hochberg over the comparison's compile tests, and the
 factor and floor of `Thresholds`. Failing cases go through `judge` unchanged.
 """
@@ -24,7 +28,6 @@ from typing import Any
 
 from jitbench import stats
 from jitbench.gate.judge import (
-    RUN_PRIOR_DF,
     TimingResult,
     adjust_for_multiplicity,
     compare,
@@ -47,6 +50,15 @@ from jitbench.results import Measurement, Run
 #: (estimated at ~1.08–1.12 in paired rounds) is caught, while A/A ratios stay within a
 #: few per cent (see the README's figures).
 INTERLEAVED_THRESHOLD = 1.05
+
+#: Degrees of freedom of a case's prior for its between-pair variance. Cases differ in how
+#: much their pairs disagree beyond what their rounds predict: over 30 kept comparisons
+#: of the default suite at S, 0.7–3.9× in standard deviation for most cases and 7.4× for
+#: `logreg_step` eager; the sd of the log of that variance ratio over the 60 cases is
+#: 0.84, as for a scaled chi-square with 4 degrees of freedom (0.80). With one prior for
+#: the whole suite at 10 degrees of freedom, that workload's own spread was overruled: its
+#: unchanged code was flagged in 5 of 36 comparisons.
+PAIR_PRIOR_DF = 4.0
 
 
 def interleaved_record(run: Run) -> Mapping[str, Any] | None:
@@ -82,15 +94,39 @@ def paired_logs(base: Measurement, new: Measurement) -> list[list[float]] | None
     return [logs[a:z] for a, z in zip([0, *ends[:-1]], ends, strict=True)]
 
 
-def typical_pair_variance(parts: Sequence[Sequence[Sequence[float]]]) -> float | None:
-    """The suite's typical variance of a pair's median log ratio (between worker pairs),
-    from every case with two pairs or more."""
+def median_sampling_variance(parts: Sequence[Sequence[float]]) -> float:
+    """What a pair's median log ratio varies by from its rounds alone: the mean over the
+    pairs of (1.4826 × MAD)² / rounds (a scale, not the exact variance of a median: the
+    constant cancels in `pair_prior`)."""
+    scales = []
+    for p in parts:
+        if p:
+            centre = statistics.median(p)
+            mad = statistics.median(abs(x - centre) for x in p)
+            scales.append((1.4826 * mad) ** 2 / len(p))
+    return statistics.fmean(scales) if scales else 0.0
+
+
+def typical_pair_excess(parts: Sequence[Sequence[Sequence[float]]]) -> float | None:
+    """The suite's typical ratio of a case's between-pair variance (of the pairs' median log
+    ratios) to its `median_sampling_variance`, from every case with two pairs or more and
+    rounds that vary. A ratio, not a variance: a workload whose rounds scatter widely
+    scatters between processes too (on this repository's VM the pairs' spread was 1–4× what
+    the rounds predict for most cases, while the cases' spreads differed 15-fold)."""
     estimates = []
     for case_parts in parts:
         medians = [statistics.median(p) for p in case_parts if p]
-        if len(medians) >= 2:
-            estimates.append((statistics.variance(medians), len(medians) - 1))
+        scale = median_sampling_variance(case_parts)
+        if len(medians) >= 2 and scale > 0:
+            estimates.append((statistics.variance(medians) / scale, len(medians) - 1))
     return stats.typical_variance(estimates)
+
+
+def pair_prior(parts: Sequence[Sequence[float]], excess: float | None) -> float | None:
+    """A case's prior for the variance between its pairs' medians: its own sampling
+    variance times the suite's typical excess; None when either is unknown."""
+    scale = median_sampling_variance(parts)
+    return excess * scale if excess is not None and scale > 0 else None
 
 
 def moderated_one_sample_p(values: Sequence[float], prior: float | None, prior_df: float) -> float:
@@ -112,15 +148,17 @@ def moderated_one_sample_p(values: Sequence[float], prior: float | None, prior_d
 
 
 def paired_timing(
-    parts: Sequence[Sequence[float]], thresholds: Thresholds, pair_prior: float | None
+    parts: Sequence[Sequence[float]], thresholds: Thresholds, excess: float | None
 ) -> TimingResult:
-    """A run-time verdict from per-round log ratios, grouped by worker pair."""
+    """A run-time verdict from per-round log ratios, grouped by worker pair; `excess` is
+    the comparison's `typical_pair_excess`."""
     logs = [x for p in parts for x in p]
     ratio = stats.paired_ratio([math.exp(x) for x in logs], [1.0] * len(logs))
     p = stats.signed_rank_p(logs)
     if len(parts) >= 2:
         medians = [statistics.median(part) for part in parts if part]
-        p = max(p, moderated_one_sample_p(medians, pair_prior, RUN_PRIOR_DF))
+        prior = pair_prior(parts, excess)
+        p = max(p, moderated_one_sample_p(medians, prior, PAIR_PRIOR_DF))
     return judge_change(
         ratio.value,
         ratio.low,
@@ -187,12 +225,12 @@ def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = 
             parts = paired_logs(e.base, e.new)
             if parts is not None:
                 paired[i] = parts
-    prior = typical_pair_variance(list(paired.values()))
+    excess = typical_pair_excess(list(paired.values()))
     entries = list(plain.entries)
     for i, parts in paired.items():
         e = entries[i]
         assert e.base is not None and e.new is not None
-        timing = paired_timing(parts, thresholds, prior)
+        timing = paired_timing(parts, thresholds, excess)
         entries[i] = replace(
             e,
             verdict=timing.verdict,

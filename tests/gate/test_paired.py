@@ -90,6 +90,38 @@ def test_a_difference_living_in_one_worker_pair_is_not_the_codes() -> None:
     assert entry.verdict is Verdict.UNCHANGED
 
 
+def _three_pairs(workload: str, factors, *, noise: float, seed: int):
+    """(base, new) measurements of three worker pairs, 40 rounds each; pair i's new
+    process is `factors[i]` times its base."""
+    from dataclasses import replace
+
+    parts = [_drifting(40, f, seed=seed + i, noise=noise) for i, f in enumerate(factors)]
+    base = meas(workload, samples=tuple(x for b, _ in parts for x in b))
+    new = meas(workload, samples=tuple(x for _, n in parts for x in n))
+    counts = (40, 40, 40)
+    return replace(base, run_sample_counts=counts), replace(new, run_sample_counts=counts)
+
+
+def test_a_workload_is_judged_by_its_own_scatter_not_the_suites() -> None:
+    """A quiet suite and one workload whose rounds scatter widely; its three pairs put new
+    2, 8 and 14 % slower. For a workload that scatters so, pairs that far apart are what
+    processes do, not evidence; a quiet workload's three pairs at 7–9 % are."""
+    rng = random.Random(0)
+    quiet = [
+        _three_pairs(f"q{i}", [1 + rng.gauss(0, 0.004) for _ in range(3)], noise=0.01, seed=10 * i)
+        for i in range(12)
+    ]
+    scattered = _three_pairs("scatter", (1.02, 1.08, 1.14), noise=0.05, seed=500)
+    steady = _three_pairs("steady", (1.07, 1.08, 1.09), noise=0.01, seed=600)
+    cases = [*quiet, scattered, steady]
+    b, n = _partners([c[0] for c in cases], [c[1] for c in cases], pairs=3)
+    judged = compare_interleaved(b, n, thresholds=Thresholds(threshold=1.05))
+    entries = {e.workload: e for e in judged.entries}
+    assert entries["scatter"].verdict is Verdict.UNCHANGED
+    assert entries["steady"].verdict is Verdict.REGRESSION
+    assert all(entries[f"q{i}"].verdict is Verdict.UNCHANGED for i in range(12))
+
+
 def test_unpaired_samples_fall_back_to_the_plain_test() -> None:
     b, n = _partners([meas(samples=(1e-3,) * 12)], [meas(samples=(1e-3,) * 10)])
     entry = only(compare_interleaved(b, n))
