@@ -240,10 +240,39 @@ def timed_region(mode: Mode, *, nojit: bool = False) -> AbstractContextManager[o
 
 
 def to_host(tree: Any) -> Any:
-    """Copy every leaf of an output pytree to NumPy (outside any timed region). A leaf
-    spread over devices of several processes (sharded mode under `jax.distributed`) is
+    """Copy every leaf of an output pytree to NumPy (outside any timed region), as
+    `jax.device_get` does: every leaf's copy is started before the first is waited for. A
+    leaf spread over devices of several processes (sharded mode under `jax.distributed`) is
     gathered from all of them first: every process must then call this alike."""
+    for leaf in jax.tree_util.tree_leaves(tree):
+        if isinstance(leaf, jax.Array) and leaf.is_fully_addressable:
+            leaf.copy_to_host_async()
     return jax.tree_util.tree_map(_host_copy, tree)
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """An output copied to the host, and what the copy cost."""
+
+    host: Any
+    transfer_s: float
+    transfer_bytes: int
+
+
+def fetch(output: Any) -> Fetched:
+    """Copy a JAX mode's output to the host (`to_host`), timing the copy on its own.
+
+    `output` must be ready (its call blocked on it) and not yet read: a jax.Array keeps the
+    host copy of its first read, so a second read copies nothing. `transfer_bytes` counts
+    the jax.Array leaves (other leaves are host values already); a sharded leaf counts
+    whole, since the copy gathers it. On the CPU backend device memory is host memory and
+    JAX hands back a view of the output's buffer: the copy is bookkeeping, not a memcpy.
+    """
+    nbytes = nbytes_of([x for x in jax.tree_util.tree_leaves(output) if isinstance(x, jax.Array)])
+    t0 = time.perf_counter()
+    host = to_host(output)
+    elapsed = time.perf_counter() - t0
+    return Fetched(host=host, transfer_s=elapsed, transfer_bytes=nbytes)
 
 
 def _host_copy(leaf: Any) -> Any:

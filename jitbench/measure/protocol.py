@@ -777,6 +777,11 @@ def _open_device(
                 prepared = PREPARE[mode](wl, host, staged)
             s.call, s.compile = prepared.call, prepared.compile
             out = require_array_tree(prepared.output, wl, mode)
+            if not outputs:  # jit's output (eager's where jit failed), before any read
+                back = modes.fetch(out)
+                session.transfer[label].update(
+                    transfer_back_s=back.transfer_s, transfer_back_bytes=back.transfer_bytes
+                )
         except Exception as exc:
             s.fail(exc)
             continue
@@ -842,6 +847,8 @@ def _open_sharded(
             prepared = prepare_jit(wl, host, staged)
         s.call, s.compile = prepared.call, prepared.compile
         out = require_array_tree(prepared.output, wl, Mode.SHARDED)
+        back = modes.fetch(out)  # a gather of the output's shards, before any other read
+        s.transfer.update(transfer_back_s=back.transfer_s, transfer_back_bytes=back.transfer_bytes)
     except Exception as exc:
         s.fail(exc)
         return
@@ -921,6 +928,8 @@ def _measurement(
         calls_per_sample=s.calls_per_sample if s.status is not Status.ERROR else 0,
         transfer_s=t.get("transfer_s"),
         transfer_bytes=t.get("transfer_bytes"),
+        transfer_back_s=t.get("transfer_back_s"),
+        transfer_back_bytes=t.get("transfer_back_bytes"),
         compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
         if s.compile
         else None,

@@ -22,7 +22,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance (as the gate's run test).
@@ -190,8 +190,13 @@ class Measurement:
     status: Status
     samples_s: tuple[float, ...] = ()
     calls_per_sample: int = 0
+    # The inputs' copy to the device (`jax.device_put`) and the output's copy back to the
+    # host (jit's cold first output, else eager's), each timed on its own; None where
+    # unmeasured (NumPy, a failed mode, files before schema 1.6 for the copy back).
     transfer_s: float | None = None
     transfer_bytes: int | None = None
+    transfer_back_s: float | None = None
+    transfer_back_bytes: int | None = None
     compile: CompileInfo | None = None
     error: ErrorInfo | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
