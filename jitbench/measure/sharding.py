@@ -9,7 +9,6 @@ None, the input is replicated (a whole copy on every device). The program is jit
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jitbench.errors import WorkloadError
-from jitbench.measure.modes import Staged, nbytes_of
+from jitbench.measure.modes import Staged, nbytes_of, stage_with, staged_values
 from jitbench.results import ShardingInfo
 from jitbench.suite.workload import Inputs, Workload
 
@@ -182,8 +181,9 @@ def stage_sharded(
     wl: Workload, host: Inputs, devices: Sequence[jax.Device]
 ) -> tuple[Staged, ShardingInfo, list[Placement]]:
     """Place the inputs on a mesh over `devices` (`place_inputs`) and wait, timing the
-    transfer on its own as `modes.stage` does. `transfer_bytes` counts what lands on the
-    devices: a replicated input once per device. Static arguments stay Python values.
+    transfer on its own as `modes.stage` does (`modes.stage_with`). `transfer_bytes` counts
+    what lands on the devices: a replicated input once per device. Static arguments stay
+    Python values.
 
     Raises:
         WorkloadError: a `shard=` entry the inputs do not fit (see `place_inputs`).
@@ -191,8 +191,7 @@ def stage_sharded(
     mesh = mesh_of(devices)
     count = len(devices)
     placements = place_inputs(wl, host, count)
-    static = set(host.static_argnums)
-    values = [a for i, a in enumerate(host.args) if i not in static] + list(host.kwargs.values())
+    values = staged_values(host)
     shardings = [
         jax.tree_util.tree_map(lambda leaf, p=p: NamedSharding(mesh, _spec(leaf, p.axis)), v)
         for v, p in zip(values, placements, strict=True)
@@ -201,22 +200,11 @@ def stage_sharded(
         nbytes_of(v) * (1 if p.axis is not None else count)
         for v, p in zip(values, placements, strict=True)
     )
-    t0 = time.perf_counter()
-    on_devices = [
-        jax.tree_util.tree_map(_put, v, s) for v, s in zip(values, shardings, strict=True)
-    ]
-    jax.block_until_ready(on_devices)
-    elapsed = time.perf_counter() - t0
-    positional = iter(on_devices[: len(values) - len(host.kwargs)])
-    args = tuple(a if i in static else next(positional) for i, a in enumerate(host.args))
-    kwargs = dict(zip(host.kwargs, on_devices[len(values) - len(host.kwargs) :], strict=True))
-    staged = Staged(
-        args=args,
-        kwargs=kwargs,
-        static=dict(host.static),
-        transfer_s=elapsed,
-        transfer_bytes=placed_bytes,
-    )
+
+    def put(values: list[Any]) -> list[Any]:
+        return [jax.tree_util.tree_map(_put, v, s) for v, s in zip(values, shardings, strict=True)]
+
+    staged = stage_with(host, put, transfer_bytes=placed_bytes)
     info = ShardingInfo(
         device_count=count,
         mesh_shape={MESH_AXIS: count},
