@@ -154,12 +154,22 @@ class TimeSplit:
 @dataclass(frozen=True, kw_only=True)
 class ShardingInfo:
     """Where a sharded measurement ran: a mesh of `device_count` devices of the case's
-    platform (`mesh_shape`: axis name -> devices along it), and how each staged input was
-    placed (`split_axes`: input name -> the axis split across the mesh, None replicated)."""
+    platform (`mesh_shape`: axis name -> devices along it, whose product is
+    `device_count`: checked when built), and how each staged input was placed
+    (`split_axes`: input name -> the axis split across the mesh, None replicated)."""
 
     device_count: int
     mesh_shape: Mapping[str, int]
     split_axes: Mapping[str, int | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Both are recorded (the file keeps the mesh's axes), so they must agree.
+        in_mesh = math.prod(self.mesh_shape.values())
+        if self.device_count < 1 or in_mesh != self.device_count:
+            raise ValueError(
+                f"sharding.mesh_shape {dict(self.mesh_shape)} holds {in_mesh} device(s), but "
+                f"device_count is {self.device_count}"
+            )
 
 
 @dataclass(frozen=True)
