@@ -98,11 +98,17 @@ def place_inputs(wl: Workload, host: Inputs, device_count: int) -> list[Placemen
 
 
 def _declared(wl: Workload, host: Inputs, names: list[str]) -> dict[int | str, int | None]:
-    """`wl.shard` with positions made non-negative, checked against the call's inputs."""
+    """`wl.shard` with positions made non-negative, checked against the call's inputs.
+
+    Raises:
+        WorkloadError: an entry names an input the call does not have, a static one, or
+            one another entry names too (by position and by name, or by two positions).
+    """
     count = len(host.args)
     static = set(host.static_argnums)
     known = [*names, *host.kwargs]
     out: dict[int | str, int | None] = {}
+    named_by: dict[str, int | str] = {}  # input name -> the key that names it
     for key, axis in wl.shard.items():
         where: int | str = key
         if isinstance(key, int):
@@ -123,8 +129,19 @@ def _declared(wl: Workload, host: Inputs, names: list[str]) -> dict[int | str, i
                 f"workload {wl.name!r}: shard names {key!r}, a static argument, which is not "
                 "staged to any device; leave it out of shard=."
             )
+        name = names[position] if position >= 0 else str(where)
+        if name in named_by:
+            raise WorkloadError(
+                f"workload {wl.name!r}: shard names input {name!r} twice, by "
+                f"{_key_text(named_by[name])} and by {_key_text(key)}; keep one of them."
+            )
+        named_by[name] = key
         out[where] = axis
     return out
+
+
+def _key_text(key: int | str) -> str:
+    return f"position {key}" if isinstance(key, int) else f"name {key!r}"
 
 
 def _split(

@@ -75,6 +75,12 @@ def test_declared_axes_and_replication() -> None:
         ({"zz": 0}, "shard names 'zz', which is not one of its inputs"),
         ({5: 0}, "shard names position 5"),
         ({"c": 0}, "shard splits axis 0 of .c., a scalar with no axis to split"),
+        (
+            {0: 1, "a": None},
+            "shard names input 'a' twice, by position 0 and by name 'a'; keep one of them",
+        ),
+        ({"b": 0, 1: None}, "shard names input 'b' twice, by name 'b' and by position 1"),
+        ({2: None, -1: None}, "shard names input 'c' twice, by position 2 and by position -1"),
     ],
 )
 def test_a_declaration_the_inputs_do_not_fit_is_refused(shard: object, message: str) -> None:
