@@ -91,6 +91,27 @@ class Profile:
         )
 
     @property
+    def transfer_back_s(self) -> float | None:
+        """Seconds the copy of jit's cold first output (eager's where jit failed) back to
+        the host took (timed on its own); None when no JAX output was copied."""
+        return next(
+            (m.transfer_back_s for m in self.run.measurements if m.transfer_back_s is not None),
+            None,
+        )
+
+    @property
+    def transfer_back_bytes(self) -> int | None:
+        """Bytes of that output."""
+        return next(
+            (
+                m.transfer_back_bytes
+                for m in self.run.measurements
+                if m.transfer_back_bytes is not None
+            ),
+            None,
+        )
+
+    @property
     def diagnostics(self) -> list[tuple[Mode, Diagnostic]]:
         return [(m.mode, d) for m in self.run.measurements for d in m.diagnostics]
 
@@ -228,6 +249,10 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "input_dtypes": profile.case.input_dtypes,
         },
         "transfer": {"seconds": profile.transfer_s, "bytes": profile.transfer_bytes},
+        "transfer_back": {
+            "seconds": profile.transfer_back_s,
+            "bytes": profile.transfer_back_bytes,
+        },
         "jit_compile": None
         if jc is None
         else {

@@ -115,12 +115,21 @@ def _analysis_section(p: Profile) -> RenderableType:
 
 def _transfer_section(p: Profile) -> RenderableType:
     table = _kv_table("transfer of the inputs (jax.device_put, timed alone)")
-    seconds, nbytes = p.transfer_s, p.transfer_bytes
+    _add_copy(table, p.transfer_s, p.transfer_bytes)
+    return table
+
+
+def _transfer_back_section(p: Profile) -> RenderableType:
+    table = _kv_table("copy of jit's first output to the host (timed alone)")
+    _add_copy(table, p.transfer_back_s, p.transfer_back_bytes)
+    return table
+
+
+def _add_copy(table: Table, seconds: float | None, nbytes: int | None) -> None:
     table.add_row("time", fmt.seconds(seconds))
     table.add_row("bytes", fmt.bytes_(nbytes))
     if seconds and nbytes:
         table.add_row("rate", f"{nbytes / seconds / 1e9:.3g} GB/s")
-    return table
 
 
 def _eager_section(p: Profile) -> RenderableType:
@@ -209,6 +218,7 @@ def profile_renderable(p: Profile) -> RenderableType:
         _compile_section(p),
         _analysis_section(p),
         _transfer_section(p),
+        _transfer_back_section(p),
         _eager_section(p),
         _modes_section(p),
         _split_section(p),

@@ -57,26 +57,44 @@ def nelements_of(tree: Any) -> int:
     return int(sum(getattr(leaf, "size", 0) for leaf in jax.tree_util.tree_leaves(tree)))
 
 
-def stage(inputs: Inputs, device: jax.Device) -> Staged:
-    """Copy the input arrays to `device` and wait, timing the transfer on its own. Static
-    positional arguments stay the Python values they are."""
+def staged_values(inputs: Inputs) -> list[Any]:
+    """The arguments staging places on devices, in order: the positional ones that are not
+    static, then the keyword ones (pytrees of arrays)."""
     static = set(inputs.static_argnums)
-    arrays = [a for i, a in enumerate(inputs.args) if i not in static]
-    host = (arrays, dict(inputs.kwargs))
+    return [a for i, a in enumerate(inputs.args) if i not in static] + list(inputs.kwargs.values())
+
+
+def stage_with(
+    inputs: Inputs,
+    put: Callable[[list[Any]], list[Any]],
+    *,
+    transfer_bytes: int | None = None,
+) -> Staged:
+    """Place the inputs with `put` (`staged_values` in, their device copies out, in order)
+    and wait, timing the transfer on its own. Static arguments stay the Python values they
+    are. `transfer_bytes`: what lands on the devices, if not the host values' bytes."""
+    values = staged_values(inputs)
     t0 = time.perf_counter()
-    on_device = jax.device_put(host, device)
+    on_device = put(values)
     jax.block_until_ready(on_device)
     elapsed = time.perf_counter() - t0
-    staged_arrays, kwargs = on_device
-    placed = iter(staged_arrays)
+    positional = len(values) - len(inputs.kwargs)
+    placed = iter(on_device[:positional])
+    static = set(inputs.static_argnums)
     args = tuple(a if i in static else next(placed) for i, a in enumerate(inputs.args))
     return Staged(
         args=args,
-        kwargs=dict(kwargs),
+        kwargs=dict(zip(inputs.kwargs, on_device[positional:], strict=True)),
         static=dict(inputs.static),
         transfer_s=elapsed,
-        transfer_bytes=nbytes_of(host),
+        transfer_bytes=nbytes_of(values) if transfer_bytes is None else transfer_bytes,
     )
+
+
+def stage(inputs: Inputs, device: jax.Device) -> Staged:
+    """Copy the input arrays to `device` (one `jax.device_put` of them all) and wait,
+    timing the transfer on its own (`stage_with`)."""
+    return stage_with(inputs, lambda values: jax.device_put(values, device))
 
 
 def jit_function(wl: Workload) -> Callable[..., Any]:
@@ -242,8 +260,37 @@ def timed_region(mode: Mode, *, nojit: bool = False) -> AbstractContextManager[o
 def to_host(tree: Any) -> Any:
     """Copy every leaf of an output pytree to NumPy (outside any timed region). A leaf
     spread over devices of several processes (sharded mode under `jax.distributed`) is
-    gathered from all of them first: every process must then call this alike."""
+    gathered from all of them first: every process must then call this alike.
+
+    Leaf by leaf with `np.asarray`, as users read outputs; not `jax.device_get`, whose
+    `copy_to_host_async` first would overlap several leaves' copies on a GPU but costs
+    20-100 µs a leaf on the CPU backend, where the host copy is a view and copies nothing."""
     return jax.tree_util.tree_map(_host_copy, tree)
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """An output copied to the host, and what the copy cost."""
+
+    host: Any
+    transfer_s: float
+    transfer_bytes: int
+
+
+def fetch(output: Any) -> Fetched:
+    """Copy a JAX mode's output to the host (`to_host`), timing the copy on its own.
+
+    `output` must be ready (its call blocked on it) and not yet read: a jax.Array keeps the
+    host copy of its first read, so a second read copies nothing. `transfer_bytes` counts
+    the jax.Array leaves (other leaves are host values already); a sharded leaf counts
+    whole, since the copy gathers it. On the CPU backend device memory is host memory and
+    JAX hands back a view of the output's buffer: the copy is bookkeeping, not a memcpy.
+    """
+    nbytes = nbytes_of([x for x in jax.tree_util.tree_leaves(output) if isinstance(x, jax.Array)])
+    t0 = time.perf_counter()
+    host = to_host(output)
+    elapsed = time.perf_counter() - t0
+    return Fetched(host=host, transfer_s=elapsed, transfer_bytes=nbytes)
 
 
 def _host_copy(leaf: Any) -> Any:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -245,9 +245,6 @@ class ReadyMode:
     compile: CompileInfo | None  # None for NumPy
 
 
-PREPARE = {Mode.JIT: prepare_jit, Mode.EAGER: prepare_eager}
-
-
 _ARRAY_LEAF_TYPES = (np.ndarray, np.generic, jax.Array, int, float, complex)
 
 
@@ -339,9 +336,11 @@ class CaseSession:
     samples: dict[Slot, list[float]] = field(default_factory=dict)
     cache_generation: int = -1  # jcompile.cache_generation() when last warm
     capture: OutputCapture | None = None  # while a step runs: where the workload's output goes
-    # Per device: measures the cold jit compile again (devices with a compiled jit mode).
-    compile_again: dict[str, Callable[[], tuple[float, float, float]]] = field(default_factory=dict)
-    compile_repeats: dict[str, list[tuple[float, float, float]]] = field(default_factory=dict)
+    # Per compiled mode of a device (jit, sharded): measures its cold compile again.
+    compile_again: dict[Slot, Callable[[], tuple[float, float, float]]] = field(
+        default_factory=dict
+    )
+    compile_repeats: dict[Slot, list[tuple[float, float, float]]] = field(default_factory=dict)
     splits: dict[Slot, TimeSplit] = field(default_factory=dict)  # `trace_splits`
 
     @property
@@ -406,30 +405,34 @@ class CaseSession:
         self.cache_generation = jcompile.cache_generation()
 
     def repeat_compile(self, *, report: StepReport | None = None) -> None:
-        """Measure each device's cold jit compile once more; the jit figures become those
-        of the repeat with the median total. A failure here keeps the earlier figures."""
+        """Measure each device's cold compiles once more (jit's, and sharded mode's where
+        it ran); a mode's compile figures become those of its repeat with the median
+        total. A failure here keeps the earlier figures."""
         with self._capturing() as capture:
-            self._repeat_compile(capture, report or _no_report)
+            self._repeat_compile(capture, report or _no_report, list(self.compile_again))
 
-    def _repeat_compile(self, capture: OutputCapture, report: StepReport) -> None:
-        for device, again in self.compile_again.items():
-            jit = self.states.get((device, Mode.JIT))
-            if jit is None or jit.compile is None or jit.call is None:
+    def _repeat_compile(
+        self, capture: OutputCapture, report: StepReport, slots: Sequence[Slot]
+    ) -> None:
+        for slot in slots:
+            again = self.compile_again.get(slot)
+            state = self.states.get(slot)
+            if again is None or state is None or state.compile is None or state.call is None:
                 continue
-            report("jit compile again", None)
-            c = jit.compile
-            repeats = self.compile_repeats.setdefault(device, [])
+            report(f"{state.mode.value} compile again", None)
+            c = state.compile
+            repeats = self.compile_repeats.setdefault(slot, [])
             if not repeats:
                 repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
             try:
-                with capture.attribute(jit.printed, timed=False):
+                with capture.attribute(state.printed, timed=False):
                     stages = again()
             except Exception:
                 continue
             repeats.append(stages)
             by_total = sorted(repeats, key=sum)
             trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
-            jit.compile = replace(
+            state.compile = replace(
                 c,
                 trace_s=trace_s,
                 lower_s=lower_s,
@@ -497,12 +500,14 @@ class CaseSession:
         return per_call
 
     def compile_once(self) -> float | None:
-        """Measure the first device's cold jit compile once more (`repeat_compile`) and
-        return its trace + lower + compile seconds; None when it cannot be measured."""
-        device = self.case.device
-        before = len(self.compile_repeats.get(device, ()))
-        self.repeat_compile()
-        repeats = self.compile_repeats.get(device, [])
+        """Measure the first device's cold jit compile once more (as `repeat_compile` does,
+        jit's alone) and return its trace + lower + compile seconds; None when it cannot be
+        measured."""
+        slot = (self.case.device, Mode.JIT)
+        before = len(self.compile_repeats.get(slot, ()))
+        with self._capturing() as capture:
+            self._repeat_compile(capture, _no_report, [slot])
+        repeats = self.compile_repeats.get(slot, [])
         # The first repeat also records the cold compile `open_cases` measured.
         if len(repeats) != max(before, 1) + 1:
             return None
@@ -752,41 +757,16 @@ def _open_device(
     if not jax_states:
         return False
     report(f"transfer to {label}", None)
-    try:
-        staged = modes.stage(host, pc.device)
-        session.transfer[label] = {
-            "transfer_s": staged.transfer_s,
-            "transfer_bytes": staged.transfer_bytes,
-        }
-    except Exception as exc:
-        for s in jax_states.values():
-            s.fail(exc)
+    staged = _stage(jax_states.values(), wl, host, lambda: modes.stage(host, pc.device))
+    if staged is None:
         return False
-    narrowed = diagnose.find_narrowed(_staged_pairs(pc.workload, host, staged))
-    if narrowed:
-        for s in jax_states.values():
-            s.diagnostics.append(diagnose.narrowed_inputs(narrowed))
-
-    jcompile.clear_caches()
-    reference_wider = False
-    outputs: dict[Mode, Any] = {}
-    for mode, s in jax_states.items():
-        report("jit compile" if mode is Mode.JIT else "eager first call", None)
-        try:
-            with maybe_attribute(session.capture, s.printed, timed=False):
-                prepared = PREPARE[mode](wl, host, staged)
-            s.call, s.compile = prepared.call, prepared.compile
-            out = require_array_tree(prepared.output, wl, mode)
-        except Exception as exc:
-            s.fail(exc)
-            continue
-        outputs[mode] = out
-        if reference is not None:
-            reference_wider |= _validate(s, wl, reference, out, staged=staged)
-        if s.status is Status.OK and validation.no_finite_values(out):
-            s.diagnostics.append(diagnose.no_finite_output())
-    if Mode.JIT in outputs:
-        session.compile_again[label] = functools.partial(cold_jit_stages, wl, host, staged)
+    transfer = session.transfer[label] = {
+        "transfer_s": staged.transfer_s,
+        "transfer_bytes": staged.transfer_bytes,
+    }
+    outputs, reference_wider = _cold_first_calls(
+        session, label, wl, host, staged, jax_states, reference, report, transfer
+    )
     if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
         # No NumPy reference (its side failed): jit must at least agree with eager.
         _validate(
@@ -797,11 +777,7 @@ def _open_device(
             against="eager",
             staged=staged,
         )
-    if reference is None:
-        # Say so rather than report an unchecked output as plain `ok`.
-        for mode in outputs:
-            if mode is Mode.EAGER or Mode.EAGER not in outputs:
-                jax_states[mode].diagnostics.append(diagnose.unvalidated(no_reference))
+    _say_unvalidated(jax_states, outputs, reference, no_reference)
     return reference_wider
 
 
@@ -827,31 +803,116 @@ def _open_sharded(
         s.skip(diagnose.one_device(sharding.one_device_reason(pc.device.platform)))
         return
     report(f"transfer to {len(devices)} {pc.device.platform} devices", None)
-    try:
+    placed: list[sharding.Placement] = []
+
+    def stage() -> modes.Staged:
         staged, s.sharding, placements = sharding.stage_sharded(wl, host, devices)
-    except Exception as exc:
-        s.fail(exc)
+        placed.extend(placements)
+        return staged
+
+    staged = _stage([s], wl, host, stage)
+    if staged is None:
         return
-    s.transfer = {"transfer_s": staged.transfer_s, "transfer_bytes": staged.transfer_bytes}
-    if notes := [p.why_replicated for p in placements if p.why_replicated]:
+    transfer = s.transfer = {
+        "transfer_s": staged.transfer_s,
+        "transfer_bytes": staged.transfer_bytes,
+    }
+    if notes := [p.why_replicated for p in placed if p.why_replicated]:
         s.diagnostics.append(diagnose.replicated(notes, len(devices)))
-    jcompile.clear_caches()
-    report("sharded compile", None)
+    states = {Mode.SHARDED: s}
+    outputs, _ = _cold_first_calls(
+        session, label, wl, host, staged, states, reference, report, transfer
+    )
+    _say_unvalidated(states, outputs, reference, no_reference)
+
+
+def _stage(
+    states: Iterable[_ModeState], wl: Workload, host: Inputs, stage: Callable[[], modes.Staged]
+) -> modes.Staged | None:
+    """Stage the inputs with `stage` (timed inside it); None, with `states` failed, when it
+    raises. Inputs JAX got narrower than NumPy (int64 as int32 without x64) are said so."""
+    states = list(states)
     try:
-        with maybe_attribute(session.capture, s.printed, timed=False):
-            prepared = prepare_jit(wl, host, staged)
-        s.call, s.compile = prepared.call, prepared.compile
-        out = require_array_tree(prepared.output, wl, Mode.SHARDED)
+        staged = stage()
     except Exception as exc:
-        s.fail(exc)
-        return
+        for s in states:
+            s.fail(exc)
+        return None
+    if narrowed := diagnose.find_narrowed(_staged_pairs(wl, host, staged)):
+        for s in states:
+            s.diagnostics.append(diagnose.narrowed_inputs(narrowed))
+    return staged
+
+
+# What a mode's cold first call is reported as, and how it is made ready.
+_COLD_STEP = {
+    Mode.JIT: "jit compile",
+    Mode.EAGER: "eager first call",
+    Mode.SHARDED: "sharded compile",
+}
+PREPARE = {Mode.JIT: prepare_jit, Mode.EAGER: prepare_eager, Mode.SHARDED: prepare_jit}
+
+
+def _cold_first_calls(
+    session: CaseSession,
+    label: str,
+    wl: Workload,
+    host: Inputs,
+    staged: modes.Staged,
+    states: Mapping[Mode, _ModeState],
+    reference: Any,
+    report: StepReport,
+    transfer: dict[str, Any],
+) -> tuple[dict[Mode, Any], bool]:
+    """Clear JAX's caches once, then take each mode's cold first call on `staged`, in order.
+
+    The first output is copied back to the host before anything reads it, timed into
+    `transfer` (`transfer_back_s`, `transfer_back_bytes`). Each output is validated against
+    `reference` (when there is one) and checked for finite values; a compiled mode (jit,
+    sharded) gets its cold compile registered to be measured again (`compile_again`).
+    Returns the outputs by mode and whether the reference was of a wider dtype.
+    """
+    jcompile.clear_caches()
+    reference_wider = False
+    outputs: dict[Mode, Any] = {}
+    for mode, s in states.items():
+        report(_COLD_STEP[mode], None)
+        try:
+            with maybe_attribute(session.capture, s.printed, timed=False):
+                prepared = PREPARE[mode](wl, host, staged)
+            s.call, s.compile = prepared.call, prepared.compile
+            out = require_array_tree(prepared.output, wl, mode)
+            if not outputs:  # jit's output (eager's where jit failed), before any read
+                back = modes.fetch(out)  # sharded: a gather of the output's shards
+                transfer.update(
+                    transfer_back_s=back.transfer_s, transfer_back_bytes=back.transfer_bytes
+                )
+        except Exception as exc:
+            s.fail(exc)
+            continue
+        outputs[mode] = out
+        if mode in (Mode.JIT, Mode.SHARDED):
+            session.compile_again[(label, mode)] = functools.partial(
+                cold_jit_stages, wl, host, staged
+            )
+        if reference is not None:
+            reference_wider |= _validate(s, wl, reference, out, staged=staged)
+        # The host copy: across processes, reading a sharded output is a gather (`to_host`).
+        if s.status is Status.OK and validation.no_finite_values(modes.to_host(out)):
+            s.diagnostics.append(diagnose.no_finite_output())
+    return outputs, reference_wider
+
+
+def _say_unvalidated(
+    states: Mapping[Mode, _ModeState], outputs: Mapping[Mode, Any], reference: Any, why: str
+) -> None:
+    """Without a NumPy reference, say so rather than report an unchecked output as plain
+    `ok` (jit is spared where it was checked against eager)."""
     if reference is not None:
-        _validate(s, wl, reference, out, staged=staged)
-    else:
-        s.diagnostics.append(diagnose.unvalidated(no_reference))
-    # The host copy: across processes, reading a sharded output is a gather (`to_host`).
-    if s.status is Status.OK and validation.no_finite_values(modes.to_host(out)):
-        s.diagnostics.append(diagnose.no_finite_output())
+        return
+    for mode in outputs:
+        if mode is not Mode.JIT or Mode.EAGER not in outputs:
+            states[mode].diagnostics.append(diagnose.unvalidated(why))
 
 
 def _check_dtype_available(wl: Workload, dtype: str) -> None:
@@ -921,6 +982,8 @@ def _measurement(
         calls_per_sample=s.calls_per_sample if s.status is not Status.ERROR else 0,
         transfer_s=t.get("transfer_s"),
         transfer_bytes=t.get("transfer_bytes"),
+        transfer_back_s=t.get("transfer_back_s"),
+        transfer_back_bytes=t.get("transfer_back_bytes"),
         compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
         if s.compile
         else None,

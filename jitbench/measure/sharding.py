@@ -9,7 +9,6 @@ None, the input is replicated (a whole copy on every device). The program is jit
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jitbench.errors import WorkloadError
-from jitbench.measure.modes import Staged, nbytes_of
+from jitbench.measure.modes import Staged, nbytes_of, stage_with, staged_values
 from jitbench.results import ShardingInfo
 from jitbench.suite.workload import Inputs, Workload
 
@@ -99,11 +98,17 @@ def place_inputs(wl: Workload, host: Inputs, device_count: int) -> list[Placemen
 
 
 def _declared(wl: Workload, host: Inputs, names: list[str]) -> dict[int | str, int | None]:
-    """`wl.shard` with positions made non-negative, checked against the call's inputs."""
+    """`wl.shard` with positions made non-negative, checked against the call's inputs.
+
+    Raises:
+        WorkloadError: an entry names an input the call does not have, a static one, or
+            one another entry names too (by position and by name, or by two positions).
+    """
     count = len(host.args)
     static = set(host.static_argnums)
     known = [*names, *host.kwargs]
     out: dict[int | str, int | None] = {}
+    named_by: dict[str, int | str] = {}  # input name -> the key that names it
     for key, axis in wl.shard.items():
         where: int | str = key
         if isinstance(key, int):
@@ -124,8 +129,19 @@ def _declared(wl: Workload, host: Inputs, names: list[str]) -> dict[int | str, i
                 f"workload {wl.name!r}: shard names {key!r}, a static argument, which is not "
                 "staged to any device; leave it out of shard=."
             )
+        name = names[position] if position >= 0 else str(where)
+        if name in named_by:
+            raise WorkloadError(
+                f"workload {wl.name!r}: shard names input {name!r} twice, by "
+                f"{_key_text(named_by[name])} and by {_key_text(key)}; keep one of them."
+            )
+        named_by[name] = key
         out[where] = axis
     return out
+
+
+def _key_text(key: int | str) -> str:
+    return f"position {key}" if isinstance(key, int) else f"name {key!r}"
 
 
 def _split(
@@ -182,8 +198,9 @@ def stage_sharded(
     wl: Workload, host: Inputs, devices: Sequence[jax.Device]
 ) -> tuple[Staged, ShardingInfo, list[Placement]]:
     """Place the inputs on a mesh over `devices` (`place_inputs`) and wait, timing the
-    transfer on its own as `modes.stage` does. `transfer_bytes` counts what lands on the
-    devices: a replicated input once per device. Static arguments stay Python values.
+    transfer on its own as `modes.stage` does (`modes.stage_with`). `transfer_bytes` counts
+    what lands on the devices: a replicated input once per device. Static arguments stay
+    Python values.
 
     Raises:
         WorkloadError: a `shard=` entry the inputs do not fit (see `place_inputs`).
@@ -191,8 +208,7 @@ def stage_sharded(
     mesh = mesh_of(devices)
     count = len(devices)
     placements = place_inputs(wl, host, count)
-    static = set(host.static_argnums)
-    values = [a for i, a in enumerate(host.args) if i not in static] + list(host.kwargs.values())
+    values = staged_values(host)
     shardings = [
         jax.tree_util.tree_map(lambda leaf, p=p: NamedSharding(mesh, _spec(leaf, p.axis)), v)
         for v, p in zip(values, placements, strict=True)
@@ -201,22 +217,11 @@ def stage_sharded(
         nbytes_of(v) * (1 if p.axis is not None else count)
         for v, p in zip(values, placements, strict=True)
     )
-    t0 = time.perf_counter()
-    on_devices = [
-        jax.tree_util.tree_map(_put, v, s) for v, s in zip(values, shardings, strict=True)
-    ]
-    jax.block_until_ready(on_devices)
-    elapsed = time.perf_counter() - t0
-    positional = iter(on_devices[: len(values) - len(host.kwargs)])
-    args = tuple(a if i in static else next(positional) for i, a in enumerate(host.args))
-    kwargs = dict(zip(host.kwargs, on_devices[len(values) - len(host.kwargs) :], strict=True))
-    staged = Staged(
-        args=args,
-        kwargs=kwargs,
-        static=dict(host.static),
-        transfer_s=elapsed,
-        transfer_bytes=placed_bytes,
-    )
+
+    def put(values: list[Any]) -> list[Any]:
+        return [jax.tree_util.tree_map(_put, v, s) for v, s in zip(values, shardings, strict=True)]
+
+    staged = stage_with(host, put, transfer_bytes=placed_bytes)
     info = ShardingInfo(
         device_count=count,
         mesh_shape={MESH_AXIS: count},

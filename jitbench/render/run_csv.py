@@ -8,7 +8,7 @@ import io
 import math
 
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.render.run_table import FOOTER_CODES, case_notes, transfer_of
+from jitbench.render.run_table import FOOTER_CODES, case_notes, transfer_back_of, transfer_of
 from jitbench.results import Mode, Run
 
 COLUMNS = (
@@ -23,6 +23,8 @@ COLUMNS = (
     "break_even_calls",
     "transfer_s",
     "transfer_bytes",
+    "transfer_back_s",
+    "transfer_back_bytes",
     "notes",
 )
 
@@ -51,6 +53,7 @@ def run_csv(run: Run) -> str:
         jit = by_mode[Mode.JIT]
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         transfer_s, transfer_bytes = transfer_of(run, case.key)
+        back_s, back_bytes = transfer_back_of(run, case.key)
         writer.writerow(
             [
                 case.workload,
@@ -64,6 +67,8 @@ def run_csv(run: Run) -> str:
                 _number(run.break_even_calls(case.key)),
                 _number(transfer_s),
                 _number(transfer_bytes),
+                _number(back_s),
+                _number(back_bytes),
                 case_notes(by_mode.values(), skip=FOOTER_CODES),
             ]
         )

@@ -67,6 +67,22 @@ def transfer_of(run: Run, key: tuple[str, str, str, str]) -> tuple[float | None,
     return None, None
 
 
+def transfer_back_of(run: Run, key: tuple[str, str, str, str]) -> tuple[float | None, int | None]:
+    """(seconds, bytes) of the copy of the case's output back to the host (jit's cold first
+    output, eager's where jit failed; the same for every JAX mode), or Nones when none was
+    timed (no JAX output, or a file before schema 1.6)."""
+    for mode in (Mode.JIT, Mode.EAGER):
+        m = run.get(key, mode)
+        if m is not None and m.transfer_back_s is not None:
+            return m.transfer_back_s, m.transfer_back_bytes
+    return None, None
+
+
+def has_transfer_back(run: Run) -> bool:
+    """Whether any measurement of `run` timed a copy back to the host (schema 1.6 on)."""
+    return any(m.transfer_back_s is not None for m in run.measurements)
+
+
 def transfer_text(seconds: float | None, nbytes: int | None, *, compact: bool = False) -> str:
     """'41.2 µs · 3.81 MiB' (compact: '41.2µs 3.81MiB'); '—' when nothing was staged."""
     if seconds is None:
@@ -180,11 +196,12 @@ def machine_banner(run: Run) -> Text | None:
 
 def summary_table(run: Run) -> Table:
     """One row per case: median per mode, speedups over NumPy with CI, compile, jit's
-    achieved GFLOP/s, break-even calls and diagnostic codes (`jitbench profile` shows the
-    achieved GB/s and the rest of the analysis). The title names the thread setting; print
-    `machine_banner` above it."""
+    achieved GFLOP/s, break-even calls, the copies to the device and back (time · bytes)
+    and diagnostic codes (`jitbench profile` shows the achieved GB/s and the rest of the
+    analysis). The title names the thread setting; print `machine_banner` above it."""
     table = Table(title=table_title(run), title_justify="left", expand=False)
     sharded = Mode.SHARDED in measured_modes(run)
+    back = has_transfer_back(run)
     for col, justify in (
         ("workload", "left"),
         ("size", "left"),
@@ -197,8 +214,10 @@ def summary_table(run: Run) -> Table:
         ("jit compile", "right"),
         ("GFLOP/s", "right"),
         ("break-even", "right"),
-        ("transfer", "right"),
+        ("transfer\nH→D", "right"),
+        *((("D→H", "right"),) if back else ()),
         *(_SHARDED_WIDE_COLUMNS if sharded else ()),
+        *((("D→H", "right"),) if sharded and back else ()),
         ("notes", "left"),
     ):
         # Notes fold (never "…"): a diagnostic code must stay readable in a narrow column.
@@ -226,7 +245,8 @@ def summary_table(run: Run) -> Table:
             _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
             fmt.count(run.break_even_calls(case.key)),
             transfer_text(*transfer_of(run, case.key)),
-            *(_sharded_wide_cells(run, case, by_mode[Mode.SHARDED]) if sharded else ()),
+            *((transfer_text(*transfer_back_of(run, case.key)),) if back else ()),
+            *(_sharded_wide_cells(run, case, by_mode[Mode.SHARDED], back=back) if sharded else ()),
             Text(case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES), style="yellow"),
         )
     return table
@@ -237,22 +257,27 @@ _SHARDED_WIDE_COLUMNS = (
     ("devices", "right"),
     ("sharded ×\n1 device", "right"),
     ("efficiency", "right"),
-    ("sharded\ntransfer", "right"),
+    ("sharded\nH→D", "right"),
 )
 
 
-def _sharded_wide_cells(run: Run, case: Case, m: Measurement | None) -> tuple[Text | str, ...]:
+def _sharded_wide_cells(
+    run: Run, case: Case, m: Measurement | None, *, back: bool
+) -> tuple[Text | str, ...]:
     """Sharded mode's median, device count, speedup over jit on one device with its CI,
-    scaling efficiency and the transfer to the mesh."""
+    scaling efficiency, the transfer to the mesh and (`back`) the gather of its output."""
     scaling = run.scaling(case.key)
     speedup = scaling.speedup if scaling else None
-    return (
+    cells: tuple[Text | str, ...] = (
         _time_cell(m),
         str(m.sharding.device_count) if m and m.sharding else "—",
         fmt.ratio_ci(*(speedup.value, speedup.low, speedup.high) if speedup else (None,) * 3),
         efficiency_text(scaling.efficiency.value if scaling else None),
         transfer_text(m.transfer_s, m.transfer_bytes) if m else "—",
     )
+    if back:
+        cells += (transfer_text(m.transfer_back_s, m.transfer_back_bytes) if m else "—",)
+    return cells
 
 
 # ---------------------------------------------------------------------------------------
@@ -288,16 +313,18 @@ class _Layout:
     ratio_times: bool = True  # "3.16× ±8%" rather than "3.2±8%" (the header says ×)
     transfer_bytes: bool = True
     percent_sign: bool = True  # "±8%" rather than "±8" (the header says ±%)
+    transfer_back: bool = True  # the D→H column beside H→D
     fold_case: bool = False  # let a long case name break inside a word
     # Dropped last, when a run with sharded mode's three columns still does not fit:
-    transfer_column: bool = True
+    transfer_column: bool = True  # H→D (and D→H)
     compile_columns: bool = True  # compile and break even
 
 
 def _layouts() -> tuple[_Layout, ...]:
-    """Roomiest first; each drops one more thing. The fourth to last fits 80 columns for
-    the default suite (workload names up to 18 characters) on a quiet machine; the two
-    after it drop the transfer, then the compile columns, for sharded mode's columns."""
+    """Roomiest first; each drops one more thing. The fourth to last (H→D time, no D→H)
+    fits 80 columns for the default suite (workload names up to 18 characters) on a quiet
+    machine; the two after it drop the transfer, then the compile columns, for sharded
+    mode's columns."""
     spaced = (_Layout(), _Layout(gap=1), _Layout(gap=1, spaced_units=False))
     marked = tuple(replace(layout, inline_notes=False) for layout in spaced)
     tight = marked[-1]
@@ -305,6 +332,14 @@ def _layouts() -> tuple[_Layout, ...]:
         replace(tight, ratio_digits=2, ratio_times=False),
         replace(tight, ratio_digits=2, ratio_times=False, transfer_bytes=False),
         replace(tight, ratio_digits=2, ratio_times=False, transfer_bytes=False, percent_sign=False),
+        replace(
+            tight,
+            ratio_digits=2,
+            ratio_times=False,
+            transfer_bytes=False,
+            percent_sign=False,
+            transfer_back=False,
+        ),
     )
     narrow = (
         replace(tighter[-1], transfer_column=False),
@@ -435,6 +470,10 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
         "compile": jit_ and layout.compile_columns,
         "break even": jit_ and numpy_ and layout.compile_columns,
         "transfer": (eager or jit_) and layout.transfer_column,
+        "transfer back": (eager or jit_)
+        and layout.transfer_column
+        and layout.transfer_back
+        and has_transfer_back(run),
         "sharded": sharded,
     }
     devices_head = f"\n{n} dev" if (n := sharded_devices(run)) else ""
@@ -448,7 +487,8 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
             ("jit ×", f"jit\n{ratio_head}"),
             ("compile", "compile"),
             ("break even", "break\neven"),
-            ("transfer", "transfer" if layout.transfer_bytes else "H→D"),
+            ("transfer", "transfer\nH→D" if layout.transfer_bytes else "H→D"),
+            ("transfer back", "D→H"),
             ("sharded", f"sharded{devices_head}"),
             ("sharded", f"vs 1\ndev {ratio_head}"),
             ("sharded", "eff."),
@@ -473,6 +513,7 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
         jit = by_mode[Mode.JIT]
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         seconds, nbytes = transfer_of(run, case.key)
+        back_s, back_bytes = transfer_back_of(run, case.key)
         note = compact_notes(by_mode.values())
         label = Text(_case_label(case, devices=devices, dtypes=dtypes))
         if note and not layout.inline_notes:
@@ -491,6 +532,10 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
             (
                 "transfer",
                 transfer_text(seconds, nbytes if layout.transfer_bytes else None, compact=unit),
+            ),
+            (
+                "transfer back",
+                transfer_text(back_s, back_bytes if layout.transfer_bytes else None, compact=unit),
             ),
         ]
         if sharded:
@@ -517,12 +562,12 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
 def compact_table(run: Run, width: int | None = None) -> RenderableType:
     """One row per case: NumPy, eager and jit medians, both speedups over NumPy with their
     95 % interval as one ± figure (`fmt.ratio_pm`: the wider side of the interval, relative
-    to the speedup), jit's cold compile, break-even calls, the inputs' transfer to the
-    device (time and bytes) and a short note (`compact_notes`). Drawn in the roomiest layout
-    that fits `width` columns without breaking a word (None: no limit): tighter layouts
-    drop spaces, move the notes under the table behind a superscript mark on the case,
-    shorten the speedups and drop the transfer bytes. `summary_table` is the full table
-    (`--wide`)."""
+    to the speedup), jit's cold compile, break-even calls, the inputs' copy to the device
+    (H→D) and the output's copy back (D→H), time and bytes, and a short note
+    (`compact_notes`). Drawn in the roomiest layout that fits `width` columns without
+    breaking a word (None: no limit): tighter layouts drop spaces, move the notes under the
+    table behind a superscript mark on the case, shorten the speedups, drop the transfer
+    bytes and then D→H. `summary_table` is the full table (`--wide`)."""
     layouts = [lambda layout=layout: _compact_layout(run, layout) for layout in _LAYOUTS]
     # The title above the table, not in it: a table's title wraps at the table's width,
     # which cut "1 thread (core 0; openblas 1)" into four lines over a NumPy-only table.

@@ -127,8 +127,18 @@ def case_columns(run: Run) -> list[Column]:
         ]
     if modes & set(JAX_MODES):
         cols.append(
-            Column("transfer", "transfer", True, "host → device copy of the inputs (device_put)")
+            Column("transfer", "H→D", True, "host → device copy of the inputs (device_put)")
         )
+        if any(m.transfer_back_s is not None for m in run.measurements):
+            cols.append(
+                Column(
+                    "transfer_back",
+                    "D→H",
+                    True,
+                    "device → host copy of jit's first output (device_get; eager's where jit "
+                    "failed)",
+                )
+            )
     split_modes = {m.mode for m in run.measurements if m.time_split is not None}
     for mode in JAX_MODES:
         if mode in split_modes:
@@ -187,11 +197,34 @@ def _transfer(case: Case, by_mode: dict[Mode, Measurement | None]) -> Cell:
     if m is None or m.transfer_s is None:
         return Cell("—")
     nbytes = m.transfer_bytes if m.transfer_bytes is not None else case.input_bytes
-    rate = f"; {nbytes / m.transfer_s / 1e9:.3g} GB/s" if nbytes and m.transfer_s > 0 else ""
+    return _copy_cell(m.transfer_s, nbytes, "jax.device_put of the inputs, timed on its own")
+
+
+def _transfer_back(by_mode: dict[Mode, Measurement | None]) -> Cell:
+    m = next(
+        (
+            x
+            for x in (by_mode.get(Mode.JIT), by_mode.get(Mode.EAGER))
+            if x and x.transfer_back_s is not None
+        ),
+        None,
+    )
+    if m is None or m.transfer_back_s is None:
+        return Cell("—")
+    what = "jit's" if m.mode is Mode.JIT else "eager's"
+    return _copy_cell(
+        m.transfer_back_s,
+        m.transfer_back_bytes,
+        f"the copy of {what} first output to the host, timed on its own",
+    )
+
+
+def _copy_cell(seconds: float, nbytes: int | None, what: str) -> Cell:
+    rate = f"; {nbytes / seconds / 1e9:.3g} GB/s" if nbytes and seconds > 0 else ""
     return Cell(
-        fmt.seconds(m.transfer_s),
-        m.transfer_s,
-        title=f"jax.device_put of the inputs, timed on its own{rate}",
+        fmt.seconds(seconds),
+        seconds,
+        title=f"{what}{rate}",
         sub=fmt.bytes_(nbytes) if nbytes is not None else "",
     )
 
@@ -294,6 +327,7 @@ def case_rows(run: Run) -> list[CaseRow]:
             ),
             **_sharded_cells(run, case),
             "transfer": _transfer(case, by_mode),
+            "transfer_back": _transfer_back(by_mode),
             **{f"{m.value}_split": _split_cell(by_mode[m]) for m in JAX_MODES},
             "notes": Cell(short, short, title=full),
         }
@@ -480,6 +514,11 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
         "transfer (device_put)": f"{fmt.seconds(m.transfer_s)} · {fmt.bytes_(m.transfer_bytes)}"
         if m.transfer_s is not None
         else "—",
+        "transfer back (first output)": (
+            f"{fmt.seconds(m.transfer_back_s)} · {fmt.bytes_(m.transfer_back_bytes)}"
+        )
+        if m.transfer_back_s is not None
+        else "—",
         "XLA flops": f"{c.flops:,.0f}" if c and c.flops is not None else "—",
         "XLA bytes accessed": fmt.bytes_(c.bytes_accessed)
         if c and c.bytes_accessed is not None
@@ -528,8 +567,8 @@ CSV_FIELDS = (
     "device", "device_kind", "dtype", "mode", "status", "median_s", "ci_low_s", "ci_high_s",
     "samples", "calls_per_sample", "speedup", "speedup_low", "speedup_high", "first_call_s",
     "compile_s", "trace_s", "lower_s", "xla_compile_s", "break_even_calls", "gflop_per_s",
-    "transfer_s", "transfer_bytes", "peak_bytes", "host_dispatch_s", "device_execution_s",
-    "diagnostics", "error",
+    "transfer_s", "transfer_bytes", "transfer_back_s", "transfer_back_bytes", "peak_bytes",
+    "host_dispatch_s", "device_execution_s", "diagnostics", "error",
 )  # fmt: skip
 
 
@@ -582,6 +621,8 @@ def run_csv(run: Run) -> str:
             "gflop_per_s": m.achieved_flops_per_s / 1e9 if m.achieved_flops_per_s else None,
             "transfer_s": m.transfer_s,
             "transfer_bytes": m.transfer_bytes,
+            "transfer_back_s": m.transfer_back_s,
+            "transfer_back_bytes": m.transfer_back_bytes,
             "peak_bytes": (c.memory or {}).get("peak_bytes") if c else None,
             "host_dispatch_s": m.time_split.host_s if m.time_split else None,
             "device_execution_s": m.time_split.device_s if m.time_split else None,

@@ -14,6 +14,9 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 - 1.5: mode "sharded" and measurement.sharding (device_count, mesh_shape, split_axes; only
   on sharded measurements). A sharded measurement also carries a derived "scaling" object
   (speedup over jit on one device, efficiency), written for readers and ignored on load.
+- 1.6: measurement.transfer_back_s and transfer_back_bytes (the copy of a JAX mode's
+  output back to the host, timed on its own once per case and device; null in older
+  files).
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment
@@ -95,6 +98,8 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "calls_per_sample": m.calls_per_sample,
         "transfer_s": m.transfer_s,
         "transfer_bytes": m.transfer_bytes,
+        "transfer_back_s": m.transfer_back_s,
+        "transfer_back_bytes": m.transfer_back_bytes,
         "compile": None
         if m.compile is None
         else {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in m.compile.__dict__.items()},
@@ -170,6 +175,8 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
         calls_per_sample=int(d.get("calls_per_sample", 0)),
         transfer_s=d.get("transfer_s"),
         transfer_bytes=d.get("transfer_bytes"),
+        transfer_back_s=d.get("transfer_back_s"),
+        transfer_back_bytes=d.get("transfer_back_bytes"),
         compile=None if compile_d is None else _compile_from_dict(compile_d),
         error=None if d.get("error") is None else ErrorInfo(**d["error"]),
         diagnostics=tuple(

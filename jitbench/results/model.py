@@ -22,7 +22,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.5"
+SCHEMA_VERSION = "1.6"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance (as the gate's run test).
@@ -154,12 +154,22 @@ class TimeSplit:
 @dataclass(frozen=True, kw_only=True)
 class ShardingInfo:
     """Where a sharded measurement ran: a mesh of `device_count` devices of the case's
-    platform (`mesh_shape`: axis name -> devices along it), and how each staged input was
-    placed (`split_axes`: input name -> the axis split across the mesh, None replicated)."""
+    platform (`mesh_shape`: axis name -> devices along it, whose product is
+    `device_count`: checked when built), and how each staged input was placed
+    (`split_axes`: input name -> the axis split across the mesh, None replicated)."""
 
     device_count: int
     mesh_shape: Mapping[str, int]
     split_axes: Mapping[str, int | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Both are recorded (the file keeps the mesh's axes), so they must agree.
+        in_mesh = math.prod(self.mesh_shape.values())
+        if self.device_count < 1 or in_mesh != self.device_count:
+            raise ValueError(
+                f"sharding.mesh_shape {dict(self.mesh_shape)} holds {in_mesh} device(s), but "
+                f"device_count is {self.device_count}"
+            )
 
 
 @dataclass(frozen=True)
@@ -190,8 +200,13 @@ class Measurement:
     status: Status
     samples_s: tuple[float, ...] = ()
     calls_per_sample: int = 0
+    # The inputs' copy to the device (`jax.device_put`) and the output's copy back to the
+    # host (jit's cold first output, else eager's), each timed on its own; None where
+    # unmeasured (NumPy, a failed mode, files before schema 1.6 for the copy back).
     transfer_s: float | None = None
     transfer_bytes: int | None = None
+    transfer_back_s: float | None = None
+    transfer_back_bytes: int | None = None
     compile: CompileInfo | None = None
     error: ErrorInfo | None = None
     diagnostics: tuple[Diagnostic, ...] = ()

@@ -84,7 +84,7 @@ class ProgressEstimate:
             else:  # another device of the same group
                 self._case_count += 1
         elif isinstance(event, CaseProgress):
-            again = event.step.startswith("jit compile again")
+            again = event.step.endswith("compile again")  # jit's or sharded mode's
             if again and self.phase not in ("first", "compiles"):
                 self.phase, self._visited = "compiles", 0
                 self._case_key = None

@@ -163,5 +163,9 @@ def test_profile_samples_to_the_run_precision_and_shows_the_transfer() -> None:
     assert {"inputs", "jit compile", "eager first call", "sampling"} <= set(steps)
     assert p.transfer_s is not None and p.transfer_s > 0 and p.transfer_bytes == 4000
     assert profile_to_dict(p)["transfer"] == {"seconds": p.transfer_s, "bytes": 4000}
+    assert p.transfer_back_s is not None and p.transfer_back_s > 0
+    assert p.transfer_back_bytes == 4000  # selu's output: as many float32s as its input
+    assert profile_to_dict(p)["transfer_back"] == {"seconds": p.transfer_back_s, "bytes": 4000}
     text = plain_text(profile_renderable(p), 100)
     assert "transfer of the inputs" in text and "3.91 KiB" in text
+    assert "copy of jit's first output to the host" in text

@@ -32,6 +32,23 @@ def test_static_positions_are_not_staged():
     np.testing.assert_array_equal(np.asarray(fast()), np.arange(3) * 4)
 
 
+def test_keyword_arrays_are_staged_by_name():
+    def inputs(rng, *, dtype, n):
+        return {"w": np.arange(n, dtype=dtype), "b": np.zeros(2, dtype)}
+
+    @workload(inputs=inputs, sizes={"S": {"n": 4}})
+    def affine(xp, *, w, b):
+        return w + b.sum()
+
+    host = affine.make_inputs({"n": 4}, dtype="float32")
+    staged = modes.stage(host, jax.devices()[0])
+    assert staged.args == () and list(staged.kwargs) == ["w", "b"]
+    assert all(isinstance(v, jax.Array) for v in staged.kwargs.values())
+    np.testing.assert_array_equal(np.asarray(staged.kwargs["w"]), np.arange(4))
+    assert staged.transfer_bytes == (4 + 2) * 4 and staged.transfer_s > 0
+    assert [np.shape(v) for v in modes.staged_values(host)] == [(4,), (2,)]
+
+
 class StepClock:
     """Advances 1 s per read, and the setup's calls are counted apart."""
 

@@ -75,6 +75,12 @@ def test_declared_axes_and_replication() -> None:
         ({"zz": 0}, "shard names 'zz', which is not one of its inputs"),
         ({5: 0}, "shard names position 5"),
         ({"c": 0}, "shard splits axis 0 of .c., a scalar with no axis to split"),
+        (
+            {0: 1, "a": None},
+            "shard names input 'a' twice, by position 0 and by name 'a'; keep one of them",
+        ),
+        ({"b": 0, 1: None}, "shard names input 'b' twice, by name 'b' and by position 1"),
+        ({2: None, -1: None}, "shard names input 'c' twice, by position 2 and by position -1"),
     ],
 )
 def test_a_declaration_the_inputs_do_not_fit_is_refused(shard: object, message: str) -> None:
@@ -151,3 +157,46 @@ def test_sharded_run_over_four_cpu_devices(tmp_path: Path) -> None:
     derived = [m["scaling"] for m in raw["measurements"] if m["mode"] == "sharded"]
     assert len(derived) == 3 and all(d["efficiency"]["value"] > 0 for d in derived)
     assert raw["environment"]["process"] == {"index": 0, "count": 1}
+
+
+PARITY_SUITE = """
+import numpy as np
+from jitbench import workload
+
+def counts(rng, *, dtype, n):
+    return (np.arange(n, dtype=np.int64) % 5,)
+
+@workload(inputs=counts, sizes={"S": {"n": 64}})
+def tally(xp, k):
+    return (k * 3).astype("float32"), k[:8] + 1
+"""
+
+
+def test_sharded_mode_has_jits_checks_repeats_and_copy_back(tmp_path: Path) -> None:
+    """What jit mode gets, sharded mode gets: the narrowed-input check, cold compiles
+    repeated under --rounds, and the output's copy back to the host (a gather)."""
+    (tmp_path / "suite.py").write_text(PARITY_SUITE)
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
+    done = run_cli(
+        *("run", "--suite", "suite.py", "-m", "numpy,jit,sharded", "--quick", "--rounds", "3"),
+        *("--out", "out"),
+        cwd=tmp_path,
+        env={"XLA_FLAGS": flags.strip(), "COLUMNS": "100"},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (path,) = (tmp_path / "out" / "runs").glob("*.json")
+    by = {m.mode: m for m in load_run(path).measurements}
+    jit, sharded = by[Mode.JIT], by[Mode.SHARDED]
+    assert sharded.ok, sharded.failure_text
+    for m in (jit, sharded):
+        assert "input-narrowed" in {d.code for d in m.diagnostics}, m.diagnostics
+        assert m.compile is not None and len(m.compile.compile_repeats_s) == 3, m.compile
+        assert m.compile.total_compile_s == pytest.approx(
+            sorted(m.compile.compile_repeats_s)[1], rel=1e-6
+        )
+        # float32 × 64 and int32 × 8: the outputs' bytes, copied once each
+        assert m.transfer_back_s is not None and m.transfer_back_s > 0
+        assert m.transfer_back_bytes == 64 * 4 + 8 * 4
+    # Sharded mode's transfers are its own: to the mesh, and gathered back from it.
+    assert sharded.transfer_back_s != jit.transfer_back_s
+    assert sharded.transfer_bytes == 64 * 8  # int64 on the host, split (not replicated)

@@ -36,9 +36,10 @@ def _samples(center: float, spread: float, seed: int, n: int = 31) -> tuple[floa
     return tuple(center * (1 + spread * ((i * (7919 + 104 * seed)) % n) / n) for i in range(n))
 
 
-def _run(spread: float) -> Run:
+def _run(spread: float, *, back: bool = True) -> Run:
     """Every default-suite workload at S and M, all three modes, with diagnostics on some
-    cases; `spread` sets how wide the speedup intervals are (0.02 quiet, 3 very busy)."""
+    cases; `spread` sets how wide the speedup intervals are (0.02 quiet, 3 very busy);
+    `back`: the output's copy back to the host was timed (schema 1.6 on)."""
     ms: list[Measurement] = []
     for i, name in enumerate(NAMES):
         for size, scale in (("S", 1e-3), ("M", 1e-2)):
@@ -70,6 +71,8 @@ def _run(spread: float) -> Run:
                         calls_per_sample=10,
                         transfer_s=None if mode is Mode.NUMPY else 4.1e-4,
                         transfer_bytes=None if mode is Mode.NUMPY else 4 << 20,
+                        transfer_back_s=None if mode is Mode.NUMPY or not back else 2.34e-5,
+                        transfer_back_bytes=None if mode is Mode.NUMPY or not back else 1 << 20,
                         compile=CompileInfo(trace_s=0.05, lower_s=0.02, compile_s=0.2)
                         if mode is Mode.JIT
                         else None,
@@ -113,7 +116,10 @@ def test_roomy_layout_at_120_and_notes_under_the_table_at_80() -> None:
     wide_text = plain_text(compact_table(run, 120), 120)
     narrow_text = plain_text(compact_table(run, 80), 80)
     assert "transfer" in wide_text and "4 MiB" in wide_text.replace("4MiB", "4 MiB")
+    assert "H→D" in wide_text and "D→H" in wide_text
+    assert "23.4 µs · 1 MiB" in wide_text  # the copy back, time and bytes
     assert "410µs" in narrow_text or "410 µs" in narrow_text  # transfer time at 80 too
+    assert "D→H" not in narrow_text  # at 80 only H→D fits (the default suite's names)
     # At 80 the notes go under the table behind a superscript mark on the case name.
     assert "¹ " in narrow_text and "jit-slower-than-numpy" in narrow_text
     assert "recompiled-during-timing (eager)" in narrow_text
@@ -128,7 +134,15 @@ def test_unlimited_width_is_the_roomiest_layout_and_wide_has_every_column() -> N
     wide = plain_text(summary_table(run))
     for column in ("workload", "size", "device", "GFLOP/s", "transfer", "notes"):
         assert column in wide
-    assert "410 µs · 4 MiB" in wide
+    assert "410 µs · 4 MiB" in wide and "23.4 µs · 1 MiB" in wide and "D→H" in wide
+
+
+@pytest.mark.parametrize("width", [None, 100, 80])
+def test_a_run_before_schema_1_6_has_no_copy_back_column(width: int | None) -> None:
+    run = _run(0.02, back=False)
+    text = plain_text(compact_table(run, width), width)
+    assert "D→H" not in text and ("410 µs" in text or "410µs" in text)
+    assert "D→H" not in plain_text(summary_table(run))
 
 
 def test_compact_notes_group_codes_by_mode() -> None:
@@ -173,6 +187,8 @@ def test_csv_has_one_row_per_case_with_raw_numbers() -> None:
     assert numpy is not None and numpy.median_s is not None
     assert math.isclose(float(first["numpy_s"]), numpy.median_s)
     assert first["transfer_bytes"] == str(4 << 20) and first["numpy_status"] == "ok"
+    assert float(first["transfer_back_s"]) == 2.34e-5
+    assert first["transfer_back_bytes"] == str(1 << 20)
     speedup = run.speedup(run.cases()[0].key, Mode.JIT)
     assert speedup is not None and math.isclose(float(first["jit_speedup"]), speedup.value)
 
@@ -210,3 +226,5 @@ def test_sharded_columns_fit_the_width(width: int, spread: float) -> None:
 def test_wide_table_has_the_sharded_figures() -> None:
     text = plain_text(summary_table(_sharded_run(0.02)), 400)
     assert "efficiency" in text and "sharded" in text and "16%" in text
+    header = text.splitlines()[3]  # both copies, then sharded mode's, then the notes
+    assert header.count("D→H") == 2 and header.index("notes") > header.rindex("D→H")

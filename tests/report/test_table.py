@@ -19,7 +19,7 @@ def test_one_row_per_case_with_the_terminals_columns(run: Run) -> None:
     heads = [c.head for c in table.case_columns(run)]
     assert heads == [
         "workload", "size", "NumPy", "eager", "jit", "eager ×", "jit ×", "jit compile",
-        "break-even", "GFLOP/s", "transfer", "notes",
+        "break-even", "GFLOP/s", "H→D", "D→H", "notes",
     ]  # fmt: skip
     double = next(r for r in rows if r.case.workload == "double")
     key = double.case.key
@@ -36,6 +36,11 @@ def test_one_row_per_case_with_the_terminals_columns(run: Run) -> None:
     assert jit.transfer_s is not None
     assert double.cells["transfer"].text == fmt.seconds(jit.transfer_s)
     assert double.cells["transfer"].sub == fmt.bytes_(jit.transfer_bytes)
+    # and the copy of jit's first output back to the host
+    assert jit.transfer_back_s is not None and jit.transfer_back_bytes
+    assert double.cells["transfer_back"].text == fmt.seconds(jit.transfer_back_s)
+    assert double.cells["transfer_back"].sub == fmt.bytes_(jit.transfer_back_bytes)
+    assert "jit's first output" in double.cells["transfer_back"].title
     broken = next(r for r in rows if r.case.workload == "value_branch")
     assert broken.failed and broken.cells["jit"].text == "error"
     assert "TracerBoolConversionError" in broken.cells["notes"].text
@@ -54,7 +59,8 @@ def test_details_hold_every_mode_and_message(run: Run) -> None:
     assert d.modes == [Mode.NUMPY, Mode.EAGER, Mode.JIT]
     names = [name for name, _ in d.rows]
     for name in ("median / call", "95 % interval", "samples", "transfer (device_put)",
-                 "trace / lower / compile", "memory: peak"):  # fmt: skip
+                 "transfer back (first output)", "trace / lower / compile",
+                 "memory: peak"):  # fmt: skip
         assert name in names, name
     b = details["value_branch"]
     assert any(mode == "jit" and "TracerBoolConversionError" in text

@@ -65,6 +65,27 @@ def test_round_trip(tmp_path):
     assert loaded.break_even_calls(("w", "S", "cpu:0", "float32")) == pytest.approx(40.0)
 
 
+def test_transfers_both_ways_survive_a_round_trip(tmp_path):
+    from dataclasses import replace
+
+    numpy, jit = make_run().measurements
+    jit = replace(
+        jit, transfer_s=4e-4, transfer_bytes=4096, transfer_back_s=2e-5, transfer_back_bytes=512
+    )
+    run = make_run(measurements=(numpy, jit))
+    data = json.loads(dump_run(run))
+    assert data["measurements"][1]["transfer_back_s"] == 2e-5
+    assert data["measurements"][1]["transfer_back_bytes"] == 512
+    assert data["measurements"][0]["transfer_back_s"] is None  # NumPy copies nothing
+    loaded = load_run(save_run(run, tmp_path / "run.json"))
+    assert loaded == run
+    assert loaded.measurements[1].transfer_back_s == 2e-5
+    data["measurements"][1]["transfer_back_bytes"] = -1
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsFormatError, match="transfer_back_bytes"):
+        load_run(tmp_path / "bad.json")
+
+
 def test_json_carries_schema_and_summary(tmp_path):
     data = json.loads(dump_run(make_run()))
     assert data["schema"] == "jitbench.run" and data["schema_version"] == SCHEMA_VERSION

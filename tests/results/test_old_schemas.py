@@ -10,7 +10,7 @@ from jitbench.config import ALL_MODES, KNOWN_MODES
 from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, run_from_dict
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5")
+VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6")
 
 
 def test_there_is_a_fixture_for_the_current_version() -> None:
@@ -51,6 +51,7 @@ def test_only_lockstep_runs_are_paired() -> None:
         True,
         True,
         True,
+        True,
     ]
 
 
@@ -59,3 +60,16 @@ def test_fields_added_later_read_as_unknown() -> None:
     jit = [m for m in old.measurements if m.mode is Mode.JIT]
     assert all(m.compile is not None and m.compile.while_loop_count is None for m in jit)
     assert all(not m.compile.compile_repeats_s for m in jit if m.compile)
+
+
+def test_transfer_back_before_1_6_reads_as_unknown() -> None:
+    old = load_run(FIXTURES / "run-schema-1.5.json")
+    jax_modes = [m for m in old.measurements if m.mode is not Mode.NUMPY]
+    assert jax_modes and all(m.transfer_s is not None for m in jax_modes)
+    for m in old.measurements:
+        assert m.transfer_back_s is None and m.transfer_back_bytes is None
+    new = load_run(FIXTURES / "run-schema-1.6.json")
+    for m in new.measurements:
+        copied = m.mode is not Mode.NUMPY
+        assert (m.transfer_back_s is not None) is copied, m
+        assert m.transfer_back_bytes == (64 * 4 if copied else None)

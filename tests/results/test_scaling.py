@@ -59,6 +59,16 @@ def test_scaling_is_written_for_readers_and_the_sharding_round_trips() -> None:
     assert again.measurements == run.measurements
 
 
+def test_the_mesh_and_the_device_count_must_agree() -> None:
+    with pytest.raises(ValueError, match=r"holds 2 device\(s\), but device_count is 4"):
+        ShardingInfo(device_count=4, mesh_shape={"devices": 2})
+    assert ShardingInfo(device_count=6, mesh_shape={"a": 2, "b": 3}).device_count == 6
+    data = run_to_dict(_run((1.0,) * 3, (1.0,) * 3))
+    data["measurements"][1]["sharding"]["device_count"] = 8
+    with pytest.raises(ResultsFormatError, match=r"at measurements/1: sharding\.mesh_shape"):
+        run_from_dict(data)
+
+
 def test_merge_processes_labels_each_process_devices() -> None:
     p0 = _run((4.0,) * 10, (2.0,) * 10, process={"index": 0, "count": 2})
     p1 = _run((4.0,) * 10, (1.0,) * 10, process={"index": 1, "count": 2})
