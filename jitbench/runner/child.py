@@ -28,7 +28,7 @@ from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from jitbench.results import ErrorInfo, Status
-from jitbench.runner.signals import raise_if_stop_requested
+from jitbench.runner.signals import raise_if_stop_requested, signals_ignored
 
 # Seconds a child may take to import JAX, the suite and warm the backend up before its
 # case's own --timeout starts counting (only enforced when a timeout is set).
@@ -182,17 +182,26 @@ def die_with_parent() -> None:
 
 
 @contextmanager
-def _sigint_ignored_while_spawning() -> Iterator[None]:
-    """Start children with SIGINT ignored (an ignored signal survives exec, so a Ctrl-C
-    during the child's start-up does not print a traceback from it)."""
+def spawning_quietly() -> Iterator[None]:
+    """Start a child with SIGINT ignored (an ignored signal survives exec, so a Ctrl-C
+    during the child's start-up does not print a traceback from it) and SIGTERM and
+    SIGHUP held back in this process until the start is over (`signals_ignored`).
+
+    `Process.start` writes the child's start-up data down a pipe after the exec; a SIGTERM
+    that raised in the middle of that write left the child reading a cut-off pickle, and
+    it printed `EOFError: Ran out of input` with a traceback beside jitbench's own
+    "partial run" message. Held back, the signal lands right after `start` returns, and
+    the child is killed cleanly.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    with signals_ignored():
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
 
 def run_in_child(
@@ -219,7 +228,7 @@ def run_in_child(
         daemon=True,
         name=f"jitbench-{spec.get('workload')}",
     )
-    with _sigint_ignored_while_spawning():
+    with spawning_quietly():
         proc.start()
     sender.close()
     limit = timeout_s if timeout_s is not None and 0 < timeout_s < math.inf else None

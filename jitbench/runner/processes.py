@@ -25,7 +25,7 @@ from jitbench.errors import JitbenchError
 from jitbench.results import Run, run_from_dict
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
-from jitbench.runner.child import receive
+from jitbench.runner.child import receive, spawning_quietly
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted
 
 
@@ -51,7 +51,8 @@ def run_worker(selection: Sequence[Selection], config: RunConfig, *, target: Wor
     proc = ctx.Process(
         target=target, args=(sender, payload, config.to_dict()), name="jitbench-worker"
     )
-    proc.start()
+    with spawning_quietly():
+        proc.start()
     sender.close()
     try:
         try:

@@ -190,3 +190,33 @@ def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
         waited = time.monotonic() - started
     assert waited < 5, f"the stop took {waited:.1f} s"
     assert multiprocessing.active_children() == []  # the child was killed
+
+
+def test_a_stop_signal_during_a_childs_start_waits_until_the_start_is_over() -> None:
+    """A SIGTERM that arrives while `Process.start` writes the child's start-up data is
+    held back until the write is done (it used to cut the write and make the child print a
+    traceback), then delivered; the child starts with the default SIGTERM."""
+    import multiprocessing
+
+    arrived: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda *_: arrived.append("term"))
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        receiver, sender = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_report_sigterm_handler, args=(sender,))
+        with child.spawning_quietly():
+            os.kill(os.getpid(), signal.SIGTERM)
+            proc.start()
+            assert arrived == []  # held back while the child starts
+        assert arrived == ["term"]  # and delivered as soon as it has
+        sender.close()
+        in_child = receiver.recv()
+        proc.join(60)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert in_child == "default"
+    assert proc.exitcode == 0
+
+
+def _report_sigterm_handler(conn) -> None:  # a spawned child
+    conn.send("default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "other")
