@@ -29,6 +29,8 @@ from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import device_label
 from jitbench.measure.timer import (
+    Agree,
+    decide_alone,
     relative_ci_halfwidth,
     sample_interleaved,
     time_calls,
@@ -344,6 +346,17 @@ class CaseSession:
     splits: dict[Slot, TimeSplit] = field(default_factory=dict)  # `trace_splits`
 
     @property
+    def agree(self) -> Agree:
+        """How the sampling decisions are made: with every process of a multi-process
+        program where sharded mode runs (its collectives wait for every process's call, so
+        all must call it as often), else by this process alone."""
+        if any(mode is Mode.SHARDED for _, mode in self.states):
+            from jitbench.measure import sharding
+
+            return sharding.agreement()
+        return decide_alone
+
+    @property
     def case(self) -> Case:
         """The first device's case (the only one of a single-device session)."""
         return self.cases[0]
@@ -395,6 +408,7 @@ class CaseSession:
             region=lambda slot: _mode_region(runnable[slot], self.capture),
             prior=self.samples,
             on_round=on_round,
+            agree=self.agree,
         )
         for slot, ser in series.items():
             if ser.error is not None:
@@ -728,12 +742,13 @@ def _open(
     # 4. Warm up and calibrate each mode; compiles from here on count as "during timing".
     #    (With several devices, each device's clear dropped the earlier devices' programs:
     #    their warm-up compiles them again, before any timing.)
+    agree = session.agree
     for s in session.runnable:
         assert s.call is not None
         report(f"{s.mode.value} warm-up", None)
         try:
             with _mode_region(s, capture):
-                s.calls_per_sample = warm_up_and_calibrate(s.call, plan=plan)
+                s.calls_per_sample = warm_up_and_calibrate(s.call, plan=plan, agree=agree)
         except Exception as exc:
             s.fail(exc)
     for s in session.runnable:

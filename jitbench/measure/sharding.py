@@ -19,6 +19,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jitbench.errors import WorkloadError
 from jitbench.measure.modes import Staged, nbytes_of, stage_with, staged_values
+from jitbench.measure.timer import Agree, decide_alone
 from jitbench.results import ShardingInfo
 from jitbench.suite.workload import Inputs, Workload
 
@@ -39,6 +40,22 @@ class Placement:
 def platform_devices(platform: str) -> list[jax.Device]:
     """Every device of `platform` (with `jax.distributed`, those of every process)."""
     return list(jax.devices(platform))
+
+
+def agreement() -> Agree:
+    """`decide_alone` in a one-process program; under `jax.distributed`, process 0's value
+    broadcast to every process (a collective: every process must ask, in the same order).
+    Each process calibrates and samples on its own clock; without this, two processes
+    could call a sharded program a different number of times, and one whose program
+    communicates across processes would wait for its peers' missing calls for ever."""
+    if jax.process_count() == 1:
+        return decide_alone
+    from jax.experimental import multihost_utils
+
+    def process_zeros(value: int) -> int:
+        return int(multihost_utils.broadcast_one_to_all(np.int32(value)))
+
+    return process_zeros
 
 
 def one_device_reason(platform: str) -> str:

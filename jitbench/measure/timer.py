@@ -72,8 +72,22 @@ def calibrate(fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DE
     return plan.max_calls_per_sample
 
 
+#: Makes a sampling decision (a count, or 0/1) the same in every process of a
+#: multi-process JAX program (`sharding.agreement`); where a process decides alone, it is
+#: `decide_alone`, which returns the value as it is.
+Agree = Callable[[int], int]
+
+
+def decide_alone(value: int) -> int:
+    return value
+
+
 def warm_up_and_calibrate(
-    fn: Callable[[], object], *, plan: SamplingPlan, clock: Clock = DEFAULT_CLOCK
+    fn: Callable[[], object],
+    *,
+    plan: SamplingPlan,
+    clock: Clock = DEFAULT_CLOCK,
+    agree: Agree = decide_alone,
 ) -> int:
     """Warm `fn` up and find its calls per sample in one go; returns the calls per sample.
 
@@ -83,6 +97,9 @@ def warm_up_and_calibrate(
     passed must still last `plan.min_sample_s` (else n grows again). So the warm-up lasts
     as long as `warm_up`'s, the calls per sample hold for the warm function, and no time is
     spent calibrating after the warm-up is over.
+
+    Every decision goes through `agree`, so that the processes of a multi-process program
+    make the same calls (a sharded program's collectives wait for every process's call).
     """
     start = clock()
     for _ in repeat(None, plan.warmup_calls):
@@ -91,13 +108,19 @@ def warm_up_and_calibrate(
     while True:
         elapsed = time_calls(fn, n, clock)
         warm = clock() - start >= plan.warmup_s
-        if elapsed >= plan.min_sample_s or n >= plan.max_calls_per_sample:
-            if warm:
+        long_enough = elapsed >= plan.min_sample_s or n >= plan.max_calls_per_sample
+        verdict = agree(2 * long_enough + warm)
+        if verdict >= 2:
+            if verdict == 3:
                 return n
             continue
         # Jump most of the way to the target, but at least double (x10 below resolution).
         grow = 10 if elapsed <= 0 else max(2, math.ceil(plan.min_sample_s / elapsed * 1.2))
-        n = min(n * grow, plan.max_calls_per_sample)
+        n = agree(min(n * grow, plan.max_calls_per_sample))
+
+
+# Why a group of series stops after a round ("" goes on), as `agree` passes it: an index.
+_STOP_REASONS = ("", "converged", "max_samples", "budget")
 
 
 @dataclass
@@ -107,7 +130,9 @@ class SampleSeries(Generic[K]):
     key: K
     calls_per_sample: int
     samples_s: list[float] = field(default_factory=list)
-    stop_reason: str = ""  # "converged", "max_samples", "budget", "error"
+    # "converged", "max_samples", "budget", "error"; "peer converged": another process of a
+    # multi-process program had converged and this one stopped with it.
+    stop_reason: str = ""
     error: BaseException | None = None
 
     @property
@@ -124,6 +149,7 @@ def sample_interleaved(
     region: Callable[[K], AbstractContextManager[object]] | None = None,
     prior: Mapping[K, Sequence[float]] | None = None,
     on_round: Callable[[int, float], None] | None = None,
+    agree: Agree = decide_alone,
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in lockstep rounds until all are precise enough.
 
@@ -143,6 +169,7 @@ def sample_interleaved(
 
     `on_round(rounds taken, seconds since the start)` is called after every round that
     does not end the sampling (between samples, outside any timed region), for progress.
+    Whether to stop after a round goes through `agree` (see `warm_up_and_calibrate`).
     """
     prior = prior or {}
     series = {
@@ -184,11 +211,17 @@ def sample_interleaved(
             elif clock() - start >= plan.budget_s and taken >= plan.floor_samples:
                 reason = "budget"
             else:
+                reason = ""
+            reason = _STOP_REASONS[agree(_STOP_REASONS.index(reason))]
+            if not reason:
                 if on_round is not None:
                     on_round(taken, clock() - start)
                 continue
             for k in active:
-                series[k].stop_reason = "converged" if converged[k] else reason
+                # Stopped by another process's decision, where this one had not converged:
+                # say so, not "converged".
+                mine = reason if reason != "converged" else "peer converged"
+                series[k].stop_reason = "converged" if converged[k] else mine
             active = []
     finally:
         if gc_was_enabled:

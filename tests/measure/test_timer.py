@@ -318,3 +318,55 @@ def test_modes_are_sampled_in_lockstep_until_all_stop():
     assert len(series["steady"].samples_s) == len(series["noisy"].samples_s) > 6
     assert series["steady"].stop_reason == "converged"
     assert series["noisy"].stop_reason == "budget"
+
+
+class Peer:
+    """Process 0 of a multi-process program, as `agree` sees it: its decisions are
+    recorded by one process's run and replayed to the other's (the broadcast)."""
+
+    def __init__(self) -> None:
+        self.decisions: list[int] = []
+        self.replay: list[int] | None = None
+
+    def __call__(self, value: int) -> int:
+        if self.replay is None:  # process 0: its own value goes to everyone
+            self.decisions.append(value)
+            return value
+        return self.replay.pop(0)
+
+
+def test_two_processes_that_time_differently_calibrate_and_sample_alike():
+    """Process 1's calls take 3x as long as process 0's, and its samples are noisy (its
+    speed changes every 500 calls). Alone, each would make a different number of calls;
+    agreeing, both make process 0's."""
+    plan = SamplingPlan(
+        min_sample_s=0.01,
+        warmup_s=0.05,
+        min_samples=5,
+        max_samples=50,
+        precision=0.01,
+        budget_s=0.5,
+        floor_samples=3,
+    )
+
+    def process(dt, noise, agree):
+        clock = FakeClock()
+        fn, state = counted(clock, lambda k: dt * next(noise))
+        n = warm_up_and_calibrate(fn, plan=plan, clock=clock, agree=agree)
+        series = sample_interleaved({"s": fn}, {"s": n}, plan=plan, clock=clock, agree=agree)
+        return n, len(series["s"].samples_s), state["calls"], series["s"].stop_reason
+
+    peer = Peer()
+    zero = process(1e-4, itertools.repeat(1.0), peer)
+    peer.replay = list(peer.decisions)
+    one = process(3e-4, _every_500([1.0, 2.0]), peer)
+    assert zero[:3] == one[:3]  # calls per sample, samples and calls made: the same
+    assert peer.replay == []  # every decision was asked for, in the same order
+    assert zero[3] == "converged" and one[3] == "peer converged"
+    # Alone, process 1 would have calibrated and sampled differently.
+    alone = process(3e-4, _every_500([1.0, 2.0]), lambda v: v)
+    assert alone[:3] != one[:3]
+
+
+def _every_500(levels):
+    return itertools.chain.from_iterable(itertools.repeat(x, 500) for x in itertools.cycle(levels))
