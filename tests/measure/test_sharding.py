@@ -200,3 +200,70 @@ def test_sharded_mode_has_jits_checks_repeats_and_copy_back(tmp_path: Path) -> N
     # Sharded mode's transfers are its own: to the mesh, and gathered back from it.
     assert sharded.transfer_back_s != jit.transfer_back_s
     assert sharded.transfer_bytes == 64 * 8  # int64 on the host, split (not replicated)
+
+
+REDUCING_SUITE = """
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={"S": {"n": 4096}})
+def total(xp, x):
+    return xp.sum(x * x)
+"""
+
+
+def test_two_processes_make_the_same_sharded_calls(tmp_path: Path) -> None:
+    """Two `jitbench run --distributed` processes on this machine, 2 CPU devices each (a
+    4-device global mesh), with a workload whose sharded program sums across processes:
+    its collectives wait for every process's call, so both must calibrate and sample
+    alike, though each times on its own clock (before, a run could wait for ever)."""
+    import socket
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    (tmp_path / "suite.py").write_text(REDUCING_SUITE)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": flags.strip(),
+    }
+    procs = [
+        subprocess.Popen(
+            [
+                *(sys.executable, "-m", "jitbench", "run", "--suite", "suite.py"),
+                *("-m", "jit,sharded", "-s", "S", "--budget", "0.2", "--out", f"p{i}"),
+                *("--distributed", "--coordinator", f"127.0.0.1:{port}"),
+                *("--num-processes", "2", "--process-id", str(i)),
+            ],
+            cwd=tmp_path,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(2)
+    ]
+    try:
+        outs = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for p, (out, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, out + err
+    sharded = []
+    for i in range(2):
+        (path,) = (tmp_path / f"p{i}" / "runs").glob("*.json")
+        (m,) = [m for m in load_run(path).measurements if m.mode is Mode.SHARDED]
+        assert m.ok, m.failure_text
+        sharded.append(m)
+    assert sharded[0].calls_per_sample == sharded[1].calls_per_sample
+    assert len(sharded[0].samples_s) == len(sharded[1].samples_s)
