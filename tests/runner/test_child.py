@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -205,7 +206,8 @@ def test_a_stop_signal_during_a_childs_start_waits_until_the_start_is_over() -> 
         receiver, sender = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_report_sigterm_handler, args=(sender,))
         with child.spawning_quietly():
-            os.kill(os.getpid(), signal.SIGTERM)
+            # To the main thread, where Python runs handlers (see test_signals).
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
             proc.start()
             assert arrived == []  # held back while the child starts
         assert arrived == ["term"]  # and delivered as soon as it has

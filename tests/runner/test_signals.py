@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -168,7 +169,10 @@ def test_signals_ignored_shields_a_save_and_delivers_the_signal_after() -> None:
     before = signal.getsignal(signal.SIGINT)
     saved = False
     with pytest.raises(KeyboardInterrupt), signals.signals_ignored():
-        os.kill(os.getpid(), signal.SIGINT)  # held back: the save is not cut short
+        # To the main thread, where Python runs handlers: sent to the process, it may land on
+        # another thread (JAX's), and the main thread would only see it some bytecodes later,
+        # perhaps after the block.
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # held back
         saved = True
     assert saved  # the block finished before the interrupt was delivered
     assert signal.getsignal(signal.SIGINT) is before
