@@ -252,12 +252,12 @@ def main() -> int:
                 f"detection: {INJECTED} jit flagged in {t.flagged}/{n} "
                 f"(median paired ratio {median_ratio:.3f})"
             )
-        wall = (
+        wall_text = (
             f"; wall median {statistics.median(t.walls):.0f} s (max {max(t.walls):.0f} s)"
             if t.walls
             else ""
         )
-        print(f"{kind}: {t.false} false alarms in {n} comparisons{wall}")
+        print(f"{kind}: {t.false} false alarms in {n} comparisons{wall_text}")
     return 0
 
 
