@@ -166,16 +166,19 @@ def test_stop_signals_restore_the_handlers_and_forget_requests() -> None:
 
 
 def test_signals_ignored_shields_a_save_and_delivers_the_signal_after() -> None:
-    before = signal.getsignal(signal.SIGINT)
+    # A Ctrl-C handler of our own: an xdist worker may have inherited SIGINT ignored, and
+    # an ignored signal is (rightly) dropped, not delivered after the block.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     saved = False
-    with pytest.raises(KeyboardInterrupt), signals.signals_ignored():
-        # To the main thread, where Python runs handlers: sent to the process, it may land on
-        # another thread (JAX's), and the main thread would only see it some bytecodes later,
-        # perhaps after the block.
-        signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # held back
-        saved = True
-    assert saved  # the block finished before the interrupt was delivered
-    assert signal.getsignal(signal.SIGINT) is before
+    try:
+        with pytest.raises(KeyboardInterrupt), signals.signals_ignored():
+            # To the main thread, where Python runs handlers.
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)  # held back
+            saved = True
+        assert saved  # the block finished before the interrupt was delivered
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def test_a_signal_held_during_a_save_is_dropped_only_when_it_was_ignored_anyway() -> None:
