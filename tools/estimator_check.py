@@ -28,8 +28,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tools"))
 
-from jitbench import Mode, load_run  # noqa: E402
+from aa_coverage import _load as load_runs  # noqa: E402  (aa_coverage's folder layout)
+
+from jitbench import Mode  # noqa: E402
 
 
 def _quantile(xs: Sequence[float], q: float) -> float:
@@ -51,16 +54,6 @@ SPEEDUP_ESTIMATORS: dict[str, Callable[[Sequence[float], Sequence[float]], float
     "ratio of 10th percentiles": lambda b, m: _quantile(b, 0.1) / _quantile(m, 0.1),
     "ratio of minimums": lambda b, m: min(b) / min(m),
 }
-
-
-def load_runs(folder: Path) -> list:  # type: ignore[type-arg]
-    """The last run file of each `runNN` folder under `folder` (aa_coverage's layout)."""
-    runs = []
-    for sub in sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith("run")):
-        files = sorted((sub / "runs").glob("*.json"))
-        if files:
-            runs.append(load_run(files[-1]))
-    return runs
 
 
 def _samples(run, key, mode: Mode) -> tuple[float, ...] | None:  # type: ignore[no-untyped-def]
