@@ -119,6 +119,13 @@ def relative_ci_halfwidth(samples: Sequence[float]) -> float:
     return (xs[idx[1]] - xs[idx[0]]) / 2 / median
 
 
+def robust_sd(xs: Sequence[float]) -> float:
+    """1.4826 × the median absolute deviation: the standard deviation's robust twin (equal
+    to it for normal data, unmoved by a few wild values)."""
+    centre = statistics.median(xs)
+    return 1.4826 * statistics.median(abs(x - centre) for x in xs)
+
+
 def summarize(samples: Sequence[float]) -> Summary:
     """Summarise samples (seconds per call). Raises ValueError on an empty sequence."""
     if not samples:

@@ -253,3 +253,9 @@ def test_median_ci_indices_are_exact_and_agree_with_scipy() -> None:
     for confidence in (0.9, 0.95, 0.99):
         for n in range(0, 700):
             assert stats.median_ci_indices(n, confidence) == with_scipy(n, confidence), n
+
+
+def test_robust_sd_is_unmoved_by_a_wild_value() -> None:
+    from jitbench.stats import robust_sd
+
+    assert robust_sd([1.0, 2.0, 3.0, 4.0, 100.0]) == pytest.approx(1.4826)

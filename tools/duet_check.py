@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import statistics
@@ -171,7 +172,7 @@ def _record(
     ]
     t.flagged += caught
     t.false += len(false)
-    if wall == wall:  # measured now (NaN when judged again)
+    if not math.isnan(wall):  # measured now (NaN when judged again)
         t.walls.append(wall)
     t.trials += 1
     if target is not None and target["ratio"]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from jitbench import formatting as fmt
+from jitbench import stats
 
 # ---------------------------------------------------------------------------------------
 # Thresholds of the verdict. Each names what it guards against.
@@ -220,8 +221,7 @@ class NoiseProbe:
         med = self.median_s
         if not med or med <= 0:
             return None
-        mad = statistics.median(abs(x - med) for x in self.samples_s)
-        return 1.4826 * mad / med
+        return stats.robust_sd(self.samples_s) / med
 
     @property
     def max_over_min(self) -> float | None:

@@ -123,15 +123,20 @@ def test_one_device_skips_sharded_mode_with_the_fix(tmp_path: Path) -> None:
     assert all(m.ok for m in result.measurements if m.mode is Mode.JIT)
 
 
-def test_sharded_run_over_four_cpu_devices(tmp_path: Path) -> None:
-    (tmp_path / "suite.py").write_text(SUITE)
+def _run_on_four_devices(tmp_path: Path, suite: str, *options: str):  # type: ignore[no-untyped-def]
+    """`jitbench run` of `suite` with numpy, jit and sharded modes, the CPU split into 4
+    devices (the flag only counts before JAX starts: a subprocess), into tmp_path/out."""
+    (tmp_path / "suite.py").write_text(suite)
     flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
-    done = run_cli(
-        *("run", "--suite", "suite.py", "-m", "numpy,jit,sharded", "-s", "S,odd", "--quick"),
-        *("--out", "out"),
+    return run_cli(
+        *("run", "--suite", "suite.py", "-m", "numpy,jit,sharded", *options, "--out", "out"),
         cwd=tmp_path,
         env={"XLA_FLAGS": flags.strip(), "COLUMNS": "100"},
     )
+
+
+def test_sharded_run_over_four_cpu_devices(tmp_path: Path) -> None:
+    done = _run_on_four_devices(tmp_path, SUITE, "-s", "S,odd", "--quick")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "sharded" in done.stdout and "eff." in done.stdout, done.stdout
     (path,) = (tmp_path / "out" / "runs").glob("*.json")
@@ -175,14 +180,7 @@ def tally(xp, k):
 def test_sharded_mode_has_jits_checks_repeats_and_copy_back(tmp_path: Path) -> None:
     """What jit mode gets, sharded mode gets: the narrowed-input check, cold compiles
     repeated under --rounds, and the output's copy back to the host (a gather)."""
-    (tmp_path / "suite.py").write_text(PARITY_SUITE)
-    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=4"
-    done = run_cli(
-        *("run", "--suite", "suite.py", "-m", "numpy,jit,sharded", "--quick", "--rounds", "3"),
-        *("--out", "out"),
-        cwd=tmp_path,
-        env={"XLA_FLAGS": flags.strip(), "COLUMNS": "100"},
-    )
+    done = _run_on_four_devices(tmp_path, PARITY_SUITE, "--quick", "--rounds", "3")
     assert done.returncode == 0, done.stdout + done.stderr
     (path,) = (tmp_path / "out" / "runs").glob("*.json")
     by = {m.mode: m for m in load_run(path).measurements}
