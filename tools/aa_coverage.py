@@ -119,6 +119,46 @@ def spread(runs: list, top: int = 5) -> tuple[float, list[tuple[float, str]]]:  
     return (statistics.median(sd for sd, _ in rows) if rows else math.nan), rows[:top]
 
 
+def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg]
+    """How far one case's between-process variance tells another's, as the degrees of
+    freedom of a scaled inverse chi-square prior (what `PROCESS_PRIOR_DF` claims), from
+    runs of `--processes K >= 2`: each case's variance pooled over the runs; the spread of
+    their logs beyond what sampling alone gives (trigamma(df/2)) is the spread of the true
+    variances, trigamma(d0/2). Returns (d0, the pooled df per case); None without
+    process parts, or when the variances spread no more than sampling explains (d0 is
+    then unbounded: one variance fits every case)."""
+    from scipy.optimize import brentq
+    from scipy.special import polygamma
+
+    from jitbench import Mode
+
+    logs_by_case: dict[tuple[object, str], list[list[float]]] = {}
+    for run in runs:
+        for case in run.cases():
+            base = run.get(case.key, Mode.NUMPY)
+            for mode in JAX_MODES:
+                other = run.get(case.key, Mode(mode))
+                if base is None or other is None or not (base.ok and other.ok):
+                    continue
+                logs = run._process_logs(base, other)
+                if logs is not None:
+                    logs_by_case.setdefault((case.key, mode), []).append(logs)
+    log_variances, dfs = [], []
+    for parts in logs_by_case.values():
+        df = sum(len(p) - 1 for p in parts)
+        ss = sum(sum((x - statistics.fmean(p)) ** 2 for x in p) for p in parts)
+        if df > 0 and ss > 0:
+            log_variances.append(math.log(ss / df))
+            dfs.append(df)
+    if len(log_variances) < 3:
+        return None
+    case_df = statistics.median(dfs)
+    excess = statistics.variance(log_variances) - float(polygamma(1, case_df / 2))
+    if excess <= 0:
+        return None
+    return 2 * brentq(lambda h: float(polygamma(1, h)) - excess, 1e-3, 1e4), case_df
+
+
 def _print(figures: dict[str, float], walls: list[float]) -> None:
     print(
         f"coverage of 95 % speedup intervals: {figures['covered']}/{figures['intervals']} "
@@ -182,6 +222,12 @@ def main() -> int:
 
 
 def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
+    if (estimate := prior_df(runs)) is not None:
+        d0, df = estimate
+        print(
+            f"the cases' between-process variances are worth a prior of {d0:.1f} df "
+            f"(from {df:g} df per case; jitbench assumes 4)"
+        )
     median_sd, worst = spread(runs)
     print(f"run-to-run sd of log speedup: median {median_sd:.3f}; largest:")
     for sd, label in worst:

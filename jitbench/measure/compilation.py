@@ -9,10 +9,15 @@ in-memory cache (`cached_analysis`), without a second compile. `cold_aot_breakdo
 the AOT stages (`.trace`, `.lower`, `.compile`) instead: `jitbench profile` keeps it for the
 IR texts, and it is the reference the event split was checked against
 (`tools/compile_split.py`).
+
+`sharing_compiles` lets the processes of one `--processes` run share the programs their
+cold calls compile: the first process compiles (cold, timed as ever) and keeps each program
+on disk; the later ones load it instead of compiling again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import re
@@ -21,6 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -31,6 +37,8 @@ from jitbench.suite.jitted import is_jitted
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
+#: A program loaded from the persistent cache (only ever on in `sharing_compiles`).
+CACHE_LOAD_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
 
 
 @dataclass
@@ -38,12 +46,15 @@ class CompileEvents:
     """Compile events seen while a `count_compiles()` block was active."""
 
     compile_count: int = 0
+    load_count: int = 0  # programs loaded from the persistent cache instead
     durations_s: dict[str, float] = field(default_factory=dict)
 
     def add(self, event: str, duration_s: float) -> None:
         self.durations_s[event] = self.durations_s.get(event, 0.0) + duration_s
         if event == BACKEND_COMPILE_EVENT:
             self.compile_count += 1
+        elif event == CACHE_LOAD_EVENT:
+            self.load_count += 1
 
 
 _active: list[CompileEvents] = []
@@ -81,18 +92,74 @@ def count_compiles() -> Iterator[CompileEvents]:
 
 
 @contextmanager
-def persistent_cache_disabled() -> Iterator[None]:
-    """Turn the persistent compilation cache off so compile times are real compiles."""
-    try:
-        before = jax_flag("jax_enable_compilation_cache")
-    except AttributeError:  # pragma: no cover - very old JAX
-        yield
-        return
-    jax.config.update("jax_enable_compilation_cache", False)
+def _cache_config(flags: Mapping[str, Any]) -> Iterator[None]:
+    """JAX's persistent-cache `flags` for the block, then as they were. JAX decides once
+    per process whether its cache is in use (at the first compile after a reset), so a
+    flag changed without a reset may not be obeyed: the cache is reset on both sides."""
+    before = {name: jax_flag(name) for name in flags}
+    for name, value in flags.items():
+        jax.config.update(name, value)
+    _reset_persistent_cache()
     try:
         yield
     finally:
-        jax.config.update("jax_enable_compilation_cache", before)
+        for name, value in before.items():
+            jax.config.update(name, value)
+        _reset_persistent_cache()
+
+
+def _reset_persistent_cache() -> None:
+    from jax.experimental.compilation_cache import compilation_cache
+
+    compilation_cache.reset_cache()
+
+
+@contextmanager
+def persistent_cache_disabled() -> Iterator[None]:
+    """Turn the persistent compilation cache off so compile times are real compiles."""
+    with _cache_config({"jax_enable_compilation_cache": False}):
+        yield
+
+
+#: Where cold calls keep (or find) their programs while `sharing_compiles` is active.
+_shared: Path | None = None
+
+
+@contextmanager
+def sharing_compiles(directory: Path) -> Iterator[None]:
+    """Within the block, cold calls (`cold_call(share=True)`) keep the programs they
+    compile in `directory`, and load a program from there instead of compiling it when it
+    is there already (JAX's persistent compilation cache, on for those calls only).
+
+    The first process of a `--processes` run opens each case with an empty folder of its
+    own, so its cold calls are real compiles (writing the programs added no time that
+    could be told from noise: jit first calls 0.4 % and eager ones 5 % faster *with* the
+    writes, over the default suite); the later processes open the case with that folder
+    and load what it compiled, about four times faster than compiling. A loaded program
+    is no compile: it is not counted, and it has no stages to report (`prepare_jit`).
+    """
+    global _shared
+    directory.mkdir(parents=True, exist_ok=True)
+    previous, _shared = _shared, directory
+    try:
+        yield
+    finally:
+        _shared = previous
+
+
+def _cold_call_cache(share: bool) -> contextlib.AbstractContextManager[None]:
+    """The shared folder, every program kept however small or quick to compile (JAX's
+    defaults keep only those over a second), for a sharing cold call; else no cache."""
+    if not share or _shared is None:
+        return persistent_cache_disabled()
+    return _cache_config(
+        {
+            "jax_enable_compilation_cache": True,
+            "jax_compilation_cache_dir": str(_shared),
+            "jax_persistent_cache_min_compile_time_secs": 0.0,
+            "jax_persistent_cache_min_entry_size_bytes": -1,
+        }
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -343,7 +410,16 @@ class ColdCall:
 
     @property
     def compile_count(self) -> int:
-        return self.events.compile_count
+        """XLA compiles in the call. JAX 0.10 times a program loaded from the persistent
+        cache as a backend compile too, so loads are taken off (where a JAX does not, a
+        call that both loads and compiles is undercounted: only a later process of a
+        `--processes` run loads, and its compile figures are not kept)."""
+        return max(0, self.events.compile_count - self.events.load_count)
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the call loaded a program from the persistent cache (`sharing_compiles`)."""
+        return self.events.load_count > 0
 
     def stage_s(self, event: str) -> float | None:
         """Seconds the call spent in one stage (`TRACE_EVENT`, `LOWER_EVENT`,
@@ -353,7 +429,10 @@ class ColdCall:
     @property
     def stages_s(self) -> tuple[float, float, float] | None:
         """(trace, lower, XLA compile) seconds of a jitted call's compile, or None when an
-        event is missing (a cache hit, or a JAX that does not emit it)."""
+        event is missing (a cache hit, or a JAX that does not emit it) or the program
+        was loaded, not compiled."""
+        if self.loaded:
+            return None
         parts = [self.stage_s(e) for e in (TRACE_EVENT, LOWER_EVENT, BACKEND_COMPILE_EVENT)]
         if any(p is None for p in parts):
             return None
@@ -361,16 +440,18 @@ class ColdCall:
         return trace_s, lower_s, compile_s
 
 
-def cold_call(call: Callable[[], Any], *, clear: bool = True) -> ColdCall:
+def cold_call(call: Callable[[], Any], *, clear: bool = True, share: bool = False) -> ColdCall:
     """Time one call with the persistent cache off, counting and splitting its compiles.
 
     `clear` empties JAX's in-memory caches first (`clear_caches`); a caller that measures
-    several cold calls after one clear passes False. The call must block on its output
-    (the modes module's calls do). Raises whatever the call raises.
+    several cold calls after one clear passes False. With `share`, while `sharing_compiles`
+    is active, the call keeps its programs in (or loads them from) the shared folder
+    instead. The call must block on its output (the modes module's calls do). Raises
+    whatever the call raises.
     """
     if clear:
         clear_caches()
-    with persistent_cache_disabled(), count_compiles() as events:
+    with _cold_call_cache(share), count_compiles() as events:
         t0 = time.perf_counter()
         out = call()
         elapsed = time.perf_counter() - t0

@@ -190,11 +190,16 @@ def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMod
     cache, so the program is compiled once."""
     jitted = modes.jit_function(wl)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-    cold = jcompile.cold_call(call, clear=False)
+    cold = jcompile.cold_call(call, clear=False, share=True)
     analysis, _ = jcompile.cached_analysis(
         jitted, args=staged.args, kwargs={**staged.kwargs, **staged.static}
     )
-    trace_s, lower_s, compile_s = _jit_stages(wl, staged, cold)
+    if cold.loaded:
+        # Loaded from an earlier process of the run (`sharing_compiles`): no compile to
+        # split, and none to pay for again.
+        trace_s = lower_s = compile_s = None
+    else:
+        trace_s, lower_s, compile_s = _jit_stages(wl, staged, cold)
     return PreparedMode(
         call=modes.specialise_call(Mode.JIT, call, cold.output, staged=staged, jitted=jitted),
         output=cold.output,
@@ -230,7 +235,7 @@ def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedM
     # Guarded from the first call on: JAX caches an array's host copy after one transfer,
     # so a hidden copy of an input would slip through every later, guarded call.
     with modes.timed_region(Mode.EAGER, nojit=wl.eager == "nojit"):
-        cold = jcompile.cold_call(call, clear=False)
+        cold = jcompile.cold_call(call, clear=False, share=True)
     return PreparedMode(
         call=call,
         output=cold.output,

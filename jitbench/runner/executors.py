@@ -7,19 +7,24 @@ being stopped). The unit is one workload × size × dtype on one or more devices
 cases of `plan.group_cases`): its NumPy side is measured once for all of them. An executor
 that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase` with the
 first round, which the scheduler asks for the next rounds and the repeated cold compiles.
+In-process, the processes of one `--processes` run share their cold calls' programs
+(`compilation.sharing_compiles`, a folder per group of cases).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+import hashlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import jax
 
 from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
-from jitbench.measure import timeline
+from jitbench.measure import compilation, timeline
 from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import (
     CaseSession,
@@ -79,11 +84,14 @@ class Executor(Protocol):
         ...
 
 
-def executor_for(config: RunConfig, devices: Sequence[jax.Device]) -> Executor:
-    """A child process per case with `config.isolate`, else this process."""
+def executor_for(
+    config: RunConfig, devices: Sequence[jax.Device], *, shared_compiles: Path | None = None
+) -> Executor:
+    """A child process per case with `config.isolate`, else this process (sharing cold
+    calls' programs under `shared_compiles` with the run's other processes)."""
     if config.isolate:
         return ChildProcessExecutor(config)
-    return InProcessExecutor(config, devices)
+    return InProcessExecutor(config, devices, shared_compiles=shared_compiles)
 
 
 def failed_case(
@@ -118,9 +126,31 @@ class InProcessExecutor:
     """Measures cases in this process, each step under the case's deadline
     (`config.timeout_s`, see `run.deadline`)."""
 
-    def __init__(self, config: RunConfig, devices: Sequence[jax.Device]) -> None:
+    def __init__(
+        self,
+        config: RunConfig,
+        devices: Sequence[jax.Device],
+        *,
+        shared_compiles: Path | None = None,
+    ) -> None:
         self.config = config
         self.devices = list(devices)
+        self.shared_compiles = shared_compiles
+
+    @contextlib.contextmanager
+    def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
+        """The programs the cases' cold calls compile, shared with the run's other
+        processes in a folder of their own (see `compilation.sharing_compiles`)."""
+        if self.shared_compiles is None:
+            yield
+            return
+        first = pcs[0]
+        key = "|".join(
+            (first.workload.name, first.size, first.dtype, *(device_label(pc.device) for pc in pcs))
+        )
+        folder = self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
+        with compilation.sharing_compiles(folder):
+            yield
 
     @property
     def spreads_rounds(self) -> bool:
@@ -135,21 +165,25 @@ class InProcessExecutor:
         config = self.config
         split_calls = timeline.SPLIT_CALLS if config.time_split else 0
         if not self.spreads_rounds:
-            result, _ = self.guarded(
-                pcs, lambda: measure_cases(pcs, config, split_calls=split_calls, report=report)
-            )
+
+            def whole() -> list[Measurement]:
+                with self._sharing(pcs):
+                    return measure_cases(pcs, config, split_calls=split_calls, report=report)
+
+            result, _ = self.guarded(pcs, whole)
             return result, None
         opened: list[CaseSession] = []
 
         def first_round() -> list[Measurement]:
-            session = open_cases(
-                pcs,
-                timed=config.modes,
-                plan=config.plan,
-                seed=config.seed,
-                quick=config.quick,
-                report=report,
-            )
+            with self._sharing(pcs):
+                session = open_cases(
+                    pcs,
+                    timed=config.modes,
+                    plan=config.plan,
+                    seed=config.seed,
+                    quick=config.quick,
+                    report=report,
+                )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
                 session.trace_splits(split_calls, report=report)

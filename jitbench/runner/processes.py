@@ -33,12 +33,19 @@ class WorkerError(JitbenchError):
     """A worker process of `--processes` failed; the cases measured so far are kept."""
 
 
-#: What a worker process runs: (connection, selection as dicts, config as a dict). It
-#: measures the selection and sends ("ok", the run's JSON text) or ("error", text) back.
-WorkerTarget = Callable[[Connection, list[dict[str, Any]], dict[str, Any]], None]
+#: What a worker process runs: (connection, selection as dicts, config as a dict, the
+#: folder of the programs the first process compiled or None). It measures the selection
+#: and sends ("ok", the run's JSON text) or ("error", text) back.
+WorkerTarget = Callable[[Connection, list[dict[str, Any]], dict[str, Any], str | None], None]
 
 
-def run_worker(selection: Sequence[Selection], config: RunConfig, *, target: WorkerTarget) -> Run:
+def run_worker(
+    selection: Sequence[Selection],
+    config: RunConfig,
+    *,
+    target: WorkerTarget,
+    shared_compiles: str | None = None,
+) -> Run:
     """Measure the selected workloads in a fresh (spawned) process running `target` (a
     module-level function, so the child can import it) and return its run.
 
@@ -49,7 +56,9 @@ def run_worker(selection: Sequence[Selection], config: RunConfig, *, target: Wor
     receiver, sender = ctx.Pipe(duplex=False)
     payload = [s.to_dict() for s in selection]
     proc = ctx.Process(
-        target=target, args=(sender, payload, config.to_dict()), name="jitbench-worker"
+        target=target,
+        args=(sender, payload, config.to_dict(), shared_compiles),
+        name="jitbench-worker",
     )
     with spawning_quietly():
         proc.start()

@@ -8,9 +8,11 @@ case is measured (this process or a child) is the executor's business (`run.exec
 from __future__ import annotations
 
 import functools
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from jitbench.config import RunConfig, SamplingPlan
@@ -80,24 +82,28 @@ def run_workloads(
     """
     config = config or RunConfig()
     if config.processes > 1 and resume is None:
-        first = functools.partial(
-            _measure_once,
-            workloads,
-            config,
-            on_event=on_event,
-            checkpoint=checkpoint,
-            run_id=run_id,
-            resume=None,
-            clock=clock,
-        )
-        pooled = run_in_processes(
-            first,
-            selection_of(workloads),
-            config,
-            on_event=on_event,
-            checkpoint=checkpoint,
-            worker=functools.partial(run_worker, target=worker_main),
-        )
+        # The workers load the programs the first process compiled (and timed) instead of
+        # compiling them again: a folder per group of cases, gone with the run.
+        with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
+            first = functools.partial(
+                _measure_once,
+                workloads,
+                config,
+                on_event=on_event,
+                checkpoint=checkpoint,
+                run_id=run_id,
+                resume=None,
+                clock=clock,
+                shared_compiles=Path(shared),
+            )
+            pooled = run_in_processes(
+                first,
+                selection_of(workloads),
+                config,
+                on_event=on_event,
+                checkpoint=checkpoint,
+                worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
+            )
         # Outliers and size order judged again on every process's samples together.
         return diagnose.run_diagnostics(pooled)
     return _measure_once(
@@ -120,8 +126,10 @@ def _measure_once(
     run_id: str | None,
     resume: Run | None,
     clock: Clock,
+    shared_compiles: Path | None = None,
 ) -> Run:
-    """Every case of the run measured once, in this process (see `run_workloads`)."""
+    """Every case of the run measured once, in this process (see `run_workloads`), the
+    cold calls' programs shared under `shared_compiles` (`executors.executor_for`)."""
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
@@ -142,7 +150,7 @@ def _measure_once(
             )
         run = schedule(
             cases,
-            executor_for(config, devices),
+            executor_for(config, devices, shared_compiles=shared_compiles),
             start,
             plan=config.plan,
             on_event=on_event,
@@ -258,9 +266,15 @@ def schedule(
     return snapshot(True)
 
 
-def worker_main(conn: Connection, selection: list[dict[str, Any]], config: dict[str, Any]) -> None:
+def worker_main(
+    conn: Connection,
+    selection: list[dict[str, Any]],
+    config: dict[str, Any],
+    shared_compiles: str | None = None,
+) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
-    them all once in this fresh process, send the run back."""
+    them all once in this fresh process (loading the programs the first process left in
+    `shared_compiles`), send the run back."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -272,7 +286,16 @@ def worker_main(conn: Connection, selection: list[dict[str, Any]], config: dict[
                 for s in selection
             )
         )
-        run = run_workloads(workloads, replace(settings, processes=1))
+        run = _measure_once(
+            workloads,
+            replace(settings, processes=1),
+            on_event=None,
+            checkpoint=None,
+            run_id=None,
+            resume=None,
+            clock=utc_now,
+            shared_compiles=Path(shared_compiles) if shared_compiles else None,
+        )
         conn.send(("ok", dump_run(run)))
     except BaseException as exc:  # report anything, then exit
         conn.send(("error", f"{type(exc).__name__}: {exc}"))

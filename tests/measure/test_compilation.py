@@ -143,3 +143,50 @@ def test_takes_gradient_sees_autodiff_in_the_trace() -> None:
     assert jcompile.takes_gradient(scaled, args=(x,), kwargs={"k": 2}, static_argnames=("k",))
     assert not jcompile.takes_gradient(loss, args=(x,), kwargs={})
     assert not jcompile.takes_gradient(lambda v: v.item(), args=(x,), kwargs={})  # untraceable
+
+
+def _sharing_case(folder):  # type: ignore[no-untyped-def]
+    """A fresh jax.jit(_f) cold-called (caches cleared) while sharing `folder`."""
+    x = jnp.arange(40.0)
+    jitted = jax.jit(_f)
+    with jcompile.sharing_compiles(folder):
+        return jcompile.cold_call(lambda: jitted(x).block_until_ready(), share=True)
+
+
+def test_a_later_process_loads_the_programs_the_first_compiled(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    folder = tmp_path / "case"
+    first = _sharing_case(folder)
+    assert first.compile_count == 1 and first.stages_s is not None  # a real, timed compile
+    assert any(folder.iterdir())  # ... kept on disk
+    later = _sharing_case(folder)  # caches cleared again: as a fresh process sees it
+    assert later.loaded and later.compile_count == 0 and later.stages_s is None
+    assert np.allclose(later.output, first.output)
+    # Outside the sharing block, and for calls that do not share, nothing is loaded.
+    x = jnp.arange(40.0)
+    assert jcompile.cold_call(lambda: jax.jit(_f)(x).block_until_ready()).compile_count == 1
+    with jcompile.sharing_compiles(folder):
+        assert jcompile.cold_call(lambda: jax.jit(_f)(x).block_until_ready()).compile_count == 1
+    assert jcompile._shared is None
+
+
+def test_a_users_persistent_cache_is_off_for_cold_calls_and_kept_after(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # JAX decides once whether its cache is in use; a cold call must still not read it.
+    x = jnp.arange(24.0)
+    before = jax.config.jax_compilation_cache_dir
+    try:
+        jax.config.update("jax_compilation_cache_dir", str(tmp_path))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        jcompile._reset_persistent_cache()
+        jcompile.clear_caches()
+        jax.jit(_f)(x).block_until_ready()  # the user's cache is in use, and holds _f
+        assert any(tmp_path.iterdir())
+        cold = jcompile.cold_call(lambda: jax.jit(_f)(x).block_until_ready())
+        assert cold.compile_count == 1 and not cold.loaded
+        assert jax.config.jax_enable_compilation_cache  # as the user had it
+        assert jax.config.jax_compilation_cache_dir == str(tmp_path)
+    finally:
+        jax.config.update("jax_compilation_cache_dir", before)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+        jcompile._reset_persistent_cache()

@@ -94,3 +94,8 @@ def test_real_run_in_two_processes_pools_both_and_widens_nothing_it_cannot_see(
     assert all(len(m.run_sample_counts) == 2 for m in run.measurements if m.ok)
     jit = run.speedup(run.cases()[0].key, Mode.JIT)
     assert jit is not None and jit.low is not None and jit.low < jit.value < jit.high
+    # The worker loaded the program the first process compiled: one compile, timed once.
+    [compiled] = [m for m in run.measurements if m.mode is Mode.JIT]
+    assert compiled.compile is not None and compiled.compile.compile_count == 1
+    assert compiled.compile.compile_repeats_s is not None
+    assert len(compiled.compile.compile_repeats_s) == 1
