@@ -222,11 +222,13 @@ def main() -> int:
 
 
 def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
+    from jitbench.results.model import PROCESS_PRIOR_DF
+
     if (estimate := prior_df(runs)) is not None:
         d0, df = estimate
         print(
             f"the cases' between-process variances are worth a prior of {d0:.1f} df "
-            f"(from {df:g} df per case; jitbench assumes 4)"
+            f"(from {df:g} df per case; jitbench assumes {PROCESS_PRIOR_DF:g})"
         )
     median_sd, worst = spread(runs)
     print(f"run-to-run sd of log speedup: median {median_sd:.3f}; largest:")
