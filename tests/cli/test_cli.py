@@ -68,10 +68,19 @@ def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
         (["compare", "a.json", "b.json", "--disturbed-factor", "0.5"], "--disturbed-factor is 0"),
     ],
 )
-def test_bad_usage_exits_2_with_one_line_cause(cli, args, message):
-    result = cli(*args)
-    assert result.returncode == 2, (result.stdout, result.stderr)
+def test_bad_usage_exits_2_with_one_line_cause(args, message):
+    # In this process (a real one below): each costs JAX's import where it is a subprocess.
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, (result.stdout, result.stderr)
     assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_bad_usage_in_a_real_process_exits_2_with_one_line_cause(cli):
+    result = cli("run", "--devices", "tpu:7", "selu")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "unknown device 'tpu:7'" in result.stderr
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 

@@ -82,10 +82,10 @@ IN_PROCESS_FAULTS = {
         "called sys.exit()",
     ),
     "hang-cut-by-timeout-in-process": Fault(
-        ("ok_double", "hangs", "--timeout", "6"),
+        ("ok_double", "hangs", "--timeout", "3"),
         0,
         {"ok_double[S]": OK, "hangs[S]": all_modes("timeout")},
-        "case exceeded --timeout 6 s",
+        "case exceeded --timeout 3 s",
     ),
     "strict-with-a-failed-case": Fault(
         ("ok_double", "returns_none", "--strict"),

@@ -78,6 +78,8 @@ def site(run: Run, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_run_page_in_chromium(browser: Any, run: Run, site: dict[str, Path]) -> None:
     p = visit(browser, site["run"], "report-run.png")
     assert p.errors == [] and p.network == []
+    _assert_reads_well(p, "run")
+    _assert_parity_label_on_its_line(p)
     # plotly.js was fetched (once) for the charts, from beside the report folder's root
     assert p.page.locator("script[src='../plotly.min.js']").count() == 1
     charts = p.charts()
@@ -141,58 +143,70 @@ def _parity(p: Loaded, chart: str) -> dict[str, float]:
     )
 
 
-@pytest.mark.parametrize("which", ["real", "seed"])
-def test_the_parity_label_sits_on_the_dashed_line(
-    browser: Any, run: Run, which: str, tmp_path: Path
-) -> None:
+def _assert_parity_label_on_its_line(p: Loaded) -> None:
     """Issue 16: plotly read the label's y as log10, putting it at 10× (and off charts
     whose top is below 10×). Read from the SVG: the label sits just above the line."""
-    page = write_run_page(run if which == "real" else seed_run(), tmp_path)
-    p = visit(browser, page, f"report-parity-{which}.png")
     pos = _parity(p, "speedup-1")
     assert abs(pos["label_bottom"] - pos["line_y"]) < 6, pos
     assert pos["plot_top"] <= pos["label_top"] and pos["line_y"] <= pos["plot_bottom"], pos
+
+
+def test_the_parity_label_sits_on_the_dashed_line_of_the_seed_run(
+    browser: Any, tmp_path: Path
+) -> None:
+    # (and of the real run: `test_run_page_in_chromium`)
+    p = visit(browser, write_run_page(seed_run(), tmp_path), "report-parity-seed.png")
+    _assert_parity_label_on_its_line(p)
     p.page.close()
 
 
 PAGES = ["run", "compare", "history", "index"]
 
 
-@pytest.mark.parametrize("viewport", ["desktop", "phone"])
-def test_every_page_fits_and_reads_at_both_widths(
-    browser: Any, site: dict[str, Path], viewport: str
-) -> None:
+def test_every_page_fits_and_reads_on_a_phone(browser: Any, site: dict[str, Path]) -> None:
     for kind in PAGES:
-        size = DESKTOP if viewport == "desktop" else PHONE
-        p = visit(browser, site[kind], f"report-{kind}-{viewport}.png", size)
-        assert p.errors == [] and p.network == [], (kind, p.errors, p.network)
-        assert p.overflow() == [], (kind, p.overflow())  # no sideways page on a phone
-        assert p.broken_words("th") == [], kind  # no 'worklo/ad'
-        # legends never sit on the plot, nor labels outside the picture
-        clashes = p.page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
-          .flatMap(gd => {
-            const legend = gd.querySelector('.legend'), plot = gd.querySelector('.nsewdrag');
-            const svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
-            const out = [];
-            if (legend && plot && legend.getBoundingClientRect().bottom >
-                plot.getBoundingClientRect().top + 1 &&
-                legend.getBoundingClientRect().top < plot.getBoundingClientRect().top)
-              out.push(gd.id + ': legend over the plot');
-            for (const t of gd.querySelectorAll('.textpoint text, .annotation-text')) {
-              const r = t.getBoundingClientRect();
-              if (r.width && (r.left < svg.left - 1 || r.right > svg.right + 1 ||
-                              r.top < svg.top - 1 || r.bottom > svg.bottom + 1))
-                out.push(gd.id + ': "' + t.textContent + '" cut off');
-            }
-            return out;
-          })""")
-        assert clashes == [], (kind, clashes)
+        p = visit(browser, site[kind], f"report-{kind}-phone.png", PHONE)
+        _assert_reads_well(p, kind)
         p.page.close()
+
+
+def test_the_history_page_fits_and_reads_on_a_desktop(browser: Any, site: dict[str, Path]) -> None:
+    # (the other pages: in the tests that visit them on a desktop, before any click)
+    p = visit(browser, site["history"], "report-history-desktop.png")
+    _assert_reads_well(p, "history")
+    p.page.close()
+
+
+def _assert_reads_well(p: Loaded, kind: str) -> None:
+    """No error or request, nothing wider than the window, no header broken inside a word,
+    no legend on a plot nor a label cut off."""
+    assert p.errors == [] and p.network == [], (kind, p.errors, p.network)
+    assert p.overflow() == [], (kind, p.overflow())  # no sideways page on a phone
+    assert p.broken_words("th") == [], kind  # no 'worklo/ad'
+    # legends never sit on the plot, nor labels outside the picture
+    clashes = p.page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot'))
+      .flatMap(gd => {
+        const legend = gd.querySelector('.legend'), plot = gd.querySelector('.nsewdrag');
+        const svg = gd.querySelector('svg.main-svg').getBoundingClientRect();
+        const out = [];
+        if (legend && plot && legend.getBoundingClientRect().bottom >
+            plot.getBoundingClientRect().top + 1 &&
+            legend.getBoundingClientRect().top < plot.getBoundingClientRect().top)
+          out.push(gd.id + ': legend over the plot');
+        for (const t of gd.querySelectorAll('.textpoint text, .annotation-text')) {
+          const r = t.getBoundingClientRect();
+          if (r.width && (r.left < svg.left - 1 || r.right > svg.right + 1 ||
+                          r.top < svg.top - 1 || r.bottom > svg.bottom + 1))
+            out.push(gd.id + ': "' + t.textContent + '" cut off');
+        }
+        return out;
+      })""")
+    assert clashes == [], (kind, clashes)
 
 
 def test_comparison_page_and_the_index_picker(browser: Any, site: dict[str, Path]) -> None:
     p = visit(browser, site["compare"], "report-compare.png")
-    assert p.errors == [] and p.network == []
+    _assert_reads_well(p, "compare")
     assert "before → after" in p.page.inner_text("h1")
     charts = p.charts()
     assert set(charts) == {"ratio-1", "speedup-side-by-side"}
@@ -204,7 +218,7 @@ def test_comparison_page_and_the_index_picker(browser: Any, site: dict[str, Path
     p.page.close()
 
     p = visit(browser, site["index"], "report-index.png")
-    assert p.errors == [] and p.network == []
+    _assert_reads_well(p, "index")
     assert p.page.locator("script[src$='plotly.min.js']").count() == 0  # no chart, no plotly
     assert p.page.locator("#pick-bar").is_hidden()
     p.page.check("input.pick >> nth=0")
