@@ -126,7 +126,8 @@ def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg
     their logs beyond what sampling alone gives (trigamma(df/2)) is the spread of the true
     variances, trigamma(d0/2). Returns (d0, the pooled df per case); None without
     process parts, or when the variances spread no more than sampling explains (d0 is
-    then unbounded: one variance fits every case)."""
+    then unbounded: one variance fits every case). Fitted on the runs it is given: judge
+    the prior it suggests on other runs."""
     from scipy.optimize import brentq
     from scipy.special import polygamma
 
@@ -152,11 +153,14 @@ def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg
             dfs.append(df)
     if len(log_variances) < 3:
         return None
+    # Var(log s^2) = trigamma(d0 / 2) + trigamma(df / 2), the second averaged over cases.
+    sampling = statistics.fmean(float(polygamma(1, df / 2)) for df in dfs)
+    excess = statistics.variance(log_variances) - sampling
     case_df = statistics.median(dfs)
-    excess = statistics.variance(log_variances) - float(polygamma(1, case_df / 2))
-    if excess <= 0:
+    try:
+        return 2 * brentq(lambda h: float(polygamma(1, h)) - excess, 1e-3, 1e4), case_df
+    except ValueError:  # no excess, or too little to tell from none: no spread between cases
         return None
-    return 2 * brentq(lambda h: float(polygamma(1, h)) - excess, 1e-3, 1e4), case_df
 
 
 def _print(figures: dict[str, float], walls: list[float]) -> None:

@@ -97,14 +97,15 @@ def _cache_config(flags: Mapping[str, Any]) -> Iterator[None]:
     per process whether its cache is in use (at the first compile after a reset), so a
     flag changed without a reset may not be obeyed: the cache is reset on both sides."""
     before = {name: jax_flag(name) for name in flags}
-    for name, value in flags.items():
-        jax.config.update(name, value)
-    _reset_persistent_cache()
-    try:
+    try:  # set inside: an alarm (`--timeout`) may land anywhere; each flag goes back
+        for name, value in flags.items():
+            jax.config.update(name, value)
+        _reset_persistent_cache()
         yield
     finally:
         for name, value in before.items():
-            jax.config.update(name, value)
+            with contextlib.suppress(Exception):
+                jax.config.update(name, value)
         _reset_persistent_cache()
 
 
@@ -128,19 +129,38 @@ _shared: Path | None = None
 @contextmanager
 def sharing_compiles(directory: Path) -> Iterator[None]:
     """Within the block, cold calls (`cold_call(share=True)`) keep the programs they
-    compile in `directory`, and load a program from there instead of compiling it when it
-    is there already (JAX's persistent compilation cache, on for those calls only).
+    compile under `directory`, and load a program from there instead of compiling it when
+    it is there already (JAX's persistent compilation cache, on for those calls only).
 
-    The first process of a `--processes` run opens each case with an empty folder of its
-    own, so its cold calls are real compiles (writing the programs added no time that
-    could be told from noise: jit first calls 0.4 % and eager ones 5 % faster *with* the
-    writes, over the default suite); the later processes open the case with that folder
-    and load what it compiled, about four times faster than compiling. A loaded program
-    is no compile: it is not counted, and it has no stages to report (`prepare_jit`).
+    The first process of a `--processes` run opens each group of cases with an empty
+    folder, and each device and mode of the group takes a subfolder of its own
+    (`shared_subfolder`), so its cold calls are real compiles: no device loads another's
+    program (JAX leaves the device out of a GPU program's key), and writing the programs
+    added no time that could be told from noise (jit first calls 0.4 % and eager ones 5 %
+    faster *with* the writes, over the default suite). The later processes open the
+    group with the same folder and load what the first compiled, about four times faster
+    than compiling. A loaded program is no compile: it is not counted, it has no stages
+    to report (`prepare_jit`), and a worker's compile figures are dropped
+    (`scheduler.worker_main`).
     """
     global _shared
     directory.mkdir(parents=True, exist_ok=True)
     previous, _shared = _shared, directory
+    try:
+        yield
+    finally:
+        _shared = previous
+
+
+@contextmanager
+def shared_subfolder(name: str) -> Iterator[None]:
+    """Within `sharing_compiles`, the cold calls of the block share under `name` only
+    (one device and mode of a group of cases); elsewhere nothing changes."""
+    global _shared
+    previous = _shared
+    if previous is not None:
+        _shared = previous / re.sub(r"[^A-Za-z0-9._-]", "_", name)
+        _shared.mkdir(parents=True, exist_ok=True)
     try:
         yield
     finally:
@@ -152,14 +172,17 @@ def _cold_call_cache(share: bool) -> contextlib.AbstractContextManager[None]:
     defaults keep only those over a second), for a sharing cold call; else no cache."""
     if not share or _shared is None:
         return persistent_cache_disabled()
-    return _cache_config(
-        {
-            "jax_enable_compilation_cache": True,
-            "jax_compilation_cache_dir": str(_shared),
-            "jax_persistent_cache_min_compile_time_secs": 0.0,
-            "jax_persistent_cache_min_entry_size_bytes": -1,
-        }
-    )
+    flags: dict[str, Any] = {
+        "jax_enable_compilation_cache": True,
+        "jax_compilation_cache_dir": str(_shared),
+        "jax_persistent_cache_min_compile_time_secs": 0.0,
+        "jax_persistent_cache_min_entry_size_bytes": -1,
+    }
+    if hasattr(jax.config, "jax_persistent_cache_enable_xla_caches"):
+        # Else XLA's own caches (GPU autotuning) would follow the cache into the folder,
+        # and the first process's compiles would cost what they do not cost a user.
+        flags["jax_persistent_cache_enable_xla_caches"] = ""
+    return _cache_config(flags)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -410,10 +433,8 @@ class ColdCall:
 
     @property
     def compile_count(self) -> int:
-        """XLA compiles in the call. JAX 0.10 times a program loaded from the persistent
-        cache as a backend compile too, so loads are taken off (where a JAX does not, a
-        call that both loads and compiles is undercounted: only a later process of a
-        `--processes` run loads, and its compile figures are not kept)."""
+        """XLA compiles in the call. JAX (0.5 to 0.10) times a program loaded from the
+        persistent cache as a backend compile too, so loads are taken off."""
         return max(0, self.events.compile_count - self.events.load_count)
 
     @property

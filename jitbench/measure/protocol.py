@@ -441,7 +441,7 @@ class CaseSession:
             report(f"{state.mode.value} compile again", None)
             c = state.compile
             repeats = self.compile_repeats.setdefault(slot, [])
-            if not repeats:
+            if not repeats and c.total_compile_s is not None:  # (a loaded program: none)
                 repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
             try:
                 with capture.attribute(state.printed, timed=False):
@@ -898,7 +898,10 @@ def _cold_first_calls(
     for mode, s in states.items():
         report(_COLD_STEP[mode], None)
         try:
-            with maybe_attribute(session.capture, s.printed, timed=False):
+            with (
+                maybe_attribute(session.capture, s.printed, timed=False),
+                jcompile.shared_subfolder(f"{label}-{mode.value}"),
+            ):
                 prepared = PREPARE[mode](wl, host, staged)
             s.call, s.compile = prepared.call, prepared.compile
             out = require_array_tree(prepared.output, wl, mode)

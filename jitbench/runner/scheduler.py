@@ -296,6 +296,12 @@ def worker_main(
             clock=utc_now,
             shared_compiles=Path(shared_compiles) if shared_compiles else None,
         )
+        if shared_compiles:
+            # Its cold calls loaded the first process's programs: those are no compiles
+            # (repeated ones, with --rounds, are the first process's to time as well).
+            run = replace(
+                run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
+            )
         conn.send(("ok", dump_run(run)))
     except BaseException as exc:  # report anything, then exit
         conn.send(("error", f"{type(exc).__name__}: {exc}"))

@@ -190,3 +190,17 @@ def test_a_users_persistent_cache_is_off_for_cold_calls_and_kept_after(tmp_path)
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
         jcompile._reset_persistent_cache()
+
+
+def test_each_device_and_mode_compiles_its_own_program(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # One group of cases on two devices: the second device must not load the first's
+    # program (on GPU, JAX leaves the device out of the key).
+    x = jnp.arange(16.0)
+    counts = []
+    with jcompile.sharing_compiles(tmp_path):
+        for label in ("cpu:0-jit", "cpu:1-jit"):
+            with jcompile.shared_subfolder(label):
+                cold = jcompile.cold_call(lambda: jax.jit(_f)(x).block_until_ready(), share=True)
+            counts.append((cold.compile_count, cold.loaded))
+    assert counts == [(1, False), (1, False)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu_0-jit", "cpu_1-jit"]
