@@ -225,6 +225,31 @@ def main() -> int:
     return 0
 
 
+def process_bias(runs: list) -> dict[str, tuple[float, float, int]]:  # type: ignore[type-arg]
+    """Per JAX mode, how far each later process's paired speedup sits from the first
+    process's of the same run (mean log difference, its standard error, the count): the
+    workers load the programs the first process compiled, and must not run them faster or
+    slower for it."""
+    from jitbench import Mode
+
+    diffs: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
+    for run in runs:
+        for case in run.cases():
+            base = run.get(case.key, Mode.NUMPY)
+            for mode in JAX_MODES:
+                other = run.get(case.key, Mode(mode))
+                if base is None or other is None or not (base.ok and other.ok):
+                    continue
+                logs = run._process_logs(base, other)
+                if logs is not None:
+                    diffs[mode] += [later - logs[0] for later in logs[1:]]
+    return {
+        mode: (statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d)), len(d))
+        for mode, d in diffs.items()
+        if len(d) >= 2
+    }
+
+
 def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
     from jitbench.results.model import PROCESS_PRIOR_DF
 
@@ -233,6 +258,11 @@ def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
         print(
             f"the cases' between-process variances are worth a prior of {d0:.1f} df "
             f"(from {df:g} df per case; jitbench assumes {PROCESS_PRIOR_DF:g})"
+        )
+    for mode, (mean, se, n) in process_bias(runs).items():
+        print(
+            f"{mode}: later processes' speedups vs the first's: {math.expm1(mean):+.1%} "
+            f"± {se:.1%} (mean log difference ± se, {n} pairs)"
         )
     median_sd, worst = spread(runs)
     print(f"run-to-run sd of log speedup: median {median_sd:.3f}; largest:")
