@@ -15,6 +15,7 @@ from jitbench import RunConfig, run_workloads
 from jitbench.measure import diagnose
 from jitbench.results import Severity, Status
 from jitbench.suite.discovery import discover
+from tests.faults import invoke
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -145,9 +146,9 @@ def test_every_workload_validates_in_all_modes_at_every_preset(workloads):
     _assert_all_ok(run)
 
 
-def test_cli_lists_every_workload_with_tags_and_descriptions(cli):
-    proc = cli("list", "--json", *[arg for f in SUITE_FILES for arg in ("--suite", str(f))])
-    assert proc.returncode == 0, proc.stderr
+def test_cli_lists_every_workload_with_tags_and_descriptions():
+    proc = invoke("list", "--json", *[arg for f in SUITE_FILES for arg in ("--suite", str(f))])
+    assert proc.exit_code == 0, proc.stderr
     listed = {w["name"]: w for w in json.loads(proc.stdout)}
     assert set(listed) == EXPECTED
     assert all(w["tags"] and w["description"] for w in listed.values())

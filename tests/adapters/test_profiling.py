@@ -13,6 +13,7 @@ from jitbench.config import SamplingPlan
 from jitbench.errors import ConfigError
 from jitbench.results import Mode, Status
 from jitbench.suite.discovery import discover
+from tests.faults import invoke
 
 SUITES = Path(__file__).resolve().parents[2] / "suites"
 FAST = SamplingPlan(
@@ -102,13 +103,14 @@ def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: i
     assert elapsed < 30, proc.stdout
 
 
-def test_cli_profile_ir_and_json(cli) -> None:  # type: ignore[no-untyped-def]
-    proc = cli("profile", "log2", "--jaxpr", "--hlo", "--budget", "0.05")
-    assert proc.returncode == 0, proc.stderr
+def test_cli_profile_ir_and_json() -> None:
+    # In this process (the real one above shows the whole breakdown): JAX is imported.
+    proc = invoke("profile", "log2", "--jaxpr", "--hlo", "--budget", "0.05")
+    assert proc.exit_code == 0, proc.stderr
     assert "{ lambda" in proc.stdout and "log" in proc.stdout
     assert "HloModule jit_log2" in proc.stdout or "HloModule" in proc.stdout
 
-    proc = cli(
+    proc = invoke(
         "profile",
         "unrolled_loop",
         "--suite",
@@ -117,16 +119,16 @@ def test_cli_profile_ir_and_json(cli) -> None:  # type: ignore[no-untyped-def]
         "--budget",
         "0.05",
     )
-    assert proc.returncode == 0, proc.stderr
+    assert proc.exit_code == 0, proc.stderr
     d = json.loads(proc.stdout)
     assert d["jit_compile"]["jaxpr_eqn_count"] >= 1000
     assert "large-jaxpr" in [x["code"] for x in d["diagnostics"]]
     assert d["jaxpr"] is None  # only with --jaxpr
 
 
-def test_cli_profile_bad_name_exits_2_with_a_suggestion(cli) -> None:  # type: ignore[no-untyped-def]
-    proc = cli("profile", "selj")
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+def test_cli_profile_bad_name_exits_2_with_a_suggestion() -> None:
+    proc = invoke("profile", "selj")
+    assert proc.exit_code == 2, (proc.stdout, proc.stderr)
     assert "did you mean 'selu'" in proc.stderr and "Traceback" not in proc.stderr
 
 
