@@ -28,6 +28,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -119,6 +120,23 @@ def spread(runs: list, top: int = 5) -> tuple[float, list[tuple[float, str]]]:  
     return (statistics.median(sd for sd, _ in rows) if rows else math.nan), rows[:top]
 
 
+def _process_parts(runs: list) -> Iterator[tuple[object, str, list[float]]]:  # type: ignore[type-arg]
+    """(case key, JAX mode, each process's paired log speedup) for every case of every run
+    measured in two or more processes (`--processes`)."""
+    from jitbench import Mode
+
+    for run in runs:
+        for case in run.cases():
+            base = run.get(case.key, Mode.NUMPY)
+            for mode in JAX_MODES:
+                other = run.get(case.key, Mode(mode))
+                if base is None or other is None or not (base.ok and other.ok):
+                    continue
+                logs = run._process_logs(base, other)
+                if logs is not None:
+                    yield case.key, mode, logs
+
+
 def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg]
     """How far one case's between-process variance tells another's, as the degrees of
     freedom of a scaled inverse chi-square prior (what `PROCESS_PRIOR_DF` claims), from
@@ -131,19 +149,9 @@ def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg
     from scipy.optimize import brentq
     from scipy.special import polygamma
 
-    from jitbench import Mode
-
     logs_by_case: dict[tuple[object, str], list[list[float]]] = {}
-    for run in runs:
-        for case in run.cases():
-            base = run.get(case.key, Mode.NUMPY)
-            for mode in JAX_MODES:
-                other = run.get(case.key, Mode(mode))
-                if base is None or other is None or not (base.ok and other.ok):
-                    continue
-                logs = run._process_logs(base, other)
-                if logs is not None:
-                    logs_by_case.setdefault((case.key, mode), []).append(logs)
+    for key, mode, logs in _process_parts(runs):
+        logs_by_case.setdefault((key, mode), []).append(logs)
     log_variances, dfs = [], []
     for parts in logs_by_case.values():
         df = sum(len(p) - 1 for p in parts)
@@ -230,19 +238,9 @@ def process_bias(runs: list) -> dict[str, tuple[float, float, int]]:  # type: ig
     process's of the same run (mean log difference, its standard error, the count): the
     workers load the programs the first process compiled, and must not run them faster or
     slower for it."""
-    from jitbench import Mode
-
     diffs: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
-    for run in runs:
-        for case in run.cases():
-            base = run.get(case.key, Mode.NUMPY)
-            for mode in JAX_MODES:
-                other = run.get(case.key, Mode(mode))
-                if base is None or other is None or not (base.ok and other.ok):
-                    continue
-                logs = run._process_logs(base, other)
-                if logs is not None:
-                    diffs[mode] += [later - logs[0] for later in logs[1:]]
+    for _key, mode, logs in _process_parts(runs):
+        diffs[mode] += [later - logs[0] for later in logs[1:]]
     return {
         mode: (statistics.fmean(d), statistics.stdev(d) / math.sqrt(len(d)), len(d))
         for mode, d in diffs.items()
