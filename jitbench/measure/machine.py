@@ -41,6 +41,8 @@ NOISY_CV = 0.03
 
 #: The noise probe: samples of one fixed loop of about 5 ms on a laptop-class core.
 PROBE_SAMPLES = 20
+#: A smoke run's (`--quick`): its whole measurement takes about as long as the full probe.
+QUICK_PROBE_SAMPLES = 8
 PROBE_LOOP = 100_000  # iterations of the pure-Python loop in one sample (≈ 4–7 ms)
 
 #: Short window for choosing the least busy cores (`busy_by_core`); /proc/stat counts in

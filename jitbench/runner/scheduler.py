@@ -130,6 +130,7 @@ def _measure_once(
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`)."""
+    probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
@@ -144,7 +145,9 @@ def _measure_once(
                 started_at=clock(),
                 finished_at=None,
                 complete=False,
-                environment=environment.capture(threads=threads, machine_before=machine.capture()),
+                environment=environment.capture(
+                    threads=threads, machine_before=machine.capture(probe_samples=probe)
+                ),
                 config=RecordedConfig(settings=config, selection=selection_of(workloads)),
                 measurements=(),
             )
@@ -158,7 +161,8 @@ def _measure_once(
             clock=clock,
             processes=config.processes,
         )
-        return diagnose.run_diagnostics(environment.with_machine_after(run, machine.capture()))
+        after = machine.capture(probe_samples=probe)
+        return diagnose.run_diagnostics(environment.with_machine_after(run, after))
 
 
 def schedule(

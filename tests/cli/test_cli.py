@@ -44,6 +44,11 @@ def test_run_writes_a_loadable_run_and_exits_0(tiny_run_result):
         "value_branch",
     }
     assert "run saved to" in result.stdout and "double" in result.stdout
+    # A smoke run's noise probe is a short one, before and after.
+    from jitbench.measure.machine import QUICK_PROBE_SAMPLES
+
+    for when in ("machine_before", "machine_after"):
+        assert len(run.environment[when]["probe_samples_s"]) == QUICK_PROBE_SAMPLES
     # Problems are listed with their hint on stderr.
     assert "mismatch" in result.stderr and "TracerBoolConversionError" in result.stderr
 
