@@ -127,9 +127,11 @@ def _measure_once(
     resume: Run | None,
     clock: Clock,
     shared_compiles: Path | None = None,
+    repeat_compiles: bool = True,
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`), the
-    cold calls' programs shared under `shared_compiles` (`executors.executor_for`)."""
+    cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
+    without `repeat_compiles`, no cold compile is measured again (`schedule`)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
@@ -160,6 +162,7 @@ def _measure_once(
             checkpoint=checkpoint,
             clock=clock,
             processes=config.processes,
+            repeat_compiles=repeat_compiles,
         )
         after = machine.capture(probe_samples=probe)
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
@@ -175,6 +178,7 @@ def schedule(
     checkpoint: Callable[[Run], None] | None = None,
     clock: Clock = utc_now,
     processes: int = 1,
+    repeat_compiles: bool = True,
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
@@ -182,7 +186,8 @@ def schedule(
     (`plan.group_cases`: one NumPy baseline for all devices). Each group's first round (or,
     when the executor does not spread rounds, all of it) is taken in case order; then, when
     it does, rounds 2…`plan.rounds` go over the groups still sampling, in the same order,
-    and last the repeated cold compiles. A checkpoint follows every group and every later
+    and last the repeated cold compiles (with `repeat_compiles`: a `--processes` worker
+    leaves them to the first process). A checkpoint follows every group and every later
     round (and the compiles); after each, and at every step a case reports, a stop a
     signal asked for is honoured (`signals.raise_if_stop_requested`), so a stop whose raise
     was swallowed still ends the run within a round of samples.
@@ -257,7 +262,7 @@ def schedule(
                     if not session.sampling or all(m.failed for m in results[key]):
                         del live[key]  # nothing left to sample, or it failed as a whole
                 boundary()
-            for repeat in range(1, plan.compile_measurements):
+            for repeat in range(1, plan.compile_measurements if repeat_compiles else 1):
                 for key, session in live.items():
                     results[key] = session.repeat_compile(
                         reporter(*first_index[key], plan.rounds + repeat)
@@ -299,10 +304,11 @@ def worker_main(
             resume=None,
             clock=utc_now,
             shared_compiles=Path(shared_compiles) if shared_compiles else None,
+            # The first process times the compiles (repeated too, with --rounds).
+            repeat_compiles=not shared_compiles,
         )
         if shared_compiles:
-            # Its cold calls loaded the first process's programs: those are no compiles
-            # (repeated ones, with --rounds, are the first process's to time as well).
+            # Its cold calls loaded the first process's programs: those are no compiles.
             run = replace(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )
