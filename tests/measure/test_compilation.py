@@ -204,3 +204,22 @@ def test_each_device_and_mode_compiles_its_own_program(tmp_path) -> None:  # typ
             counts.append((cold.compile_count, cold.loaded))
     assert counts == [(1, False), (1, False)]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cpu_0-jit", "cpu_1-jit"]
+
+
+def test_a_call_that_raises_leaves_the_cache_flags_as_they_were(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    names = (
+        "jax_enable_compilation_cache",
+        "jax_compilation_cache_dir",
+        "jax_persistent_cache_min_compile_time_secs",
+        "jax_persistent_cache_min_entry_size_bytes",
+    )
+    before = {name: getattr(jax.config, name) for name in names}
+
+    def boom() -> None:
+        raise RuntimeError("the workload failed")
+
+    with jcompile.sharing_compiles(tmp_path), pytest.raises(RuntimeError):
+        jcompile.cold_call(boom, share=True)
+    with pytest.raises(RuntimeError):
+        jcompile.cold_call(boom)
+    assert {name: getattr(jax.config, name) for name in names} == before
