@@ -132,7 +132,7 @@ def _process_parts(runs: list) -> Iterator[tuple[object, str, list[float]]]:  # 
                 other = run.get(case.key, Mode(mode))
                 if base is None or other is None or not (base.ok and other.ok):
                     continue
-                logs = run._process_logs(base, other)
+                logs = run.process_logs(base, other)
                 if logs is not None:
                     yield case.key, mode, logs
 

@@ -1028,6 +1028,20 @@ def measure_case(
     return measure_cases([pc], config, split_calls=split_calls, report=report)
 
 
+def open_configured(
+    pcs: Sequence[PlannedCase], config: RunConfig, *, report: StepReport | None = None
+) -> CaseSession:
+    """`open_cases` with a run's settings: its modes, plan, seed and quick flag."""
+    return open_cases(
+        pcs,
+        timed=config.modes,
+        plan=config.plan,
+        seed=config.seed,
+        quick=config.quick,
+        report=report,
+    )
+
+
 def measure_cases(
     pcs: Sequence[PlannedCase],
     config: RunConfig,
@@ -1043,14 +1057,7 @@ def measure_cases(
     of each JAX mode are traced afterwards to split their time (`CaseSession.trace_splits`).
     `report` hears each step.
     """
-    session = open_cases(
-        pcs,
-        timed=config.modes,
-        plan=config.plan,
-        seed=config.seed,
-        quick=config.quick,
-        report=report,
-    )
+    session = open_configured(pcs, config, report=report)
     rounds = config.plan.rounds
     for index in range(rounds):
         if report is not None and rounds > 1:

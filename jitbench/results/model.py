@@ -503,7 +503,7 @@ class Run:
         """base time / other time with its CI (see `speedup`); None unless both are ok."""
         if base is None or other is None or not (base.ok and other.ok):
             return None
-        logs = self._process_logs(base, other)
+        logs = self.process_logs(base, other)
         if logs is not None:
             return stats.repeat_interval(logs, self._between_process_variance, PROCESS_PRIOR_DF)
         a, b = base.samples_s, other.samples_s
@@ -517,7 +517,7 @@ class Run:
         counts = {len(m.run_sample_counts) for m in self.measurements if m.run_sample_counts}
         return max(counts, default=1)
 
-    def _process_logs(self, base: Measurement, other: Measurement) -> list[float] | None:
+    def process_logs(self, base: Measurement, other: Measurement) -> list[float] | None:
         """Each process's paired log speedup (median of its per-round log ratios), or None
         unless both measurements hold the same two or more process parts of paired samples."""
         counts = base.run_sample_counts
@@ -545,7 +545,7 @@ class Run:
                 other = self.get(case.key, mode)
                 if base is None or other is None or not (base.ok and other.ok):
                     continue
-                logs = self._process_logs(base, other)
+                logs = self.process_logs(base, other)
                 if logs is not None:
                     estimates.append((statistics.variance(logs), len(logs) - 1))
         return stats.typical_variance(estimates)

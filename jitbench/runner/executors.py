@@ -33,7 +33,7 @@ from jitbench.measure.protocol import (
     add_hint,
     error_info,
     measure_cases,
-    open_cases,
+    open_configured,
     planned_case_record,
 )
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
@@ -144,10 +144,9 @@ class InProcessExecutor:
         if self.shared_compiles is None:
             yield
             return
+        # Devices and modes get subfolders of their own (`protocol._cold_first_calls`).
         first = pcs[0]
-        key = "|".join(
-            (first.workload.name, first.size, first.dtype, *(device_label(pc.device) for pc in pcs))
-        )
+        key = "|".join((first.workload.name, first.size, first.dtype))
         folder = self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
         with compilation.sharing_compiles(folder):
             yield
@@ -176,14 +175,7 @@ class InProcessExecutor:
 
         def first_round() -> list[Measurement]:
             with self._sharing(pcs):
-                session = open_cases(
-                    pcs,
-                    timed=config.modes,
-                    plan=config.plan,
-                    seed=config.seed,
-                    quick=config.quick,
-                    report=report,
-                )
+                session = open_configured(pcs, config, report=report)
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
                 session.trace_splits(split_calls, report=report)

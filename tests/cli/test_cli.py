@@ -78,6 +78,8 @@ def test_bad_usage_exits_2_with_one_line_cause(args, message):
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert message in result.stderr
+    # In process a crash is an exception the runner caught, not a traceback on stderr.
+    assert result.exception is None or isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
