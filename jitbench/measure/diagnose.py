@@ -51,6 +51,7 @@ OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
 NO_FINITE = "no-finite-output"
 NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
+OTHER_DEVICE = "output-on-other-device"
 
 PITFALL_CODES = frozenset(
     {
@@ -78,6 +79,7 @@ CODES = PITFALL_CODES | {
     OUTLIERS,
     SIZE_ORDER,
     NO_FINITE,
+    OTHER_DEVICE,
 }
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
@@ -353,6 +355,19 @@ def no_finite_output() -> Diagnostic:
         "modes proves nothing (and NaN arithmetic can run at another speed)",
         hint="check the input function and the workload for a division by zero, a log of "
         "negatives or an overflow; time a computation with real values.",
+    )
+
+
+def output_on_other_device(mode: Mode, found: Sequence[str], expected: str) -> Diagnostic:
+    """A JAX mode's output lives (partly) on a device other than its case's: the time is
+    at least partly another device's."""
+    return Diagnostic(
+        code=OTHER_DEVICE,
+        severity=Severity.WARNING,
+        message=f"the {mode.value} output is on {', '.join(found)}, not on the case's device "
+        f"{expected}: part of the timed work ran elsewhere",
+        hint="let the inputs choose the device: no jax.device_put or jax.default_device to "
+        "a fixed device inside the workload.",
     )
 
 

@@ -24,8 +24,8 @@ device→host transfer to guard; those copies are caught on GPU and TPU.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
@@ -248,13 +248,28 @@ def specialise_call(
     return call
 
 
-def timed_region(mode: Mode, *, nojit: bool = False) -> AbstractContextManager[object]:
-    """The transfer guard the timed loop of `mode` runs under (none for "nojit" eager)."""
+def on_device(device: jax.Device | None) -> AbstractContextManager[object]:
+    """Make `device` JAX's default while a JAX side runs, so the arrays it creates itself
+    (`jnp.zeros`, `jnp.arange`, a loop counter) live where its inputs do. Without it they
+    land on JAX's first device: a CPU case on a GPU machine then computed part of its
+    eager work on the GPU and copied it back. None leaves the default as it is."""
+    return nullcontext() if device is None else jax.default_device(device)
+
+
+@contextmanager
+def timed_region(
+    mode: Mode, *, nojit: bool = False, device: jax.Device | None = None
+) -> Iterator[None]:
+    """What the timed loop of `mode` runs under: the transfer guard (none for "nojit"
+    eager) and, for a JAX mode, its case's `device` as JAX's default (`on_device`)."""
     if mode in (Mode.JIT, Mode.SHARDED):
-        return jax.transfer_guard("disallow")
-    if mode is Mode.EAGER and not nojit:
-        return jax.transfer_guard_device_to_host("disallow")
-    return nullcontext()
+        guard: AbstractContextManager[object] = jax.transfer_guard("disallow")
+    elif mode is Mode.EAGER and not nojit:
+        guard = jax.transfer_guard_device_to_host("disallow")
+    else:
+        guard = nullcontext()
+    with guard, on_device(None if mode is Mode.NUMPY else device):
+        yield
 
 
 def to_host(tree: Any) -> Any:

@@ -130,6 +130,7 @@ class _ModeState:
     timed_compiles: jcompile.CompileEvents = field(default_factory=jcompile.CompileEvents)
     printed: PrintTally = field(default_factory=PrintTally)
     nojit: bool = False  # eager under jax.disable_jit(): no transfer guard
+    device: jax.Device | None = None  # JAX's default device while the mode runs
     # Sharded mode stages its own inputs: its transfer figures and the mesh it ran on.
     transfer: dict[str, Any] | None = None
     sharding: ShardingInfo | None = None
@@ -148,7 +149,7 @@ class _ModeState:
 def _mode_region(state: _ModeState, capture: OutputCapture | None = None) -> Iterator[None]:
     with (
         maybe_attribute(capture, state.printed, timed=True),
-        modes.timed_region(state.mode, nojit=state.nojit),
+        modes.timed_region(state.mode, nojit=state.nojit, device=state.device),
         jcompile.count_compiles() as events,
     ):
         yield
@@ -220,12 +221,15 @@ def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMod
     )
 
 
-def cold_jit_stages(wl: Workload, host: Inputs, staged: modes.Staged) -> tuple[float, float, float]:
-    """Clear JAX's caches and measure a fresh `jax.jit(f)`'s cold first call again:
-    (trace, lower, compile) seconds. Raises what the call raises."""
+def cold_jit_stages(
+    wl: Workload, host: Inputs, staged: modes.Staged, *, device: jax.Device | None = None
+) -> tuple[float, float, float]:
+    """Clear JAX's caches and measure a fresh `jax.jit(f)`'s cold first call again, with
+    `device` as JAX's default: (trace, lower, compile) seconds. Raises what the call raises."""
     jitted = modes.jit_function(wl)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-    return _jit_stages(wl, staged, jcompile.cold_call(call))
+    with modes.on_device(device):
+        return _jit_stages(wl, staged, jcompile.cold_call(call))
 
 
 def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMode:
@@ -474,7 +478,7 @@ class CaseSession:
             if state.mode is Mode.NUMPY or state.call is None:
                 continue
             try:
-                with modes.timed_region(state.mode):
+                with modes.timed_region(state.mode, device=state.device):
                     split = timeline.time_split(state.call, calls)
             except Exception as exc:  # the profiler's own trouble: the samples stand
                 reason = f"the profiler trace failed ({type(exc).__name__}: {exc})"
@@ -541,7 +545,7 @@ class CaseSession:
             try:
                 with (
                     maybe_attribute(self.capture, s.printed, timed=True),
-                    modes.timed_region(s.mode, nojit=s.nojit),
+                    modes.timed_region(s.mode, nojit=s.nojit, device=s.device),
                 ):
                     for _ in range(max(1, plan.warmup_calls)):
                         s.call()
@@ -645,10 +649,12 @@ def open_cases(
     labels = [device_label(pc.device) for pc in pcs]
     timed = tuple(timed)
     states: dict[Slot, _ModeState] = {}
-    for label in labels:
+    for pc, label in zip(pcs, labels, strict=True):
         for m in timed:
             nojit = m is Mode.EAGER and wl.eager == "nojit"
-            states.setdefault(CaseSession._slot(label, m), _ModeState(m, nojit=nojit))
+            states.setdefault(
+                CaseSession._slot(label, m), _ModeState(m, nojit=nojit, device=pc.device)
+            )
     session = CaseSession(
         cases=[planned_case_record(pc) for pc in pcs],
         states=states,
@@ -901,6 +907,7 @@ def _cold_first_calls(
             with (
                 maybe_attribute(session.capture, s.printed, timed=False),
                 jcompile.shared_subfolder(f"{label}-{mode.value}"),
+                modes.on_device(s.device),
             ):
                 prepared = PREPARE[mode](wl, host, staged)
             s.call, s.compile = prepared.call, prepared.compile
@@ -914,9 +921,11 @@ def _cold_first_calls(
             s.fail(exc)
             continue
         outputs[mode] = out
+        if mode is not Mode.SHARDED and s.device is not None:
+            _check_output_device(s, out, s.device)
         if mode in (Mode.JIT, Mode.SHARDED):
             session.compile_again[(label, mode)] = functools.partial(
-                cold_jit_stages, wl, host, staged
+                cold_jit_stages, wl, host, staged, device=s.device
             )
         if reference is not None:
             reference_wider |= _validate(s, wl, reference, out, staged=staged)
@@ -924,6 +933,21 @@ def _cold_first_calls(
         if s.status is Status.OK and validation.no_finite_values(modes.to_host(out)):
             s.diagnostics.append(diagnose.no_finite_output())
     return outputs, reference_wider
+
+
+def _check_output_device(state: _ModeState, output: Any, device: jax.Device) -> None:
+    """Warn when a leaf of a one-device mode's output lives on another device."""
+    found = {
+        d
+        for leaf in jax.tree_util.tree_leaves(output)
+        if isinstance(leaf, jax.Array)
+        for d in leaf.devices()
+    }
+    if found - {device}:
+        names = sorted(device_label(d) for d in found)
+        state.diagnostics.append(
+            diagnose.output_on_other_device(state.mode, names, device_label(device))
+        )
 
 
 def _say_unvalidated(
