@@ -29,6 +29,8 @@ _ENV_FIELDS: tuple[tuple[str, Any], ...] = (
     ("backend", lambda r: r.environment.get("backend")),
     ("devices", _device_kinds),
     ("x64", lambda r: r.environment.get("x64")),
+    # Runs recorded before this field ran at JAX's default (or said so in $JAX_* vars).
+    ("matmul_precision", lambda r: r.environment.get("matmul_precision", "default")),
 )
 
 
@@ -36,6 +38,7 @@ def environment_differences(base: Run, new: Run) -> tuple[EnvDifference, ...]:
     """Fields of the environment and the sampling configuration that differ.
 
     Library versions (jax, jaxlib, numpy, …), host, machine, CPU, devices, the x64 flag,
+    JAX's default matmul precision,
     XLA/JAX environment variables and the sampling plan are compared; git state is not
     (a different commit is the point of a comparison).
     """

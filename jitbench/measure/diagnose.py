@@ -415,12 +415,15 @@ def mismatch(
     mode: Mode | None = None,
     against: str = "numpy",
     gradient: bool = False,
+    reduced_matmul: str | None = None,
 ) -> Diagnostic:
     """A JAX output that does not match the reference (`message` says where).
 
     `against` is the mode that served as reference: "numpy", or "eager" when the NumPy
     side failed and jit was checked against eager instead. `gradient`: the program takes
     a derivative (autodiff), which changes the hint for non-finite outputs.
+    `reduced_matmul`: the platform ("gpu", "tpu") when it ran at JAX's default matmul
+    precision, which there is below float32: the hint then says so first.
     """
     who = f"{mode.value} output" if mode is not None else "output"
     reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
@@ -443,6 +446,13 @@ def mismatch(
         hint = (
             "an impure function (global state, side effects, randomness) or a real bug; "
             "widen the workload's rtol/atol only if the difference is rounding."
+        )
+    if reduced_matmul is not None:
+        hint = (
+            f"on {reduced_matmul}, JAX's default precision for float32 matmuls and "
+            "convolutions is below float32 (TensorFloat-32 on NVIDIA GPUs, bfloat16 passes "
+            "on TPUs), NumPy's is float32: if the program multiplies matrices, run with "
+            "JAX_DEFAULT_MATMUL_PRECISION=highest to compare like with like. Otherwise: " + hint
         )
     return Diagnostic(
         code=OUTPUT_MISMATCH,

@@ -136,6 +136,9 @@ def capture(
         "devices": devices,
         "process": process_record(),
         "x64": bool(jax_flag("jax_enable_x64")),
+        # float32 matmuls and convolutions: JAX's default is TensorFloat-32 on recent NVIDIA
+        # GPUs (and bfloat16 passes on TPU), which changes both speed and the outputs.
+        "matmul_precision": str(jax_flag("jax_default_matmul_precision") or "default"),
         "env": {k: v for k, v in sorted(os.environ.items()) if k.startswith(_ENV_PREFIXES)},
         "git": _git_state(Path(cwd)),
         "threads": (threads or current_state()).to_dict(),

@@ -325,9 +325,19 @@ def _validate(
                 mode=state.mode,
                 against=against,
                 gradient=gradient,
+                reduced_matmul=_reduced_matmul(state.device),
             )
         )
     return result.reference_wider
+
+
+def _reduced_matmul(device: jax.Device | None) -> str | None:
+    """The device's platform where JAX's matmul precision is left at its default on an
+    accelerator (below float32 there); else None."""
+    precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
+    if device is None or device.platform == "cpu" or precision in ("highest", "float32"):
+        return None
+    return str(device.platform)
 
 
 @dataclass

@@ -641,7 +641,17 @@ def environment_table(env: Mapping[str, Any]) -> Table:
     def add(key: str, value: Any) -> None:
         table.add_row(key, "—" if value in (None, "", {}, []) else str(value))
 
-    for key in ("host", "os", "cpu", "cpu_count", "cpu_affinity_count", "python", "backend", "x64"):
+    for key in (
+        "host",
+        "os",
+        "cpu",
+        "cpu_count",
+        "cpu_affinity_count",
+        "python",
+        "backend",
+        "x64",
+        "matmul_precision",
+    ):
         add(key, env.get(key))
     for name, version in (env.get("versions") or {}).items():
         add(name, version)

@@ -655,6 +655,7 @@ def environment_items(run: Run) -> list[tuple[str, str]]:
         "python_implementation",
         "backend",
         "x64",
+        "matmul_precision",
     ):
         if key in env:
             add(key, env.get(key))

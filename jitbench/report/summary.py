@@ -161,7 +161,7 @@ def environment_fingerprint(run: Run) -> dict[str, str]:
     """What about a run's machine and software changes its figures, as text by name."""
     env = run.environment
     out: dict[str, str] = {}
-    for key in ("host", "cpu", "backend", "python", "x64"):
+    for key in ("host", "cpu", "backend", "python", "x64", "matmul_precision"):
         if env.get(key) not in (None, ""):
             out[key] = str(env.get(key))
     for name, version in data.versions(run).items():

@@ -12,6 +12,7 @@ def test_environment_differences_are_listed():
         **ENV,
         "host": "other",
         "x64": True,
+        "matmul_precision": "highest",
         "versions": {"jax": "0.11.0", "numpy": "2.0"},
         "devices": [{"id": 0, "platform": "gpu", "kind": "H100", "label": "gpu:0"}],
         "git": {"commit": "def", "dirty": True},
@@ -20,6 +21,7 @@ def test_environment_differences_are_listed():
     names = {d.name: (d.base, d.new) for d in cmp.environment_differences}
     assert names["jax"] == ("0.10.2", "0.11.0")
     assert names["x64"] == (False, True)
+    assert names["matmul_precision"] == ("default", "highest")  # unrecorded: JAX's default
     assert names["host"] == ("box", "other")
     assert "gpu:0=H100" in names["devices"][1]
     assert names["config.plan.budget_s"] == (2.0, 0.5)

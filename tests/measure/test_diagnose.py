@@ -210,6 +210,25 @@ def test_mismatch_hint_depends_on_the_mode() -> None:
     assert "trace time" in jit.hint and "trace time" not in eager.hint
 
 
+def test_a_mismatch_on_an_accelerator_at_jaxs_matmul_precision_names_it_first() -> None:
+    """On a GPU, JAX's default float32 matmul is TensorFloat-32: gemm, mlp and friends
+    mismatch NumPy by design there (seen on an H200), and the hint must say why."""
+    from types import SimpleNamespace
+
+    from jitbench.measure.protocol import _reduced_matmul
+
+    gpu = SimpleNamespace(platform="gpu")
+    assert _reduced_matmul(gpu) == "gpu"  # type: ignore[arg-type]
+    assert _reduced_matmul(jax.devices("cpu")[0]) is None
+    assert _reduced_matmul(None) is None
+    with jax.default_matmul_precision("highest"):
+        assert _reduced_matmul(gpu) is None  # type: ignore[arg-type]
+    d = diagnose.mismatch("x: 9 of 9 values differ", nonfinite=False, mode=Mode.JIT,
+                          reduced_matmul="gpu")  # fmt: skip
+    assert d.hint.startswith("on gpu, JAX's default precision for float32 matmuls")
+    assert "JAX_DEFAULT_MATMUL_PRECISION=highest" in d.hint and "trace time" in d.hint
+
+
 # --- exceptions from real JAX tracing ---------------------------------------------------
 
 
