@@ -112,6 +112,19 @@ class Profile:
         )
 
     @property
+    def device_peak(self) -> tuple[int, bool] | None:
+        """(bytes, exact): the device allocator's high-water mark over the case (GPU and
+        TPU; `Measurement.device_peak_bytes`); None where the device keeps no figures."""
+        return next(
+            (
+                (m.device_peak_bytes, bool(m.device_peak_exact))
+                for m in self.run.measurements
+                if m.device_peak_bytes is not None
+            ),
+            None,
+        )
+
+    @property
     def diagnostics(self) -> list[tuple[Mode, Diagnostic]]:
         return [(m.mode, d) for m in self.run.measurements for d in m.diagnostics]
 
@@ -253,6 +266,9 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "seconds": profile.transfer_back_s,
             "bytes": profile.transfer_back_bytes,
         },
+        "device_peak": None
+        if (peak := profile.device_peak) is None
+        else {"bytes": peak[0], "exact": peak[1]},
         "jit_compile": None
         if jc is None
         else {

@@ -125,6 +125,15 @@ def _transfer_back_section(p: Profile) -> RenderableType:
     return table
 
 
+def _device_memory_section(p: Profile) -> RenderableType | None:
+    if (peak := p.device_peak) is None:  # the CPU backend keeps no allocator figures
+        return None
+    table = _kv_table("device memory (allocator high-water mark over the case)")
+    nbytes, exact = peak
+    table.add_row("peak above what was in use", ("" if exact else "≤ ") + fmt.bytes_(nbytes))
+    return table
+
+
 def _add_copy(table: Table, seconds: float | None, nbytes: int | None) -> None:
     table.add_row("time", fmt.seconds(seconds))
     table.add_row("bytes", fmt.bytes_(nbytes))
@@ -219,6 +228,7 @@ def profile_renderable(p: Profile) -> RenderableType:
         _analysis_section(p),
         _transfer_section(p),
         _transfer_back_section(p),
+        *([memory] if (memory := _device_memory_section(p)) is not None else []),
         _eager_section(p),
         _modes_section(p),
         _split_section(p),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import jax
 import numpy as np
@@ -20,6 +21,40 @@ from jitbench.measure import environment
 
 def device_label(device: jax.Device) -> str:
     return f"{device.platform}:{device.id}"
+
+
+@dataclass(frozen=True)
+class MemoryMark:
+    """A device allocator's bytes in use and its high-water mark at one moment."""
+
+    in_use: int
+    peak: int
+
+
+def memory_mark(device: jax.Device) -> MemoryMark | None:
+    """The allocator's figures now (`Device.memory_stats()`); None where the device keeps
+    none (JAX's CPU backend returns None; a plugin may not implement it)."""
+    try:
+        stats = device.memory_stats()
+    except (RuntimeError, NotImplementedError):
+        return None
+    if not stats or "peak_bytes_in_use" not in stats:
+        return None
+    return MemoryMark(
+        in_use=int(stats.get("bytes_in_use", 0)), peak=int(stats["peak_bytes_in_use"])
+    )
+
+
+def case_peak(before: MemoryMark | None, after: MemoryMark | None) -> tuple[int, bool] | None:
+    """(bytes, exact): the high-water mark reached between two marks, above what was in
+    use at the first. JAX cannot reset an allocator's mark, so when it did not rise the
+    case stayed below an earlier high-water mark, and that mark is only an upper bound
+    (exact False). None when either mark is missing."""
+    if before is None or after is None:
+        return None
+    if after.peak > before.peak:
+        return after.peak - before.in_use, True
+    return max(0, before.peak - before.in_use), False
 
 
 def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:

@@ -27,7 +27,7 @@ from jitbench.errors import WorkloadError
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
-from jitbench.measure.devices import device_label
+from jitbench.measure.devices import case_peak, device_label, memory_mark
 from jitbench.measure.timer import (
     Agree,
     decide_alone,
@@ -363,6 +363,9 @@ class CaseSession:
     )
     compile_repeats: dict[Slot, list[tuple[float, float, float]]] = field(default_factory=dict)
     splits: dict[Slot, TimeSplit] = field(default_factory=dict)  # `trace_splits`
+    # By device label: (bytes, exact) of the allocator's high-water mark from staging to
+    # the end of warm-up (`devices.case_peak`); absent where the device keeps no figures.
+    device_peaks: dict[str, tuple[int, bool]] = field(default_factory=dict)
 
     @property
     def agree(self) -> Agree:
@@ -621,6 +624,7 @@ class CaseSession:
                         None if mode is Mode.NUMPY else self.transfer.get(case.device),
                         extra.get(slot, ()),
                         self.splits.get(slot),
+                        None if mode is Mode.NUMPY else self.device_peaks.get(case.device),
                     )
                     for mode, slot in slots.items()
                 ]
@@ -753,7 +757,9 @@ def _open(
 
     # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
+    marks = {}
     for pc, label in zip(pcs, labels, strict=True):
+        marks[label] = memory_mark(pc.device)
         reference_wider |= _open_device(session, pc, label, host, reference, report, no_reference)
         if (label, Mode.SHARDED) in states:
             _open_sharded(session, pc, label, host, reference, report, no_reference)
@@ -775,6 +781,10 @@ def _open(
     for s in session.runnable:
         s.timed_compiles = jcompile.CompileEvents()
     session.cache_generation = jcompile.cache_generation()
+    # Sampling repeats the warmed-up calls, so the mark after warm-up is the case's peak.
+    for pc, label in zip(pcs, labels, strict=True):
+        if (peak := case_peak(marks[label], memory_mark(pc.device))) is not None:
+            session.device_peaks[label] = peak
 
 
 def _open_device(
@@ -1029,8 +1039,12 @@ def _measurement(
     transfer: Mapping[str, Any] | None,
     extra: Sequence[Diagnostic],
     split: TimeSplit | None = None,
+    device_peak: tuple[int, bool] | None = None,
 ) -> Measurement:
     t = s.transfer or transfer or {}
+    if mode is Mode.SHARDED:  # spread over every device: one device's mark is not its own
+        device_peak = None
+    peak_bytes, peak_exact = device_peak or (None, None)
     return Measurement(
         case=case,
         mode=mode,
@@ -1041,6 +1055,8 @@ def _measurement(
         transfer_bytes=t.get("transfer_bytes"),
         transfer_back_s=t.get("transfer_back_s"),
         transfer_back_bytes=t.get("transfer_back_bytes"),
+        device_peak_bytes=peak_bytes,
+        device_peak_exact=peak_exact,
         compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
         if s.compile
         else None,

@@ -519,6 +519,7 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
         )
         if m.transfer_back_s is not None
         else "—",
+        "device memory peak (allocator)": _device_peak(m),
         "XLA flops": f"{c.flops:,.0f}" if c and c.flops is not None else "—",
         "XLA bytes accessed": fmt.bytes_(c.bytes_accessed)
         if c and c.bytes_accessed is not None
@@ -535,6 +536,13 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
             )
         },
     }
+
+
+def _device_peak(m: Measurement) -> str:
+    """The allocator's high-water mark over the case; "≤" where it is an upper bound."""
+    if m.device_peak_bytes is None:
+        return "—"
+    return ("" if m.device_peak_exact else "≤ ") + fmt.bytes_(m.device_peak_bytes)
 
 
 def case_details(run: Run) -> list[Detail]:
@@ -568,7 +576,8 @@ CSV_FIELDS = (
     "samples", "calls_per_sample", "speedup", "speedup_low", "speedup_high", "first_call_s",
     "compile_s", "trace_s", "lower_s", "xla_compile_s", "break_even_calls", "gflop_per_s",
     "transfer_s", "transfer_bytes", "transfer_back_s", "transfer_back_bytes", "peak_bytes",
-    "host_dispatch_s", "device_execution_s", "diagnostics", "error",
+    "device_peak_bytes", "device_peak_exact", "host_dispatch_s", "device_execution_s",
+    "diagnostics", "error",
 )  # fmt: skip
 
 
@@ -624,6 +633,8 @@ def run_csv(run: Run) -> str:
             "transfer_back_s": m.transfer_back_s,
             "transfer_back_bytes": m.transfer_back_bytes,
             "peak_bytes": (c.memory or {}).get("peak_bytes") if c else None,
+            "device_peak_bytes": m.device_peak_bytes,
+            "device_peak_exact": m.device_peak_exact,
             "host_dispatch_s": m.time_split.host_s if m.time_split else None,
             "device_execution_s": m.time_split.device_s if m.time_split else None,
             "diagnostics": " ".join(d.code for d in m.diagnostics),

@@ -17,6 +17,9 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 - 1.6: measurement.transfer_back_s and transfer_back_bytes (the copy of a JAX mode's
   output back to the host, timed on its own once per case and device; null in older
   files).
+- 1.7: measurement.device_peak_bytes and device_peak_exact (the device allocator's
+  high-water mark over the case, above what was resident before it; exact false: an
+  upper bound; null on CPU and in older files).
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment
@@ -100,6 +103,8 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "transfer_bytes": m.transfer_bytes,
         "transfer_back_s": m.transfer_back_s,
         "transfer_back_bytes": m.transfer_back_bytes,
+        "device_peak_bytes": m.device_peak_bytes,
+        "device_peak_exact": m.device_peak_exact,
         "compile": None
         if m.compile is None
         else {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in m.compile.__dict__.items()},
@@ -177,6 +182,8 @@ def _measurement_from_dict(d: Mapping[str, Any]) -> Measurement:
         transfer_bytes=d.get("transfer_bytes"),
         transfer_back_s=d.get("transfer_back_s"),
         transfer_back_bytes=d.get("transfer_back_bytes"),
+        device_peak_bytes=d.get("device_peak_bytes"),
+        device_peak_exact=d.get("device_peak_exact"),
         compile=None if compile_d is None else _compile_from_dict(compile_d),
         error=None if d.get("error") is None else ErrorInfo(**d["error"]),
         diagnostics=tuple(

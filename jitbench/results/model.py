@@ -22,7 +22,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.6"
+SCHEMA_VERSION = "1.7"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance. The cases of a suite differ
@@ -213,6 +213,12 @@ class Measurement:
     transfer_bytes: int | None = None
     transfer_back_s: float | None = None
     transfer_back_bytes: int | None = None
+    # The device allocator's high-water mark over the case (`Device.memory_stats()`, GPU
+    # and TPU; None on CPU, which keeps no statistics), above what was resident before
+    # it. JAX cannot reset the mark, so a case that stays below an earlier case's gets
+    # that mark as an upper bound: `device_peak_exact` is then False.
+    device_peak_bytes: int | None = None
+    device_peak_exact: bool | None = None
     compile: CompileInfo | None = None
     error: ErrorInfo | None = None
     diagnostics: tuple[Diagnostic, ...] = ()

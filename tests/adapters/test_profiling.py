@@ -171,3 +171,16 @@ def test_profile_samples_to_the_run_precision_and_shows_the_transfer() -> None:
     text = plain_text(profile_renderable(p), 100)
     assert "transfer of the inputs" in text and "3.91 KiB" in text
     assert "copy of jit's first output to the host" in text
+    # JAX's CPU backend keeps no allocator figures: no device-memory section, no guess.
+    assert p.device_peak is None and profile_to_dict(p)["device_peak"] is None
+    assert "device memory" not in text
+    # Where the device has them (a GPU), the section shows the peak, "≤" for a bound.
+    from dataclasses import replace
+
+    bound = {"device_peak_bytes": 3 << 20, "device_peak_exact": False}
+    gpu = replace(p, run=replace(p.run, measurements=tuple(
+        m if m.mode is Mode.NUMPY else replace(m, **bound) for m in p.run.measurements
+    )))  # fmt: skip
+    assert gpu.device_peak == (3 << 20, False)
+    assert profile_to_dict(gpu)["device_peak"] == {"bytes": 3 << 20, "exact": False}
+    assert "≤ 3 MiB" in plain_text(profile_renderable(gpu), 100)

@@ -71,3 +71,26 @@ def test_fetch_copies_the_tree_and_counts_only_device_arrays() -> None:
     assert fetched.transfer_bytes == 24 and fetched.transfer_s > 0
     assert isinstance(fetched.host["a"], np.ndarray) and fetched.host["c"] == 3
     np.testing.assert_array_equal(fetched.host["a"], np.arange(6.0))
+
+
+def test_a_device_peak_is_exact_only_where_the_case_raised_the_mark() -> None:
+    from jitbench.measure.devices import MemoryMark, case_peak, memory_mark
+
+    # JAX's CPU backend keeps no allocator figures: nothing is recorded, nothing invented.
+    assert memory_mark(jax.devices("cpu")[0]) is None
+    assert case_peak(None, MemoryMark(in_use=0, peak=10)) is None
+    # The case took the mark from 5 MB to 9 MB with 2 MB resident before it: 7 MB its own.
+    assert case_peak(MemoryMark(2 << 20, 5 << 20), MemoryMark(2 << 20, 9 << 20)) == (7 << 20, True)
+    # The mark did not move: an earlier case's 5 MB bounds this one's 3 MB above resident.
+    assert case_peak(MemoryMark(2 << 20, 5 << 20), MemoryMark(2 << 20, 5 << 20)) == (3 << 20, False)
+
+
+def test_a_cpu_run_records_no_device_peak() -> None:
+    @workload(inputs=_two, sizes={"S": {"n": 32}})
+    def negate(xp, x):
+        return -x
+
+    run = run_workloads([negate], RunConfig.quick_settings())
+    assert all(
+        m.device_peak_bytes is None and m.device_peak_exact is None for m in run.measurements
+    )

@@ -65,6 +65,22 @@ def test_details_hold_every_mode_and_message(run: Run) -> None:
     b = details["value_branch"]
     assert any(mode == "jit" and "TracerBoolConversionError" in text
                for mode, _, text, _ in b.messages)  # fmt: skip
+    # A CPU run has no allocator peak: the row is left out, not shown as "—".
+    assert "device memory peak (allocator)" not in names
+
+
+def test_details_show_the_device_peak_and_mark_a_bound(run: Run) -> None:
+    from dataclasses import replace
+
+    def peak(m, exact):  # type: ignore[no-untyped-def]
+        return replace(m, device_peak_bytes=5 << 20, device_peak_exact=exact)
+
+    gpu = replace(run, measurements=tuple(
+        peak(m, m.mode is Mode.JIT) if m.mode is not Mode.NUMPY else m for m in run.measurements
+    ))  # fmt: skip
+    d = {x.case.workload: x for x in table.case_details(gpu)}["double"]
+    cells = dict(d.rows)["device memory peak (allocator)"]
+    assert cells == ["—", "≤ 5 MiB", "5 MiB"]  # numpy, eager (a bound), jit (exact)
 
 
 def test_csv_has_every_measurement_and_defuses_formulas(run: Run) -> None:

@@ -86,6 +86,24 @@ def test_transfers_both_ways_survive_a_round_trip(tmp_path):
         load_run(tmp_path / "bad.json")
 
 
+def test_the_device_peak_survives_a_round_trip(tmp_path):
+    from dataclasses import replace
+
+    numpy, jit = make_run().measurements
+    run = make_run(
+        measurements=(numpy, replace(jit, device_peak_bytes=3 << 20, device_peak_exact=False))
+    )
+    data = json.loads(dump_run(run))
+    assert data["measurements"][1]["device_peak_bytes"] == 3 << 20
+    assert data["measurements"][1]["device_peak_exact"] is False
+    assert data["measurements"][0]["device_peak_bytes"] is None
+    assert load_run(save_run(run, tmp_path / "run.json")) == run
+    data["measurements"][1]["device_peak_exact"] = "yes"
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ResultsFormatError, match="device_peak_exact"):
+        load_run(tmp_path / "bad.json")
+
+
 def test_json_carries_schema_and_summary(tmp_path):
     data = json.loads(dump_run(make_run()))
     assert data["schema"] == "jitbench.run" and data["schema_version"] == SCHEMA_VERSION
