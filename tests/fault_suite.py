@@ -71,8 +71,11 @@ def numpy_raises(x):
     return x * 3
 
 
-# 10**13 float32 elements (40 TB): no machine allocates that.
-@workload(inputs=huge_inputs, sizes={"S": {"n": 32}, "XXL": {"n": 10**13}, "NEG": {"n": -5}})
+# 10**14 float32 elements (400 TB): beyond x86-64's 128 TiB of user address space, so the
+# request fails on any machine. 40 TB did not: where the kernel promises every allocation
+# (vm.overcommit_memory=1, as on the GPU machines) it was granted, filled, and the process
+# OOM-killed.
+@workload(inputs=huge_inputs, sizes={"S": {"n": 32}, "XXL": {"n": 10**14}, "NEG": {"n": -5}})
 def too_big(xp, x):
     return x + 1
 
@@ -85,7 +88,7 @@ def _numpy_small(x):
 def jax_oom(x):
     import jax.numpy as jnp
 
-    return jnp.ones(10**12, dtype=x.dtype) * x[0]  # a 4 TB output buffer
+    return jnp.ones(10**14, dtype=x.dtype) * x[0]  # a 400 TB output buffer (see too_big)
 
 
 @workload(inputs=vec, sizes=TINY)

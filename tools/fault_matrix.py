@@ -720,7 +720,7 @@ def _(ctx: Ctx) -> str:
     return _workload_fault(ctx, "returns_generator", "generator")
 
 
-@case("workload-huge-size", "a 40 TB size: MemoryError recorded, no crash")
+@case("workload-huge-size", "a 400 TB size: MemoryError recorded, no crash")
 def _(ctx: Ctx) -> str:
     return _workload_fault(ctx, "too_big", "does not fit in memory", "-s", "S,XXL", size="XXL")
 
@@ -730,7 +730,7 @@ def _(ctx: Ctx) -> str:
     return _workload_fault(ctx, "too_big", "negative", "-s", "S,NEG", size="NEG")
 
 
-@case("workload-jax-oom", "JAX allocates 4 TB: RESOURCE_EXHAUSTED on eager and jit, NumPy ok")
+@case("workload-jax-oom", "JAX allocates 400 TB: RESOURCE_EXHAUSTED on eager and jit, NumPy ok")
 def _(ctx: Ctx) -> str:
     return _workload_fault(ctx, "jax_oom", "RESOURCE_EXHAUSTED", modes={"ok", "error"})
 
