@@ -85,6 +85,7 @@ CODES = PITFALL_CODES | {
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
 LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
 SLOW_COMPILE_S = 5.0  # trace + lower + compile; the default suite needs < 0.5 s (~3 s when loaded)
+SMALL_PROGRAM_EQNS = 50  # no unrolled loop: a slow compile of this is the backend's doing
 EAGER_FAR_SLOWER = 10.0  # eager / jit median ratio that counts as "far slower"
 # ... and the ratio's lower 95 % bound must exceed this: with the few samples of a quick
 # run one preempted jit sample drags the bound far below the median ratio.
@@ -504,15 +505,33 @@ def large_jaxpr(eqn_count: int, compile_s: float | None, threshold: int) -> Diag
     )
 
 
-def slow_compile(compile_s: float, eqn_count: int | None, threshold_s: float) -> Diagnostic:
+def slow_compile(
+    compile_s: float, eqn_count: int | None, threshold_s: float, platform: str | None = None
+) -> Diagnostic:
+    """`slow-compile`. A small program that compiles slowly does not need the loop advice:
+    its time is XLA's backend. On the H200, one-equation gemm took 0.6-14.5 s and
+    seven-equation mlp 16-44 s to compile in the stage XLA reports as compile (tracing and
+    lowering took milliseconds), where the CPU needed 10-40 ms."""
     eqns = f" for {eqn_count:,} jaxpr equations" if eqn_count is not None else ""
+    if eqn_count is not None and eqn_count <= SMALL_PROGRAM_EQNS:
+        hint = "a program this small spends its compile in XLA's backend, not in tracing"
+        if platform == "gpu":
+            hint += (
+                " (on GPU typically autotuning matmul and convolution kernels; "
+                "XLA_FLAGS=--xla_gpu_autotune_level=0 skips it, often at a cost in run time)"
+            )
+        hint += "; the persistent compilation cache keeps the program for repeated runs."
+    else:
+        hint = (
+            "keep loops in lax.fori_loop / lax.scan, avoid many distinct static argument "
+            "values, and enable the persistent compilation cache for repeated runs."
+        )
     return Diagnostic(
         code=SLOW_COMPILE,
         severity=Severity.WARNING,
         message=f"tracing, lowering and compiling took {fmt.seconds(compile_s)}{eqns} "
         f"(over {fmt.seconds(threshold_s)})",
-        hint="keep loops in lax.fori_loop / lax.scan, avoid many distinct static argument "
-        "values, and enable the persistent compilation cache for repeated runs.",
+        hint=hint,
     )
 
 
@@ -573,7 +592,9 @@ def case_diagnostics(
         if c.jaxpr_eqn_count is not None and c.jaxpr_eqn_count > large_jaxpr_eqns:
             extra[Mode.JIT].append(large_jaxpr(c.jaxpr_eqn_count, total, large_jaxpr_eqns))
         elif total is not None and total > slow_compile_s:
-            extra[Mode.JIT].append(slow_compile(total, c.jaxpr_eqn_count, slow_compile_s))
+            extra[Mode.JIT].append(
+                slow_compile(total, c.jaxpr_eqn_count, slow_compile_s, jit_m.case.platform)
+            )
 
     slower = _ratio(jit_m, numpy_m)  # jit / numpy: > 1 means jit is slower
     if slower is not None and slower.low is not None and slower.low > 1:

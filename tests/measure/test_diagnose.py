@@ -103,6 +103,12 @@ def test_slow_compile_without_a_large_jaxpr() -> None:
     ms = diagnose.case_diagnostics([m(Mode.JIT, STEADY, compile=jit_compile(40, compile_s=6.0))])
     assert codes(ms, Mode.JIT) == ["slow-compile"]
     assert "6 s" in ms[0].diagnostics[0].message
+    # 40 equations: no unrolled loop to blame; on a GPU the hint names autotuning.
+    assert "XLA's backend" in ms[0].diagnostics[0].hint
+    assert "autotun" not in ms[0].diagnostics[0].hint  # CASE is a CPU case
+    gpu = diagnose.slow_compile(14.5, 1, 5.0, "gpu")
+    assert "--xla_gpu_autotune_level=0" in gpu.hint and "lax.scan" not in gpu.hint
+    assert "lax.scan" in diagnose.slow_compile(9.0, 900, 5.0, "gpu").hint
 
 
 def test_compile_figures_of_a_failed_jit_are_not_judged() -> None:
