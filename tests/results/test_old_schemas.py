@@ -74,3 +74,15 @@ def test_transfer_back_before_1_6_reads_as_unknown() -> None:
         copied = m.mode is not Mode.NUMPY
         assert (m.transfer_back_s is not None) is copied, m
         assert m.transfer_back_bytes == (64 * 4 if copied else None)
+
+
+def test_the_kept_gpu_example_loads_with_its_device_peaks() -> None:
+    """reports/examples/ holds a real CPU + H200 run (schema 1.7): it must keep loading."""
+    example = FIXTURES.parents[2] / "reports" / "examples" / "runs" / "20261123T064616Z-8ae277.json"
+    run = load_run(example)
+    assert run.complete and {m.case.device for m in run.measurements} == {"cpu:0", "gpu:0"}
+    gpu = [m for m in run.measurements if m.case.device == "gpu:0" and m.mode is not Mode.NUMPY]
+    assert len(gpu) == 120 and all(m.status is Status.OK for m in gpu)
+    assert all(m.device_peak_bytes for m in gpu)  # the GPU keeps allocator figures
+    assert not any(m.device_peak_bytes for m in run.measurements if m.case.device == "cpu:0")
+    assert run.environment["matmul_precision"] == "highest"
