@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import jax
@@ -28,6 +29,7 @@ from jitbench.results import (
     Run,
     Severity,
     Status,
+    TimeSplit,
     dump_run,
     run_from_dict,
 )
@@ -573,6 +575,14 @@ def test_the_worst_contradiction_is_named_across_three_sizes() -> None:
         [
             sized("S", Mode.JIT, around(60e-6), nbytes=100),
             sized("M", Mode.JIT, around(50e-6), nbytes=1_000),
+        ],
+        # Longer calls whose time split shows them dispatch-bound (eager on a GPU).
+        [
+            sized("S", Mode.EAGER, around(680e-6), nbytes=100),
+            replace(
+                sized("L", Mode.EAGER, around(540e-6), nbytes=1_000),
+                time_split=TimeSplit(calls=5, wall_s=6e-4, host_s=5.7e-4, device_s=2e-5),
+            ),
         ],
         # Same input size (a preset that changes an iteration count, not the input).
         [
