@@ -27,7 +27,7 @@ import statistics
 import time
 import types
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, ClassVar
@@ -81,6 +81,9 @@ class PreparedCase:
         calls_per_sample: calls in one timed sample, from jitbench's calibration (one
             sample lasts at least `SamplingPlan.min_sample_s`, as in `jitbench run`).
         device: device label, e.g. "cpu:0"; dtype: input dtype, "float32" unless x64 is on.
+        region: what the timed calls run under, as in `jitbench run` (the transfer guard
+            and the case's device as JAX's default: a call made without it hits another
+            compile-cache entry and compiles again).
     """
 
     workload: str
@@ -89,6 +92,7 @@ class PreparedCase:
     device: str
     dtype: str
     call: Callable[[], Any]
+    region: Callable[[], AbstractContextManager[object]] = nullcontext
     calls_per_sample: int = 1
     first_call_s: float | None = None
     compile_s: float | None = None
@@ -196,7 +200,11 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
                 repeats.append(again)
         compile_repeats_s = tuple(repeats)
         compile_s = statistics.median(repeats)
-        session.ready(mode).call()  # the repeats cleared the caches: warm the call again
+    nojit = mode is Mode.EAGER and wl.eager == "nojit"
+    region = functools.partial(modes.timed_region, mode, nojit=nojit, device=device)
+    if compile_repeats_s:
+        with region():  # the repeats cleared the caches: warm the call again
+            session.ready(mode).call()
     return PreparedCase(
         workload=wl.name,
         size=size,
@@ -204,6 +212,7 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
         device=label,
         dtype=dtype,
         call=ready.call,
+        region=region,
         calls_per_sample=ready.calls_per_sample,
         first_call_s=info.first_call_s if info else None,
         compile_s=compile_s,
@@ -253,7 +262,7 @@ class WorkloadBenchmark:
         limit_threads()
         self._case = prepare_case(self.jitbench_workload, size, mode)
         self.timer.calls = self._case.calls_per_sample
-        guard = modes.timed_region(Mode(mode))
+        guard = self._case.region()
         guard.__enter__()
         self._guard = guard
 

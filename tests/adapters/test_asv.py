@@ -146,6 +146,22 @@ def test_setup_is_cached_so_asv_resampling_does_not_recompile(classes):
     assert events.compile_count == 0
 
 
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_the_first_sample_after_a_fresh_setup_compiles_nothing(classes, monkeypatch, mode):
+    """The case is prepared with its device as JAX's default (as `jitbench run` does), and
+    asv's timed calls run under the same: JAX keys its compile cache on the default device,
+    so a timed call made without it compiled the program again in asv's first sample."""
+    monkeypatch.setattr(asv_bridge, "_prepared", {})  # this test's setup prepares the case
+    bench = classes["double"]()
+    bench.setup("S", mode)
+    try:
+        with jcompile.count_compiles() as events:
+            bench.time_call("S", mode)
+    finally:
+        bench.teardown("S", mode)
+    assert events.compile_count == 0
+
+
 def test_timed_call_runs_under_the_transfer_guard_and_teardown_lifts_it(classes):
     bench = classes["double"]()
     f = jax.jit(jnp.sin)
