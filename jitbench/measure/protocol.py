@@ -27,7 +27,7 @@ from jitbench.errors import WorkloadError
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
-from jitbench.measure.devices import case_peak, device_label, memory_mark
+from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
 from jitbench.measure.timer import (
     Agree,
     decide_alone,
@@ -325,17 +325,25 @@ def _validate(
                 mode=state.mode,
                 against=against,
                 gradient=gradient,
-                reduced_matmul=_reduced_matmul(state.device),
+                reduced_matmul=_reduced_matmul(state.device, output)
+                if against == "numpy" and not result.nonfinite
+                else None,
             )
         )
     return result.reference_wider
 
 
-def _reduced_matmul(device: jax.Device | None) -> str | None:
-    """The device's platform where JAX's matmul precision is left at its default on an
-    accelerator (below float32 there); else None."""
+def _reduced_matmul(device: jax.Device | None, output: Any = None) -> str | None:
+    """The device's platform where float32 matmuls may run below float32: an accelerator
+    with JAX's matmul precision not set to full float32, and (when `output` is given) a
+    float32 or complex64 output; else None."""
     precision = jax.config.jax_default_matmul_precision  # type: ignore[attr-defined]
     if device is None or device.platform == "cpu" or precision in ("highest", "float32"):
+        return None
+    if output is not None and not any(
+        getattr(leaf, "dtype", None) in (np.float32, np.complex64)
+        for leaf in jax.tree_util.tree_leaves(output)
+    ):
         return None
     return str(device.platform)
 
@@ -491,7 +499,7 @@ class CaseSession:
             if state.mode is Mode.NUMPY or state.call is None:
                 continue
             try:
-                with modes.timed_region(state.mode, device=state.device):
+                with modes.timed_region(state.mode, nojit=state.nojit, device=state.device):
                     split = timeline.time_split(state.call, calls)
             except Exception as exc:  # the profiler's own trouble: the samples stand
                 reason = f"the profiler trace failed ({type(exc).__name__}: {exc})"
@@ -757,9 +765,10 @@ def _open(
 
     # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
-    marks = {}
+    marks = _memory_marks(pcs, labels, states)
     for pc, label in zip(pcs, labels, strict=True):
-        marks[label] = memory_mark(pc.device)
+        if label in marks:
+            marks[label] = memory_mark(pc.device)  # after the devices before it were opened
         reference_wider |= _open_device(session, pc, label, host, reference, report, no_reference)
         if (label, Mode.SHARDED) in states:
             _open_sharded(session, pc, label, host, reference, report, no_reference)
@@ -783,8 +792,24 @@ def _open(
     session.cache_generation = jcompile.cache_generation()
     # Sampling repeats the warmed-up calls, so the mark after warm-up is the case's peak.
     for pc, label in zip(pcs, labels, strict=True):
-        if (peak := case_peak(marks[label], memory_mark(pc.device))) is not None:
+        if label in marks and (peak := case_peak(marks[label], memory_mark(pc.device))):
             session.device_peaks[label] = peak
+
+
+def _memory_marks(
+    pcs: Sequence[PlannedCase], labels: Sequence[str], states: Mapping[Slot, _ModeState]
+) -> dict[str, MemoryMark | None]:
+    """The devices whose allocator peak this case records (as keys; the marks are taken as
+    each is opened). None where no device keeps figures (JAX's CPU backend), and none in a
+    session with sharded mode: its staging on every device of the platform falls inside
+    the window and is no one device's. Garbage of earlier cases is collected first, so
+    what it frees is not freed inside the window, below the baseline."""
+    if any(mode is Mode.SHARDED for _label, mode in states):
+        return {}
+    keeping = [label for pc, label in zip(pcs, labels, strict=True) if memory_mark(pc.device)]
+    if keeping:
+        gc.collect()
+    return dict.fromkeys(keeping)
 
 
 def _open_device(

@@ -94,3 +94,46 @@ def test_a_cpu_run_records_no_device_peak() -> None:
     assert all(
         m.device_peak_bytes is None and m.device_peak_exact is None for m in run.measurements
     )
+
+
+def test_the_peak_window_runs_from_staging_to_warm_up_and_skips_sharded_sessions(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    """Where the marks are taken, with an allocator stand-in (JAX's CPU backend keeps none):
+    one before the device is opened and one after warm-up; a session with sharded mode
+    records none (its staging on every device falls in the window)."""
+    from jitbench.config import SamplingPlan
+    from jitbench.measure import protocol
+    from jitbench.measure.devices import MemoryMark
+    from jitbench.measure.protocol import PlannedCase, open_case
+
+    marks = iter([(100, 1000), (100, 1000), (100, 1500)])  # check, before, after warm-up
+    taken: list[str] = []
+
+    def fake_mark(device):  # type: ignore[no-untyped-def]
+        in_use, peak = next(marks)
+        taken.append(device.platform)
+        return MemoryMark(in_use=in_use, peak=peak)
+
+    monkeypatch.setattr(protocol, "memory_mark", fake_mark)
+
+    @workload(inputs=_two, sizes={"S": {"n": 16}})
+    def triple(xp, x):
+        return 3 * x
+
+    pc = PlannedCase(triple, "S", {"n": 16}, jax.devices("cpu")[0], "float32")
+    plan = SamplingPlan(budget_s=0.01, min_samples=3)
+    session = open_case(pc, timed=(Mode.NUMPY, Mode.JIT), plan=plan, seed=0, quick=True)
+    assert taken == ["cpu", "cpu", "cpu"]
+    by_mode = {m.mode: m for m in session.measurements()}
+    assert (by_mode[Mode.JIT].device_peak_bytes, by_mode[Mode.JIT].device_peak_exact) == (
+        1400,
+        True,
+    )
+    assert by_mode[Mode.NUMPY].device_peak_bytes is None  # host code
+    taken.clear()
+    sharded = open_case(
+        pc, timed=(Mode.NUMPY, Mode.JIT, Mode.SHARDED), plan=plan, seed=0, quick=True
+    )
+    assert taken == []
+    assert all(m.device_peak_bytes is None for m in sharded.measurements())
