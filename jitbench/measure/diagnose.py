@@ -423,8 +423,8 @@ def mismatch(
     `against` is the mode that served as reference: "numpy", or "eager" when the NumPy
     side failed and jit was checked against eager instead. `gradient`: the program takes
     a derivative (autodiff), which changes the hint for non-finite outputs.
-    `reduced_matmul`: the platform ("gpu", "tpu") when it ran at JAX's default matmul
-    precision, which there is below float32: the hint then says so first.
+    `reduced_matmul`: the platform ("gpu", "tpu") when a float32 output was computed there
+    with JAX's matmul precision not set to full float32: the hint then says so first.
     """
     who = f"{mode.value} output" if mode is not None else "output"
     reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
@@ -450,10 +450,11 @@ def mismatch(
         )
     if reduced_matmul is not None:
         hint = (
-            f"on {reduced_matmul}, JAX's default precision for float32 matmuls and "
-            "convolutions is below float32 (TensorFloat-32 on NVIDIA GPUs, bfloat16 passes "
-            "on TPUs), NumPy's is float32: if the program multiplies matrices, run with "
-            "JAX_DEFAULT_MATMUL_PRECISION=highest to compare like with like. Otherwise: " + hint
+            f"on {reduced_matmul}, float32 matmuls and convolutions run below float32 unless "
+            "JAX's matmul precision is 'highest' (its default uses TensorFloat-32 on NVIDIA "
+            "GPUs, bfloat16 passes on TPUs), NumPy's are float32: if the program multiplies "
+            "matrices, run with JAX_DEFAULT_MATMUL_PRECISION=highest to compare like with "
+            "like. Otherwise: " + hint
         )
     return Diagnostic(
         code=OUTPUT_MISMATCH,
@@ -511,7 +512,7 @@ def slow_compile(
     """`slow-compile`. A small program that compiles slowly does not need the loop advice:
     its time is XLA's backend. On the H200, one-equation gemm took 0.6-14.5 s and
     seven-equation mlp 16-44 s to compile in the stage XLA reports as compile (tracing and
-    lowering took milliseconds), where the CPU needed 10-40 ms."""
+    lowering took milliseconds), where the CPU needed 8-48 ms."""
     eqns = f" for {eqn_count:,} jaxpr equations" if eqn_count is not None else ""
     if eqn_count is not None and eqn_count <= SMALL_PROGRAM_EQNS:
         hint = "a program this small spends its compile in XLA's backend, not in tracing"

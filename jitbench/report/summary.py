@@ -161,9 +161,11 @@ def environment_fingerprint(run: Run) -> dict[str, str]:
     """What about a run's machine and software changes its figures, as text by name."""
     env = run.environment
     out: dict[str, str] = {}
-    for key in ("host", "cpu", "backend", "python", "x64", "matmul_precision"):
+    for key in ("host", "cpu", "backend", "python", "x64"):
         if env.get(key) not in (None, ""):
             out[key] = str(env.get(key))
+    # Runs recorded before this field ran at JAX's default: not a change of environment.
+    out["matmul_precision"] = str(env.get("matmul_precision") or "default")
     for name, version in data.versions(run).items():
         out[str(name)] = str(version)
     kinds = sorted({c.device_kind for c in run.cases() if c.device_kind})

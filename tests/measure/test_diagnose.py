@@ -231,9 +231,13 @@ def test_a_mismatch_on_an_accelerator_at_jaxs_matmul_precision_names_it_first() 
     assert _reduced_matmul(None) is None
     with jax.default_matmul_precision("highest"):
         assert _reduced_matmul(gpu) is None  # type: ignore[arg-type]
+    # Only float32 (complex64) outputs: the setting does not touch float64 or integers.
+    assert _reduced_matmul(gpu, np.zeros(2, np.float32)) == "gpu"  # type: ignore[arg-type]
+    wide = (np.zeros(2, np.float64), np.zeros(2, np.int32))
+    assert _reduced_matmul(gpu, wide) is None  # type: ignore[arg-type]
     d = diagnose.mismatch("x: 9 of 9 values differ", nonfinite=False, mode=Mode.JIT,
                           reduced_matmul="gpu")  # fmt: skip
-    assert d.hint.startswith("on gpu, JAX's default precision for float32 matmuls")
+    assert d.hint.startswith("on gpu, float32 matmuls and convolutions run below float32")
     assert "JAX_DEFAULT_MATMUL_PRECISION=highest" in d.hint and "trace time" in d.hint
 
 

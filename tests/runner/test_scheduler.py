@@ -650,6 +650,15 @@ FILLED = """
 @workload(inputs=vec, sizes={"S": {"n": 64}})
 def filled(xp, x):
     return xp.full(x.shape, 2.0, dtype=xp.float32)
+
+# Pins its eager output to cpu:0 itself, whatever the case's device: warned on cpu:1.
+def _pinned_numpy(x):
+    return 2 * x
+
+@workload(inputs=vec, sizes={"S": {"n": 64}}, numpy=_pinned_numpy)
+def pinned(x):
+    import jax
+    return jax.device_put(2 * x, jax.devices("cpu")[0])
 """
 
 
@@ -662,7 +671,7 @@ def test_two_devices_share_one_numpy_baseline(tmp_path) -> None:  # type: ignore
     suite = tmp_path / "tiny.py"
     suite.write_text(TINY_SUITE + FILLED)
     done = run_cli(
-        "run", "double", "filled", "--suite", str(suite), "--quick",
+        "run", "double", "filled", "pinned", "--suite", str(suite), "--quick",
         "--devices", "cpu:0,cpu:1",
         "--out", str(tmp_path / "out"),
         env={"XLA_FLAGS": "--xla_force_host_platform_device_count=2"},
@@ -674,9 +683,13 @@ def test_two_devices_share_one_numpy_baseline(tmp_path) -> None:  # type: ignore
     run = load_run(path)
     from jitbench.measure.diagnose import OTHER_DEVICE
 
-    assert not [
-        d.message for m in run.measurements for d in m.diagnostics if d.code == OTHER_DEVICE
-    ]
+    warned = {
+        (m.case.workload, m.case.device, m.mode.value)
+        for m in run.measurements
+        for d in m.diagnostics
+        if d.code == OTHER_DEVICE
+    }
+    assert warned == {("pinned", "cpu:1", "eager")}
     numpy = {
         m.case.device: m
         for m in run.measurements
