@@ -32,6 +32,19 @@ def test_runs_in_order_with_environment_changes(run: Run) -> None:
     assert any(c.startswith("jax ") and c.endswith("→ 9.9.9") for c in hruns[2].changes)
 
 
+def test_a_run_from_before_the_matmul_precision_record_is_no_change(run: Run) -> None:
+    """Runs recorded before environment.matmul_precision ran at JAX's default: the first run
+    that records "default" is not an environment change; "highest" is."""
+    old, new, highest = _runs(run)
+    env = {k: v for k, v in old.environment.items() if k != "matmul_precision"}
+    old = replace(old, environment=env)
+    new = replace(new, environment={**env, "matmul_precision": "default"})
+    highest = replace(highest, environment={**env, "matmul_precision": "highest"})
+    hruns = history.history_runs([old, new, highest])
+    assert [h.changes for h in hruns[:2]] == [(), ()]
+    assert any("matmul_precision" in c and c.endswith("→ highest") for c in hruns[2].changes)
+
+
 def test_workload_figure_has_both_panels_and_both_axes(run: Run) -> None:
     hruns = history.history_runs(_runs(run))
     assert "double" in history.history_workloads(hruns)
