@@ -765,9 +765,10 @@ def _open(
 
     # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
-    marks = _memory_marks(pcs, labels, states)
+    peak_labels = _peak_labels(pcs, labels, states)
+    marks: dict[str, MemoryMark | None] = {}
     for pc, label in zip(pcs, labels, strict=True):
-        if label in marks:
+        if label in peak_labels:
             marks[label] = memory_mark(pc.device)  # after the devices before it were opened
         reference_wider |= _open_device(session, pc, label, host, reference, report, no_reference)
         if (label, Mode.SHARDED) in states:
@@ -796,20 +797,20 @@ def _open(
             session.device_peaks[label] = peak
 
 
-def _memory_marks(
+def _peak_labels(
     pcs: Sequence[PlannedCase], labels: Sequence[str], states: Mapping[Slot, _ModeState]
-) -> dict[str, MemoryMark | None]:
-    """The devices whose allocator peak this case records (as keys; the marks are taken as
-    each is opened). None where no device keeps figures (JAX's CPU backend), and none in a
-    session with sharded mode: its staging on every device of the platform falls inside
-    the window and is no one device's. Garbage of earlier cases is collected first, so
-    what it frees is not freed inside the window, below the baseline."""
+) -> set[str]:
+    """The devices whose allocator peak this case records: those that keep figures (not
+    JAX's CPU backend), and none in a session with sharded mode, whose staging on every
+    device of the platform falls inside the window and is no one device's. Garbage of
+    earlier cases is collected first, so what it frees is not freed inside the window,
+    below the baseline."""
     if any(mode is Mode.SHARDED for _label, mode in states):
-        return {}
-    keeping = [label for pc, label in zip(pcs, labels, strict=True) if memory_mark(pc.device)]
+        return set()
+    keeping = {label for pc, label in zip(pcs, labels, strict=True) if memory_mark(pc.device)}
     if keeping:
         gc.collect()
-    return dict.fromkeys(keeping)
+    return keeping
 
 
 def _open_device(
@@ -1067,8 +1068,6 @@ def _measurement(
     device_peak: tuple[int, bool] | None = None,
 ) -> Measurement:
     t = s.transfer or transfer or {}
-    if mode is Mode.SHARDED:  # spread over every device: one device's mark is not its own
-        device_peak = None
     peak_bytes, peak_exact = device_peak or (None, None)
     return Measurement(
         case=case,
