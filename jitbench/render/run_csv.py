@@ -25,6 +25,8 @@ COLUMNS = (
     "transfer_bytes",
     "transfer_back_s",
     "transfer_back_bytes",
+    "device_peak_bytes",
+    "device_peak_exact",
     "notes",
 )
 
@@ -54,6 +56,11 @@ def run_csv(run: Run) -> str:
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         transfer_s, transfer_bytes = transfer_of(run, case.key)
         back_s, back_bytes = transfer_back_of(run, case.key)
+        # One allocator peak per case and device, recorded on each JAX mode alike.
+        peak = next(
+            (m for m in (by_mode[Mode.JIT], by_mode[Mode.EAGER]) if m and m.device_peak_bytes),
+            None,
+        )
         writer.writerow(
             [
                 case.workload,
@@ -69,6 +76,8 @@ def run_csv(run: Run) -> str:
                 _number(transfer_bytes),
                 _number(back_s),
                 _number(back_bytes),
+                _number(peak.device_peak_bytes if peak else None),
+                "" if peak is None else str(bool(peak.device_peak_exact)).lower(),
                 case_notes(by_mode.values(), skip=FOOTER_CODES),
             ]
         )

@@ -73,6 +73,8 @@ def _run(spread: float, *, back: bool = True) -> Run:
                         transfer_bytes=None if mode is Mode.NUMPY else 4 << 20,
                         transfer_back_s=None if mode is Mode.NUMPY or not back else 2.34e-5,
                         transfer_back_bytes=None if mode is Mode.NUMPY or not back else 1 << 20,
+                        device_peak_bytes=None if mode is Mode.NUMPY or not back else 3 << 20,
+                        device_peak_exact=None if mode is Mode.NUMPY or not back else False,
                         compile=CompileInfo(trace_s=0.05, lower_s=0.02, compile_s=0.2)
                         if mode is Mode.JIT
                         else None,
@@ -189,6 +191,7 @@ def test_csv_has_one_row_per_case_with_raw_numbers() -> None:
     assert first["transfer_bytes"] == str(4 << 20) and first["numpy_status"] == "ok"
     assert float(first["transfer_back_s"]) == 2.34e-5
     assert first["transfer_back_bytes"] == str(1 << 20)
+    assert first["device_peak_bytes"] == str(3 << 20) and first["device_peak_exact"] == "false"
     speedup = run.speedup(run.cases()[0].key, Mode.JIT)
     assert speedup is not None and math.isclose(float(first["jit_speedup"]), speedup.value)
 
