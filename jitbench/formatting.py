@@ -27,6 +27,11 @@ def seconds(value: float | None, *, digits: int = 3, compact: bool = False) -> s
     return f"{value / 1e-9:.{digits}g}{space}ns"
 
 
+def peak_bytes(value: int | None, exact: bool) -> str:
+    """A memory peak: '12 MiB', or '≤ 12 MiB' where it is only an upper bound."""
+    return "—" if value is None else ("" if exact else "≤ ") + bytes_(value)
+
+
 def bytes_(value: float | None, *, compact: bool = False) -> str:
     """Format a byte count with binary prefixes, e.g. ``4_000_000 -> '3.81 MiB'``
     (``'3.81MiB'`` with `compact`)."""

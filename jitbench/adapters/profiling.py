@@ -115,14 +115,7 @@ class Profile:
     def device_peak(self) -> tuple[int, bool] | None:
         """(bytes, exact): the device allocator's high-water mark over the case (GPU and
         TPU; `Measurement.device_peak_bytes`); None where the device keeps no figures."""
-        return next(
-            (
-                (m.device_peak_bytes, bool(m.device_peak_exact))
-                for m in self.run.measurements
-                if m.device_peak_bytes is not None
-            ),
-            None,
-        )
+        return self.run.device_peak(self.case.key)
 
     @property
     def diagnostics(self) -> list[tuple[Mode, Diagnostic]]:

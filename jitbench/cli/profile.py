@@ -129,8 +129,7 @@ def _device_memory_section(p: Profile) -> RenderableType | None:
     if (peak := p.device_peak) is None:  # the CPU backend keeps no allocator figures
         return None
     table = _kv_table("device memory (allocator high-water mark over the case)")
-    nbytes, exact = peak
-    table.add_row("peak above what was in use", ("" if exact else "≤ ") + fmt.bytes_(nbytes))
+    table.add_row("peak above what was in use", fmt.peak_bytes(*peak))
     return table
 
 

@@ -29,8 +29,7 @@ _ENV_FIELDS: tuple[tuple[str, Any], ...] = (
     ("backend", lambda r: r.environment.get("backend")),
     ("devices", _device_kinds),
     ("x64", lambda r: r.environment.get("x64")),
-    # Runs recorded before this field ran at JAX's default (or said so in $JAX_* vars).
-    ("matmul_precision", lambda r: r.environment.get("matmul_precision", "default")),
+    ("matmul_precision", lambda r: r.matmul_precision),
 )
 
 

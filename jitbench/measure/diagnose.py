@@ -510,7 +510,7 @@ def slow_compile(
     compile_s: float, eqn_count: int | None, threshold_s: float, platform: str | None = None
 ) -> Diagnostic:
     """`slow-compile`. A small program that compiles slowly does not need the loop advice:
-    its time is XLA's backend. On the H200, one-equation gemm took 0.6-14.5 s and
+    its time is XLA's backend. On the H200, one-equation gemm took up to 14.5 s (M) and
     seven-equation mlp 16-44 s to compile in the stage XLA reports as compile (tracing and
     lowering took milliseconds), where the CPU needed 8-48 ms."""
     eqns = f" for {eqn_count:,} jaxpr equations" if eqn_count is not None else ""

@@ -56,11 +56,7 @@ def run_csv(run: Run) -> str:
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         transfer_s, transfer_bytes = transfer_of(run, case.key)
         back_s, back_bytes = transfer_back_of(run, case.key)
-        # One allocator peak per case and device, recorded on each JAX mode alike.
-        peak = next(
-            (m for m in (by_mode[Mode.JIT], by_mode[Mode.EAGER]) if m and m.device_peak_bytes),
-            None,
-        )
+        peak = run.device_peak(case.key)
         writer.writerow(
             [
                 case.workload,
@@ -76,8 +72,8 @@ def run_csv(run: Run) -> str:
                 _number(transfer_bytes),
                 _number(back_s),
                 _number(back_bytes),
-                _number(peak.device_peak_bytes if peak else None),
-                "" if peak is None else str(bool(peak.device_peak_exact)).lower(),
+                _number(peak[0] if peak else None),
+                "" if peak is None else str(peak[1]).lower(),
                 case_notes(by_mode.values(), skip=FOOTER_CODES),
             ]
         )

@@ -164,8 +164,7 @@ def environment_fingerprint(run: Run) -> dict[str, str]:
     for key in ("host", "cpu", "backend", "python", "x64"):
         if env.get(key) not in (None, ""):
             out[key] = str(env.get(key))
-    # Runs recorded before this field ran at JAX's default: not a change of environment.
-    out["matmul_precision"] = str(env.get("matmul_precision") or "default")
+    out["matmul_precision"] = run.matmul_precision  # older runs: JAX's default
     for name, version in data.versions(run).items():
         out[str(name)] = str(version)
     kinds = sorted({c.device_kind for c in run.cases() if c.device_kind})

@@ -519,7 +519,9 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
         )
         if m.transfer_back_s is not None
         else "—",
-        "device memory peak (allocator)": _device_peak(m),
+        "device memory peak (allocator)": fmt.peak_bytes(
+            m.device_peak_bytes, bool(m.device_peak_exact)
+        ),
         "XLA flops": f"{c.flops:,.0f}" if c and c.flops is not None else "—",
         "XLA bytes accessed": fmt.bytes_(c.bytes_accessed)
         if c and c.bytes_accessed is not None
@@ -536,13 +538,6 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
             )
         },
     }
-
-
-def _device_peak(m: Measurement) -> str:
-    """The allocator's high-water mark over the case; "≤" where it is an upper bound."""
-    if m.device_peak_bytes is None:
-        return "—"
-    return ("" if m.device_peak_exact else "≤ ") + fmt.bytes_(m.device_peak_bytes)
 
 
 def case_details(run: Run) -> list[Detail]:

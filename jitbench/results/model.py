@@ -517,6 +517,21 @@ class Run:
             return stats.paired_ratio(a, b)
         return stats.ratio_of_medians(a, b)
 
+    def device_peak(self, case_key: tuple[str, str, str, str]) -> tuple[int, bool] | None:
+        """(bytes, exact) of the case's device allocator peak, recorded alike on each of its
+        JAX modes (`Measurement.device_peak_bytes`); None where none was recorded."""
+        for mode in (Mode.JIT, Mode.EAGER):
+            m = self.get(case_key, mode)
+            if m is not None and m.device_peak_bytes is not None:
+                return m.device_peak_bytes, bool(m.device_peak_exact)
+        return None
+
+    @property
+    def matmul_precision(self) -> str:
+        """JAX's default matmul precision the run had ("default", "highest", ...); runs
+        recorded before the field existed ran at JAX's default."""
+        return str(self.environment.get("matmul_precision") or "default")
+
     @property
     def processes(self) -> int:
         """Worker processes the samples came from (1 unless `--processes` was used)."""
