@@ -27,11 +27,11 @@ SCHEMA_VERSION = "1.7"
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance. The cases of a suite differ
 #: widely in how much they move from process to process, so the suite's typical variance
-#: is a weak prior: `tools/aa_coverage.py --judge` estimates its worth from A/A runs at
-#: 1.5, 1.7, 1.8 and 2.2 df (four sets of default-suite runs, one with a core hogged) and
-#: 5.8 (an older hogged set at S). With 10 df the wayward cases were overruled and 85 % of
-#: intervals held; with 2, 92-96 % on all five sets, and 93.9 % quiet and 92.6 % hogged
-#: on two sets measured after the choice (README, "Intervals that hold").
+#: (for the mode: `Run._between_process_variance`) is a weak prior: `tools/aa_coverage.py
+#: --judge` estimates its worth from A/A runs at 1.5-2.1 df (eight sets of default-suite
+#: runs, two or three processes, quiet and with a core hogged). With 10 df the wayward
+#: cases were overruled and 85 % of intervals held; with 2, 92-94 % on six sets
+#: (README, "Intervals that hold").
 PROCESS_PRIOR_DF = 2.0
 
 
@@ -483,7 +483,7 @@ class Run:
         - Measured in several worker processes (`--processes`): the mean of each process's
           paired log speedup, with the interval a repeat run lands in 95 % of the time
           (`stats.repeat_interval`; the spread between processes is shrunk toward this
-          run's typical one).
+          run's typical one for the mode).
         - One process, paired samples (schema 1.3 on): the median of the per-round ratios
           with its order-statistic CI; it says nothing of run-to-run variation.
         - Older files: the ratio of medians with a bootstrap CI.
@@ -511,7 +511,8 @@ class Run:
             return None
         logs = self.process_logs(base, other)
         if logs is not None:
-            return stats.repeat_interval(logs, self._between_process_variance, PROCESS_PRIOR_DF)
+            prior = self._between_process_variance(base.mode, other.mode)
+            return stats.repeat_interval(logs, prior, PROCESS_PRIOR_DF)
         a, b = base.samples_s, other.samples_s
         if self.paired and len(a) == len(b) and min(a) > 0 and min(b) > 0:
             return stats.paired_ratio(a, b)
@@ -556,20 +557,28 @@ class Run:
             start += n
         return logs
 
-    @cached_property
-    def _between_process_variance(self) -> float | None:
-        """The typical variance, over this run's cases, of the processes' log speedups."""
-        estimates = []
-        for case in self.cases():
-            base = self.get(case.key, Mode.NUMPY)
-            for mode in (Mode.EAGER, Mode.JIT):
-                other = self.get(case.key, mode)
-                if base is None or other is None or not (base.ok and other.ok):
+    def _between_process_variance(self, base: Mode, other: Mode) -> float | None:
+        """The typical variance, over this run's cases, of the processes' log ratios of
+        `other` over `base` (e.g. jit over NumPy). Each pair of modes has its own: eager's
+        dispatch-bound ratios move more from process to process than jit's, and one figure
+        for both made eager's intervals too narrow and jit's too wide (README, "Intervals
+        that hold")."""
+        if (base, other) not in self._process_variances:
+            estimates = []
+            for case in self.cases():
+                a, b = self.get(case.key, base), self.get(case.key, other)
+                if a is None or b is None or not (a.ok and b.ok):
                     continue
-                logs = self.process_logs(base, other)
+                logs = self.process_logs(a, b)
                 if logs is not None:
                     estimates.append((statistics.variance(logs), len(logs) - 1))
-        return stats.typical_variance(estimates)
+            self._process_variances[(base, other)] = stats.typical_variance(estimates)
+        return self._process_variances[(base, other)]
+
+    @cached_property
+    def _process_variances(self) -> dict[tuple[Mode, Mode], float | None]:
+        """`_between_process_variance`'s figures, each computed once."""
+        return {}
 
     def break_even_calls(self, case_key: tuple[str, str, str, str]) -> float | None:
         """Calls after which jit's cold compile is paid back versus NumPy.

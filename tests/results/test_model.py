@@ -50,3 +50,44 @@ def test_unequal_sample_counts_fall_back_to_unpaired() -> None:
     run = replace(run, measurements=(numpy_m, replace(jit_m, samples_s=jit_m.samples_s[:-1])))
     speedup = run.speedup(numpy_m.case.key, Mode.JIT)
     assert speedup is not None and speedup.high != speedup.low
+
+
+def _two_process_run(spread_by_mode: dict[Mode, list[float]]) -> Run:
+    """Cases w0..w(n-1), each measured in two processes of two rounds: NumPy 2 ms, and
+    each JAX mode 1 ms in the first process and 1 ms × (1 + its spread for the case) in
+    the second, so a mode's speedup moves by that much from process to process."""
+    template = make_run().measurements[0]
+    ms = []
+    n_cases = len(next(iter(spread_by_mode.values())))
+    for i in range(n_cases):
+        case = replace(template.case, workload=f"w{i}")
+        ms.append(replace(template, case=case, samples_s=(2e-3,) * 4, run_sample_counts=(2, 2)))
+        for mode, spreads in spread_by_mode.items():
+            later = 1e-3 * (1 + spreads[i])
+            ms.append(
+                replace(
+                    template,
+                    case=case,
+                    mode=mode,
+                    samples_s=(1e-3, 1e-3, later, later),
+                    run_sample_counts=(2, 2),
+                )
+            )
+    return make_run(measurements=tuple(ms))
+
+
+def test_each_mode_shrinks_toward_its_own_typical_process_spread() -> None:
+    # Eager moves 20-30 % between processes, jit 1-2 %: pooled, jit's intervals would take
+    # eager's spread and eager's jit's.
+    eager = [0.2, 0.25, 0.3, 0.22]
+    jit = [0.01, 0.015, 0.02, 0.012]
+    run = _two_process_run({Mode.EAGER: eager, Mode.JIT: jit})
+    for mode, spreads in ((Mode.EAGER, eager), (Mode.JIT, jit)):
+        alone = _two_process_run({mode: spreads})  # the same mode with no other beside it
+        for i in range(len(spreads)):
+            key = (f"w{i}", "S", "cpu:0", "float32")
+            assert run.speedup(key, mode) == alone.speedup(key, mode)
+    key = ("w0", "S", "cpu:0", "float32")
+    jit_r, eager_r = run.speedup(key, Mode.JIT), run.speedup(key, Mode.EAGER)
+    assert jit_r is not None and eager_r is not None
+    assert jit_r.high / jit_r.low < 1.1 < eager_r.high / eager_r.low
