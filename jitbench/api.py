@@ -238,7 +238,8 @@ def compare_revisions(
     """
     from jitbench.suite.discovery import compile_keyword
 
-    config = config or RunConfig(sizes=("S",))
+    # The duet's worker pairs are its processes (`DuetPlan.pairs`), not `--processes`.
+    config = config or RunConfig(sizes=("S",), processes=1)
     thresholds = thresholds or Thresholds(threshold=INTERLEAVED_THRESHOLD)
     matcher = compile_keyword(keyword) if keyword else None
     layout = OutputLayout(ensure_writable_dir(out))

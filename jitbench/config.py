@@ -93,6 +93,14 @@ def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(value))
 
 
+#: Processes a run measures every case in, by default (`--processes`). One process's
+#: samples describe that process: its memory layout and the minute it ran in stay fixed,
+#: and its intervals held from run to run about half the time on this repository's 2-vCPU
+#: VM. Two processes, each with half of the case's budget, let the interval include what
+#: changes between processes at about the cost of one more start-up (README, "Intervals
+#: that hold from run to run").
+DEFAULT_PROCESSES = 2
+
 #: The longest run label (`--label`): it names pages and files, so it stays short.
 MAX_LABEL_CHARS = 80
 
@@ -192,7 +200,9 @@ class SamplingPlan:
         min_samples: never declare convergence with fewer samples.
         max_samples: stop a mode at this many samples.
         precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
-        budget_s: time budget for sampling all modes of one case together.
+        budget_s: time budget for sampling all modes of one case together; a run in
+            several processes (`RunConfig.processes`) gives each an equal share
+            (`for_process`).
         floor_samples: samples every mode gets even when the budget is spent, so a case
             whose calls are slow gets more than its budget: the budget goes where the
             intervals are widest. 10 is what `min_samples` asks before a mode may
@@ -264,6 +274,14 @@ class SamplingPlan:
             max_samples=max(1, math.ceil(self.max_samples / self.rounds)),
         )
 
+    def for_process(self, processes: int) -> SamplingPlan:
+        """The plan each of `processes` processes measures a case with: an equal share of
+        the budget, which is the case's however many processes measure it. The sample
+        floor and cap stay whole: each process's paired estimate rests on its own samples."""
+        if processes <= 1:
+            return self
+        return replace(self, budget_s=self.budget_s / processes)
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunConfig:
@@ -279,6 +297,12 @@ class RunConfig:
     machine: a multithreaded BLAS call competes with every other process for the other
     cores, and its worker threads stay spinning into the next call. None leaves the
     libraries' own defaults (`--threads all`).
+
+    `processes` is how many processes measure every case, one after another
+    (`DEFAULT_PROCESSES`): each samples with an equal share of the case's budget, and the
+    spread of their estimates makes a speedup's interval one a repeat run falls in. The
+    workers find the workloads again by suite file, so workloads defined elsewhere (in a
+    notebook) need `processes=1`.
 
     `label` is a short name for the run (`--label`), shown on its pages and in comparisons
     instead of the run id; it changes nothing that is measured.
@@ -303,7 +327,7 @@ class RunConfig:
     plan: SamplingPlan = field(default_factory=SamplingPlan)
     timeout_s: float | None = None
     isolate: bool = False
-    processes: int = 1
+    processes: int = DEFAULT_PROCESSES
     threads: int | None = 1
     label: str | None = None
     time_split: bool = False
@@ -367,7 +391,8 @@ class RunConfig:
             budget_s=0.02,
             floor_samples=3,
         )
-        return cls(**{"sizes": ("S",), "plan": plan, "quick": True, **overrides})
+        # One process: a smoke run checks that the code runs, not how it varies.
+        return cls(**{"sizes": ("S",), "plan": plan, "quick": True, "processes": 1, **overrides})
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -389,6 +414,7 @@ class RunConfig:
         plan_known = {f.name for f in fields(SamplingPlan)}
         kwargs = {k: v for k, v in data.items() if k in known}
         kwargs.setdefault("threads", None)
+        kwargs.setdefault("processes", 1)  # measured before --processes existed: one
         try:
             if "plan" in kwargs:
                 kwargs["plan"] = SamplingPlan(

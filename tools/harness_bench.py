@@ -110,7 +110,9 @@ def overhead_ratio(rounds: int = 5) -> list[tuple[float, float, float]]:
     jnp.zeros(1).block_until_ready()
     rows = []
     for _ in range(rounds):
-        run = jitbench.run_workloads([trivial], RunConfig(sizes=("S",), modes=(Mode.JIT,)))
+        run = jitbench.run_workloads(
+            [trivial], RunConfig(sizes=("S",), modes=(Mode.JIT,), processes=1)
+        )
         ours = run.measurements[0].median_s
         if ours is None:
             raise SystemExit(f"the trivial case failed: {run.measurements[0].failure_text}")

@@ -255,7 +255,10 @@ def compare_cmd(
     if interleaved:
         plan = DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
         config = RunConfig(
-            sizes=tuple(split_list(sizes)) or ("S",), x64=x64, threads=parse_threads(threads)
+            sizes=tuple(split_list(sizes)) or ("S",),
+            x64=x64,
+            threads=parse_threads(threads),
+            processes=1,  # the duet's worker pairs are its processes (`DuetPlan.pairs`)
         )
         cmp, sides = _measure_interleaved(
             rev=rev,

@@ -499,6 +499,8 @@ def run_cmd(
         time_split=time_split,
     )
     if distributed:
+        if processes is None:  # the default's second process would not join the JAX run
+            config = replace(config, processes=1)
         if isolate or config.processes > 1:
             raise ConfigError(
                 "--distributed measures in this process, the one that joined the JAX run; "

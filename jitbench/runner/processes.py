@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.config import RunConfig
-from jitbench.errors import JitbenchError
+from jitbench.errors import ConfigError, JitbenchError
 from jitbench.results import Run, run_from_dict
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
@@ -37,6 +37,21 @@ class WorkerError(JitbenchError):
 #: folder of the programs the first process compiled or None). It measures the selection
 #: and sends ("ok", the run's JSON text) or ("error", text) back.
 WorkerTarget = Callable[[Connection, list[dict[str, Any]], dict[str, Any], str | None], None]
+
+
+def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
+    """Refuse, before anything is measured, a run in several processes of workloads a
+    worker process could not find again (defined in a notebook, not in a suite file).
+
+    Raises:
+        ConfigError: naming the first such workload and the fix.
+    """
+    if processes > 1 and (lost := [s.workload for s in selection if not s.suite]):
+        raise ConfigError(
+            f"workload {lost[0]!r} was not loaded from a suite file, so the run's other "
+            f"{processes - 1} process(es) cannot find it; put it in a suite file, or pass "
+            "processes=1 (`--processes 1`: the intervals then describe this process only)."
+        )
 
 
 def run_worker(

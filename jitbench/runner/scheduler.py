@@ -40,7 +40,7 @@ from jitbench.runner.plan import (
     selection_of,
     workloads_for_selection,
 )
-from jitbench.runner.processes import run_in_processes, run_worker
+from jitbench.runner.processes import require_suite_files, run_in_processes, run_worker
 from jitbench.runner.signals import raise_if_stop_requested
 from jitbench.suite.workload import Workload
 
@@ -82,6 +82,7 @@ def run_workloads(
     """
     config = config or RunConfig()
     if config.processes > 1 and resume is None:
+        require_suite_files(selection_of(workloads), config.processes)
         # The workers load the programs the first process compiled (and timed) instead of
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
@@ -95,6 +96,7 @@ def run_workloads(
                 resume=None,
                 clock=clock,
                 shared_compiles=Path(shared),
+                plan=config.plan.for_process(config.processes),
             )
             pooled = run_in_processes(
                 first,
@@ -128,11 +130,15 @@ def _measure_once(
     clock: Clock,
     shared_compiles: Path | None = None,
     repeat_compiles: bool = True,
+    plan: SamplingPlan | None = None,
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
-    without `repeat_compiles`, no cold compile is measured again (`schedule`)."""
+    without `repeat_compiles`, no cold compile is measured again (`schedule`). `plan` is
+    what this process samples with, where it is a share of `config.plan` (one process of
+    several); the run records `config`."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
+    sampling = config if plan is None else replace(config, plan=plan)
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
@@ -155,9 +161,9 @@ def _measure_once(
             )
         run = schedule(
             cases,
-            executor_for(config, devices, shared_compiles=shared_compiles),
+            executor_for(sampling, devices, shared_compiles=shared_compiles),
             start,
-            plan=config.plan,
+            plan=sampling.plan,
             on_event=on_event,
             checkpoint=checkpoint,
             clock=clock,
@@ -298,6 +304,7 @@ def worker_main(
         run = _measure_once(
             workloads,
             replace(settings, processes=1),
+            plan=settings.plan.for_process(settings.processes),
             on_event=None,
             checkpoint=None,
             run_id=None,

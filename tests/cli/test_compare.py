@@ -49,8 +49,11 @@ def busy(xp, x, w, *, steps):
 # precision target stops sampling right there; the budget only caps a very busy machine.
 # The runs are measured at the same time on purpose (drift hits them alike), so they keep
 # the OS's balancing over every core (--threads all): pinned, three runs on two cores would
-# share them unevenly, one alone and two on the other.
+# share them unevenly, one alone and two on the other. One process each: the tests take
+# one process's samples apart (the A/A halves), and three runs already share the cores.
 RUN_ARGS = (
+    "--processes",
+    "1",
     "--threads",
     "all",
     "-s",

@@ -86,9 +86,10 @@ def test_what_cannot_be_read_is_kept_as_found(data: dict[str, object]) -> None:
 def test_settings_missing_from_an_older_file_take_their_defaults() -> None:
     run = make_run({"plan": {"budget_s": 2.0}, "quick": True})
     # ... except threads: a file from before --threads was measured with the libraries'
-    # own thread pools, and says so when resumed or compared.
+    # own thread pools, and says so when resumed or compared; and processes: one from
+    # before --processes was measured in one process (the default is now two).
     assert run.config.settings == RunConfig(
-        quick=True, plan=SamplingPlan(budget_s=2.0), threads=None
+        quick=True, plan=SamplingPlan(budget_s=2.0), threads=None, processes=1
     )
     assert run.config.selection is None and run.config.resumed_at == ()
 

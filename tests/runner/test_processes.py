@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from jitbench import Mode, RunConfig, load_run
+from jitbench import Mode, RunConfig, SamplingPlan, load_run
 from jitbench.results.model import Selection
 from jitbench.runner.events import ProcessStarted, RunInterrupted
 from jitbench.runner.processes import run_in_processes
@@ -101,3 +102,79 @@ def test_real_run_in_two_processes_pools_both_and_widens_nothing_it_cannot_see(
     assert compiled.compile.compile_repeats_s is not None
     assert len(compiled.compile.compile_repeats_s) == 3
     assert min(compiled.compile.compile_repeats_s) > 0
+
+
+def test_two_processes_by_default_one_for_a_smoke_run_and_for_older_files() -> None:
+    assert RunConfig().processes == 2
+    assert RunConfig.quick_settings().processes == 1
+    assert RunConfig.from_dict({"sizes": ["S"]}).processes == 1  # before --processes
+
+
+def test_a_plans_share_for_each_process_splits_the_budget_only() -> None:
+    plan = SamplingPlan(budget_s=0.3, floor_samples=10, max_samples=400, rounds=2)
+    share = plan.for_process(3)
+    assert share.budget_s == pytest.approx(0.1)
+    # Each process's estimate rests on its own samples: floor and cap stay whole.
+    assert (share.floor_samples, share.max_samples, share.rounds) == (10, 400, 2)
+    assert plan.for_process(1) is plan
+
+
+class _Conn:
+    """What `worker_main` sends to, in this process (a pipe would fill up unread)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def send(self, message: tuple[str, str]) -> None:
+        self.sent.append(message)
+
+    def close(self) -> None:
+        pass
+
+
+def test_each_process_samples_with_its_share_of_the_cases_budget(
+    monkeypatch: pytest.MonkeyPatch, tiny_suite: Path
+) -> None:
+    """The budget is the case's, however many processes measure it: the first process and
+    each worker sample with a third of it here, and the run records the whole budget."""
+    import jitbench
+    from jitbench.results import run_from_dict
+    from jitbench.runner import scheduler
+
+    budgets: list[float] = []
+    real_schedule = scheduler.schedule
+
+    def spy(*args, plan, **kwargs):  # type: ignore[no-untyped-def]
+        budgets.append(plan.budget_s)
+        return real_schedule(*args, plan=plan, **kwargs)
+
+    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+        conn = _Conn()
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        [(kind, body)] = conn.sent
+        assert kind == "ok", body
+        return run_from_dict(json.loads(body))
+
+    monkeypatch.setattr(scheduler, "schedule", spy)
+    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    quick = RunConfig.quick_settings()
+    config = replace(quick, processes=3, plan=replace(quick.plan, budget_s=0.03))
+    run = jitbench.run(["double"], suites=[tiny_suite], config=config)
+    assert budgets == pytest.approx([0.01, 0.01, 0.01])
+    assert run.processes == 3 and run.config.settings is not None
+    assert run.config.settings.plan.budget_s == 0.03 and run.config.settings.processes == 3
+
+
+def test_workloads_no_worker_can_find_are_refused_before_anything_is_measured() -> None:
+    from jitbench import ConfigError, run_workloads, workload
+
+    @workload(inputs=lambda rng, n: (rng.standard_normal(n),), sizes={"S": {"n": 8}})
+    def here(xp, x):  # type: ignore[no-untyped-def]
+        return x + 1
+
+    events: list[object] = []
+    with pytest.raises(ConfigError, match=r"'here' was not loaded from a suite file.*processes=1"):
+        run_workloads([here], RunConfig.quick_settings(processes=2), on_event=events.append)
+    assert events == []
+    run = run_workloads([here], RunConfig.quick_settings(processes=1))
+    assert run.complete and run.processes == 1
