@@ -21,6 +21,7 @@ import signal
 import sys
 import threading
 import time
+import types
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -191,17 +192,38 @@ def spawning_quietly() -> Iterator[None]:
     that raised in the middle of that write left the child reading a cut-off pickle, and
     it printed `EOFError: Ran out of input` with a traceback beside jitbench's own
     "partial run" message. Held back, the signal lands right after `start` returns, and
-    the child is killed cleanly.
+    the child is killed cleanly. The child also starts without the caller's main module
+    (`main_module_hidden`).
     """
     if threading.current_thread() is not threading.main_thread():
-        yield
+        with main_module_hidden():
+            yield
         return
-    with signals_ignored():
+    with signals_ignored(), main_module_hidden():
         previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             yield
         finally:
             signal.signal(signal.SIGINT, previous)
+
+
+@contextmanager
+def main_module_hidden() -> Iterator[None]:
+    """While a spawned child starts, show multiprocessing an empty `__main__`.
+
+    *spawn* runs the parent's main script again in the child, so a user's script that
+    calls `jitbench.run()` without an `if __name__ == "__main__":` guard would start the
+    run again inside the worker, which multiprocessing refuses (the worker died with exit
+    code 1). jitbench's children import their targets from jitbench and find workloads by
+    suite file, so they need nothing of the caller's main module.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
 
 
 def run_in_child(

@@ -178,3 +178,30 @@ def test_workloads_no_worker_can_find_are_refused_before_anything_is_measured() 
     assert events == []
     run = run_workloads([here], RunConfig.quick_settings(processes=1))
     assert run.complete and run.processes == 1
+
+
+def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> None:
+    """*spawn* runs the parent's main script again in each child; a worker must not, or a
+    user's unguarded `jitbench.run()` starts the run again inside it and dies."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    suite = tmp_path / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import jitbench\n"
+        "from jitbench import RunConfig\n"
+        f"run = jitbench.run(['double'], suites=[{str(suite)!r}],\n"
+        "                   config=RunConfig.quick_settings(processes=2))\n"
+        "print('processes', run.processes)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["processes 2"]
