@@ -361,6 +361,8 @@ class CaseSession:
     plan: SamplingPlan
     quick: bool
     timed: tuple[Mode, ...] = ()
+    # False in a `--processes` worker: the first process checked the same outputs.
+    check_outputs: bool = True
     transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
     samples: dict[Slot, list[float]] = field(default_factory=dict)
     cache_generation: int = -1  # jcompile.cache_generation() when last warm
@@ -655,6 +657,7 @@ def open_cases(
     seed: int,
     quick: bool,
     report: StepReport | None = None,
+    check_outputs: bool = True,
 ) -> CaseSession:
     """Steps 1–4 of the protocol (DESIGN §1) for one workload × size × dtype on the devices
     of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
@@ -662,6 +665,10 @@ def open_cases(
     calls and validation; last warm-up and calibration, for the `timed` modes. A fault in
     a mode is recorded on that mode's state. What the workload prints is captured and
     counted per mode (`measure.capture`); `report` hears each step as it starts.
+
+    Without `check_outputs` the JAX outputs are not compared with the reference: a
+    `--processes` worker runs the code and inputs the first process already checked, and
+    the comparison cost it about a second of the default suite.
     """
     first = pcs[0]
     assert all(
@@ -683,6 +690,7 @@ def open_cases(
         plan=plan,
         quick=quick,
         timed=timed,
+        check_outputs=check_outputs,
     )
     with session._capturing() as capture:
         _open(session, pcs, labels, seed=seed, report=report or _no_report)
@@ -839,6 +847,8 @@ def _open_device(
     outputs, reference_wider = _cold_first_calls(
         session, label, wl, host, staged, jax_states, reference, report, transfer
     )
+    if not session.check_outputs:
+        return reference_wider
     if reference is None and Mode.JIT in outputs and Mode.EAGER in outputs:
         # No NumPy reference (its side failed): jit must at least agree with eager.
         _validate(
@@ -895,7 +905,8 @@ def _open_sharded(
     outputs, _ = _cold_first_calls(
         session, label, wl, host, staged, states, reference, report, transfer
     )
-    _say_unvalidated(states, outputs, reference, no_reference)
+    if session.check_outputs:
+        _say_unvalidated(states, outputs, reference, no_reference)
 
 
 def _stage(
@@ -973,7 +984,7 @@ def _cold_first_calls(
             session.compile_again[(label, mode)] = functools.partial(
                 cold_jit_stages, wl, host, staged, device=s.device
             )
-        if reference is not None:
+        if reference is not None and session.check_outputs:
             reference_wider |= _validate(s, wl, reference, out, staged=staged)
         # The host copy: across processes, reading a sharded output is a gather (`to_host`).
         if s.status is Status.OK and validation.no_finite_values(modes.to_host(out)):
@@ -1103,7 +1114,11 @@ def measure_case(
 
 
 def open_configured(
-    pcs: Sequence[PlannedCase], config: RunConfig, *, report: StepReport | None = None
+    pcs: Sequence[PlannedCase],
+    config: RunConfig,
+    *,
+    report: StepReport | None = None,
+    check_outputs: bool = True,
 ) -> CaseSession:
     """`open_cases` with a run's settings: its modes, plan, seed and quick flag."""
     return open_cases(
@@ -1113,6 +1128,7 @@ def open_configured(
         seed=config.seed,
         quick=config.quick,
         report=report,
+        check_outputs=check_outputs,
     )
 
 
@@ -1122,16 +1138,18 @@ def measure_cases(
     *,
     split_calls: int = 0,
     report: StepReport | None = None,
+    check_outputs: bool = True,
 ) -> list[Measurement]:
     """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
-    under the protocol (see DESIGN §1), the NumPy side once for all of them.
+    under the protocol (see DESIGN §1), the NumPy side once for all of them (without
+    `check_outputs`, the JAX outputs are not compared with it: `open_cases`).
 
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them
     over the run instead (see `SamplingPlan.rounds`). With `split_calls`, that many calls
     of each JAX mode are traced afterwards to split their time (`CaseSession.trace_splits`).
     `report` hears each step.
     """
-    session = open_configured(pcs, config, report=report)
+    session = open_configured(pcs, config, report=report, check_outputs=check_outputs)
     rounds = config.plan.rounds
     for index in range(rounds):
         if report is not None and rounds > 1:

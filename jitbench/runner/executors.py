@@ -85,13 +85,20 @@ class Executor(Protocol):
 
 
 def executor_for(
-    config: RunConfig, devices: Sequence[jax.Device], *, shared_compiles: Path | None = None
+    config: RunConfig,
+    devices: Sequence[jax.Device],
+    *,
+    shared_compiles: Path | None = None,
+    check_outputs: bool = True,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
-    calls' programs under `shared_compiles` with the run's other processes)."""
+    calls' programs under `shared_compiles` with the run's other processes; comparing the
+    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker)."""
     if config.isolate:
         return ChildProcessExecutor(config)
-    return InProcessExecutor(config, devices, shared_compiles=shared_compiles)
+    return InProcessExecutor(
+        config, devices, shared_compiles=shared_compiles, check_outputs=check_outputs
+    )
 
 
 def failed_case(
@@ -132,10 +139,12 @@ class InProcessExecutor:
         devices: Sequence[jax.Device],
         *,
         shared_compiles: Path | None = None,
+        check_outputs: bool = True,
     ) -> None:
         self.config = config
         self.devices = list(devices)
         self.shared_compiles = shared_compiles
+        self.check_outputs = check_outputs
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
@@ -167,7 +176,13 @@ class InProcessExecutor:
 
             def whole() -> list[Measurement]:
                 with self._sharing(pcs):
-                    return measure_cases(pcs, config, split_calls=split_calls, report=report)
+                    return measure_cases(
+                        pcs,
+                        config,
+                        split_calls=split_calls,
+                        report=report,
+                        check_outputs=self.check_outputs,
+                    )
 
             result, _ = self.guarded(pcs, whole)
             return result, None
@@ -175,7 +190,9 @@ class InProcessExecutor:
 
         def first_round() -> list[Measurement]:
             with self._sharing(pcs):
-                session = open_configured(pcs, config, report=report)
+                session = open_configured(
+                    pcs, config, report=report, check_outputs=self.check_outputs
+                )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
                 session.trace_splits(split_calls, report=report)

@@ -131,10 +131,12 @@ def _measure_once(
     shared_compiles: Path | None = None,
     repeat_compiles: bool = True,
     plan: SamplingPlan | None = None,
+    check_outputs: bool = True,
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
-    without `repeat_compiles`, no cold compile is measured again (`schedule`). `plan` is
+    without `repeat_compiles`, no cold compile is measured again (`schedule`), and without
+    `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
@@ -161,7 +163,9 @@ def _measure_once(
             )
         run = schedule(
             cases,
-            executor_for(sampling, devices, shared_compiles=shared_compiles),
+            executor_for(
+                sampling, devices, shared_compiles=shared_compiles, check_outputs=check_outputs
+            ),
             start,
             plan=sampling.plan,
             on_event=on_event,
@@ -311,8 +315,10 @@ def worker_main(
             resume=None,
             clock=utc_now,
             shared_compiles=Path(shared_compiles) if shared_compiles else None,
-            # The first process times the compiles (repeated too, with --rounds).
+            # The first process times the compiles (repeated too, with --rounds) and
+            # checks the outputs of the programs it compiled, which the worker loads.
             repeat_compiles=not shared_compiles,
+            check_outputs=not shared_compiles,
         )
         if shared_compiles:
             # Its cold calls loaded the first process's programs: those are no compiles.

@@ -180,6 +180,36 @@ def test_workloads_no_worker_can_find_are_refused_before_anything_is_measured() 
     assert run.complete and run.processes == 1
 
 
+def test_only_the_first_process_compares_the_outputs_with_numpy(
+    monkeypatch: pytest.MonkeyPatch, tiny_suite: Path
+) -> None:
+    """A worker runs the programs the first process compiled and checked, on the same
+    inputs: it does not compare them again, and the first process's mismatch stands."""
+    import jitbench
+    from jitbench.results import Status, run_from_dict
+    from jitbench.runner import scheduler
+
+    workers: list[jitbench.Run] = []
+
+    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+        conn = _Conn()
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        [(kind, body)] = conn.sent
+        assert kind == "ok", body
+        workers.append(run_from_dict(json.loads(body)))
+        return workers[-1]
+
+    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    config = RunConfig.quick_settings(processes=2)
+    run = jitbench.run(["wrong_in_jit"], suites=[tiny_suite], config=config)
+    assert {m.mode: m.status for m in run.measurements if m.mode is not Mode.NUMPY} == {
+        Mode.EAGER: Status.MISMATCH,
+        Mode.JIT: Status.MISMATCH,
+    }
+    [worker] = workers
+    assert all(m.status is Status.OK for m in worker.measurements)
+
+
 def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> None:
     """*spawn* runs the parent's main script again in each child; a worker must not, or a
     user's unguarded `jitbench.run()` starts the run again inside it and dies."""
