@@ -150,6 +150,7 @@ def sample_interleaved(
     prior: Mapping[K, Sequence[float]] | None = None,
     on_round: Callable[[int, float], None] | None = None,
     agree: Agree = decide_alone,
+    rewarm: bool = True,
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in lockstep rounds until all are precise enough.
 
@@ -162,6 +163,14 @@ def sample_interleaved(
     it had converged by then. Garbage collection is off while sampling. `region(key)` is
     entered around each sample, outside the timed loop (the transfer guard). An exception
     stops that callable only; it is kept in `SampleSeries.error`.
+
+    With `rewarm`, each sample is preceded by one untimed call of the same callable: the
+    other callables' samples evict its data from the caches, and without it the first
+    call of every sample paid for that. On the 2-vCPU VM, jit samples taken between NumPy
+    and eager samples were up to 40 % slower than jit samples taken alone (softmax at M,
+    whose 24 MB fill most of the 32 MB L3; +5 % at S), and within 2 % of them with the
+    call, but for softmax at M (+11 %): `tools/interleave_check.py`. Its cost is one call
+    a sample, which matters only where a sample is one call (the slowest cases).
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
@@ -190,6 +199,8 @@ def sample_interleaved(
                 s = series[k]
                 try:
                     with enter(k):
+                        if rewarm:
+                            calls[k]()
                         elapsed = time_calls(calls[k], s.calls_per_sample, clock)
                 except Exception as exc:  # a failing mode must not stop the others
                     s.error, s.stop_reason = exc, "error"

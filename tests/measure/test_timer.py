@@ -143,7 +143,31 @@ def test_rounds_alternate_between_modes():
         plan=plan,
         clock=clock,
     )
-    assert order == ["numpy", "jit"] * 3
+    # Each sample follows one untimed call of its own (the re-warm after the switch).
+    assert order == ["numpy", "numpy", "jit", "jit"] * 3
+
+
+def test_the_rewarm_call_after_a_switch_is_not_timed():
+    """The first call after another mode's sample is slow (its data was evicted); the
+    re-warm call takes that, and the sample times the calls after it."""
+    clock = FakeClock()
+    last: list[str] = []
+
+    def call(name: str, warm_s: float):
+        def f():
+            clock.advance(warm_s if last and last[-1] == name else 10 * warm_s)
+            last.append(name)
+
+        return f
+
+    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100)
+    calls = {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)}
+    series = sample_interleaved(calls, {"numpy": 1, "jit": 1}, plan=plan, clock=clock)
+    assert series["numpy"].samples_s == [pytest.approx(1e-3)] * 4
+    assert series["jit"].samples_s == [pytest.approx(1e-4)] * 4
+    last.clear()
+    cold = sample_interleaved(calls, {"numpy": 1, "jit": 1}, plan=plan, clock=clock, rewarm=False)
+    assert cold["jit"].samples_s == [pytest.approx(1e-3)] * 4  # every one after a switch
 
 
 def test_noisy_series_stops_at_budget_with_floor_samples():
@@ -153,7 +177,7 @@ def test_noisy_series_stops_at_budget_with_floor_samples():
         min_samples=5, max_samples=1000, precision=0.01, budget_s=20, floor_samples=3
     )
     series = sample_interleaved(
-        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock, rewarm=False
     )
     assert series["a"].stop_reason == "budget"
     assert 3 <= len(series["a"].samples_s) < 1000
@@ -165,7 +189,7 @@ def test_noisy_series_stops_at_max_samples():
     noise = itertools.cycle([1.0, 3.0])
     plan = SamplingPlan(min_samples=2, max_samples=7, precision=0.001, budget_s=1e9)
     series = sample_interleaved(
-        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock, rewarm=False
     )
     assert series["a"].stop_reason == "max_samples"
     assert len(series["a"].samples_s) == 7

@@ -1,0 +1,126 @@
+"""Does sampling jit between NumPy and eager samples change what jit measures?
+
+`jitbench run` samples the modes of a case in lockstep rounds (numpy, eager, jit, numpy, …)
+so that drift hits them alike. That must not add a bias of its own: on a 2-core machine a
+NumPy call's BLAS threads or cache footprint can slow the jit sample that follows. For each
+case this opens the case once (jitbench's own protocol: `open_case`, one thread pinned as
+`jitbench run` does), then takes blocks of jit samples **alone** (jit, jit, jit, …) and
+blocks **interleaved** as a run takes them (numpy, eager, jit, numpy, …), alternating
+ABBA so drift cancels, in the same process (so process effects cancel too). It prints the
+ratio of jit's interleaved median to its alone median, block pair by block pair, and their
+median; the target is within 3 %.
+
+    python tools/interleave_check.py                      # softmax, gemm, selu at S and M
+    python tools/interleave_check.py -k "softmax" --blocks 16 --samples 20
+    python tools/interleave_check.py -k softmax --between eager   # which mode slows jit
+    python tools/interleave_check.py --rewarm     # one untimed jit call before each sample
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _block(
+    session: Any, calls: dict[Any, int], between: list[Any], samples: int, rewarm: bool
+) -> float:
+    """The median of `samples` jit samples, each after one sample of every mode in
+    `between` (none: jit alone), and after one untimed jit call first with `rewarm`."""
+    from jitbench import Mode
+
+    jit = []
+    for _ in range(samples):
+        for mode in between:
+            session.time_sample(mode, calls[mode])
+        if rewarm and between:
+            session.time_sample(Mode.JIT, 1)
+        t = session.time_sample(Mode.JIT, calls[Mode.JIT])
+        assert t is not None, "jit failed while sampled"
+        jit.append(t)
+    return statistics.median(jit)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="softmax or gemm or selu", help="workload expression")
+    parser.add_argument("--sizes", default="S,M")
+    parser.add_argument("--blocks", type=int, default=12, help="block pairs per case")
+    parser.add_argument("--samples", type=int, default=15, help="jit samples per block")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--between", default="numpy,eager", help="modes sampled before each jit sample"
+    )
+    parser.add_argument(
+        "--rewarm", action="store_true", help="one untimed jit call after the other modes"
+    )
+    args = parser.parse_args()
+
+    from jitbench import Mode, SamplingPlan
+    from jitbench.config import ALL_MODES
+    from jitbench.measure.devices import pick_device
+    from jitbench.measure.protocol import PlannedCase, open_case
+    from jitbench.measure.threads import limited_threads
+    from jitbench.runner.warmup import warm_up
+    from jitbench.suite.discovery import compile_keyword, discover
+
+    between = [Mode(m) for m in args.between.split(",") if m]
+    registry = discover([REPO / "suites"])
+    matcher = compile_keyword(args.k)
+    workloads = [w for w in registry.workloads.values() if matcher(w)]
+    if not workloads:
+        sys.exit(f"no workload matches {args.k!r}")
+    print(
+        f"jit after {args.between or 'nothing'}{' and a re-warm call' if args.rewarm else ''} "
+        f"÷ jit alone, same process, --threads {args.threads}, {args.blocks} ABBA block "
+        f"pairs of {args.samples} jit samples"
+    )
+    print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per block pair")
+    worst = 0.0
+    with limited_threads(args.threads):
+        device = pick_device()
+        warm_up([device])
+        for wl in workloads:
+            for size in args.sizes.split(","):
+                if size not in wl.sizes:
+                    continue
+                pc = PlannedCase(wl, size, dict(wl.size_params(size)), device, "float32")
+                session = open_case(pc, timed=ALL_MODES, plan=SamplingPlan(), seed=0, quick=False)
+                calls = {m: session.calls_per_sample(m) for m in ALL_MODES}
+                if not all(calls.values()):
+                    print(f"{wl.name}[{size}]: a mode failed; skipped")
+                    continue
+
+                ratios, alone_all, mixed_all = [], [], []
+                for i in range(args.blocks):
+                    order = (False, True) if i % 2 == 0 else (True, False)  # ABBA
+                    got = {
+                        flag: _block(
+                            session, calls, between if flag else [], args.samples, args.rewarm
+                        )
+                        for flag in order
+                    }
+                    alone_all.append(got[False])
+                    mixed_all.append(got[True])
+                    ratios.append(got[True] / got[False])
+                ratio = statistics.median(ratios)
+                worst = max(worst, abs(math.log(ratio)))
+                shown = " ".join(f"{r:.3f}" for r in ratios)
+                print(
+                    f"{wl.name + '[' + size + ']':<16}"
+                    f"{statistics.median(alone_all) * 1e3:>8.3f}ms"
+                    f"{statistics.median(mixed_all) * 1e3:>11.3f}ms"
+                    f"{ratio:>9.3f}   {shown}"
+                )
+    print(f"largest |ratio - 1|: {math.expm1(worst):.1%} (target: within 3 %)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
