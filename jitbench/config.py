@@ -280,11 +280,22 @@ class SamplingPlan:
 
     def for_process(self, processes: int) -> SamplingPlan:
         """The plan each of `processes` processes measures a case with: an equal share of
-        the budget, which is the case's however many processes measure it. The sample
-        floor and cap stay whole: each process's paired estimate rests on its own samples."""
+        the budget and of the sample floor, which are the case's however many processes
+        measure it. The cap stays whole.
+
+        The floor is shared because each sample now follows a re-warm call
+        (`timer.sample_interleaved`): a slow case's samples are one call each, so its
+        floor costs twice what it did, and two processes of 10 floor samples each made the
+        default suite take 39-40 s instead of 34. Five rounds a process still give each
+        process's paired estimate (the median of its per-round ratios) and the pooled
+        case the 10 samples its CI needs."""
         if processes <= 1:
             return self
-        return replace(self, budget_s=self.budget_s / processes)
+        return replace(
+            self,
+            budget_s=self.budget_s / processes,
+            floor_samples=max(1, math.ceil(self.floor_samples / processes)),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -110,12 +110,14 @@ def test_two_processes_by_default_one_for_a_smoke_run_and_for_older_files() -> N
     assert RunConfig.from_dict({"sizes": ["S"]}).processes == 1  # before --processes
 
 
-def test_a_plans_share_for_each_process_splits_the_budget_only() -> None:
+def test_a_plans_share_for_each_process_splits_the_budget_and_the_floor() -> None:
     plan = SamplingPlan(budget_s=0.3, floor_samples=10, max_samples=400, rounds=2)
     share = plan.for_process(3)
     assert share.budget_s == pytest.approx(0.1)
-    # Each process's estimate rests on its own samples: floor and cap stay whole.
-    assert (share.floor_samples, share.max_samples, share.rounds) == (10, 400, 2)
+    # The floor is the case's too (rounded up: the processes give at least the whole);
+    # the cap and the rounds stay as they are.
+    assert (share.floor_samples, share.max_samples, share.rounds) == (4, 400, 2)
+    assert plan.for_process(2).floor_samples == 5
     assert plan.for_process(1) is plan
 
 
