@@ -111,7 +111,8 @@ def run_in_processes(
     """`first()` measures the run in this process; then `config.processes - 1` workers
     (`worker(selection, config)`, e.g. `run_worker` with the scheduler's target) measure
     it again, one after another, and the runs are pooled under the first run's
-    id (`results.merge.pool_runs`). A checkpoint follows each worker.
+    id (`results.merge.pool_runs`), with the last process's machine state after it. A
+    checkpoint follows each worker.
 
     Raises:
         RunInterrupted: on Ctrl-C or a stop signal; it carries the pooled partial run.
@@ -125,8 +126,19 @@ def run_in_processes(
         try:
             parts.append(worker(selection, config))
         except KeyboardInterrupt as exc:
-            partial = replace(pool_runs(parts), complete=False)
+            partial = replace(_pooled(parts), complete=False)
             save(partial)
             raise RunInterrupted(partial, exc) from None
-        save(replace(pool_runs(parts), complete=index == config.processes))
-    return pool_runs(parts)
+        save(replace(_pooled(parts), complete=index == config.processes))
+    return _pooled(parts)
+
+
+def _pooled(parts: Sequence[Run]) -> Run:
+    """The processes' runs pooled, with the machine's state after the last of them: the
+    first process's "after" snapshot was taken before the workers ran, so a machine that
+    got busy while they measured would not be said to be."""
+    pooled = pool_runs(parts)
+    after = parts[-1].environment.get("machine_after")
+    if len(parts) < 2 or after is None:
+        return pooled
+    return replace(pooled, environment={**pooled.environment, "machine_after": after})

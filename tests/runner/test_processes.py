@@ -50,6 +50,23 @@ def test_parts_are_pooled_with_each_process_share_checkpointed_and_announced() -
     assert all(m.run_sample_counts == (6, 6, 6) for m in run.measurements)
 
 
+def test_the_pooled_run_says_how_the_machine_was_after_the_last_process() -> None:
+    def with_load(run, load):  # type: ignore[no-untyped-def]
+        after = {"load_1min": load}
+        return replace(run, environment={**run.environment, "machine_after": after})
+
+    first = with_load(_part(1.0), 0.5)
+    run = run_in_processes(
+        lambda: first,
+        SELECTION,
+        RunConfig(processes=2),
+        worker=lambda selection, config: with_load(_part(1.5, run_id="worker"), 7.0),
+    )
+    assert run.run_id == "r1"
+    assert run.environment["machine_after"] == {"load_1min": 7.0}
+    assert run.environment.get("machine_before") == first.environment.get("machine_before")
+
+
 def test_an_interrupt_in_a_worker_keeps_the_processes_measured_so_far() -> None:
     saved = []
 
