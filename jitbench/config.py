@@ -211,7 +211,8 @@ class SamplingPlan:
             whose calls are slow gets more than its budget: the budget goes where the
             intervals are widest. 10 is what `min_samples` asks before a mode may
             converge; with fewer than 9 samples the 95 % interval of the median is just
-            (min, max), and with fewer than 6 there is none.
+            (min, max), and with fewer than 6 there is none. Like the budget, the floor
+            is the case's: a run in several processes gives each a share (`for_process`).
         rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
             then round 2 of every case, and so on, so each case's samples are spread over
             the whole run instead of one contiguous window (machine speed drifts over
