@@ -472,8 +472,9 @@ def run_cmd(
       jitbench run --quick
     # two workloads at S, M and L, with the full table
       jitbench run selu gemm -s S,M,L --wide
-    # the linear-algebra workloads, intervals that hold from run to run
-      jitbench run -k "linalg and not gemm" --processes 2
+    # the linear-algebra workloads in one process: faster, but the intervals
+    # describe that process, not a repeat run
+      jitbench run -k "linalg and not gemm" --processes 1
     # your own suite file, the table as CSV for pandas
       jitbench run --suite my_suite.py --format csv > run.csv
     """

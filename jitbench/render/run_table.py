@@ -172,7 +172,8 @@ def interval_footer(run: Run) -> str:
     if run.paired:
         return (
             "speedup intervals describe this process only (paired rounds); a repeat run "
-            "varies more: --processes 2 gives intervals that hold from run to run."
+            "varies more: leave out --processes 1 (two processes are the default) for "
+            "intervals that hold from run to run."
         )
     return "speedup intervals: bootstrap of the two medians (written before schema 1.3)."
 
