@@ -66,6 +66,8 @@ def run_workloads(
     the run-level diagnostics (`diagnose.run_diagnostics`).
 
     Args:
+        config: default `RunConfig()`, in one process where a workload was not loaded from
+            a suite file (a worker process could not find it again).
         on_event: receives RunStarted, CaseStarted, CaseFinished and RoundStarted events.
         checkpoint: receives the partial Run (complete=False) after every case and every
             later sampling round, so the caller can save it; a run interrupted later
@@ -80,7 +82,13 @@ def run_workloads(
         ConfigError: unknown device or size names.
         RunInterrupted: on KeyboardInterrupt; it carries the partial run.
     """
-    config = config or RunConfig()
+    if config is None:
+        config = RunConfig()
+        if any(not s.suite for s in selection_of(workloads)):
+            # Defined in a notebook or a script, not a suite file: no worker process could
+            # find them again, so the default's second process is left out (the run says
+            # its intervals describe one process). Asked for explicitly, it is refused.
+            config = replace(config, processes=1)
     if config.processes > 1 and resume is None:
         require_suite_files(selection_of(workloads), config.processes)
         # The workers load the programs the first process compiled (and timed) instead of

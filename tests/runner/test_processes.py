@@ -184,10 +184,12 @@ def test_each_process_samples_with_its_share_of_the_cases_budget(
     assert run.config.settings.plan.budget_s == 0.03 and run.config.settings.processes == 3
 
 
-def test_workloads_no_worker_can_find_are_refused_before_anything_is_measured() -> None:
+def test_workloads_no_worker_can_find_run_in_one_process_unless_more_are_asked_for() -> None:
     from jitbench import ConfigError, run_workloads, workload
 
-    @workload(inputs=lambda rng, n: (rng.standard_normal(n),), sizes={"S": {"n": 8}})
+    @workload(
+        inputs=lambda rng, n: (rng.standard_normal(n),), sizes={"S": {"n": 8}, "M": {"n": 16}}
+    )
     def here(xp, x):  # type: ignore[no-untyped-def]
         return x + 1
 
@@ -197,6 +199,10 @@ def test_workloads_no_worker_can_find_are_refused_before_anything_is_measured() 
     assert events == []
     run = run_workloads([here], RunConfig.quick_settings(processes=1))
     assert run.complete and run.processes == 1
+    # Without a configuration, the default's second process is left out for them.
+    run = run_workloads([here])
+    assert run.complete and run.processes == 1
+    assert run.config.settings is not None and run.config.settings.processes == 1
 
 
 def test_only_the_first_process_compares_the_outputs_with_numpy(
