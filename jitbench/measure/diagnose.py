@@ -49,6 +49,7 @@ REPLICATED = "sharded-replicated"  # an input sharded mode would split went whol
 # Measurement trouble: the figure itself is suspect.
 OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
+PROCESSES_DISAGREE = "processes-disagree"
 NO_FINITE = "no-finite-output"
 NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
 OTHER_DEVICE = "output-on-other-device"
@@ -78,6 +79,7 @@ CODES = PITFALL_CODES | {
     REPLICATED,
     OUTLIERS,
     SIZE_ORDER,
+    PROCESSES_DISAGREE,
     NO_FINITE,
     OTHER_DEVICE,
 }
@@ -107,6 +109,12 @@ SIZE_ORDER_MARGIN = 0.05
 # dispatch, eager's dispatch per operation) does not grow with the input, so where it
 # dominates, times are flat in the size and their order is the machine's drift.
 SIZE_ORDER_MIN_S = 100e-6
+# The processes of a `--processes` run measured one mode this far apart (slowest median ÷
+# fastest): the default suite's cases move by 2-5 % (sd of log) from process to process,
+# so 1.5x is many times that. `softmax` M's jit executables ran at 1.2 or 6 ms
+# (`tools/recompile_check.py`), and a run whose processes split so reported a speedup
+# between two speeds that neither process measured.
+PROCESS_SPLIT_FACTOR = 1.5
 
 TRACER_ERRORS = {
     "ConcretizationTypeError",
@@ -646,6 +654,25 @@ def outlier_samples(m: Measurement) -> Diagnostic | None:
     )
 
 
+def processes_disagree(m: Measurement) -> Diagnostic | None:
+    """`processes-disagree` when the processes of a `--processes` run measured `m` at
+    medians `PROCESS_SPLIT_FACTOR` or more apart, else None."""
+    medians = [x for x in m.run_medians_s if x > 0] if len(m.run_sample_counts) > 1 else []
+    if len(medians) < 2 or max(medians) < PROCESS_SPLIT_FACTOR * min(medians):
+        return None
+    shown = ", ".join(fmt.seconds(x) for x in medians)
+    return Diagnostic(
+        code=PROCESSES_DISAGREE,
+        severity=Severity.WARNING,
+        message=f"its {len(medians)} processes measured {shown} "
+        f"({fmt.ratio(max(medians) / min(medians))} apart): the same code ran at different "
+        "speeds in different processes (an executable's memory layout, or what the cache "
+        "held), so a repeat run may see either; the interval is wide for it",
+        hint="measure it in more processes (--processes 4), so one process's speed weighs "
+        "less; each process's samples are in the run JSON (run_sample_counts).",
+    )
+
+
 def _input_size(m: Measurement) -> tuple[int, int] | None:
     """(input bytes, input elements) of `m`'s case, for ordering its sizes; None if unknown."""
     c = m.case
@@ -705,6 +732,9 @@ def run_diagnostics(run: Run) -> Run:
     mode at a larger input (medians more than `SIZE_ORDER_MARGIN` apart, 95 % CIs apart,
     the larger input's call at least `SIZE_ORDER_MIN_S`), naming the larger size.
 
+    A measurement of a `--processes` run whose processes disagree by
+    `PROCESS_SPLIT_FACTOR` or more gets `processes-disagree`.
+
     Pure and idempotent (a code is added once per measurement); measurements keep their
     order.
     """
@@ -713,9 +743,9 @@ def run_diagnostics(run: Run) -> Run:
         groups.setdefault((m.case.workload, m.case.device, m.case.dtype, m.mode), []).append(m)
     extra: dict[int, list[Diagnostic]] = {}
     for i, m in enumerate(run.measurements):
-        found = outlier_samples(m)
-        if found is not None:
-            extra.setdefault(i, []).append(found)
+        for found in (outlier_samples(m), processes_disagree(m)):
+            if found is not None:
+                extra.setdefault(i, []).append(found)
     index = {id(m): i for i, m in enumerate(run.measurements)}
     for ms in groups.values():
         sized = [(size, m) for m in ms if (size := _input_size(m)) is not None]

@@ -513,6 +513,35 @@ def test_no_outliers_without_a_far_tail(samples: list[float]) -> None:
     assert run.measurements[0].diagnostics == ()
 
 
+def two_processes(first: float, second: float) -> Measurement:
+    """One measurement of a --processes 2 run whose processes measured these medians."""
+    return replace(m(Mode.JIT, [*around(first), *around(second)]), run_sample_counts=(12, 12))
+
+
+def test_processes_that_measured_two_speeds_are_said_to_disagree() -> None:
+    """softmax M in an A/A run: the first process's executable ran at 6.57 ms, the
+    worker's at 1.71 ms, and the speedup landed between the two."""
+    run = diagnose.run_diagnostics(_run([two_processes(6.57e-3, 1.71e-3)]))
+    [found] = run.measurements[0].diagnostics
+    assert found.code == diagnose.PROCESSES_DISAGREE and found.severity is Severity.WARNING
+    assert found.message.startswith("its 2 processes measured 6.57 ms, 1.71 ms (3.84× apart)")
+    assert "--processes 4" in found.hint
+    assert diagnose.run_diagnostics(run) == run  # once
+
+
+@pytest.mark.parametrize(
+    "measurement",
+    [
+        two_processes(1.43e-3, 1.38e-3),  # the usual few per cent between processes
+        two_processes(1.4e-3, 2.0e-3),  # 1.43x: far, but within the factor
+        m(Mode.JIT, [*around(6.57e-3), *around(1.71e-3)]),  # one process: no parts
+    ],
+)
+def test_processes_that_roughly_agree_are_not_flagged(measurement: Measurement) -> None:
+    run = diagnose.run_diagnostics(_run([measurement]))
+    assert diagnose.PROCESSES_DISAGREE not in [d.code for d in run.measurements[0].diagnostics]
+
+
 def seed_case() -> list[Measurement]:
     """The seed of issue 14: gemm NumPy at S 49.5 ms (a BLAS stall), at M 45.6 ms."""
     s_bytes, m_bytes = 2 * 350 * 350 * 4, 2 * 700 * 700 * 4
