@@ -197,10 +197,10 @@ class SamplingPlan:
         warmup_s: after at least `warmup_calls` calls, keep calling until this much time
             (calibration probes count; on the 2-vCPU VM calls run at their steady speed
             after about 10 ms, `warmup_calls` covers the slow first calls of slow ones).
-            20 ms, before, left each mode's first sample as slow as 10 ms does (over the
-            default suite, eager +8.6 % vs +7.4 %, NumPy +4.5 % vs +4.1 % in median
-            against the rest; later samples within 2 %): that first sample is a switch
-            between modes, not a cold call, and the median leaves it out.
+            20 ms, before, left each mode's first sample in a process as slow as 10 ms
+            does (default suite, A/A runs, `tools/estimator_check.py`: eager +8.4 % vs
+            +7.5 %, NumPy +4.5 % vs +4.0 % against its later samples; the second within
+            1.5 %): that first sample is a switch between modes, not a cold call.
         min_samples: never declare convergence with fewer samples.
         max_samples: stop a mode at this many samples.
         precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).

@@ -13,6 +13,10 @@ log (how far one run's figure moves in the next) and the share of run pairs that
 within 10 %. An estimator is only worth having if it reproduces; BenchmarkTools.jl argues
 that on noisy machines the minimum does best for times, because noise only ever adds time.
 
+Last, per mode, how much slower each process's first and second samples are than the
+median of its samples from the fourth on (median over measurements): what the warm-up
+leaves behind.
+
     python tools/estimator_check.py /tmp/aa [/tmp/aa-hog ...]
 """
 
@@ -77,6 +81,23 @@ def reproducibility(values_per_case: list[list[float]]) -> tuple[float, float]:
     return (statistics.median(sds) if sds else math.nan, agree / pairs if pairs else math.nan)
 
 
+def first_sample_excess(runs: Sequence, mode: Mode, index: int) -> tuple[float, int]:  # type: ignore[type-arg]
+    """(median over process parts of sample `index` ÷ the median of samples 3 on, minus 1;
+    how many parts) for `mode`, over parts of at least 8 samples."""
+    excess = []
+    for run in runs:
+        for m in run.measurements:
+            if m.mode is not mode or not m.ok:
+                continue
+            start = 0
+            for n in m.run_sample_counts or (len(m.samples_s),):
+                part = m.samples_s[start : start + n]
+                start += n
+                if n >= 8:
+                    excess.append(part[index] / statistics.median(part[3:]) - 1)
+    return (statistics.median(excess) if excess else math.nan, len(excess))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", type=Path, nargs="+", help="aa_coverage.py --out folders")
@@ -110,6 +131,10 @@ def main() -> int:
                     per_case.append(values)
             sd, share = reproducibility(per_case)
             print(f"  {name:28s}  {sd:8.3f}               {share:6.1%}")
+        print("  each process's first samples vs the median of its 4th on (parts of >= 8)")
+        for mode in (Mode.NUMPY, Mode.EAGER, Mode.JIT):
+            (first, n), (second, _) = (first_sample_excess(runs, mode, i) for i in (0, 1))
+            print(f"  {mode.value:8s} first {first:+6.1%}   second {second:+6.1%}   ({n} parts)")
     return 0
 
 
