@@ -668,8 +668,9 @@ def processes_disagree(m: Measurement) -> Diagnostic | None:
         f"({fmt.ratio(max(medians) / min(medians))} apart): the same code ran at different "
         "speeds in different processes (an executable's memory layout, or what the cache "
         "held), so a repeat run may see either; the interval is wide for it",
-        hint="measure it in more processes (--processes 4), so one process's speed weighs "
-        "less; each process's samples are in the run JSON (run_sample_counts).",
+        hint=f"measure it in more processes (--processes {2 * len(medians)}), so one "
+        "process's speed weighs less; each process's samples are in the run JSON "
+        "(run_sample_counts).",
     )
 
 
@@ -767,6 +768,22 @@ def run_diagnostics(run: Run) -> Run:
             m.with_diagnostics(extra.get(i, ())) for i, m in enumerate(run.measurements)
         ),
     )
+
+
+def pooled_noise(run: Run, precision: float) -> Run:
+    """`noisy` judged again on the pooled samples of a `--processes` run: each process
+    judged its own share (at the default two, five samples of a slow case, too few for any
+    95 % interval), but the run reports the pooled median and its interval."""
+    out = []
+    for m in run.measurements:
+        if len(m.run_sample_counts) > 1 and m.samples_s:
+            kept = tuple(d for d in m.diagnostics if d.code != NOISY)
+            width = stats.relative_ci_halfwidth(list(m.samples_s))
+            m = replace(m, diagnostics=kept)
+            if width > precision:
+                m = m.with_diagnostics([noisy(width, precision)])
+        out.append(m)
+    return replace(run, measurements=tuple(out))
 
 
 def excluded_from_headline(m: Measurement | None) -> bool:

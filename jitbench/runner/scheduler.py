@@ -114,7 +114,10 @@ def run_workloads(
                 checkpoint=checkpoint,
                 worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
             )
-        # Outliers and size order judged again on every process's samples together.
+        # Outliers, size order and (but in a smoke run) the CI target judged again on
+        # every process's samples together.
+        if not config.quick:
+            pooled = diagnose.pooled_noise(pooled, config.plan.precision)
         return diagnose.run_diagnostics(pooled)
     return _measure_once(
         workloads,
@@ -179,7 +182,8 @@ def _measure_once(
             on_event=on_event,
             checkpoint=checkpoint,
             clock=clock,
-            processes=config.processes,
+            # A resume is measured in this process only (see `run_workloads`).
+            processes=1 if resume is not None else config.processes,
             repeat_compiles=repeat_compiles,
         )
         after = machine.capture(probe_samples=probe)

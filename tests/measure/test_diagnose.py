@@ -542,6 +542,22 @@ def test_processes_that_roughly_agree_are_not_flagged(measurement: Measurement) 
     assert diagnose.PROCESSES_DISAGREE not in [d.code for d in run.measurements[0].diagnostics]
 
 
+def test_noisy_is_judged_again_on_the_samples_of_every_process() -> None:
+    """Five samples a process have no 95 % interval, so each process said `noisy`; the
+    run reports the pooled ten, whose interval is judged instead."""
+    per_process = diagnose.noisy(math.inf, 0.01)
+    tight = replace(
+        m(Mode.JIT, [*around(1e-3, 5, rel=0.001), *around(1e-3, 5, rel=0.001)]),
+        run_sample_counts=(5, 5),
+        diagnostics=(per_process,),
+    )
+    wide = replace(tight, samples_s=(*around(1e-3, 5, rel=0.3), *around(1e-3, 5, rel=0.3)))
+    run = diagnose.pooled_noise(_run([tight, wide]), precision=0.01)
+    assert run.measurements[0].diagnostics == ()
+    [again] = run.measurements[1].diagnostics
+    assert again.code == diagnose.NOISY and "wider than the ±1.0% target" in again.message
+
+
 def seed_case() -> list[Measurement]:
     """The seed of issue 14: gemm NumPy at S 49.5 ms (a BLAS stall), at M 45.6 ms."""
     s_bytes, m_bytes = 2 * 350 * 350 * 4, 2 * 700 * 700 * 4
