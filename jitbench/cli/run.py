@@ -290,7 +290,7 @@ def run_cmd(
         typer.Option(
             "--budget",
             metavar="SECONDS",
-            help="Sampling seconds per case (all modes together).",
+            help="Sampling seconds per case (all modes together, shared by the --processes).",
             show_default=f"{_PLAN.budget_s:g}; --quick: {_QUICK.plan.budget_s:g}",
         ),
     ] = None,
