@@ -13,6 +13,7 @@ even when the parent is killed with SIGKILL (`die_with_parent`).
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import math
 import multiprocessing
@@ -26,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 from jitbench.results import ErrorInfo, Status
@@ -207,23 +209,49 @@ def spawning_quietly() -> Iterator[None]:
             signal.signal(signal.SIGINT, previous)
 
 
+_MAIN_SWAP = threading.Lock()  # one spawn at a time sees the placeholder `__main__`
+
+
 @contextmanager
 def main_module_hidden() -> Iterator[None]:
-    """While a spawned child starts, show multiprocessing an empty `__main__`.
+    """While a spawned child starts, show multiprocessing an empty `__main__`, where the
+    caller's main script has no `if __name__ == "__main__":` guard.
 
-    *spawn* runs the parent's main script again in the child, so a user's script that
-    calls `jitbench.run()` without an `if __name__ == "__main__":` guard would start the
-    run again inside the worker, which multiprocessing refuses (the worker died with exit
-    code 1). jitbench's children import their targets from jitbench and find workloads by
-    suite file, so they need nothing of the caller's main module.
+    *spawn* runs the parent's main script again in the child, so an unguarded script that
+    calls `jitbench.run()` would start the run again inside the worker, which
+    multiprocessing refuses (the worker died with exit code 1). jitbench's children import
+    their targets from jitbench and find workloads by suite file, so they need nothing of
+    such a script. A guarded script is left as it is: its top level (a `jax.config`
+    update, say) runs in the child too, as it always has.
     """
     main = sys.modules.get("__main__")
-    sys.modules["__main__"] = types.ModuleType("__main__")
-    try:
+    spec = getattr(main, "__spec__", None)
+    path = getattr(spec, "origin", None) or getattr(main, "__file__", None)
+    if main is None or not path or _guarded(str(path)):
         yield
-    finally:
-        if main is not None:
+        return
+    with _MAIN_SWAP:
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        try:
+            yield
+        finally:
             sys.modules["__main__"] = main
+
+
+def _guarded(path: str) -> bool:
+    """Whether the script at `path` has a top-level `if __name__ == "__main__":` (or
+    cannot be read, when it is left alone as before)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return True
+    for node in tree.body:
+        test = node.test if isinstance(node, ast.If) else None
+        if isinstance(test, ast.Compare) and len(test.comparators) == 1:
+            sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+            if sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'}):
+                return True
+    return False
 
 
 def run_in_child(

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,7 +16,7 @@ from jitbench import Mode, RunConfig, SamplingPlan, load_run
 from jitbench.results.model import Selection
 from jitbench.runner.events import ProcessStarted, RunInterrupted
 from jitbench.runner.processes import run_in_processes
-from tests.conftest import TINY_SUITE, run_cli
+from tests.conftest import REPO, TINY_SUITE, run_cli
 from tests.results.test_codec import make_run
 
 SELECTION = (Selection(workload="w", suite="/nowhere/suite.py"),)
@@ -235,28 +239,46 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
     assert all(m.status is Status.OK for m in worker.measurements)
 
 
-def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> None:
-    """*spawn* runs the parent's main script again in each child; a worker must not, or a
-    user's unguarded `jitbench.run()` starts the run again inside it and dies."""
-    import os
-    import subprocess
-    import sys
-
-    from tests.conftest import REPO
-
+def _run_script(tmp_path: Path, guarded: bool) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """A user's script that calls jitbench.run() in two processes, with or without an
+    `if __name__ == "__main__":` guard; its top level appends a line to a marker file
+    each time it runs."""
     suite = tmp_path / "tiny.py"
     suite.write_text(TINY_SUITE)
+    marker = tmp_path / "imported"
+    call = (
+        "run = jitbench.run(['double'], suites=[SUITE], "
+        "config=RunConfig.quick_settings(processes=2))\n"
+        "print('processes', run.processes)\n"
+    )
+    body = "if __name__ == '__main__':\n" + textwrap.indent(call, "    ") if guarded else call
     script = tmp_path / "bench.py"
     script.write_text(
         "import jitbench\n"
         "from jitbench import RunConfig\n"
-        f"run = jitbench.run(['double'], suites=[{str(suite)!r}],\n"
-        "                   config=RunConfig.quick_settings(processes=2))\n"
-        "print('processes', run.processes)\n"
+        f"SUITE = {str(suite)!r}\n"
+        f"with open({str(marker)!r}, 'a') as f:\n"
+        "    f.write('imported\\n')\n" + body
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
     proc = subprocess.run(
         [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
     )
+    return proc, marker
+
+
+def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> None:
+    """*spawn* runs the parent's main script again in each child; for a script without a
+    guard a worker must not, or the user's `jitbench.run()` starts again inside it."""
+    proc, marker = _run_script(tmp_path, guarded=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["processes 2"]
+    assert marker.read_text().splitlines() == ["imported"]  # the worker did not run it
+
+
+def test_a_guarded_scripts_top_level_runs_in_the_worker_as_spawn_does(tmp_path: Path) -> None:
+    """A guarded script's top level (a jax.config update, say) reaches the worker."""
+    proc, marker = _run_script(tmp_path, guarded=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["processes 2"]
+    assert marker.read_text().splitlines() == ["imported", "imported"]
