@@ -170,7 +170,8 @@ def sample_interleaved(
     and eager samples were up to 40 % slower than jit samples taken alone (softmax at M,
     whose 24 MB fill most of the 32 MB L3; +5 % at S), and within 2 % of them with the
     call, but for softmax at M (+11 %): `tools/interleave_check.py`. Its cost is one call
-    a sample, which matters only where a sample is one call (the slowest cases).
+    a sample, which matters only where a sample is one call (the slowest cases); a sample
+    that follows one of its own (one callable, or the last one still sampling) needs none.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
@@ -191,6 +192,7 @@ def sample_interleaved(
     enter = region or (lambda _k: nullcontext())
     start = clock()
     taken = 0
+    previous: K | None = None  # the callable sampled last: no re-warm after itself
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -199,8 +201,9 @@ def sample_interleaved(
                 s = series[k]
                 try:
                     with enter(k):
-                        if rewarm:
+                        if rewarm and previous != k:
                             calls[k]()
+                        previous = k
                         elapsed = time_calls(calls[k], s.calls_per_sample, clock)
                 except Exception as exc:  # a failing mode must not stop the others
                     s.error, s.stop_reason = exc, "error"

@@ -147,6 +147,20 @@ def test_rounds_alternate_between_modes():
     assert order == ["numpy", "numpy", "jit", "jit"] * 3
 
 
+def test_a_callable_sampled_alone_is_re_warmed_once():
+    clock = FakeClock()
+    calls: list[str] = []
+
+    def f():
+        calls.append("f")
+        clock.advance(1e-3)
+
+    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100)
+    series = sample_interleaved({"jit": f}, {"jit": 2}, plan=plan, clock=clock)
+    assert len(series["jit"].samples_s) == 4
+    assert len(calls) == 1 + 4 * 2  # one re-warm before the first sample, none after
+
+
 def test_the_rewarm_call_after_a_switch_is_not_timed():
     """The first call after another mode's sample is slow (its data was evicted); the
     re-warm call takes that, and the sample times the calls after it."""
