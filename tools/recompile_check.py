@@ -47,8 +47,11 @@ def main() -> int:
         sys.exit(f"no workload {args.workload!r} with size {args.size!r} in ./suites")
     with limited_threads(args.threads):
         host = wl.make_inputs(wl.size_params(args.size), dtype="float32", seed=0)
-        staged_args = [jax.device_put(a) for a in host.args]
+        statics = set(host.static_argnums)
+        staged_args = [a if i in statics else jax.device_put(a) for i, a in enumerate(host.args)]
         staged_kwargs = {k: jax.device_put(v) for k, v in host.kwargs.items()}
+        # A compiled program takes the dynamic arguments only; the static ones are in it.
+        dynamic_args = [a for i, a in enumerate(staged_args) if i not in statics]
         print(
             f"{wl.name}[{args.size}]: {args.compiles} compiles of one jit program, "
             f"{args.calls} calls each, --threads {args.threads}"
@@ -57,17 +60,21 @@ def main() -> int:
         medians = []
         for i in range(args.compiles):
             jax.clear_caches()
-            fn = jax.jit(wl.jax_fn, static_argnames=wl.static_argnames or None)
-            compiled = fn.lower(*staged_args, **staged_kwargs).compile()
+            fn = jax.jit(
+                wl.jax_fn,
+                static_argnames=tuple(host.static) or None,
+                static_argnums=host.static_argnums or None,
+            )
+            compiled = fn.lower(*staged_args, **staged_kwargs, **host.static).compile()
             fingerprint = hashlib.sha1((compiled.as_text() or "").encode()).hexdigest()[:8]
-            jax.block_until_ready(compiled(*staged_args, **staged_kwargs))
+            jax.block_until_ready(compiled(*dynamic_args, **staged_kwargs))
             times = []
             for _ in range(args.calls):
                 t0 = time.perf_counter()
-                jax.block_until_ready(compiled(*staged_args, **staged_kwargs))
+                jax.block_until_ready(compiled(*dynamic_args, **staged_kwargs))
                 times.append(time.perf_counter() - t0)
-            out = jax.tree_util.tree_leaves(compiled(*staged_args, **staged_kwargs))[0]
-            first_in = jax.tree_util.tree_leaves((staged_args, staged_kwargs))[0]
+            out = jax.tree_util.tree_leaves(compiled(*dynamic_args, **staged_kwargs))[0]
+            first_in = jax.tree_util.tree_leaves((dynamic_args, staged_kwargs))[0]
             medians.append(statistics.median(times))
             print(
                 f"{i + 1:>8}{medians[-1] * 1e3:>9.3f}ms{min(times) * 1e3:>8.3f}ms   "

@@ -171,7 +171,12 @@ def profile_workload(
     label, params = wl.resolve_size(size)
     dtype = wl.case_dtype("float64" if x64 else "float32")
     config = RunConfig(
-        sizes=(label,), x64=x64, seed=seed, plan=plan or PROFILE_PLAN, threads=threads
+        sizes=(label,),
+        x64=x64,
+        seed=seed,
+        plan=plan or PROFILE_PLAN,
+        threads=threads,
+        processes=1,  # a profile measures in this process
     )
     started = utc_now()
     tell = report or (lambda _step, _fraction: None)
