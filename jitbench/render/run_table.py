@@ -170,10 +170,15 @@ def interval_footer(run: Run) -> str:
             f"{run.processes} processes."
         )
     if run.paired:
+        settings = run.config.settings
+        how = (
+            "a full run (not --quick) measures in two processes"
+            if settings is not None and settings.quick
+            else "leave out --processes 1 (two processes are the default)"
+        )
         return (
             "speedup intervals describe this process only (paired rounds); a repeat run "
-            "varies more: leave out --processes 1 (two processes are the default) for "
-            "intervals that hold from run to run."
+            f"varies more: {how} for intervals that hold from run to run."
         )
     return "speedup intervals: bootstrap of the two medians (written before schema 1.3)."
 

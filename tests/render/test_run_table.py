@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jitbench.config import RunConfig
 from jitbench.results import load_run
 
 RUN_FILE = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.2.json"
@@ -18,6 +19,10 @@ def test_the_footer_says_what_the_speedup_intervals_claim() -> None:
     assert "bootstrap" in interval_footer(run)
     paired = replace(run, schema_version="1.3")
     assert "this process only" in interval_footer(paired)
+    one = replace(paired, config=replace(paired.config, settings=RunConfig(processes=1)))
+    assert "leave out --processes 1" in interval_footer(one)
+    smoke = replace(paired, config=replace(paired.config, settings=RunConfig.quick_settings()))
+    assert "a full run (not --quick) measures in two processes" in interval_footer(smoke)
     two = replace(
         paired,
         measurements=tuple(
