@@ -213,6 +213,14 @@ class SamplingPlan:
             converge; with fewer than 9 samples the 95 % interval of the median is just
             (min, max), and with fewer than 6 there is none. Like the budget, the floor
             is the case's: a run in several processes gives each a share (`for_process`).
+        block_samples: samples of one mode taken in a row before the next mode's
+            (`timer.sample_interleaved`): the re-warm call after a switch does not undo all
+            of what the other modes' samples did to the caches (on the 2-vCPU VM the 2nd
+            to 4th jit calls after a NumPy call were still up to 9 % slow), and a block
+            leaves that to its first sample, which the median then sets aside. One sample
+            a mode (1) made jit interleaved 5.3 % slower than jit alone for selu at M, a
+            block of 4 made it 2.0 % (`tools/interleave_check.py --run-length`). 5 makes
+            the default floor (5 a process) and `min_samples` (10) whole blocks.
         rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
             then round 2 of every case, and so on, so each case's samples are spread over
             the whole run instead of one contiguous window (machine speed drifts over
@@ -232,6 +240,7 @@ class SamplingPlan:
     budget_s: float = 0.2
     floor_samples: int = 10
     max_calls_per_sample: int = 10_000_000
+    block_samples: int = 5
     rounds: int = 1
 
     def __post_init__(self) -> None:
@@ -258,6 +267,7 @@ class SamplingPlan:
         _count("max_samples", self.max_samples, least=1, fix="it caps the samples of a mode.")
         _count("floor_samples", self.floor_samples, least=1, fix="a mode needs a sample.")
         _count("max_calls_per_sample", self.max_calls_per_sample, least=1, fix="try 10_000_000.")
+        _count("block_samples", self.block_samples, least=1, fix="1 alternates every sample.")
         _count("--rounds", self.rounds, least=1, fix="--rounds 1 samples each case in one go.")
 
     @property

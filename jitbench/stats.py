@@ -25,6 +25,9 @@ from jitbench import rank_tests
 # Student's t and chi-square come from scipy.special.
 
 CONFIDENCE = 0.95
+#: The fewest samples whose median has a CONFIDENCE interval (below it, (min, max) is
+#: less sure than that).
+MIN_CI_SAMPLES = 6
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from itertools import repeat
 from typing import Generic, Protocol, TypeVar
 
 from jitbench.config import SamplingPlan
-from jitbench.stats import relative_ci_halfwidth
+from jitbench.stats import MIN_CI_SAMPLES, relative_ci_halfwidth
 
 K = TypeVar("K", bound=Hashable)
 
@@ -140,6 +140,15 @@ class SampleSeries(Generic[K]):
         return self.stop_reason == "converged"
 
 
+def _block_length(plan: SamplingPlan, taken: int, have: int) -> int:
+    """Samples of each callable in the next round: `plan.block_samples`, cut at the next
+    point where the group may stop (the floor and the cap count this call's samples,
+    `min_samples` and the first CI all of them, `have` being the fewest any has)."""
+    least = max(plan.min_samples, MIN_CI_SAMPLES)
+    ends = (plan.floor_samples - taken, least - have, plan.max_samples - taken)
+    return max(1, min([plan.block_samples, *(e for e in ends if e > 0)]))
+
+
 def sample_interleaved(
     calls: Mapping[K, Callable[[], object]],
     calls_per_sample: Mapping[K, int],
@@ -154,30 +163,37 @@ def sample_interleaved(
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in lockstep rounds until all are precise enough.
 
-    Each round takes one sample of every callable (A, B, C, A, B, C, …) and every callable
-    is sampled in every round until the whole group stops, so sample i of each series comes
-    from the same round: slow drift of the machine affects them alike, and the ratio of two
-    series can be taken round by round (paired). The group stops when every callable has
-    `min_samples` and its CI within `precision` ("converged"), after `max_samples` rounds,
-    or when the budget is spent after `floor_samples` rounds; each series records whether
-    it had converged by then. Garbage collection is off while sampling. `region(key)` is
-    entered around each sample, outside the timed loop (the transfer guard). An exception
-    stops that callable only; it is kept in `SampleSeries.error`.
+    Each round takes a block of samples of every callable in turn (A A A A A, B B B B B,
+    C C C C C, then A again), the same number of each, and every callable is sampled in
+    every round until the whole group stops, so sample i of each series comes from the
+    same round: slow drift of the machine affects them alike, and the ratio of two series
+    can be taken sample by sample (paired). The group stops when every callable has
+    `min_samples` and its CI within `precision` ("converged"), after `max_samples`
+    samples, or when the budget is spent after `floor_samples` samples; each series
+    records whether it had converged by then. Garbage collection is off while sampling.
+    `region(key)` is entered around each sample, outside the timed loop (the transfer
+    guard). An exception stops that callable only; it is kept in `SampleSeries.error`.
 
-    With `rewarm`, each sample is preceded by one untimed call of the same callable: the
+    A block is `plan.block_samples` long, cut short where a round would pass the floor,
+    `min_samples` or the cap, so that the group may stop right there (the cut depends on
+    the sample counts alone, so every process of a multi-process program cuts alike).
+
+    With `rewarm`, each block is preceded by one untimed call of the same callable: the
     other callables' samples evict its data from the caches, and without it the first
-    call of every sample paid for that. On the 2-vCPU VM, jit samples taken between NumPy
-    and eager samples were up to 40 % slower than jit samples taken alone (softmax at M,
-    whose 24 MB fill most of the 32 MB L3; +5 % at S), and within 2 % of them with the
-    call, but for softmax at M (+11 %): `tools/interleave_check.py`. Its cost is one call
-    a sample, which matters only where a sample is one call (the slowest cases); a sample
-    that follows one of its own (one callable, or the last one still sampling) needs none.
+    call after the switch was timed too. On the 2-vCPU VM that call is what most of the
+    switch costs (jit's first call after a NumPy and an eager one: selu at M +17 %, the
+    second +6 %, the third +1 %; softmax at S +27 %, +9 %, +4 %), so the call takes the
+    most of it and the block's later samples, with the median, the rest: jit sampled
+    among NumPy and eager samples measured within 2 % of jit sampled alone for softmax,
+    gemm and selu at S and M, where one sample a mode with the call was up to 5 % off
+    and no call up to 40 % (`tools/interleave_check.py`). A block that follows one of its
+    own callable's (one callable left) needs no call.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
-    `floor_samples` and the budget apply to the rounds taken now.
+    `floor_samples` and the budget apply to the samples taken now.
 
-    `on_round(rounds taken, seconds since the start)` is called after every round that
+    `on_round(samples taken of each, seconds since the start)` is called after every round that
     does not end the sampling (between samples, outside any timed region), for progress.
     Whether to stop after a round goes through `agree` (see `warm_up_and_calibrate`).
     """
@@ -197,22 +213,24 @@ def sample_interleaved(
     gc.disable()
     try:
         while active:
+            block = _block_length(plan, taken, min(len(series[k].samples_s) for k in active))
             for k in list(active):
                 s = series[k]
                 try:
-                    with enter(k):
-                        if rewarm and previous != k:
-                            calls[k]()
-                        previous = k
-                        elapsed = time_calls(calls[k], s.calls_per_sample, clock)
+                    for _ in range(block):
+                        with enter(k):
+                            if rewarm and previous != k:
+                                calls[k]()
+                            previous = k
+                            elapsed = time_calls(calls[k], s.calls_per_sample, clock)
+                        s.samples_s.append(elapsed / s.calls_per_sample)
                 except Exception as exc:  # a failing mode must not stop the others
                     s.error, s.stop_reason = exc, "error"
                     active.remove(k)
                     continue
-                s.samples_s.append(elapsed / s.calls_per_sample)
             if not active:
                 break
-            taken += 1
+            taken += block
             converged = {
                 k: len(series[k].samples_s) >= plan.min_samples
                 and relative_ci_halfwidth(series[k].samples_s) <= plan.precision

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -125,7 +126,8 @@ def test_constant_samples_converge_at_min_samples():
     assert series["a"].samples_s == [pytest.approx(1e-3)] * 10
 
 
-def test_rounds_alternate_between_modes():
+@pytest.mark.parametrize("block", [1, 3])
+def test_rounds_alternate_between_modes_in_blocks(block):
     clock = FakeClock()
     order: list[str] = []
 
@@ -136,15 +138,49 @@ def test_rounds_alternate_between_modes():
 
         return f
 
-    plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.0, budget_s=100)
-    sample_interleaved(
+    plan = SamplingPlan(
+        min_samples=6, max_samples=6, precision=0.0, budget_s=100, block_samples=block
+    )
+    series = sample_interleaved(
         {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)},
         {"numpy": 1, "jit": 1},
         plan=plan,
         clock=clock,
     )
-    # Each sample follows one untimed call of its own (the re-warm after the switch).
-    assert order == ["numpy", "numpy", "jit", "jit"] * 3
+    # Each block follows one untimed call of its own (the re-warm after the switch).
+    assert order == (["numpy"] * (1 + block) + ["jit"] * (1 + block)) * (6 // block)
+    assert [len(s.samples_s) for s in series.values()] == [6, 6]
+
+
+def test_a_block_is_cut_where_the_group_may_stop():
+    """Blocks of 4 reach the floor (3), min_samples (10) and the cap (16) exactly, so the
+    group stops there and not up to 3 samples later."""
+    clock = FakeClock()
+    noise = itertools.cycle([1.0, 3.0])  # never precise enough
+    taken: list[int] = []
+    plan = SamplingPlan(
+        min_samples=10,
+        floor_samples=3,
+        max_samples=16,
+        block_samples=4,
+        precision=0.01,
+        budget_s=1e9,
+    )
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(next(noise)), "b": work(clock, 1.0)},
+        {"a": 1, "b": 1},
+        plan=plan,
+        clock=clock,
+        on_round=lambda n, _t: taken.append(n),
+    )
+    assert taken == [3, 7, 10, 14]
+    assert series["a"].stop_reason == "max_samples" and len(series["a"].samples_s) == 16
+    # The budget spent at the first block's end: the floor is where it stops.
+    plan = replace(plan, budget_s=0.0)
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
+    )
+    assert series["a"].stop_reason == "budget" and len(series["a"].samples_s) == 3
 
 
 def test_a_callable_sampled_alone_is_re_warmed_once():
@@ -163,7 +199,7 @@ def test_a_callable_sampled_alone_is_re_warmed_once():
 
 def test_the_rewarm_call_after_a_switch_is_not_timed():
     """The first call after another mode's sample is slow (its data was evicted); the
-    re-warm call takes that, and the sample times the calls after it."""
+    re-warm call takes that, and the block times the calls after it."""
     clock = FakeClock()
     last: list[str] = []
 
@@ -174,14 +210,15 @@ def test_the_rewarm_call_after_a_switch_is_not_timed():
 
         return f
 
-    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100)
+    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100, block_samples=2)
     calls = {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)}
     series = sample_interleaved(calls, {"numpy": 1, "jit": 1}, plan=plan, clock=clock)
     assert series["numpy"].samples_s == [pytest.approx(1e-3)] * 4
     assert series["jit"].samples_s == [pytest.approx(1e-4)] * 4
     last.clear()
     cold = sample_interleaved(calls, {"numpy": 1, "jit": 1}, plan=plan, clock=clock, rewarm=False)
-    assert cold["jit"].samples_s == [pytest.approx(1e-3)] * 4  # every one after a switch
+    # Without it, the first sample of every block is the one after a switch.
+    assert cold["jit"].samples_s == [pytest.approx(1e-3), pytest.approx(1e-4)] * 2
 
 
 def test_noisy_series_stops_at_budget_with_floor_samples():
