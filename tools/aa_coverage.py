@@ -11,9 +11,16 @@ other) and judges every ordered pair of runs (A, B), case by case, for eager and
 Also prints each run's wall time. With `--hog`, a busy loop keeps one core busy for the
 whole measurement (a noisy neighbour). `--judge DIR` re-judges runs already on disk.
 
+`--alternate CHECKOUT` runs another version of jitbench (a `git worktree` of an earlier
+commit, say) after each run of this one, into OUT/alternate: the two versions' figures
+then come from the same minutes of a machine whose speed drifts 15-50 % between
+processes, and their difference is the versions', not the hour's.
+
     python tools/aa_coverage.py --runs 10 --out /tmp/aa            # quiet machine
     python tools/aa_coverage.py --runs 10 --out /tmp/aa-hog --hog  # one core busy
     python tools/aa_coverage.py --judge /tmp/aa
+    git worktree add /tmp/before HEAD~1
+    python tools/aa_coverage.py --runs 6 --out /tmp/aa-ab --alternate /tmp/before
 
 Extra arguments after `--` go to `jitbench run` (e.g. `-- -s S --budget 0.3`).
 """
@@ -35,14 +42,15 @@ REPO = Path(__file__).resolve().parents[1]
 JAX_MODES = ("eager", "jit")
 
 
-def _run(out: Path, extra: list[str]) -> float:
-    """One `jitbench run` into `out`; returns its wall time in seconds."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+def _run(out: Path, extra: list[str], checkout: Path = REPO) -> float:
+    """One `jitbench run` of the jitbench in `checkout` into `out`; returns its wall time
+    in seconds."""
+    env = {**os.environ, "PYTHONPATH": str(checkout)}
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "jitbench", "run", "--out", str(out), *extra],
         env=env,
-        cwd=REPO,
+        cwd=checkout,
         capture_output=True,
         text=True,
     )
@@ -207,7 +215,14 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=Path("/tmp/jitbench_aa"))
     parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
     parser.add_argument("--judge", type=Path, help="only judge the runs under this folder")
+    parser.add_argument(
+        "--alternate",
+        type=Path,
+        help="another jitbench checkout, run after each run of this one (into OUT/alternate)",
+    )
     args = parser.parse_args(argv)
+    if args.alternate and not (args.alternate / "jitbench" / "__init__.py").is_file():
+        parser.error(f"--alternate {args.alternate}: no jitbench/ package there")
     if args.judge:
         runs = _load(args.judge)
         print(f"{len(runs)} runs under {args.judge}")
@@ -220,23 +235,33 @@ def main() -> int:
     hog = None
     if args.hog:
         hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    walls = []
+    walls: list[float] = []
+    other_walls: list[float] = []
     try:
         for i in range(args.runs):
-            folder = args.out / f"run{i:02d}"
-            walls.append(_run(folder, extra))
+            walls.append(_run(args.out / f"run{i:02d}", extra))
+            line = f"run {i + 1}/{args.runs}: {walls[-1]:.1f} s"
+            if args.alternate:
+                folder = args.out / "alternate" / f"run{i:02d}"
+                other_walls.append(_run(folder, extra, args.alternate))
+                line += f", alternate {other_walls[-1]:.1f} s"
             load = (
                 Path("/proc/loadavg").read_text().split()[0]
                 if Path("/proc/loadavg").exists()
                 else "?"
             )
-            print(f"run {i + 1}/{args.runs}: {walls[-1]:.1f} s, load {load}", flush=True)
+            print(f"{line}, load {load}", flush=True)
     finally:
         if hog is not None:
             hog.kill()
     runs = _load(args.out)
     _print(runs, walls)
     _print_spread(runs)
+    if args.alternate:
+        print(f"\nalternate: {args.alternate}")
+        others = _load(args.out / "alternate")
+        _print(others, other_walls)
+        _print_spread(others)
     return 0
 
 

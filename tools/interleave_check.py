@@ -1,19 +1,21 @@
 """Does sampling jit between NumPy and eager samples change what jit measures?
 
-`jitbench run` samples the modes of a case in lockstep rounds (numpy, eager, jit, numpy, …)
-so that drift hits them alike. That must not add a bias of its own: on a 2-core machine a
-NumPy call's BLAS threads or cache footprint can slow the jit sample that follows. For each
-case this opens the case once (jitbench's own protocol: `open_case`, one thread pinned as
-`jitbench run` does), then takes blocks of jit samples **alone** (jit, jit, jit, …) and
-blocks **interleaved** as a run takes them (numpy, eager, jit, numpy, …), alternating
-ABBA so drift cancels, in the same process (so process effects cancel too). It prints the
-ratio of jit's interleaved median to its alone median, block pair by block pair, and their
-median; the target is within 3 %.
+`jitbench run` samples the modes of a case in lockstep rounds, a block of samples of each
+mode in turn (numpy ×5, eager ×5, jit ×5, numpy ×5, …), so that drift hits them alike.
+That must not add a bias of its own: on a 2-core machine a NumPy call's BLAS threads or
+cache footprint can slow the jit calls that follow. For each case this opens the case once
+(jitbench's own protocol: `open_case`, one thread pinned as `jitbench run` does), then
+takes groups of jit samples **alone** (jit, jit, jit, …) and groups **interleaved** as a
+run takes them (by default: blocks of `SamplingPlan.block_samples`, each after one untimed
+re-warm call), alternating ABBA so drift cancels, in the same process (so process effects
+cancel too). It prints the ratio of jit's interleaved median to its alone median, group
+pair by group pair, and their median; the target is within 3 %.
 
     python tools/interleave_check.py                      # softmax, gemm, selu at S and M
-    python tools/interleave_check.py -k "softmax" --blocks 16 --samples 20
+    python tools/interleave_check.py -k "softmax" --pairs 16 --samples 20
     python tools/interleave_check.py -k softmax --between eager   # which mode slows jit
-    python tools/interleave_check.py --rewarm     # one untimed jit call before each sample
+    python tools/interleave_check.py --block-samples 1    # one sample a mode, as before
+    python tools/interleave_check.py --block-samples 1 --no-rewarm  # the first schedule
 """
 
 from __future__ import annotations
@@ -28,22 +30,32 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _block(
-    session: Any, calls: dict[Any, int], between: list[Any], samples: int, rewarm: bool
+def _group(
+    session: Any,
+    calls: dict[Any, int],
+    between: list[Any],
+    samples: int,
+    rewarm: bool,
+    block: int,
 ) -> float:
-    """The median of `samples` jit samples, each after one sample of every mode in
-    `between` (none: jit alone), and after one untimed jit call first with `rewarm`."""
+    """The median of `samples` jit samples taken in blocks of `block`, each block after a
+    block of every mode in `between` (none: jit alone); with `rewarm`, each block after a
+    switch starts with one untimed call, as `timer.sample_interleaved` does."""
     from jitbench import Mode
 
-    jit = []
-    for _ in range(samples):
+    jit: list[float] = []
+    while len(jit) < samples:
         for mode in between:
-            session.time_sample(mode, calls[mode])
+            if rewarm:
+                session.time_sample(mode, 1)
+            for _ in range(block):
+                session.time_sample(mode, calls[mode])
         if rewarm and between:
             session.time_sample(Mode.JIT, 1)
-        t = session.time_sample(Mode.JIT, calls[Mode.JIT])
-        assert t is not None, "jit failed while sampled"
-        jit.append(t)
+        for _ in range(block):
+            t = session.time_sample(Mode.JIT, calls[Mode.JIT])
+            assert t is not None, "jit failed while sampled"
+            jit.append(t)
     return statistics.median(jit)
 
 
@@ -51,14 +63,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="softmax or gemm or selu", help="workload expression")
     parser.add_argument("--sizes", default="S,M")
-    parser.add_argument("--blocks", type=int, default=12, help="block pairs per case")
-    parser.add_argument("--samples", type=int, default=15, help="jit samples per block")
+    parser.add_argument("--pairs", type=int, default=12, help="ABBA group pairs per case")
+    parser.add_argument("--samples", type=int, default=15, help="jit samples per group")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
-        "--between", default="numpy,eager", help="modes sampled before each jit sample"
+        "--between", default="numpy,eager", help="modes sampled before each jit block"
     )
     parser.add_argument(
-        "--rewarm", action="store_true", help="one untimed jit call after the other modes"
+        "--no-rewarm", action="store_true", help="no untimed call after a switch of mode"
+    )
+    parser.add_argument(
+        "--block-samples",
+        type=int,
+        default=None,
+        help="samples of a mode in a row (default: jitbench run's, SamplingPlan's)",
     )
     args = parser.parse_args()
 
@@ -71,17 +89,19 @@ def main() -> int:
     from jitbench.suite.discovery import compile_keyword, discover
 
     between = [Mode(m) for m in args.between.split(",") if m]
+    block = args.block_samples or SamplingPlan().block_samples
+    rewarm = not args.no_rewarm
     registry = discover([REPO / "suites"])
     matcher = compile_keyword(args.k)
     workloads = [w for w in registry.workloads.values() if matcher(w)]
     if not workloads:
         sys.exit(f"no workload matches {args.k!r}")
     print(
-        f"jit after {args.between or 'nothing'}{' and a re-warm call' if args.rewarm else ''} "
-        f"÷ jit alone, same process, --threads {args.threads}, {args.blocks} ABBA block "
-        f"pairs of {args.samples} jit samples"
+        f"jit in blocks of {block} after {args.between or 'nothing'}'s"
+        f"{' and a re-warm call' if rewarm else ''} ÷ jit alone, same process, "
+        f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} jit samples"
     )
-    print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per block pair")
+    print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per group pair")
     worst = 0.0
     with limited_threads(args.threads):
         device = pick_device()
@@ -98,11 +118,16 @@ def main() -> int:
                     continue
 
                 ratios, alone_all, mixed_all = [], [], []
-                for i in range(args.blocks):
+                for i in range(args.pairs):
                     order = (False, True) if i % 2 == 0 else (True, False)  # ABBA
                     got = {
-                        flag: _block(
-                            session, calls, between if flag else [], args.samples, args.rewarm
+                        flag: _group(
+                            session,
+                            calls,
+                            between if flag else [],
+                            args.samples,
+                            rewarm,
+                            block,
                         )
                         for flag in order
                     }
