@@ -214,13 +214,18 @@ class SamplingPlan:
             (min, max), and with fewer than 6 there is none. Like the budget, the floor
             is the case's: a run in several processes gives each a share (`for_process`).
         block_samples: samples of one mode taken in a row before the next mode's
-            (`timer.sample_interleaved`): the re-warm call after a switch does not undo all
-            of what the other modes' samples did to the caches (on the 2-vCPU VM the 2nd
-            to 4th jit calls after a NumPy call were still up to 9 % slow), and a block
-            leaves that to its first sample, which the median then sets aside. One sample
-            a mode (1) made jit interleaved 5.3 % slower than jit alone for selu at M, a
-            block of 4 made it 2.0 % (`tools/interleave_check.py --run-length`). 5 makes
-            the default floor (5 a process) and `min_samples` (10) whole blocks.
+            (`timer.sample_interleaved`). Blocks cut what interleaving adds to a mode's
+            time (the re-warm call after a switch does not undo all that the other
+            modes' samples did to the caches; a block leaves the rest to its first
+            sample, which the median sets aside), but they move the samples of a pair
+            apart, so less of the machine's drift cancels in their ratio. On the 2-vCPU
+            VM, blocks of 5 took jit interleaved ÷ jit alone from 2.4-6.4 % to 1.0-2.4 %
+            at worst over softmax, gemm and selu (`tools/interleave_check.py
+            --block-samples`), and widened the jit speedup's interval in every one of 5
+            paired default runs (median x/÷ 1.295 against 1.242; within 10 % from run to
+            run 68 % against 75 %); blocks of 2 still widened it (1.225 against 1.192,
+            `tools/aa_coverage.py --alternate`). A bias of a few percent on both sides of
+            a speedup costs less than intervals 3-5 % wider, so the default is 1.
         rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
             then round 2 of every case, and so on, so each case's samples are spread over
             the whole run instead of one contiguous window (machine speed drifts over
@@ -240,7 +245,7 @@ class SamplingPlan:
     budget_s: float = 0.2
     floor_samples: int = 10
     max_calls_per_sample: int = 10_000_000
-    block_samples: int = 5
+    block_samples: int = 1
     rounds: int = 1
 
     def __post_init__(self) -> None:

@@ -1,21 +1,22 @@
 """Does sampling jit between NumPy and eager samples change what jit measures?
 
-`jitbench run` samples the modes of a case in lockstep rounds, a block of samples of each
-mode in turn (numpy ×5, eager ×5, jit ×5, numpy ×5, …), so that drift hits them alike.
-That must not add a bias of its own: on a 2-core machine a NumPy call's BLAS threads or
-cache footprint can slow the jit calls that follow. For each case this opens the case once
-(jitbench's own protocol: `open_case`, one thread pinned as `jitbench run` does), then
-takes groups of jit samples **alone** (jit, jit, jit, …) and groups **interleaved** as a
-run takes them (by default: blocks of `SamplingPlan.block_samples`, each after one untimed
-re-warm call), alternating ABBA so drift cancels, in the same process (so process effects
-cancel too). It prints the ratio of jit's interleaved median to its alone median, group
-pair by group pair, and their median; the target is within 3 %.
+`jitbench run` samples the modes of a case in lockstep rounds (numpy, eager, jit, numpy,
+…; or blocks of samples of each mode, `SamplingPlan.block_samples`), so that drift hits
+them alike. That must not add a bias of its own: on a 2-core machine a NumPy call's BLAS
+threads or cache footprint can slow the jit calls that follow. For each case this opens
+the case once (jitbench's own protocol: `open_case`, one thread pinned as `jitbench run`
+does), then takes groups of jit samples **alone** (jit, jit, jit, …) and groups
+**interleaved** as a run takes them (by default: `SamplingPlan.block_samples` samples a
+mode, each block after one untimed re-warm call), alternating ABBA so drift cancels, in
+the same process (so process effects cancel too). It prints the ratio of jit's
+interleaved median to its alone median, group pair by group pair, and their median; the
+target is within 3 %.
 
     python tools/interleave_check.py                      # softmax, gemm, selu at S and M
     python tools/interleave_check.py -k "softmax" --pairs 16 --samples 20
     python tools/interleave_check.py -k softmax --between eager   # which mode slows jit
-    python tools/interleave_check.py --block-samples 1    # one sample a mode, as before
-    python tools/interleave_check.py --block-samples 1 --no-rewarm  # the first schedule
+    python tools/interleave_check.py --block-samples 5    # blocks of five samples a mode
+    python tools/interleave_check.py --no-rewarm          # the first schedule
 """
 
 from __future__ import annotations

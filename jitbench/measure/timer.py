@@ -163,31 +163,32 @@ def sample_interleaved(
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in lockstep rounds until all are precise enough.
 
-    Each round takes a block of samples of every callable in turn (A A A A A, B B B B B,
-    C C C C C, then A again), the same number of each, and every callable is sampled in
-    every round until the whole group stops, so sample i of each series comes from the
-    same round: slow drift of the machine affects them alike, and the ratio of two series
-    can be taken sample by sample (paired). The group stops when every callable has
-    `min_samples` and its CI within `precision` ("converged"), after `max_samples`
-    samples, or when the budget is spent after `floor_samples` samples; each series
-    records whether it had converged by then. Garbage collection is off while sampling.
-    `region(key)` is entered around each sample, outside the timed loop (the transfer
-    guard). An exception stops that callable only; it is kept in `SampleSeries.error`.
-
-    A block is `plan.block_samples` long, cut short where a round would pass the floor,
+    Each round takes `plan.block_samples` samples of every callable in turn (A, B, C, A,
+    B, C, …, or A A, B B, C C, … with blocks of 2), the same number of each, and every
+    callable is sampled in every round until the whole group stops, so sample i of each
+    series comes from the same round: slow drift of the machine affects them alike, and
+    the ratio of two series can be taken sample by sample (paired). The group stops when
+    every callable has `min_samples` and its CI within `precision` ("converged"), after
+    `max_samples` samples, or when the budget is spent after `floor_samples` samples;
+    each series records whether it had converged by then. Garbage collection is off
+    while sampling. `region(key)` is entered around each sample, outside the timed loop
+    (the transfer guard). An exception stops that callable only; it is kept in
+    `SampleSeries.error`. A block is cut short where a round would pass the floor,
     `min_samples` or the cap, so that the group may stop right there (the cut depends on
     the sample counts alone, so every process of a multi-process program cuts alike).
 
-    With `rewarm`, each block is preceded by one untimed call of the same callable: the
-    other callables' samples evict its data from the caches, and without it the first
-    call after the switch was timed too. On the 2-vCPU VM that call is what most of the
-    switch costs (jit's first call after a NumPy and an eager one: selu at M +17 %, the
-    second +6 %, the third +1 %; softmax at S +27 %, +9 %, +4 %), so the call takes the
-    most of it and the block's later samples, with the median, the rest: jit sampled
-    among NumPy and eager samples measured within 2 % of jit sampled alone for softmax,
-    gemm and selu at S and M, where one sample a mode with the call was up to 5 % off
-    and no call up to 40 % (`tools/interleave_check.py`). A block that follows one of its
-    own callable's (one callable left) needs no call.
+    With `rewarm`, each block after a switch is preceded by one untimed call of the same
+    callable: the other callables' samples evict its data from the caches, and without
+    it the first call after the switch was timed too. On the 2-vCPU VM jit samples taken
+    between NumPy and eager samples were up to 40 % slower than jit samples taken alone
+    (softmax at M, whose 24 MB fill most of the 32 MB L3; +5 % at S), and within 2 % of
+    them with the call, but for softmax at M (+11 %): `tools/interleave_check.py`. On
+    another day the call left +2.4-6.4 % at worst (selu at S and M): jit's 2nd to 4th
+    calls after the switch were still slow (selu at M +6 %, +1 %; softmax at S +9 %,
+    +4 %, +3 %), which blocks would leave to a block's first sample, at a cost in
+    pairing (`SamplingPlan.block_samples`). The call costs one call a block, which
+    matters only where a sample is one call (the slowest cases); a block that follows
+    one of its own callable's (one callable left) needs none.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
