@@ -10,6 +10,7 @@ assumes those are normal; the gate pairs it with Mann–Whitney for that reason.
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Sequence
@@ -25,9 +26,6 @@ from jitbench import rank_tests
 # Student's t and chi-square come from scipy.special.
 
 CONFIDENCE = 0.95
-#: The fewest samples whose median has a CONFIDENCE interval (below it, (min, max) is
-#: less sure than that).
-MIN_CI_SAMPLES = 6
 
 
 @dataclass(frozen=True)
@@ -104,6 +102,11 @@ def median_ci(samples: Sequence[float], confidence: float = CONFIDENCE) -> tuple
 @lru_cache(maxsize=1024)
 def _median_ci_indices_cached(n: int) -> tuple[int, int] | None:
     return median_ci_indices(n)
+
+
+#: The fewest samples whose median has a CONFIDENCE interval (6 at 95 %; below it, even
+#: (min, max) is less sure than that).
+MIN_CI_SAMPLES = next(n for n in itertools.count(1) if median_ci_indices(n) is not None)
 
 
 def relative_ci_halfwidth(samples: Sequence[float]) -> float:

@@ -17,6 +17,11 @@ target is within 3 %.
     python tools/interleave_check.py -k softmax --between eager   # which mode slows jit
     python tools/interleave_check.py --block-samples 5    # blocks of five samples a mode
     python tools/interleave_check.py --no-rewarm          # the first schedule
+    python tools/interleave_check.py -k "selu or softmax" --calls-after-switch 5
+
+`--calls-after-switch K` times instead each of the first K jit calls after a sample of
+every mode in `--between`, one by one (`--repeats` times), against jit calls that follow
+jit calls: how many calls the switch costs, i.e. what one re-warm call leaves.
 """
 
 from __future__ import annotations
@@ -60,6 +65,26 @@ def _group(
     return statistics.median(jit)
 
 
+def _calls_after_switch(
+    session: Any, calls: dict[Any, int], between: list[Any], count: int, repeats: int
+) -> tuple[list[float], float]:
+    """Each of the first `count` jit calls after a sample of every mode in `between`,
+    timed alone, as a ratio to the median jit call that follows `count` jit calls; and
+    that median in seconds."""
+    from jitbench import Mode
+
+    after: list[list[float]] = [[] for _ in range(count)]
+    steady: list[float] = []
+    for _ in range(repeats):
+        for mode in between:
+            session.time_sample(mode, calls[mode])
+        for k in range(count):
+            after[k].append(session.time_sample(Mode.JIT, 1))
+        steady += [session.time_sample(Mode.JIT, 1) for _ in range(count)]
+    base = statistics.median(steady)
+    return [statistics.median(a) / base for a in after], base
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="softmax or gemm or selu", help="workload expression")
@@ -79,7 +104,22 @@ def main() -> int:
         default=None,
         help="samples of a mode in a row (default: jitbench run's, SamplingPlan's)",
     )
+    parser.add_argument(
+        "--calls-after-switch",
+        type=int,
+        default=0,
+        metavar="K",
+        help="time each of the first K jit calls after a switch instead",
+    )
+    parser.add_argument("--repeats", type=int, default=120, help="with --calls-after-switch")
     args = parser.parse_args()
+    for name in ("pairs", "samples", "repeats"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
+    if args.block_samples is not None and args.block_samples < 1:
+        parser.error("--block-samples must be at least 1")
+    if args.calls_after_switch < 0:
+        parser.error("--calls-after-switch must be 0 (off) or more")
 
     from jitbench import Mode, SamplingPlan
     from jitbench.config import ALL_MODES
@@ -90,19 +130,27 @@ def main() -> int:
     from jitbench.suite.discovery import compile_keyword, discover
 
     between = [Mode(m) for m in args.between.split(",") if m]
-    block = args.block_samples or SamplingPlan().block_samples
+    block = args.block_samples if args.block_samples is not None else SamplingPlan().block_samples
     rewarm = not args.no_rewarm
     registry = discover([REPO / "suites"])
     matcher = compile_keyword(args.k)
     workloads = [w for w in registry.workloads.values() if matcher(w)]
     if not workloads:
         sys.exit(f"no workload matches {args.k!r}")
-    print(
-        f"jit in blocks of {block} after {args.between or 'nothing'}'s"
-        f"{' and a re-warm call' if rewarm else ''} ÷ jit alone, same process, "
-        f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} jit samples"
-    )
-    print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per group pair")
+    if args.calls_after_switch:
+        print(
+            f"each of the first {args.calls_after_switch} jit calls after a sample of "
+            f"{args.between or 'nothing'} ÷ a jit call after jit calls, median of "
+            f"{args.repeats}, same process, --threads {args.threads}"
+        )
+        print(f"{'case':<16}{'alone':>10}   call 1, 2, … after the switch")
+    else:
+        print(
+            f"jit in blocks of {block} after {args.between or 'nothing'}'s"
+            f"{' and a re-warm call' if rewarm else ''} ÷ jit alone, same process, "
+            f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} jit samples"
+        )
+        print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per group pair")
     worst = 0.0
     with limited_threads(args.threads):
         device = pick_device()
@@ -116,6 +164,14 @@ def main() -> int:
                 calls = {m: session.calls_per_sample(m) for m in ALL_MODES}
                 if not all(calls.values()):
                     print(f"{wl.name}[{size}]: a mode failed; skipped")
+                    continue
+                label = f"{wl.name}[{size}]"
+                if args.calls_after_switch:
+                    ratios_k, base = _calls_after_switch(
+                        session, calls, between, args.calls_after_switch, args.repeats
+                    )
+                    shown = " ".join(f"{r:.3f}" for r in ratios_k)
+                    print(f"{label:<16}{base * 1e3:>8.3f}ms   {shown}")
                     continue
 
                 ratios, alone_all, mixed_all = [], [], []
@@ -139,12 +195,13 @@ def main() -> int:
                 worst = max(worst, abs(math.log(ratio)))
                 shown = " ".join(f"{r:.3f}" for r in ratios)
                 print(
-                    f"{wl.name + '[' + size + ']':<16}"
+                    f"{label:<16}"
                     f"{statistics.median(alone_all) * 1e3:>8.3f}ms"
                     f"{statistics.median(mixed_all) * 1e3:>11.3f}ms"
                     f"{ratio:>9.3f}   {shown}"
                 )
-    print(f"largest |ratio - 1|: {math.expm1(worst):.1%} (target: within 3 %)")
+    if not args.calls_after_switch:
+        print(f"largest |ratio - 1|: {math.expm1(worst):.1%} (target: within 3 %)")
     return 0
 
 

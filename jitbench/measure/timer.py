@@ -146,7 +146,7 @@ def _block_length(plan: SamplingPlan, taken: int, have: int) -> int:
     `min_samples` and the first CI all of them, `have` being the fewest any has)."""
     least = max(plan.min_samples, MIN_CI_SAMPLES)
     ends = (plan.floor_samples - taken, least - have, plan.max_samples - taken)
-    return max(1, min([plan.block_samples, *(e for e in ends if e > 0)]))
+    return min([plan.block_samples, *(e for e in ends if e > 0)])
 
 
 def sample_interleaved(
@@ -184,9 +184,9 @@ def sample_interleaved(
     (softmax at M, whose 24 MB fill most of the 32 MB L3; +5 % at S), and within 2 % of
     them with the call, but for softmax at M (+11 %): `tools/interleave_check.py`. On
     another day the call left +2.4-6.4 % at worst (selu at S and M): jit's 2nd to 4th
-    calls after the switch were still slow (selu at M +6 %, +1 %; softmax at S +9 %,
-    +4 %, +3 %), which blocks would leave to a block's first sample, at a cost in
-    pairing (`SamplingPlan.block_samples`). The call costs one call a block, which
+    calls after the switch were still slow (selu at M +8 %, +3 %, +2 %; softmax at S
+    +5 %, +2 %, +1 %: `interleave_check.py --calls-after-switch 5`), which blocks would
+    leave to a block's first sample, at a cost in pairing (`SamplingPlan.block_samples`). The call costs one call a block, which
     matters only where a sample is one call (the slowest cases); a block that follows
     one of its own callable's (one callable left) needs none.
 

@@ -17,6 +17,7 @@ from jitbench.measure.timer import (
     warm_up,
     warm_up_and_calibrate,
 )
+from jitbench.stats import MIN_CI_SAMPLES
 
 
 class FakeClock:
@@ -310,6 +311,7 @@ def test_convergence_needs_a_defined_ci_even_below_min_samples():
 def test_relative_ci_halfwidth_undefined_below_six_samples():
     assert relative_ci_halfwidth([1.0] * 5) == float("inf")
     assert relative_ci_halfwidth([1.0] * 6) == 0.0
+    assert MIN_CI_SAMPLES == 6  # what the sampler's blocks are cut at
 
 
 def test_a_call_with_run_batch_times_its_own_inlined_loop():
