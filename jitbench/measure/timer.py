@@ -186,9 +186,10 @@ def sample_interleaved(
     another day the call left +2.4-6.4 % at worst (selu at S and M): jit's 2nd to 4th
     calls after the switch were still slow (selu at M +8 %, +3 %, +2 %; softmax at S
     +5 %, +2 %, +1 %: `interleave_check.py --calls-after-switch 5`), which blocks would
-    leave to a block's first sample, at a cost in pairing (`SamplingPlan.block_samples`). The call costs one call a block, which
-    matters only where a sample is one call (the slowest cases); a block that follows
-    one of its own callable's (one callable left) needs none.
+    leave to a block's first sample, at a cost in pairing (`SamplingPlan.block_samples`).
+    The call costs one call a block, which matters only where a sample is one call (the
+    slowest cases); a block that follows one of its own callable's (one callable left)
+    needs none.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
