@@ -744,32 +744,15 @@ def _open(
     _eager_diagnostics(session, wl)
 
     # 1. NumPy reference, once (computed even when numpy mode is not timed: validation
-    #    needs it).
+    #    needs it; not at all where nothing is timed nor checked against it, as in a
+    #    `--processes` worker of a `-m jit` run).
     reference: Any = None
     no_reference = ""
     numpy_state = states.get((HOST, Mode.NUMPY))
-    report("NumPy reference", None)
-    try:
-        numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-        with maybe_attribute(
-            capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
-        ):
-            returned = numpy_call()
-        if returned is None and not wl.outputs:
-            # Timed all the same; there is just nothing to compare with.
-            no_reference = "the NumPy side returned None and the workload names no outputs"
-        else:
-            reference = require_array_tree(returned, wl, Mode.NUMPY)
-        if numpy_state:
-            numpy_state.call = numpy_call
-            if reference is not None and validation.no_finite_values(reference):
-                numpy_state.diagnostics.append(diagnose.no_finite_output())
-            wide = diagnose.find_wide_scalars(_named_arguments(wl, host), first.dtype)
-            if wide:
-                numpy_state.diagnostics.append(diagnose.scalar_promotion(wide, first.dtype))
-    except Exception as exc:
-        if numpy_state:
-            numpy_state.fail(exc)
+    if numpy_state is not None or session.check_outputs:
+        reference, no_reference = _numpy_reference(
+            session, wl, host, first.dtype, numpy_state, report
+        )
 
     # 2–3. Per device: stage, then the cold first calls after one cache clear, validated.
     reference_wider = False
@@ -803,6 +786,44 @@ def _open(
     for pc, label in zip(pcs, labels, strict=True):
         if label in marks and (peak := case_peak(marks[label], memory_mark(pc.device))):
             session.device_peaks[label] = peak
+
+
+def _numpy_reference(
+    session: CaseSession,
+    wl: Workload,
+    host: Inputs,
+    dtype: str,
+    numpy_state: _ModeState | None,
+    report: StepReport,
+) -> tuple[Any, str]:
+    """Call the NumPy side once: the reference outputs (None where there is none) and why
+    there is none. A fault is the NumPy mode's (when timed); the JAX modes then go
+    unvalidated or are checked against each other."""
+    reference: Any = None
+    no_reference = ""
+    report("NumPy reference", None)
+    try:
+        numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
+        with maybe_attribute(
+            session.capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
+        ):
+            returned = numpy_call()
+        if returned is None and not wl.outputs:
+            # Timed all the same; there is just nothing to compare with.
+            no_reference = "the NumPy side returned None and the workload names no outputs"
+        else:
+            reference = require_array_tree(returned, wl, Mode.NUMPY)
+        if numpy_state:
+            numpy_state.call = numpy_call
+            if reference is not None and validation.no_finite_values(reference):
+                numpy_state.diagnostics.append(diagnose.no_finite_output())
+            wide = diagnose.find_wide_scalars(_named_arguments(wl, host), dtype)
+            if wide:
+                numpy_state.diagnostics.append(diagnose.scalar_promotion(wide, dtype))
+    except Exception as exc:
+        if numpy_state:
+            numpy_state.fail(exc)
+    return reference, no_reference
 
 
 def _peak_labels(

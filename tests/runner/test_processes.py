@@ -239,6 +239,56 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
     assert all(m.status is Status.OK for m in worker.measurements)
 
 
+COUNTING_SUITE = """
+import os
+import numpy as np
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return {"x": rng.standard_normal(n).astype(dtype)}
+
+@workload(inputs=vec, sizes={"S": {"n": 64}})
+def counted(xp, x):
+    if xp is np:  # the NumPy side: one line per call
+        with open(os.environ["JITBENCH_TEST_NUMPY_CALLS"], "a") as f:
+            f.write("call\\n")
+    return x * 2.0
+"""
+
+
+def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """With `-m jit` NumPy is neither timed nor, in a worker, a reference to check
+    against: the worker must not spend a call of the NumPy side on nothing."""
+    import jitbench
+    from jitbench.results import Status, run_from_dict
+    from jitbench.runner import scheduler
+
+    suite = tmp_path / "counting.py"
+    suite.write_text(COUNTING_SUITE)
+    calls = tmp_path / "numpy_calls"
+    monkeypatch.setenv("JITBENCH_TEST_NUMPY_CALLS", str(calls))
+    in_worker: list[int] = []
+
+    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+        before = len(calls.read_text().splitlines())
+        conn = _Conn()
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        [(kind, body)] = conn.sent
+        assert kind == "ok", body
+        in_worker.append(len(calls.read_text().splitlines()) - before)
+        return run_from_dict(json.loads(body))
+
+    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    config = RunConfig.quick_settings(processes=2, modes=(Mode.JIT,))
+    run = jitbench.run(["counted"], suites=[suite], config=config)
+    [m] = run.measurements
+    assert m.mode is Mode.JIT and m.status is Status.OK  # checked against NumPy, once
+    assert len(calls.read_text().splitlines()) == 1
+    assert in_worker == [0]
+
+
 def _run_script(tmp_path: Path, guarded: bool) -> tuple[subprocess.CompletedProcess[str], Path]:
     """A user's script that calls jitbench.run() in two processes, with or without an
     `if __name__ == "__main__":` guard; its top level appends a line to a marker file
