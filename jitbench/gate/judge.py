@@ -6,14 +6,17 @@ A timing change is a regression only when it is both large (new/base median rati
 `threshold`) and significant (two-sided Mann–Whitney U on the raw samples, p < `alpha`
 after the Benjamini–Hochberg adjustment over every timing test of the comparison: a
 60-case suite tested at 0.01 each would otherwise flag something in ~45 % of A/A pairs).
-Compile time has one sample per run, so it is judged by a looser factor plus an absolute
-floor. Everything here is pure: it returns frozen results and never prints.
+Compile time is judged by a looser factor plus an absolute floor, and where each side has
+enough cold compiles (pooled runs, repeats; five a side at 0.01) by Mann–Whitney on them
+too, adjusted over the comparison's compile tests. Everything here is pure: it returns
+frozen results and never prints.
 """
 
 from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -154,20 +157,73 @@ def run_spread_of(base: Measurement, new: Measurement) -> stats.RunSpread | None
 
 
 def compare_compile(
-    base_s: float | None, new_s: float | None, thresholds: Thresholds
+    base_s: float | None,
+    new_s: float | None,
+    thresholds: Thresholds,
+    *,
+    base_figures: Sequence[float] = (),
+    new_figures: Sequence[float] = (),
 ) -> CompileChange | None:
-    """Classify a cold compile-time change: factor and absolute floor, no significance test
-    (one compile per run). None when either side lacks the figure."""
+    """Classify a cold compile-time change: a factor and an absolute floor, and, where each
+    side has enough cold compiles (`base_figures`, `new_figures`: pooled runs, repeats
+    with --rounds) for a two-sided Mann–Whitney test to reach `alpha`, that test too (its
+    p-value is adjusted over the comparison's compile tests later, `adjust_compiles`).
+    Without the test, four runs a side of the same code on a noisy 2-vCPU VM put a median
+    compile 1.27–1.33× apart in one of two A/A rounds (README, "Thresholds on noisy shared
+    runners"). With one compile a side the factor and floor decide alone. None when either
+    side lacks the figure."""
     if base_s is None or new_s is None or base_s < 0 or new_s < 0:
         return None
     f, floor = thresholds.compile_threshold, thresholds.compile_floor_s
-    if new_s > base_s * f and new_s - base_s > floor:
+    p = None
+    if stats.mann_whitney_min_p(len(base_figures), len(new_figures)) < thresholds.alpha:
+        p = stats.mann_whitney_p(list(base_figures), list(new_figures))
+    significant = p is None or p < thresholds.alpha
+    if significant and new_s > base_s * f and new_s - base_s > floor:
         verdict = Verdict.REGRESSION
-    elif base_s > new_s * f and base_s - new_s > floor:
+    elif significant and base_s > new_s * f and base_s - new_s > floor:
         verdict = Verdict.IMPROVEMENT
     else:
         verdict = Verdict.UNCHANGED
-    return CompileChange(base_s=base_s, new_s=new_s, verdict=verdict)
+    if p is None:
+        return CompileChange(base_s=base_s, new_s=new_s, verdict=verdict)
+    return CompileChange(
+        base_s=base_s,
+        new_s=new_s,
+        verdict=verdict,
+        count=min(len(base_figures), len(new_figures)),
+        p_value=p,
+    )
+
+
+def adjust_compiles(entries: Sequence[Entry], thresholds: Thresholds) -> list[Entry]:
+    """Benjamini–Hochberg over the comparison's compile tests (those with a p-value); a
+    change whose adjusted p is not below alpha is unchanged."""
+    tested = [i for i, e in enumerate(entries) if e.compile and e.compile.p_value is not None]
+    out = list(entries)
+    if not tested or thresholds.p_adjust != "bh":
+        return out
+    raw = [float(entries[i].compile.p_value or 0.0) for i in tested]  # type: ignore[union-attr]
+    for i, q in zip(tested, stats.benjamini_hochberg(raw), strict=True):
+        c = entries[i].compile
+        assert c is not None
+        verdict = c.verdict if q < thresholds.alpha else Verdict.UNCHANGED
+        out[i] = replace(entries[i], compile=replace(c, p_value=q, verdict=verdict))
+    return out
+
+
+def compile_change_of(
+    base: Measurement, new: Measurement, thresholds: Thresholds
+) -> CompileChange | None:
+    """`compare_compile` on two measurements: their judged figures and every cold compile
+    each measured (pooled runs', repeats); its p-value is not adjusted yet."""
+    return compare_compile(
+        judged_compile_s(base),
+        judged_compile_s(new),
+        thresholds,
+        base_figures=base.compile.compile_repeats_s if base.compile is not None else (),
+        new_figures=new.compile.compile_repeats_s if new.compile is not None else (),
+    )
 
 
 def _params_note(base: Measurement, new: Measurement) -> str:
@@ -207,7 +263,7 @@ def compare_measurements(
         return Entry(verdict=Verdict.NEW, **common)
     if new is None:
         return Entry(verdict=Verdict.REMOVED, **common)
-    compile_change = compare_compile(judged_compile_s(base), judged_compile_s(new), thresholds)
+    compile_change = compile_change_of(base, new, thresholds)
     base_failed, new_failed = base.failed, new.failed
     if base_failed and new_failed:
         return Entry(verdict=Verdict.STILL_FAILING, note=f"{new.status.value}", **common)
@@ -328,8 +384,10 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
     and, when either side pools several runs (`merge_runs`), also a t-test on each run's
     median (`compare_runs`). Too few samples to ever reach alpha give "inconclusive",
     never a regression. Jit compile time (trace + lower + compile) regresses when it grows
-    by more than `compile_threshold` and by more than `compile_floor_s` seconds; with
-    `compile_gates=False` it is reported but does not fail the gate. A case that was ok
+    by more than `compile_threshold` and by more than `compile_floor_s` seconds and, where
+    the sides have enough cold compiles, Mann–Whitney on them agrees (`compare_compile`,
+    adjusted over the compile tests by `adjust_compiles`); with `compile_gates=False` it is
+    reported but does not fail the gate. A case that was ok
     and now errors or mismatches is "now failing".
 
     Args:
@@ -367,7 +425,7 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
         for k, m in base_by_key.items()
         if k not in new_by_key
     ]
-    result = adjust_for_multiplicity(tuple(entries), thresholds)
+    result = adjust_for_multiplicity(tuple(adjust_compiles(entries, thresholds)), thresholds)
     return Comparison(
         base_run_id=base.run_id,
         new_run_id=new.run_id,

@@ -29,15 +29,16 @@ from typing import Any
 from jitbench import stats
 from jitbench.gate.judge import (
     TimingResult,
+    adjust_compiles,
     adjust_for_multiplicity,
     compare,
+    compile_change_of,
     geomean_ratios,
     judge_change,
 )
 from jitbench.gate.model import (
     Comparison,
     CompileChange,
-    Entry,
     PoolingNote,
     SignificanceTest,
     Thresholds,
@@ -192,22 +193,6 @@ def paired_compile(
     )
 
 
-def _adjust_compiles(entries: list[Entry], thresholds: Thresholds) -> list[Entry]:
-    """Benjamini–Hochberg over the paired compile tests; a change whose adjusted p is not
-    below alpha is unchanged."""
-    tested = [i for i, e in enumerate(entries) if e.compile and e.compile.p_value is not None]
-    if not tested or thresholds.p_adjust != "bh":
-        return entries
-    raw = [float(entries[i].compile.p_value or 0.0) for i in tested]  # type: ignore[union-attr]
-    out = list(entries)
-    for i, q in zip(tested, stats.benjamini_hochberg(raw), strict=True):
-        c = entries[i].compile
-        assert c is not None
-        verdict = c.verdict if q < thresholds.alpha else Verdict.UNCHANGED
-        out[i] = replace(entries[i], compile=replace(c, p_value=q, verdict=verdict))
-    return out
-
-
 def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
     """Compare two runs measured interleaved (`runner.duet`): `judge.compare` for the
     cases' statuses, new/removed cases and the environment, with every case whose samples
@@ -222,7 +207,13 @@ def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = 
             if parts is not None:
                 paired[i] = parts
     excess = typical_pair_excess(list(paired.values()))
-    entries = list(plain.entries)
+    # Compile changes afresh, unadjusted: `compare` adjusted its own over its tests.
+    entries = [
+        replace(e, compile=compile_change_of(e.base, e.new, thresholds))
+        if e.base is not None and e.new is not None
+        else e
+        for e in plain.entries
+    ]
     for i, parts in paired.items():
         e = entries[i]
         assert e.base is not None and e.new is not None
@@ -239,7 +230,7 @@ def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = 
             note=timing.note,
             compile=paired_compile(e.base, e.new, thresholds) or e.compile,
         )
-    judged = adjust_for_multiplicity(tuple(_adjust_compiles(entries, thresholds)), thresholds)
+    judged = adjust_for_multiplicity(tuple(adjust_compiles(entries, thresholds)), thresholds)
     record = interleaved_record(new) or {}
     pairs = int(record.get("pairs", 1) or 1)
     note = PoolingNote(

@@ -92,6 +92,17 @@ def _significance_text(cmp: Comparison) -> str:
     return text
 
 
+def _compile_test_text(cmp: Comparison) -> str:
+    """The significance test the compile verdicts also needed, where there was one."""
+    tested = [e.compile for e in cmp.entries if e.compile and e.compile.p_value is not None]
+    if not tested:
+        return ""
+    alpha = cmp.thresholds.alpha
+    if all(c.paired_ratio is not None for c in tested):
+        return f" and a t-test on paired cold compiles p < {alpha:g}"
+    return f" and, with enough cold compiles a side, Mann–Whitney on them p < {alpha:g}"
+
+
 def thresholds_line(cmp: Comparison) -> str:
     t = cmp.thresholds
     return (
@@ -99,11 +110,7 @@ def thresholds_line(cmp: Comparison) -> str:
         + (" (Benjamini–Hochberg adjusted over all timing tests)" if t.p_adjust == "bh" else "")
         + "; "
         f"jit compile: ×{t.compile_threshold:g} and +{fmt.seconds(t.compile_floor_s)}"
-        + (
-            f" and a t-test on paired cold compiles p < {t.alpha:g}"
-            if any(e.compile and e.compile.p_value is not None for e in cmp.entries)
-            else ""
-        )
+        + _compile_test_text(cmp)
         + ("" if t.compile_gates else " (reported, not gating)")
     )
 

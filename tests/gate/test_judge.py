@@ -206,6 +206,66 @@ def test_compile_needs_factor_and_floor():
     assert compare_compile(None, 0.1, t) is None
 
 
+# The cold compiles of ema at S, four runs of the same code a side with three each, on
+# the noisy day of README "Thresholds on noisy shared runners": medians 1.27x apart.
+EMA_A = (0.229, 0.344, 0.267, 0.218, 0.290, 0.219, 0.257, 0.252, 0.215, 0.219, 0.319, 0.226)
+#: EMA_A with its one 344 ms outlier at 244 ms, all 1.3 times slower.
+EMA_A_SLOWER = tuple(
+    1.3 * c
+    for c in (0.229, 0.244, 0.267, 0.218, 0.290, 0.219, 0.257, 0.252, 0.215, 0.219, 0.319, 0.226)
+)
+EMA_B = (0.242, 0.311, 0.283, 0.302, 0.322, 0.276, 0.326, 0.336, 0.334, 0.303, 0.241, 0.309)
+
+
+def test_enough_compiles_a_side_must_also_differ_significantly():
+    t = Thresholds()
+    a_a = compare_compile(0.241, 0.305, t, base_figures=EMA_A, new_figures=EMA_B)
+    # ×1.27 and +64 ms pass the factor and floor; Mann–Whitney p = 0.017 does not.
+    assert a_a.verdict is Verdict.UNCHANGED
+    assert a_a.p_value == pytest.approx(0.0166, abs=5e-4) and a_a.count == 12
+    overlapping = (0.20, 0.31, 0.24, 0.22, 0.27)
+    shuffled = (0.31, 0.22, 0.27, 0.24, 0.20)
+    within_noise = compare_compile(0.24, 0.31, t, base_figures=overlapping, new_figures=shuffled)
+    assert within_noise.verdict is Verdict.UNCHANGED  # ×1.29 and +70 ms, but p = 1
+    doubled = tuple(2 * c for c in overlapping)
+    assert (
+        compare_compile(0.24, 0.48, t, base_figures=overlapping, new_figures=doubled).verdict
+        is Verdict.REGRESSION
+    )
+    # Three a side can never reach p < 0.01: the factor and floor decide alone.
+    few = compare_compile(0.24, 0.31, t, base_figures=overlapping[:3], new_figures=shuffled[:3])
+    assert few.verdict is Verdict.REGRESSION and few.p_value is None
+
+
+def _with_compiles(m, compiles):
+    return replace(m, compile=replace(m.compile, compile_repeats_s=tuple(compiles)))
+
+
+def test_compile_tests_are_adjusted_over_the_comparison():
+    """Twenty workloads, one with ema's A/A compiles: not a regression; a doubled compile
+    among them is one, its p-value adjusted over the twenty compile tests."""
+    ok = spread(1e-3, 10)
+    same = [0.2 * f for f in (0.98, 1.02, 0.99, 1.01, 1.0, 0.97, 1.03, 1.0, 0.99, 1.01)]
+    base = [_with_compiles(meas(f"w{i}", samples=ok, compile_s=0.2), same) for i in range(20)]
+    new = list(base)
+    base[0] = _with_compiles(meas("w0", samples=ok, compile_s=0.241), EMA_A)
+    new[0] = _with_compiles(meas("w0", samples=ok, compile_s=0.305), EMA_B)
+    # w2: 1.3x and p = 0.0029 alone, which twenty tests adjust to above 0.01
+    new[2] = _with_compiles(meas("w2", samples=ok, compile_s=0.307), EMA_A_SLOWER)
+    base[2] = _with_compiles(meas("w2", samples=ok, compile_s=0.241), EMA_A)
+    cmp = compare(make_run(*base), make_run(*new))
+    assert only(cmp, "w0").compile.verdict is Verdict.UNCHANGED
+    w2 = only(cmp, "w2").compile
+    assert w2.verdict is Verdict.UNCHANGED and w2.p_value > 0.01
+    assert not cmp.has_regression
+    new[1] = _with_compiles(meas("w1", samples=ok, compile_s=0.4), [2 * c for c in same])
+    cmp = compare(make_run(*base), make_run(*new))
+    doubled = only(cmp, "w1").compile
+    assert doubled.verdict is Verdict.REGRESSION
+    assert 0 < doubled.p_value < 0.01
+    assert cmp.regressed_workloads == ("w1",)
+
+
 def test_compile_regression_fails_the_gate_on_its_own():
     ok = spread(1e-3, 10)
     cmp = compare(
