@@ -57,7 +57,8 @@ DisturbedOpt = Annotated[
     typer.Option(
         "--disturbed-factor",
         help="In a folder of runs, leave out a run this many times slower across the suite "
-        "than its fastest sibling (the machine was disturbed); 0 keeps every run.",
+        "than its fastest sibling (the machine was disturbed), fewer than half the runs at "
+        "most; 0 keeps every run.",
     ),
 ]
 CompileThresholdOpt = Annotated[
