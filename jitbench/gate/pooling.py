@@ -70,7 +70,7 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
     at 1.15–1.42×, while undisturbed siblings stayed within 1.13×); its samples are left
     out and the merged run's `config["pooled"]` says so. Fewer than half a side's runs are
     ever left out, the slowest first: on a noisier day every run of a side strayed
-    1.15–1.29× from its fastest, and leaving three of four out judged the side on one
+    1.15–1.5× from its fastest, and leaving three of four out judged the side on one
     lucky run. Every run's cold compiles pool into
     `compile_repeats_s`, whose median is what `compare` judges; a case that failed in any
     run counts as failed. Environment and configuration come from the first run. One run
