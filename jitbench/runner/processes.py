@@ -35,7 +35,8 @@ class WorkerError(JitbenchError):
 
 #: What a worker process runs: (connection, selection as dicts, config as a dict, the
 #: folder of the programs the first process compiled or None). It measures the selection
-#: and sends ("ok", the run's JSON text) or ("error", text) back.
+#: and sends ("ok", the run's JSON text), ("refused", a JitbenchError's message) or
+#: ("error", text) back.
 WorkerTarget = Callable[[Connection, list[dict[str, Any]], dict[str, Any], str | None], None]
 
 
@@ -94,6 +95,8 @@ def run_worker(
         if proc.is_alive():
             proc.kill()
             proc.join()
+    if kind == "refused":  # jitbench's own error, its cause and fix already in the text
+        raise WorkerError(f"a worker process stopped: {body}")
     if kind != "ok":
         raise WorkerError(f"a worker process failed: {body}; run without --processes to see where.")
     return run_from_dict(json.loads(body), source="a worker process's run")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jitbench.config import RunConfig, SamplingPlan
+from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
@@ -338,6 +339,8 @@ def worker_main(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )
         conn.send(("ok", dump_run(run)))
+    except JitbenchError as exc:  # a refusal whose message names the cause and the fix
+        conn.send(("refused", str(exc)))
     except BaseException as exc:  # report anything, then exit
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:

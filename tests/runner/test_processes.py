@@ -289,6 +289,39 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     assert in_worker == [0]
 
 
+def test_a_suite_edited_during_a_run_stops_it_with_the_cause_and_keeps_the_first_process(
+    tmp_path: Path,
+) -> None:
+    """The worker refuses a suite file changed since the run started (its cases would mix
+    two versions of the code): the error says so and what to do, not "run without
+    --processes to see where", and the first process's cases are kept."""
+    import jitbench
+    from jitbench.runner.processes import WorkerError
+
+    suite = tmp_path / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    saved: list[jitbench.Run] = []
+
+    def edit_on_the_second_process(event: object) -> None:
+        if isinstance(event, ProcessStarted):
+            with suite.open("a") as f:
+                f.write("\n# edited while the run measures\n")
+
+    with pytest.raises(WorkerError) as caught:
+        jitbench.run(
+            ["double"],
+            suites=[suite],
+            config=RunConfig.quick_settings(processes=2),
+            on_event=edit_on_the_second_process,
+            checkpoint=saved.append,
+        )
+    message = str(caught.value)
+    assert "has changed since" in message and "--allow-changed-suites" in message
+    assert "run without --processes" not in message
+    assert saved and not saved[-1].complete
+    assert {m.case.workload for m in saved[-1].measurements} == {"double"}
+
+
 def _run_script(tmp_path: Path, guarded: bool) -> tuple[subprocess.CompletedProcess[str], Path]:
     """A user's script that calls jitbench.run() in two processes, with or without an
     `if __name__ == "__main__":` guard; its top level appends a line to a marker file
