@@ -219,8 +219,9 @@ class SamplingPlan:
             modes' samples did to the caches; a block leaves the rest to its first
             sample, which the median sets aside), but they move the samples of a pair
             apart, so less of the machine's drift cancels in their ratio. On the 2-vCPU
-            VM, blocks of 5 took jit interleaved ÷ jit alone from 2.4-6.4 % to 1.0-2.4 %
-            at worst over softmax, gemm and selu (`tools/interleave_check.py
+            VM, blocks of 5 or 4 took jit interleaved ÷ jit alone from 2.4-6.4 % to
+            1.0-2.4 % at worst over softmax, gemm and selu in three of four checks (the
+            fourth, on a noisy minute, 8.1 %; `tools/interleave_check.py
             --block-samples`), and widened the jit speedup's interval in every one of 5
             paired default runs (median x/÷ 1.295 against 1.242; within 10 % from run to
             run 68 % against 75 %); blocks of 2 still widened it (1.225 against 1.192,

@@ -3,7 +3,11 @@ each side pooled (what gate_check reported), its first 2…K-1 runs pooled, and 
 its own (one run per side), so one measurement session answers all these questions. It
 also prints, per side of two or more runs, each run's level across the suite and the
 per-case run-to-run spread left after those levels (robust sd of log medians): the noise
-the run-level test models.
+the run-level test models. For runs of two processes it prints how far the two processes
+of one run sit apart against how far the runs' means do (median |log difference|), and for
+the pooled comparisons every compile row past the factor and floor with the Mann–Whitney
+p-value of its cold compiles (before adjustment). Last, each side's run wall times
+(started to finished).
 
 Usage (from the repository root):
 
@@ -21,6 +25,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from datetime import datetime  # noqa: E402
+from itertools import combinations  # noqa: E402
+
+from jitbench import stats  # noqa: E402
 from jitbench.gate import Comparison, Verdict, compare, merge_runs, run_levels  # noqa: E402
 from jitbench.results import Run, load_run  # noqa: E402
 
@@ -50,12 +58,68 @@ def run_to_run(runs: list[Run]) -> str:
     return f"levels {', '.join(f'{x:.3f}' for x in levels)}, spread {1.4826 * mad / 2**0.5:.3f}"
 
 
+def process_spread(runs: list[Run]) -> str:
+    """For runs of two processes: the median |log difference| between a run's two
+    processes' medians, and between two runs' means of them, over every case × mode. With
+    independent processes the second is 1/sqrt 2 of the first; more means the processes
+    of one run share a level."""
+    within: list[float] = []
+    between: list[float] = []
+    keys = {(m.case.key, m.mode) for m in runs[0].measurements if m.ok}
+    for key in keys:
+        pairs = []
+        for r in runs:
+            m = next((m for m in r.measurements if (m.case.key, m.mode) == key and m.ok), None)
+            if m is None or len(m.run_medians_s) != 2:
+                break
+            pairs.append([math.log(x) for x in m.run_medians_s])
+        else:
+            within += [abs(a - b) for a, b in pairs]
+            means = [(a + b) / 2 for a, b in pairs]
+            between += [abs(a - b) for a, b in combinations(means, 2)]
+    if not within or not between:
+        return "-"
+    return (
+        f"processes of a run {statistics.median(within):.3f}, "
+        f"run means {statistics.median(between):.3f}"
+    )
+
+
+def compile_rows(cmp: Comparison, name: str) -> list[str]:
+    """Compile rows past the factor and floor, with Mann–Whitney's raw p on the cold
+    compiles of the two sides and the verdict."""
+    t = cmp.thresholds
+    rows = []
+    for e in cmp.entries:
+        c = e.compile
+        if c is None or e.base is None or e.new is None:
+            continue
+        if not (c.new_s > c.base_s * t.compile_threshold and c.delta_s > t.compile_floor_s):
+            continue
+        b = e.base.compile.compile_repeats_s if e.base.compile else ()
+        n = e.new.compile.compile_repeats_s if e.new.compile else ()
+        p = stats.mann_whitney_p(list(b), list(n)) if b and n else float("nan")
+        rows.append(
+            f"{name} {e.workload} {e.mode.value} compile {c.base_s * 1e3:.0f} -> "
+            f"{c.new_s * 1e3:.0f} ms ({len(b)} vs {len(n)} compiles), Mann-Whitney p "
+            f"{p:.3g}, {c.verdict.value}"
+        )
+    return rows
+
+
+def wall_times(runs: list[Run]) -> list[float]:
+    """Each run's seconds from its start to its finish."""
+    iso = datetime.fromisoformat
+    return [(iso(r.finished_at) - iso(r.started_at)).total_seconds() for r in runs if r.finished_at]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path, help="gate_check's --out folder")
     ap.add_argument("--inject", default="jacobi2d", help="the slowed workload")
     args = ap.parse_args()
     totals: dict[str, list[int]] = {}
+    walls: dict[str, list[float]] = {}
     for rdir in sorted(args.out.glob("round*/"), key=lambda p: int(p.name[5:])):
         sides = {
             name: [load_run(f) for f in sorted((rdir / name / "runs").glob("*.json"))]
@@ -65,6 +129,12 @@ def main() -> int:
             f"{rdir.name} run-to-run: "
             + "; ".join(f"{name} {run_to_run(runs)}" for name, runs in sides.items())
         )
+        print(
+            f"{rdir.name} process spread: "
+            + "; ".join(f"{name} {process_spread(runs)}" for name, runs in sides.items())
+        )
+        for name, runs in sides.items():
+            walls.setdefault(name, []).extend(wall_times(runs))
         variants: dict[str, dict[str, Run]] = {
             "pooled": {name: merge_runs(runs) for name, runs in sides.items()}
         }
@@ -81,6 +151,9 @@ def main() -> int:
                 e.workload == args.inject and e.verdict is Verdict.REGRESSION for e in slow.entries
             )
             others = [w for w in slow.regressed_workloads if w != args.inject]
+            if label == "pooled":
+                for row in compile_rows(aa, "A/A") + compile_rows(slow, "slow"):
+                    print(f"{rdir.name} {row}")
             t = totals.setdefault(label, [0, 0, 0, 0])
             t[0] += 1
             t[1] += int(not aa.has_regression)
@@ -96,6 +169,12 @@ def main() -> int:
             f"{label}: A/A clean {clean}/{n}, slowdown caught {caught_count}/{n}, "
             f"no other workload flagged {only}/{n}"
         )
+    for name, seconds in walls.items():
+        if seconds:
+            print(
+                f"side {name}: run wall time {statistics.median(seconds):.0f} s "
+                f"({min(seconds):.0f}-{max(seconds):.0f}) over {len(seconds)} runs"
+            )
     return 0
 
 

@@ -44,9 +44,10 @@ def _group(
     rewarm: bool,
     block: int,
 ) -> float:
-    """The median of `samples` jit samples taken in blocks of `block`, each block after a
-    block of every mode in `between` (none: jit alone); with `rewarm`, each block after a
-    switch starts with one untimed call, as `timer.sample_interleaved` does."""
+    """The median of `samples` jit samples (rounded up to whole blocks) taken in blocks of
+    `block`, each block after a block of every mode in `between` (none: jit alone); with
+    `rewarm`, each block after a switch starts with one untimed call, as
+    `timer.sample_interleaved` does."""
     from jitbench import Mode
 
     jit: list[float] = []

@@ -134,8 +134,10 @@ class CompileChange:
 
     `base_s`/`new_s` are each side's judged figure (the median of its cold compiles).
     Interleaved comparisons measure several cold compiles per side in pairs: `count` pairs,
-    `paired_ratio` the median of their ratios and `p_value` a t-test on their logs
-    (adjusted over the comparison's compile tests); otherwise those stay unset.
+    `paired_ratio` the median of their ratios and `p_value` a t-test on their logs. Pooled
+    sides with enough cold compiles for Mann–Whitney to reach alpha: `count` the fewer
+    side's compiles and `p_value` that test's (`judge.compare_compile`). Either p-value is
+    adjusted over the comparison's compile tests; without a test those stay unset.
     """
 
     base_s: float

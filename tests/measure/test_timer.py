@@ -182,6 +182,12 @@ def test_a_block_is_cut_where_the_group_may_stop():
         {"a": lambda: clock.advance(next(noise))}, {"a": 1}, plan=plan, clock=clock
     )
     assert series["a"].stop_reason == "budget" and len(series["a"].samples_s) == 3
+    # Below MIN_CI_SAMPLES no interval exists: with min_samples 3 steady samples first
+    # converge at 6, so blocks of 4 are cut there (4, then 2), not taken on to 8.
+    plan = SamplingPlan(min_samples=3, max_samples=50, block_samples=4, precision=0.01)
+    series = sample_interleaved({"a": work(clock, 1e-3)}, {"a": 1}, plan=plan, clock=clock)
+    assert series["a"].stop_reason == "converged"
+    assert len(series["a"].samples_s) == MIN_CI_SAMPLES == 6
 
 
 def test_a_callable_sampled_alone_is_re_warmed_once():
