@@ -98,9 +98,12 @@ def _compile_test_text(cmp: Comparison) -> str:
     if not tested:
         return ""
     alpha = cmp.thresholds.alpha
-    if all(c.paired_ratio is not None for c in tested):
-        return f" and a t-test on paired cold compiles p < {alpha:g}"
-    return f" and, with enough cold compiles a side, Mann–Whitney on them p < {alpha:g}"
+    tests = []
+    if any(c.paired_ratio is not None for c in tested):
+        tests.append("a t-test on paired cold compiles")
+    if any(c.paired_ratio is None for c in tested):
+        tests.append("with enough cold compiles a side, Mann–Whitney on them")
+    return f" and {' or, '.join(tests)} p < {alpha:g}"
 
 
 def thresholds_line(cmp: Comparison) -> str:

@@ -259,6 +259,9 @@ def test_compile_tests_are_adjusted_over_the_comparison():
     w2 = only(cmp, "w2").compile
     assert w2.verdict is Verdict.UNCHANGED and w2.p_value > 0.01
     assert not cmp.has_regression
+    line = thresholds_line(cmp)
+    assert "with enough cold compiles a side, Mann–Whitney on them p < 0.01" in line
+    assert "paired" not in line
     new[1] = _with_compiles(meas("w1", samples=ok, compile_s=0.4), [2 * c for c in same])
     cmp = compare(make_run(*base), make_run(*new))
     doubled = only(cmp, "w1").compile

@@ -13,6 +13,7 @@ import pytest
 from jitbench.gate import Thresholds, Verdict, compare, compare_interleaved
 from jitbench.gate.model import SignificanceTest
 from jitbench.gate.paired import are_partners, paired_logs
+from jitbench.render.comparison import thresholds_line
 from jitbench.results import CompileInfo, Mode, Status
 from tests.gate.builders import make_run, meas, only
 
@@ -161,6 +162,35 @@ def test_paired_compiles_catch_a_compile_regression_and_spare_identical_code() -
     unchanged = only(cmp, "v").compile
     assert unchanged is not None and unchanged.verdict is Verdict.UNCHANGED
     assert cmp.has_regression and cmp.regressed_workloads == ("w",)
+    line = thresholds_line(cmp)
+    assert "a t-test on paired cold compiles p < 0.01" in line and "Mann–Whitney" not in line
+
+
+def test_compiles_that_do_not_pair_are_tested_unpaired_and_the_line_names_both_tests() -> None:
+    """Five cold compiles against six do not pair: Mann–Whitney judges them, unadjusted
+    by `compare` first (its adjusted p is not adjusted again), and the thresholds line
+    names both tests."""
+    base_s, new_s = _drifting(20, 1.0, seed=5)
+    base_c = (0.20, 0.31, 0.24, 0.22, 0.27)
+    b, n = _partners(
+        [
+            _with_compiles(meas(samples=base_s), base_c),
+            _with_compiles(meas("u", samples=base_s), base_c),
+        ],
+        [
+            _with_compiles(meas(samples=new_s), tuple(c * 1.5 for c in base_c)),
+            _with_compiles(meas("u", samples=new_s), (*(c * 2 for c in base_c), 0.5)),
+        ],
+    )
+    cmp = compare_interleaved(b, n)
+    unpaired = only(cmp, "u").compile
+    assert unpaired is not None and unpaired.paired_ratio is None
+    assert unpaired.verdict is Verdict.REGRESSION and unpaired.count == 5
+    # Mann–Whitney's p for 5 against 6 fully apart is 2/462; ranked second of the two
+    # compile tests, Benjamini–Hochberg leaves it at that (× 2/2), adjusted once.
+    assert unpaired.p_value == pytest.approx(2 / 462, rel=1e-6)
+    line = thresholds_line(cmp)
+    assert "a t-test on paired cold compiles or, with enough cold compiles a side" in line
 
 
 def test_a_case_failing_on_one_side_is_now_failing_not_a_timing_regression() -> None:
