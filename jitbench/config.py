@@ -215,7 +215,7 @@ class SamplingPlan:
             is the case's: a run in several processes gives each a share (`for_process`).
         block_samples: samples of one mode taken in a row before the next mode's
             (`timer.sample_interleaved`). Blocks cut what interleaving adds to a mode's
-            time (the re-warm call after a switch does not undo all that the other
+            time (one re-warm call after a switch does not undo all that the other
             modes' samples did to the caches; a block leaves the rest to its first
             sample, which the median sets aside), but they move the samples of a pair
             apart, so less of the machine's drift cancels in their ratio. On the 2-vCPU
@@ -225,8 +225,25 @@ class SamplingPlan:
             --block-samples`), and widened the jit speedup's interval in every one of 5
             paired default runs (median x/÷ 1.295 against 1.242; within 10 % from run to
             run 68 % against 75 %); blocks of 2 still widened it (1.225 against 1.192,
-            `tools/aa_coverage.py --alternate`). A bias of a few percent on both sides of
-            a speedup costs less than intervals 3-5 % wider, so the default is 1.
+            `tools/aa_coverage.py --alternate`), all measured with one re-warm call. A
+            re-warm that lasts `rewarm_s` cuts the bias at a smaller cost in pairing, so
+            the default is 1.
+        rewarm_s: untimed calls of a mode after a switch last about this long (at least
+            one call; `timer.rewarm_calls`). Another mode's samples leave the calls after
+            them slow for a few milliseconds, more than one call's worth where calls are
+            fast: on the 2-vCPU VM, with one call, jit interleaved ÷ jit alone averaged
+            1.055 ± 0.005 for selu at M and 1.013-1.023 for the rest of selu, gemm and
+            softmax at S and M, over five fresh processes; with 4 ms, 0.993-1.011
+            (`tools/interleave_check.py --runs 5 --rewarm-s 0,0.004`). The calls move a
+            round's samples apart, so a little less of the machine's drift may cancel in
+            their ratio: over five default runs each, alternated with one-call runs on a
+            noisy day (`tools/aa_coverage.py --alternate`), the jit speedup's median
+            interval was x/÷ 1.234 against 1.206 quiet and 1.210 against 1.199 with a core
+            hogged (wider in 8 of the 10 run pairs), coverage 96.9 % and 92.9 %, and the
+            run-to-run spread of the speedups alike quiet, 1.28x with the hog (wider in
+            24 of 40 cases). A biased time is a wrong number and a slightly wider interval
+            an honest one, so the default is 4 ms; 0 re-warms with one call, as runs
+            recorded before this field did.
         rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
             then round 2 of every case, and so on, so each case's samples are spread over
             the whole run instead of one contiguous window (machine speed drifts over
@@ -247,6 +264,7 @@ class SamplingPlan:
     floor_samples: int = 10
     max_calls_per_sample: int = 10_000_000
     block_samples: int = 1
+    rewarm_s: float = 0.004
     rounds: int = 1
 
     def __post_init__(self) -> None:
@@ -274,6 +292,11 @@ class SamplingPlan:
         _count("floor_samples", self.floor_samples, least=1, fix="a mode needs a sample.")
         _count("max_calls_per_sample", self.max_calls_per_sample, least=1, fix="try 10_000_000.")
         _count("block_samples", self.block_samples, least=1, fix="1 alternates every sample.")
+        _set(
+            self,
+            "rewarm_s",
+            _seconds("rewarm_s", self.rewarm_s, fix="0 re-warms with one call."),
+        )
         _count("--rounds", self.rounds, least=1, fix="--rounds 1 samples each case in one go.")
 
     @property
@@ -436,7 +459,8 @@ class RunConfig:
         """Rebuild a config from `to_dict` output (a run file's "config"); unknown keys are
         ignored so files written by other versions still load, and missing ones take their
         defaults, except `threads`: a file without it was measured before jitbench set
-        threads, with the libraries' own defaults (None).
+        threads, with the libraries' own defaults (None); and the plan's `rewarm_s`: one
+        without it re-warmed with one call (0).
 
         Raises:
             ConfigError: a value cannot be read back (e.g. an unknown mode) or breaks a
@@ -449,9 +473,9 @@ class RunConfig:
         kwargs.setdefault("processes", 1)  # measured before --processes existed: one
         try:
             if "plan" in kwargs:
-                kwargs["plan"] = SamplingPlan(
-                    **{k: v for k, v in dict(kwargs["plan"]).items() if k in plan_known}
-                )
+                plan = {k: v for k, v in dict(kwargs["plan"]).items() if k in plan_known}
+                plan.setdefault("rewarm_s", 0.0)  # measured before it existed: one call
+                kwargs["plan"] = SamplingPlan(**plan)
             for key in ("sizes", "devices"):
                 if key in kwargs:
                     kwargs[key] = tuple(str(x) for x in kwargs[key])

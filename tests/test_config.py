@@ -47,6 +47,8 @@ def refused(make: object, *words: str) -> str:
         ("min_sample_s", -0.001, ("min_sample_s must be a finite number of seconds", "-0.001")),
         ("min_sample_s", INF, ("min_sample_s", "got inf")),
         ("warmup_s", NAN, ("warmup_s must be a finite number of seconds", "got nan")),
+        ("rewarm_s", -0.004, ("rewarm_s must be a finite number of seconds", "-0.004")),
+        ("rewarm_s", INF, ("rewarm_s", "got inf", "0 re-warms with one call")),
         ("warmup_calls", -1, ("warmup_calls must be at least 0", "got -1")),
         ("warmup_calls", 1.5, ("warmup_calls", "whole number", "got 1.5")),
         ("min_samples", 0, ("--min-samples must be at least 1", "got 0", "--min-samples 10")),
@@ -173,6 +175,10 @@ def test_config_round_trips_through_the_run_file() -> None:
         assert again.threads == threads
     # A file from before --threads was measured with the libraries' own pools.
     assert RunConfig.from_dict({"sizes": ["S"]}).threads is None
+    # A plan from before rewarm_s re-warmed with one call, whatever the default.
+    assert RunConfig.from_dict({"plan": {"budget_s": 0.2}}).plan.rewarm_s == 0.0
+    warmer = replace(config, plan=SamplingPlan(rewarm_s=0.004))
+    assert RunConfig.from_dict(json.loads(json.dumps(warmer.to_dict()))) == warmer
     with pytest.raises(ConfigError):
         RunConfig.from_dict({"modes": ["warp"]})
     refused(

@@ -149,6 +149,17 @@ def _block_length(plan: SamplingPlan, taken: int, have: int) -> int:
     return min([plan.block_samples, *(e for e in ends if e > 0)])
 
 
+def rewarm_calls(first_call_s: float, plan: SamplingPlan) -> int:
+    """Untimed calls that re-warm a callable after a switch: enough to last
+    `plan.rewarm_s` at the speed of the first (`first_call_s`), at least one. A count, not
+    a clock, so that the processes of a multi-process program make the same calls."""
+    if plan.rewarm_s <= first_call_s:
+        return 1
+    if first_call_s <= 0:
+        return plan.max_calls_per_sample
+    return min(math.ceil(plan.rewarm_s / first_call_s), plan.max_calls_per_sample)
+
+
 def sample_interleaved(
     calls: Mapping[K, Callable[[], object]],
     calls_per_sample: Mapping[K, int],
@@ -177,19 +188,18 @@ def sample_interleaved(
     `min_samples` or the cap, so that the group may stop right there (the cut depends on
     the sample counts alone, so every process of a multi-process program cuts alike).
 
-    With `rewarm`, each block after a switch is preceded by one untimed call of the same
-    callable: the other callables' samples evict its data from the caches, and without
-    it the first call after the switch was timed too. On the 2-vCPU VM jit samples taken
-    between NumPy and eager samples were up to 40 % slower than jit samples taken alone
-    (softmax at M, whose 24 MB fill most of the 32 MB L3; +5 % at S), and within 2 % of
-    them with the call, but for softmax at M (+11 %): `tools/interleave_check.py`. On
-    another day the call left +2.4-6.4 % at worst (selu at S and M): jit's 2nd to 4th
-    calls after the switch were still slow (selu at M +8 %, +3 %, +2 %; softmax at S
-    +5 %, +2 %, +1 %: `interleave_check.py --calls-after-switch 5`), which blocks would
-    leave to a block's first sample, at a cost in pairing (`SamplingPlan.block_samples`).
-    The call costs one call a block, which matters only where a sample is one call (the
-    slowest cases); a block that follows one of its own callable's (one callable left)
-    needs none.
+    With `rewarm`, each block after a switch is preceded by untimed calls of the same
+    callable for `plan.rewarm_s` (`rewarm_calls`: a count from its first call, agreed
+    once, so that every process of a multi-process program makes the same calls): the
+    other callables' samples evict its data from the caches and leave the calls after
+    them slow for a few milliseconds. On the 2-vCPU VM jit samples taken between NumPy
+    and eager samples were up to 40 % slower than jit samples taken alone with no call
+    (softmax at M, whose 24 MB fill most of the 32 MB L3); with one call, 1-6 % (selu at
+    M +5.5 %): its 2nd and 3rd calls after the switch were still slow (selu at M +6 %,
+    +2 %; gemm at S +6 %, +3 %: `tools/interleave_check.py --calls-after-switch 6`);
+    with 4 ms of calls, within 1.1 % for all six cases (`interleave_check.py --runs 5
+    --rewarm-s 0,0.004`). The calls cost a little pairing (`SamplingPlan.rewarm_s`). A
+    block that follows one of its own callable's (one callable left) needs none.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
@@ -211,6 +221,19 @@ def sample_interleaved(
     start = clock()
     taken = 0
     previous: K | None = None  # the callable sampled last: no re-warm after itself
+    rewarm_counts: dict[K, int] = {}
+
+    def _rewarm(k: K) -> None:
+        if k not in rewarm_counts:  # the count, from its first call, agreed once
+            t0 = clock()
+            calls[k]()
+            rewarm_counts[k] = agree(rewarm_calls(clock() - t0, plan))
+            left = rewarm_counts[k] - 1
+        else:
+            left = rewarm_counts[k]
+        for _ in repeat(None, left):
+            calls[k]()
+
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -222,7 +245,7 @@ def sample_interleaved(
                     for _ in range(block):
                         with enter(k):
                             if rewarm and previous != k:
-                                calls[k]()
+                                _rewarm(k)
                             previous = k
                             elapsed = time_calls(calls[k], s.calls_per_sample, clock)
                         s.samples_s.append(elapsed / s.calls_per_sample)

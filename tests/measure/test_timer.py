@@ -12,6 +12,7 @@ from jitbench.config import SamplingPlan
 from jitbench.measure.timer import (
     calibrate,
     relative_ci_halfwidth,
+    rewarm_calls,
     sample_interleaved,
     time_calls,
     warm_up,
@@ -140,7 +141,7 @@ def test_rounds_alternate_between_modes_in_blocks(block):
         return f
 
     plan = SamplingPlan(
-        min_samples=6, max_samples=6, precision=0.0, budget_s=100, block_samples=block
+        min_samples=6, max_samples=6, precision=0.0, budget_s=100, block_samples=block, rewarm_s=0
     )
     series = sample_interleaved(
         {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)},
@@ -148,7 +149,8 @@ def test_rounds_alternate_between_modes_in_blocks(block):
         plan=plan,
         clock=clock,
     )
-    # Each block follows one untimed call of its own (the re-warm after the switch).
+    # Each block follows one untimed call of its own (the re-warm after the switch; with
+    # rewarm_s 0, one call).
     assert order == (["numpy"] * (1 + block) + ["jit"] * (1 + block)) * (6 // block)
     assert [len(s.samples_s) for s in series.values()] == [6, 6]
 
@@ -198,34 +200,50 @@ def test_a_callable_sampled_alone_is_re_warmed_once():
         calls.append("f")
         clock.advance(1e-3)
 
-    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100)
+    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100, rewarm_s=4e-3)
     series = sample_interleaved({"jit": f}, {"jit": 2}, plan=plan, clock=clock)
     assert len(series["jit"].samples_s) == 4
-    assert len(calls) == 1 + 4 * 2  # one re-warm before the first sample, none after
+    assert len(calls) == 4 + 4 * 2  # 4 ms of re-warm before the first sample, none after
 
 
-def test_the_rewarm_call_after_a_switch_is_not_timed():
-    """The first call after another mode's sample is slow (its data was evicted); the
-    re-warm call takes that, and the block times the calls after it."""
+@pytest.mark.parametrize(
+    ("first_call_s", "rewarm_s", "count"),
+    [
+        (1e-3, 4e-3, 4),  # enough calls to last rewarm_s at the first call's speed
+        (3e-4, 4e-3, 14),  # rounded up
+        (4e-3, 4e-3, 1),
+        (0.011, 4e-3, 1),  # a slow call: one, as long as it takes
+        (1e-3, 0.0, 1),  # rewarm_s 0: one call
+        (0.0, 4e-3, 1000),  # below the clock's resolution: the cap
+    ],
+)
+def test_rewarm_calls_last_rewarm_s_at_least_one(first_call_s, rewarm_s, count):
+    plan = SamplingPlan(rewarm_s=rewarm_s, max_calls_per_sample=1000)
+    assert rewarm_calls(first_call_s, plan) == count
+
+
+def test_each_switch_is_followed_by_rewarm_s_of_untimed_calls():
+    """After every switch a callable gets the same count of untimed calls, from its first
+    call's time: 1/256 s is 4 NumPy calls of 1/1024 s and 32 jit calls of 1/8192 s
+    (powers of two, so that the fake clock's sums are exact)."""
     clock = FakeClock()
-    last: list[str] = []
+    log: list[str] = []
 
-    def call(name: str, warm_s: float):
+    def call(name: str, dt: float):
         def f():
-            clock.advance(warm_s if last and last[-1] == name else 10 * warm_s)
-            last.append(name)
+            log.append(name)
+            clock.advance(dt)
 
         return f
 
-    plan = SamplingPlan(min_samples=4, max_samples=4, precision=0.0, budget_s=100, block_samples=2)
-    calls = {"numpy": call("numpy", 1e-3), "jit": call("jit", 1e-4)}
-    series = sample_interleaved(calls, {"numpy": 1, "jit": 1}, plan=plan, clock=clock)
-    assert series["numpy"].samples_s == [pytest.approx(1e-3)] * 4
-    assert series["jit"].samples_s == [pytest.approx(1e-4)] * 4
-    last.clear()
-    cold = sample_interleaved(calls, {"numpy": 1, "jit": 1}, plan=plan, clock=clock, rewarm=False)
-    # Without it, the first sample of every block is the one after a switch.
-    assert cold["jit"].samples_s == [pytest.approx(1e-3), pytest.approx(1e-4)] * 2
+    plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.0, budget_s=100, rewarm_s=2**-8)
+    calls = {"numpy": call("numpy", 2**-10), "jit": call("jit", 2**-13)}
+    series = sample_interleaved(calls, {"numpy": 1, "jit": 8}, plan=plan, clock=clock)
+    runs = [(name, len(list(group))) for name, group in itertools.groupby(log)]
+    # Per round: 4 re-warm calls and a 1-call sample of NumPy; 32 and an 8-call sample of jit.
+    assert runs == [("numpy", 4 + 1), ("jit", 32 + 8)] * 3
+    assert series["numpy"].samples_s == [2**-10] * 3
+    assert series["jit"].samples_s == [2**-13] * 3
 
 
 def test_noisy_series_stops_at_budget_with_floor_samples():
@@ -449,6 +467,27 @@ def test_two_processes_that_time_differently_calibrate_and_sample_alike():
     # Alone, process 1 would have calibrated and sampled differently.
     alone = process(3e-4, _every_500([1.0, 2.0]), lambda v: v)
     assert alone[:3] != one[:3]
+
+
+def test_two_processes_re_warm_with_the_same_count():
+    """The re-warm count comes from the first call's time, which differs between
+    processes; agreeing on it, both make process 0's calls after every switch."""
+    plan = SamplingPlan(min_samples=3, max_samples=3, precision=0.0, budget_s=100, rewarm_s=2**-8)
+
+    def process(dt, agree):
+        clock = FakeClock()
+        a, made_a = counted(clock, lambda k: dt)
+        b, made_b = counted(clock, lambda k: 2 * dt)
+        sample_interleaved({"a": a, "b": b}, {"a": 1, "b": 1}, plan=plan, clock=clock, agree=agree)
+        return made_a["calls"], made_b["calls"]
+
+    peer = Peer()
+    zero = process(2**-13, peer)
+    peer.replay = list(peer.decisions)
+    assert process(3 * 2**-13, peer) == zero == ((32 + 1) * 3, (16 + 1) * 3)
+    assert peer.replay == []
+    alone = process(3 * 2**-13, lambda v: v)  # 11 and 6 re-warm calls of its own
+    assert alone == ((11 + 1) * 3, (6 + 1) * 3)
 
 
 def _every_500(levels):
