@@ -14,7 +14,10 @@ whole measurement (a noisy neighbour). `--judge DIR` re-judges runs already on d
 `--alternate CHECKOUT` runs another version of jitbench (a `git worktree` of an earlier
 commit, say) after each run of this one, into OUT/alternate: the two versions' figures
 then come from the same minutes of a machine whose speed drifts 15-50 % between
-processes, and their difference is the versions', not the hour's.
+processes, and their difference is the versions', not the hour's. It then prints the
+two side by side, run pair by run pair: in how many pairs this version's median interval
+was the wider, and in how many cases its speedups moved more from run to run (`--judge
+DIR` prints the same where DIR/alternate holds the other version's runs).
 
     python tools/aa_coverage.py --runs 10 --out /tmp/aa            # quiet machine
     python tools/aa_coverage.py --runs 10 --out /tmp/aa-hog --hog  # one core busy
@@ -228,6 +231,12 @@ def main() -> int:
         print(f"{len(runs)} runs under {args.judge}")
         _print(runs, [])
         _print_spread(runs)
+        if (args.judge / "alternate").is_dir():
+            others = _load(args.judge / "alternate")
+            print(f"\nalternate: {len(others)} runs under {args.judge / 'alternate'}")
+            _print(others, [])
+            _print_spread(others)
+            _print_paired(runs, others)
         return 0
     if args.runs < 2:
         parser.error("--runs must be at least 2")
@@ -262,7 +271,55 @@ def main() -> int:
         others = _load(args.out / "alternate")
         _print(others, other_walls)
         _print_spread(others)
+        _print_paired(runs, others)
     return 0
+
+
+def _median_width(run, mode: str) -> float:  # type: ignore[no-untyped-def]
+    from jitbench import Mode
+
+    widths = [
+        math.sqrt(r.high / r.low)
+        for case in run.cases()
+        if (r := run.speedup(case.key, Mode(mode))) is not None and r.low and r.high
+    ]
+    return statistics.median(widths) if widths else math.nan
+
+
+def _case_sds(runs: list, mode: str) -> dict[object, float]:  # type: ignore[type-arg]
+    """Each case's run-to-run sd of the log of its `mode` speedup."""
+    from jitbench import Mode
+
+    sds = {}
+    for case in runs[0].cases():
+        values = [r.value for run in runs if (r := run.speedup(case.key, Mode(mode))) is not None]
+        if len(values) >= 2:
+            sds[case.key] = statistics.stdev(math.log(v) for v in values)
+    return sds
+
+
+def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
+    """This version against the alternate, run pair by run pair (run i of each ran in the
+    same minutes): how often its median interval was the wider, and, per case, whether
+    its speedups moved more from run to run."""
+    print("\nthis version vs the alternate, paired:")
+    for mode in JAX_MODES:
+        pairs = [
+            (_median_width(a, mode), _median_width(b, mode))
+            for a, b in zip(runs, others, strict=True)
+        ]
+        wider = sum(a > b for a, b in pairs)
+        shown = ", ".join(f"{a:.3f}/{b:.3f}" for a, b in pairs)
+        print(f"{mode}: median width wider in {wider} of {len(pairs)} run pairs ({shown})")
+        mine, theirs = _case_sds(runs, mode), _case_sds(others, mode)
+        common = [k for k in mine if k in theirs and theirs[k] > 0]
+        if common:
+            larger = sum(mine[k] > theirs[k] for k in common)
+            ratio = statistics.median(mine[k] / theirs[k] for k in common)
+            print(
+                f"{mode}: run-to-run sd of log speedup larger in {larger} of {len(common)} "
+                f"cases (median ratio {ratio:.2f})"
+            )
 
 
 def process_bias(runs: list) -> dict[str, tuple[float, float, int]]:  # type: ignore[type-arg]

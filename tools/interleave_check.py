@@ -1,4 +1,4 @@
-"""Does sampling jit between NumPy and eager samples change what jit measures?
+"""Does sampling jit between NumPy and eager samples change what jit measures? (Or any mode.)
 
 `jitbench run` samples the modes of a case in lockstep rounds (numpy, eager, jit, numpy,
 …; or blocks of samples of each mode, `SamplingPlan.block_samples`), so that drift hits
@@ -25,6 +25,8 @@ that they share the machine's minutes.
     python tools/interleave_check.py --no-rewarm          # the first schedule
     python tools/interleave_check.py --runs 5 --rewarm-s 0,0.004   # one call vs 4 ms, 5 each
     python tools/interleave_check.py -k "selu or softmax" --calls-after-switch 5
+
+`--mode numpy` (or `eager`) measures that mode instead, between the other two.
 
 `--calls-after-switch K` times instead each of the first K jit calls after a sample of
 every mode in `--between`, one by one (`--repeats` times), against jit calls that follow
@@ -55,13 +57,13 @@ def _group(
     block: int,
     plan: Any,
     counts: dict[Any, int],
+    target: Any,
 ) -> float:
-    """The median of `samples` jit samples (rounded up to whole blocks) taken in blocks of
-    `block`, each block after a block of every mode in `between` (none: jit alone); with
+    """The median of `samples` samples of `target` (rounded up to whole blocks) taken in
+    blocks of `block`, each block after a block of every mode in `between` (none: alone); with
     `rewarm`, each block after a switch starts with `plan.rewarm_s` of untimed calls (a
     count per mode from its first, kept in `counts`), as `timer.sample_interleaved`
     does."""
-    from jitbench import Mode
     from jitbench.measure.timer import rewarm_calls
 
     def warm(mode: Any) -> None:
@@ -75,38 +77,41 @@ def _group(
         for _ in range(left):
             session.time_sample(mode, 1)
 
-    jit: list[float] = []
-    while len(jit) < samples:
+    got: list[float] = []
+    while len(got) < samples:
         for mode in between:
             if rewarm:
                 warm(mode)
             for _ in range(block):
                 session.time_sample(mode, calls[mode])
         if rewarm and between:
-            warm(Mode.JIT)
+            warm(target)
         for _ in range(block):
-            t = session.time_sample(Mode.JIT, calls[Mode.JIT])
-            assert t is not None, "jit failed while sampled"
-            jit.append(t)
-    return statistics.median(jit)
+            t = session.time_sample(target, calls[target])
+            assert t is not None, f"{target.value} failed while sampled"
+            got.append(t)
+    return statistics.median(got)
 
 
 def _calls_after_switch(
-    session: Any, calls: dict[Any, int], between: list[Any], count: int, repeats: int
+    session: Any,
+    calls: dict[Any, int],
+    between: list[Any],
+    count: int,
+    repeats: int,
+    target: Any,
 ) -> tuple[list[float], float]:
-    """Each of the first `count` jit calls after a sample of every mode in `between`,
-    timed alone, as a ratio to the median jit call that follows `count` jit calls; and
-    that median in seconds."""
-    from jitbench import Mode
-
+    """Each of the first `count` calls of `target` after a sample of every mode in
+    `between`, timed alone, as a ratio to the median call that follows `count` calls of
+    its own; and that median in seconds."""
     after: list[list[float]] = [[] for _ in range(count)]
     steady: list[float] = []
     for _ in range(repeats):
         for mode in between:
             session.time_sample(mode, calls[mode])
         for k in range(count):
-            after[k].append(session.time_sample(Mode.JIT, 1))
-        steady += [session.time_sample(Mode.JIT, 1) for _ in range(count)]
+            after[k].append(session.time_sample(target, 1))
+        steady += [session.time_sample(target, 1) for _ in range(count)]
     base = statistics.median(steady)
     return [statistics.median(a) / base for a in after], base
 
@@ -116,10 +121,18 @@ def main() -> int:
     parser.add_argument("-k", default="softmax or gemm or selu", help="workload expression")
     parser.add_argument("--sizes", default="S,M")
     parser.add_argument("--pairs", type=int, default=12, help="ABBA group pairs per case")
-    parser.add_argument("--samples", type=int, default=15, help="jit samples per group")
+    parser.add_argument("--samples", type=int, default=15, help="samples per group")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
-        "--between", default="numpy,eager", help="modes sampled before each jit block"
+        "--mode",
+        default="jit",
+        choices=("numpy", "eager", "jit"),
+        help="the mode measured alone and interleaved (default: jit)",
+    )
+    parser.add_argument(
+        "--between",
+        default=None,
+        help="modes sampled before each block of --mode (default: the other two)",
     )
     parser.add_argument(
         "--no-rewarm", action="store_true", help="no untimed call after a switch of mode"
@@ -181,7 +194,13 @@ def main() -> int:
     from jitbench.runner.warmup import warm_up
     from jitbench.suite.discovery import compile_keyword, discover
 
+    target = Mode(args.mode)
+    if args.between is None:
+        args.between = ",".join(m.value for m in ALL_MODES if m is not target)
     between = [Mode(m) for m in args.between.split(",") if m]
+    if target in between:
+        parser.error(f"--between must not name --mode {target.value}")
+    name = target.value
     block = args.block_samples if args.block_samples is not None else SamplingPlan().block_samples
     rewarm = not args.no_rewarm
     plan = SamplingPlan() if schedules[0] is None else SamplingPlan(rewarm_s=schedules[0])
@@ -193,16 +212,16 @@ def main() -> int:
         sys.exit(f"no workload matches {args.k!r}")
     if args.calls_after_switch:
         print(
-            f"each of the first {args.calls_after_switch} jit calls after a sample of "
-            f"{args.between or 'nothing'} ÷ a jit call after jit calls, median of "
+            f"each of the first {args.calls_after_switch} {name} calls after a sample of "
+            f"{args.between or 'nothing'} ÷ a {name} call after {name} calls, median of "
             f"{args.repeats}, same process, --threads {args.threads}"
         )
         print(f"{'case':<16}{'alone':>10}   call 1, 2, … after the switch")
     else:
         print(
-            f"jit in blocks of {block} after {args.between or 'nothing'}'s"
-            f"{_rewarm_words(rewarm_s) if rewarm else ''} ÷ jit alone, same process, "
-            f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} jit samples"
+            f"{name} in blocks of {block} after {args.between or 'nothing'}'s"
+            f"{_rewarm_words(rewarm_s) if rewarm else ''} ÷ {name} alone, same process, "
+            f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} {name} samples"
         )
         print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per group pair")
     worst = 0.0
@@ -223,7 +242,7 @@ def main() -> int:
                 label = f"{wl.name}[{size}]"
                 if args.calls_after_switch:
                     ratios_k, base = _calls_after_switch(
-                        session, calls, between, args.calls_after_switch, args.repeats
+                        session, calls, between, args.calls_after_switch, args.repeats, target
                     )
                     shown = " ".join(f"{r:.3f}" for r in ratios_k)
                     print(f"{label:<16}{base * 1e3:>8.3f}ms   {shown}")
@@ -243,6 +262,7 @@ def main() -> int:
                             block,
                             plan,
                             counts,
+                            target,
                         )
                         for flag in order
                     }
@@ -295,7 +315,8 @@ def _alternate(args: argparse.Namespace, schedules: list[float | None]) -> int:
                 got[x].append(json.loads(out.read_text()))
                 print(f"run {run + 1}/{args.runs}, re-warm {_schedule(x)}: done", flush=True)
     print(
-        f"\njit interleaved ÷ jit alone per fresh process ({args.runs} a schedule, alternating); "
+        f"\n{args.mode} interleaved ÷ {args.mode} alone per fresh process "
+        f"({args.runs} a schedule, alternating); "
         "mean: exp(mean log) ± se"
     )
     for x in schedules:
