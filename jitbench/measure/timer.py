@@ -198,7 +198,7 @@ def sample_interleaved(
     M +5.5 %): its 2nd and 3rd calls after the switch were still slow (selu at M +6 %,
     +2 %; gemm at S +6 %, +3 %: `tools/interleave_check.py --calls-after-switch 6`);
     with 4 ms of calls, within 1.1 % for all six cases (`interleave_check.py --runs 5
-    --rewarm-s 0,0.004`; NumPy's worst 5.9 % -> 2.3 %, eager's 32 % -> 4.3 % with
+    --rewarm-s 0,0.004`; NumPy's worst 5.9 % -> 2.3 %, eager's 25 % -> 6.3 % with
     `--mode`). The calls cost a little pairing (`SamplingPlan.rewarm_s`). A
     block that follows one of its own callable's (one callable left) needs none.
 
