@@ -114,20 +114,39 @@ def judge(runs: list, modes: tuple[str, ...] = JAX_MODES) -> dict[str, float]:  
     }
 
 
+def _speedups(runs: list, mode: str) -> dict[object, tuple[object, list[float]]]:  # type: ignore[type-arg]
+    """Per case of the first run (by key): the case and its `mode` speedup in each run
+    that has one."""
+    from jitbench import Mode
+
+    return {
+        case.key: (
+            case,
+            [r.value for run in runs if (r := run.speedup(case.key, Mode(mode))) is not None],
+        )
+        for case in runs[0].cases()
+    }
+
+
+def _case_sds(runs: list, mode: str) -> dict[object, float]:  # type: ignore[type-arg]
+    """Each case's run-to-run sd of the log of its `mode` speedup (two runs or more)."""
+    return {
+        key: statistics.stdev(math.log(v) for v in values)
+        for key, (_case, values) in _speedups(runs, mode).items()
+        if len(values) >= 2
+    }
+
+
 def spread(runs: list, top: int = 5) -> tuple[float, list[tuple[float, str]]]:  # type: ignore[type-arg]
     """The median, over cases and JAX modes, of the speedup's run-to-run sd (of its log),
     and the `top` cases that move most: where an interval from one process goes wrong."""
-    from jitbench import Mode
-
     rows: list[tuple[float, str]] = []
-    for case in runs[0].cases():
-        for mode in JAX_MODES:
-            values = [
-                r.value for run in runs if (r := run.speedup(case.key, Mode(mode))) is not None
-            ]
-            if len(values) >= 2:
-                sd = statistics.stdev(math.log(v) for v in values)
-                rows.append((sd, f"{case.label} {mode} (median {statistics.median(values):.2f}x)"))
+    for mode in JAX_MODES:
+        speedups, sds = _speedups(runs, mode), _case_sds(runs, mode)
+        for key, sd in sds.items():
+            case, values = speedups[key]
+            label = f"{case.label} {mode} (median {statistics.median(values):.2f}x)"  # type: ignore[attr-defined]
+            rows.append((sd, label))
     rows.sort(reverse=True)
     return (statistics.median(sd for sd, _ in rows) if rows else math.nan), rows[:top]
 
@@ -275,29 +294,6 @@ def main() -> int:
     return 0
 
 
-def _median_width(run, mode: str) -> float:  # type: ignore[no-untyped-def]
-    from jitbench import Mode
-
-    widths = [
-        math.sqrt(r.high / r.low)
-        for case in run.cases()
-        if (r := run.speedup(case.key, Mode(mode))) is not None and r.low and r.high
-    ]
-    return statistics.median(widths) if widths else math.nan
-
-
-def _case_sds(runs: list, mode: str) -> dict[object, float]:  # type: ignore[type-arg]
-    """Each case's run-to-run sd of the log of its `mode` speedup."""
-    from jitbench import Mode
-
-    sds = {}
-    for case in runs[0].cases():
-        values = [r.value for run in runs if (r := run.speedup(case.key, Mode(mode))) is not None]
-        if len(values) >= 2:
-            sds[case.key] = statistics.stdev(math.log(v) for v in values)
-    return sds
-
-
 def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
     """This version against the alternate, run pair by run pair (run i of each ran in the
     same minutes): how often its median interval was the wider, and, per case, whether
@@ -305,7 +301,7 @@ def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
     print("\nthis version vs the alternate, paired:")
     for mode in JAX_MODES:
         pairs = [
-            (_median_width(a, mode), _median_width(b, mode))
+            (judge([a], (mode,))["median_width"], judge([b], (mode,))["median_width"])
             for a, b in zip(runs, others, strict=True)
         ]
         wider = sum(a > b for a, b in pairs)

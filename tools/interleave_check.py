@@ -6,14 +6,15 @@ them alike. That must not add a bias of its own: on a 2-core machine a NumPy cal
 threads or cache footprint can slow the jit calls that follow. For each case this opens
 the case once (jitbench's own protocol: `open_case`, one thread pinned as `jitbench run`
 does), then takes groups of jit samples **alone** (jit, jit, jit, …) and groups
-**interleaved** as a run takes them (by default: `SamplingPlan.block_samples` samples a
-mode, each block after `SamplingPlan.rewarm_s` of untimed re-warm calls), alternating
+**interleaved** as a run takes them (`timer.sample_interleaved` itself: by default
+`SamplingPlan.block_samples` samples a mode, each block after a switch re-warmed for
+`SamplingPlan.rewarm_s`), alternating
 ABBA so drift cancels, in the same process (so process effects cancel too). It prints
 the ratio of jit's interleaved median to its alone median, group pair by group pair, and
 their median; the target is within 3 %.
 
-One process's ratio moves by several percent on a noisy machine (a process can also be
-slower interleaved throughout, from where its memory landed), so `--runs N` repeats the
+One process's ratio moves by several percent on a noisy machine (one process can be
+slower interleaved in every group pair), so `--runs N` repeats the
 check in N fresh processes and prints each case's mean ratio with its standard error;
 with a comma list of `--rewarm-s` values it alternates those schedules run by run, so
 that they share the machine's minutes.
@@ -49,48 +50,29 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _group(
-    session: Any,
-    calls: dict[Any, int],
-    between: list[Any],
-    samples: int,
-    rewarm: bool,
-    block: int,
+    calls: dict[Any, Any],
+    per_sample: dict[Any, int],
+    order: list[Any],
     plan: Any,
-    counts: dict[Any, int],
-    target: Any,
+    region: Any,
+    rewarm: bool,
 ) -> float:
-    """The median of `samples` samples of `target` (rounded up to whole blocks) taken in
-    blocks of `block`, each block after a block of every mode in `between` (none: alone); with
-    `rewarm`, each block after a switch starts with `plan.rewarm_s` of untimed calls (a
-    count per mode from its first, kept in `counts`), as `timer.sample_interleaved`
-    does."""
-    from jitbench.measure.timer import rewarm_calls
+    """The median of `plan.max_samples` samples of the last mode of `order`, taken by
+    `timer.sample_interleaved` as a run takes them: the modes of `order` in turn (blocks
+    of `plan.block_samples`), each after a switch re-warmed for `plan.rewarm_s`; `order`
+    of one mode is that mode alone."""
+    from jitbench.measure.timer import sample_interleaved
 
-    def warm(mode: Any) -> None:
-        if mode not in counts:  # as the sampler does: a count from the first call
-            first = session.time_sample(mode, 1)
-            assert first is not None, f"{mode.value} failed while sampled"
-            counts[mode] = rewarm_calls(first, plan)
-            left = counts[mode] - 1
-        else:
-            left = counts[mode]
-        for _ in range(left):
-            session.time_sample(mode, 1)
-
-    got: list[float] = []
-    while len(got) < samples:
-        for mode in between:
-            if rewarm:
-                warm(mode)
-            for _ in range(block):
-                session.time_sample(mode, calls[mode])
-        if rewarm and between:
-            warm(target)
-        for _ in range(block):
-            t = session.time_sample(target, calls[target])
-            assert t is not None, f"{target.value} failed while sampled"
-            got.append(t)
-    return statistics.median(got)
+    series = sample_interleaved(
+        {m: calls[m] for m in order},
+        {m: per_sample[m] for m in order},
+        plan=plan,
+        region=region,
+        rewarm=rewarm,
+    )
+    target = order[-1]
+    assert series[target].error is None, f"{target.value} failed while sampled"
+    return statistics.median(series[target].samples_s)
 
 
 def _calls_after_switch(
@@ -186,8 +168,11 @@ def main() -> int:
             parser.error("--runs and several --rewarm-s values do not go with --calls-after-switch")
         return _alternate(args, schedules)
 
+    from dataclasses import replace
+
     from jitbench import Mode, SamplingPlan
     from jitbench.config import ALL_MODES
+    from jitbench.measure import modes
     from jitbench.measure.devices import pick_device
     from jitbench.measure.protocol import PlannedCase, open_case
     from jitbench.measure.threads import limited_threads
@@ -201,10 +186,13 @@ def main() -> int:
     if target in between:
         parser.error(f"--between must not name --mode {target.value}")
     name = target.value
-    block = args.block_samples if args.block_samples is not None else SamplingPlan().block_samples
     rewarm = not args.no_rewarm
     plan = SamplingPlan() if schedules[0] is None else SamplingPlan(rewarm_s=schedules[0])
-    rewarm_s = plan.rewarm_s
+    if args.block_samples is not None:
+        plan = replace(plan, block_samples=args.block_samples)
+    block, rewarm_s = plan.block_samples, plan.rewarm_s
+    n = args.samples  # a group: exactly this many samples of each mode, then stop
+    group_plan = replace(plan, min_samples=n, max_samples=n, floor_samples=n, precision=0.0)
     registry = discover([REPO / "suites"])
     matcher = compile_keyword(args.k)
     workloads = [w for w in registry.workloads.values() if matcher(w)]
@@ -220,7 +208,7 @@ def main() -> int:
     else:
         print(
             f"{name} in blocks of {block} after {args.between or 'nothing'}'s"
-            f"{_rewarm_words(rewarm_s) if rewarm else ''} ÷ {name} alone, same process, "
+            f"{' and ' + _schedule(rewarm_s) if rewarm else ''} ÷ {name} alone, same process, "
             f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} {name} samples"
         )
         print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per group pair")
@@ -248,21 +236,24 @@ def main() -> int:
                     print(f"{label:<16}{base * 1e3:>8.3f}ms   {shown}")
                     continue
 
-                counts: dict[Any, int] = {}
+                # The calls and the timed region a run samples (as the asv adapter gets them).
+                fns = {m: session.ready(m).call for m in ALL_MODES}
+                nojit = wl.eager == "nojit"
+
+                def region(m: Any, nojit: bool = nojit) -> Any:
+                    return modes.timed_region(m, nojit=m is Mode.EAGER and nojit, device=device)
+
                 ratios, alone_all, mixed_all = [], [], []
                 for i in range(args.pairs):
                     order = (False, True) if i % 2 == 0 else (True, False)  # ABBA
                     got = {
                         flag: _group(
-                            session,
+                            fns,
                             calls,
-                            between if flag else [],
-                            args.samples,
+                            [*between, target] if flag else [target],
+                            group_plan,
+                            region,
                             rewarm,
-                            block,
-                            plan,
-                            counts,
-                            target,
                         )
                         for flag in order
                     }
@@ -291,36 +282,27 @@ def _alternate(args: argparse.Namespace, schedules: list[float | None]) -> int:
     schedules alternating run by run (so they share the machine's minutes), and print
     each case's ratio per run and the mean of their logs ± its standard error: one
     process's ratio moves by several percent on a noisy machine, more than the 3 % target."""
-    passed: list[str] = []
-    skip = False
-    for arg in sys.argv[1:]:
-        if skip:
-            skip = False
-            continue
-        if arg in ("--runs", "--rewarm-s"):
-            skip = True
-            continue
-        if not arg.startswith(("--runs=", "--rewarm-s=")):
-            passed.append(arg)
     got: dict[float | None, list[dict[str, float]]] = {x: [] for x in schedules}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "ratios.json"
         for run in range(args.runs):
             for x in schedules:
-                extra = [] if x is None else ["--rewarm-s", repr(x)]
-                cmd = [sys.executable, __file__, *passed, *extra, "--ratios-json", str(out)]
+                # argparse keeps the last of a repeated option: these override the user's.
+                seconds = _rewarm_s(x)
+                again = ["--runs", "1", "--rewarm-s", repr(seconds), "--ratios-json", str(out)]
+                cmd = [sys.executable, __file__, *sys.argv[1:], *again]
                 done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"run {run + 1} failed ({done.returncode}):\n{done.stderr[-2000:]}")
                 got[x].append(json.loads(out.read_text()))
-                print(f"run {run + 1}/{args.runs}, re-warm {_schedule(x)}: done", flush=True)
+                print(f"run {run + 1}/{args.runs}, {_label(x)}: done", flush=True)
     print(
         f"\n{args.mode} interleaved ÷ {args.mode} alone per fresh process "
         f"({args.runs} a schedule, alternating); "
         "mean: exp(mean log) ± se"
     )
     for x in schedules:
-        print(f"re-warm {_schedule(x)}")
+        print(_label(x))
         worst = 0.0
         for label in got[x][0]:
             logs = [math.log(r[label]) for r in got[x] if label in r]
@@ -333,18 +315,19 @@ def _alternate(args: argparse.Namespace, schedules: list[float | None]) -> int:
     return 0
 
 
-def _rewarm_words(rewarm_s: float) -> str:
-    if rewarm_s <= 0:
-        return " and a re-warm call"
-    return f" and {rewarm_s * 1e3:g} ms of re-warm calls"
-
-
-def _schedule(rewarm_s: float | None) -> str:
+def _rewarm_s(rewarm_s: float | None) -> float:
     from jitbench import SamplingPlan
 
-    seconds = SamplingPlan().rewarm_s if rewarm_s is None else rewarm_s
-    words = f"{seconds * 1e3:g} ms" if seconds > 0 else "one call"
-    return words + (" (the default)" if rewarm_s is None else "")
+    return SamplingPlan().rewarm_s if rewarm_s is None else rewarm_s
+
+
+def _schedule(rewarm_s: float) -> str:
+    return f"{rewarm_s * 1e3:g} ms of re-warm calls" if rewarm_s > 0 else "one re-warm call"
+
+
+def _label(rewarm_s: float | None) -> str:
+    """A schedule of `--rewarm-s` (None: the default) as the summary names it."""
+    return _schedule(_rewarm_s(rewarm_s)) + (" (the default)" if rewarm_s is None else "")
 
 
 if __name__ == "__main__":

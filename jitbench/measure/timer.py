@@ -192,15 +192,9 @@ def sample_interleaved(
     callable for `plan.rewarm_s` (`rewarm_calls`: a count from its first call, agreed
     once, so that every process of a multi-process program makes the same calls): the
     other callables' samples evict its data from the caches and leave the calls after
-    them slow for a few milliseconds. On the 2-vCPU VM jit samples taken between NumPy
-    and eager samples were up to 40 % slower than jit samples taken alone with no call
-    (softmax at M, whose 24 MB fill most of the 32 MB L3); with one call, 1-6 % (selu at
-    M +5.5 %): its 2nd and 3rd calls after the switch were still slow (selu at M +6 %,
-    +2 %; gemm at S +6 %, +3 %: `tools/interleave_check.py --calls-after-switch 6`);
-    with 4 ms of calls, within 1.1 % for all six cases (`interleave_check.py --runs 5
-    --rewarm-s 0,0.004`; NumPy's worst 5.9 % -> 2.3 %, eager's 25 % -> 6.3 % with
-    `--mode`). The calls cost a little pairing (`SamplingPlan.rewarm_s`). A
-    block that follows one of its own callable's (one callable left) needs none.
+    them slow for a few milliseconds (the figures, and what the calls cost in pairing:
+    `SamplingPlan.rewarm_s`). A block that follows one of its own callable's (one
+    callable left) needs none.
 
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
