@@ -24,6 +24,11 @@ DIR` prints the same where DIR/alternate holds the other version's runs).
     python tools/aa_coverage.py --judge /tmp/aa
     git worktree add /tmp/before HEAD~1
     python tools/aa_coverage.py --runs 6 --out /tmp/aa-ab --alternate /tmp/before
+    python tools/aa_coverage.py --device-priors reports/examples/runs/*.json
+
+`--device-priors RUN.json ...` prints, for runs already on disk, what each device's
+intervals are shrunk toward: per JAX mode and device, the run's typical between-process
+sd (of the log speedup over NumPy) and the median width of its speedup intervals.
 
 Extra arguments after `--` go to `jitbench run` (e.g. `-- -s S --budget 0.3`).
 """
@@ -242,7 +247,17 @@ def main() -> int:
         type=Path,
         help="another jitbench checkout, run after each run of this one (into OUT/alternate)",
     )
+    parser.add_argument(
+        "--device-priors",
+        type=Path,
+        nargs="+",
+        metavar="RUN",
+        help="only print each device's between-process prior and interval width of these runs",
+    )
     args = parser.parse_args(argv)
+    if args.device_priors:
+        _print_device_priors(args.device_priors)
+        return 0
     if args.alternate and not (args.alternate / "jitbench" / "__init__.py").is_file():
         parser.error(f"--alternate {args.alternate}: no jitbench/ package there")
     if args.judge:
@@ -292,6 +307,31 @@ def main() -> int:
         _print_spread(others)
         _print_paired(runs, others)
     return 0
+
+
+def _print_device_priors(paths: list[Path]) -> None:
+    """Per run file, JAX mode and device: the run's typical between-process sd of the log
+    speedup (`Run.between_process_variance`, what each case's interval is shrunk toward)
+    and the median width of the speedup intervals, x/÷."""
+    from jitbench import Mode, load_run
+
+    for path in paths:
+        run = load_run(path)
+        print(f"{path.name}: {run.processes} processes")
+        devices = list(dict.fromkeys(case.device for case in run.cases()))
+        for mode, device in itertools.product(JAX_MODES, devices):
+            variance = run.between_process_variance(Mode.NUMPY, Mode(mode), device)
+            widths = [
+                math.sqrt(r.high / r.low)
+                for case in run.cases()
+                if case.device == device
+                and (r := run.speedup(case.key, Mode(mode))) is not None
+                and r.low
+                and r.high
+            ]
+            sd = "-" if variance is None else f"{math.sqrt(variance):.3f}"
+            width = f"x/÷ {statistics.median(widths):.3f}" if widths else "-"
+            print(f"  {mode:<6}{device:<8}between-process sd {sd:<7}median width {width}")
 
 
 def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]

@@ -27,7 +27,7 @@ SCHEMA_VERSION = "1.7"
 PAIRED_SINCE = (1, 3)
 #: Prior degrees of freedom for the between-process variance. The cases of a suite differ
 #: widely in how much they move from process to process, so the suite's typical variance
-#: (for the mode: `Run._between_process_variance`) is a weak prior: `tools/aa_coverage.py
+#: (for the mode and device: `Run.between_process_variance`) is a weak prior: `tools/aa_coverage.py
 #: --judge` estimates its worth from A/A runs at 1.5-2.1 df (eight sets of default-suite
 #: runs, two or three processes, quiet and with a core hogged). With 10 df the wayward
 #: cases were overruled and 85 % of intervals held; with 2, 92-94 % on six sets
@@ -483,7 +483,7 @@ class Run:
         - Measured in several worker processes (`--processes`): the mean of each process's
           paired log speedup, with the interval a repeat run lands in 95 % of the time
           (`stats.repeat_interval`; the spread between processes is shrunk toward this
-          run's typical one for the mode).
+          run's typical one for the mode on the case's device).
         - One process, paired samples (schema 1.3 on): the median of the per-round ratios
           with its order-statistic CI; it says nothing of run-to-run variation.
         - Older files: the ratio of medians with a bootstrap CI.
@@ -511,7 +511,7 @@ class Run:
             return None
         logs = self.process_logs(base, other)
         if logs is not None:
-            prior = self._between_process_variance(base.mode, other.mode)
+            prior = self.between_process_variance(base.mode, other.mode, base.case.device)
             return stats.repeat_interval(logs, prior, PROCESS_PRIOR_DF)
         a, b = base.samples_s, other.samples_s
         if self.paired and len(a) == len(b) and min(a) > 0 and min(b) > 0:
@@ -557,27 +557,34 @@ class Run:
             start += n
         return logs
 
-    def _between_process_variance(self, base: Mode, other: Mode) -> float | None:
-        """The typical variance, over this run's cases, of the processes' log ratios of
-        `other` over `base` (e.g. jit over NumPy). Each pair of modes has its own: eager's
-        dispatch-bound ratios move more from process to process than jit's, and one figure
-        for both made eager's intervals too narrow and jit's too wide (README, "Intervals
-        that hold")."""
-        if (base, other) not in self._process_variances:
+    def between_process_variance(self, base: Mode, other: Mode, device: str) -> float | None:
+        """The typical variance, over this run's cases on `device`, of the processes' log
+        ratios of `other` over `base` (e.g. jit over NumPy).
+
+        Each pair of modes has its own: eager's dispatch-bound ratios move more from process
+        to process than jit's, and one figure for both made eager's intervals too narrow and
+        jit's too wide (README, "Intervals that hold"). Each device has its own for the same
+        reason: in a run on an H200 beside its host CPU, the GPU's jit ratios moved by
+        1.6 times the CPU's (sd of log 0.071 against 0.045), so one figure for both made
+        the GPU's intervals too narrow (README, "On a GPU")."""
+        key = (base, other, device)
+        if key not in self._process_variances:
             estimates = []
             for case in self.cases():
+                if case.device != device:
+                    continue
                 a, b = self.get(case.key, base), self.get(case.key, other)
                 if a is None or b is None or not (a.ok and b.ok):
                     continue
                 logs = self.process_logs(a, b)
                 if logs is not None:
                     estimates.append((statistics.variance(logs), len(logs) - 1))
-            self._process_variances[(base, other)] = stats.typical_variance(estimates)
-        return self._process_variances[(base, other)]
+            self._process_variances[key] = stats.typical_variance(estimates)
+        return self._process_variances[key]
 
     @cached_property
-    def _process_variances(self) -> dict[tuple[Mode, Mode], float | None]:
-        """`_between_process_variance`'s figures, each computed once."""
+    def _process_variances(self) -> dict[tuple[Mode, Mode, str], float | None]:
+        """`between_process_variance`'s figures, each computed once."""
         return {}
 
     def break_even_calls(self, case_key: tuple[str, str, str, str]) -> float | None:
