@@ -522,7 +522,11 @@ class CaseSession:
         """Take one sample of `mode` (first device) of `calls` back-to-back calls, record it
         and return its seconds per call; None when the mode cannot run or just failed
         (the failure is recorded on it). For callers that interleave samples across
-        processes themselves (`jitbench compare --rev`); `sample` is the usual way."""
+        processes themselves (`jitbench compare --rev`); `sample` is the usual way.
+
+        Unlike `sample`, it makes no re-warm calls (`SamplingPlan.rewarm_s`): the sample
+        starts cold after whatever ran before it, which a caller pairing both sides alike
+        cancels in its ratios, not in its times (README, `compare --rev`)."""
         if self.cache_generation != jcompile.cache_generation():
             self._rewarm(self.plan)
         slot = self._slot(self.case.device, mode)
