@@ -156,7 +156,7 @@ def spread(runs: list, top: int = 5) -> tuple[float, list[tuple[float, str]]]:  
     return (statistics.median(sd for sd, _ in rows) if rows else math.nan), rows[:top]
 
 
-def _process_parts(runs: list) -> Iterator[tuple[object, str, list[float]]]:  # type: ignore[type-arg]
+def _process_parts(runs: list) -> Iterator[tuple[tuple[str, str, str, str], str, list[float]]]:  # type: ignore[type-arg]
     """(case key, JAX mode, each process's paired log speedup) for every case of every run
     measured in two or more processes (`--processes`)."""
     from jitbench import Mode
@@ -177,31 +177,32 @@ def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg
     """How far one case's between-process variance tells another's, as the degrees of
     freedom of a scaled inverse chi-square prior (what `PROCESS_PRIOR_DF` claims), from
     runs of `--processes K >= 2`: each case's variance pooled over the runs; the spread of
-    their logs around their mode's centre (jitbench shrinks each mode toward its own
-    typical variance) beyond what sampling alone gives (trigamma(df/2)) is the spread of
-    the true variances, trigamma(d0/2). Returns (d0, the pooled df per case); None without
-    process parts, or when the variances spread no more than sampling explains (d0 is
-    then unbounded: one variance fits every case). Fitted on the runs it is given: judge
-    the prior it suggests on other runs."""
+    their logs around their mode and device's centre (jitbench shrinks each mode on each
+    device toward its own typical variance) beyond what sampling alone gives
+    (trigamma(df/2)) is the spread of the true variances, trigamma(d0/2). Returns (d0,
+    the pooled df per case); None without process parts, or when the variances spread no
+    more than sampling explains (d0 is then unbounded: one variance fits every case).
+    Fitted on the runs it is given: judge the prior it suggests on other runs."""
     from scipy.optimize import brentq
     from scipy.special import polygamma
 
-    logs_by_case: dict[tuple[object, str], list[list[float]]] = {}
+    logs_by_case: dict[tuple[tuple[str, str, str, str], str], list[list[float]]] = {}
     for key, mode, logs in _process_parts(runs):
         logs_by_case.setdefault((key, mode), []).append(logs)
-    log_variances: dict[str, list[float]] = {}  # by mode: each mode has its own prior
+    # by mode and device: each has its own prior (`Run.between_process_variance`)
+    log_variances: dict[tuple[str, str], list[float]] = {}
     dfs = []
-    for (_key, mode), parts in logs_by_case.items():
+    for (key, mode), parts in logs_by_case.items():
         df = sum(len(p) - 1 for p in parts)
         ss = sum(sum((x - statistics.fmean(p)) ** 2 for x in p) for p in parts)
         if df > 0 and ss > 0:
-            log_variances.setdefault(mode, []).append(math.log(ss / df))
+            log_variances.setdefault((mode, key[2]), []).append(math.log(ss / df))
             dfs.append(df)
     groups = [v for v in log_variances.values() if len(v) >= 2]
     if sum(len(v) for v in groups) - len(groups) < 2:
         return None
     # Var(log s^2) = trigamma(d0 / 2) + trigamma(df / 2), the second averaged over cases;
-    # the first is the spread around each mode's own centre (pooled within modes).
+    # the first is the spread around each group's own centre (pooled within groups).
     sampling = statistics.fmean(float(polygamma(1, df / 2)) for df in dfs)
     within = sum(sum((x - statistics.fmean(v)) ** 2 for x in v) for v in groups)
     excess = within / (sum(len(v) for v in groups) - len(groups)) - sampling

@@ -524,9 +524,10 @@ class CaseSession:
         (the failure is recorded on it). For callers that interleave samples across
         processes themselves (`jitbench compare --rev`); `sample` is the usual way.
 
-        Unlike `sample`, it makes no re-warm calls (`SamplingPlan.rewarm_s`): the sample
-        starts cold after whatever ran before it, which a caller pairing both sides alike
-        cancels in its ratios, not in its times (README, `compare --rev`)."""
+        Unlike `sample`, it makes no re-warm calls after a switch (`SamplingPlan.rewarm_s`;
+        it re-warms only after another case cleared JAX's caches): the sample starts cold
+        after whatever ran before it, which a caller pairing both sides alike cancels in its
+        ratios, not in its times (README, `compare --rev`)."""
         if self.cache_generation != jcompile.cache_generation():
             self._rewarm(self.plan)
         slot = self._slot(self.case.device, mode)

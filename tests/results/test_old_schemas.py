@@ -77,7 +77,8 @@ def test_transfer_back_before_1_6_reads_as_unknown() -> None:
 
 
 def test_the_kept_gpu_example_loads_with_its_device_peaks() -> None:
-    """reports/examples/ holds a real CPU + H200 run (schema 1.7): it must keep loading."""
+    """reports/examples/ holds a real CPU + H200 run at S, M and L (schema 1.7, one process): it
+    must keep loading."""
     example = FIXTURES.parents[2] / "reports" / "examples" / "runs" / "20261123T064616Z-8ae277.json"
     run = load_run(example)
     assert run.complete and {m.case.device for m in run.measurements} == {"cpu:0", "gpu:0"}
@@ -95,5 +96,5 @@ def test_the_two_process_gpu_example_loads_with_each_devices_own_prior() -> None
     run = load_run(example)
     assert run.complete and run.processes == 2
     assert run.config.settings.plan.rewarm_s == 0.004
-    jit_sd = {d: run.between_process_variance(Mode.NUMPY, Mode.JIT, d) for d in ("cpu:0", "gpu:0")}
-    assert jit_sd["gpu:0"] > 2 * jit_sd["cpu:0"]  # sd 0.071 against 0.045
+    jit = {d: run.between_process_variance(Mode.NUMPY, Mode.JIT, d) for d in ("cpu:0", "gpu:0")}
+    assert jit["gpu:0"] > 2 * jit["cpu:0"]  # variances: sd 0.071 against 0.045
