@@ -236,7 +236,8 @@ class SamplingPlan:
             softmax at S and M, over five fresh processes; with 4 ms, 0.993-1.011
             (`tools/interleave_check.py --runs 5 --rewarm-s 0,0.004`). NumPy's worst
             went from 5.9 % to 2.3 % (`--mode numpy`), eager's from 25 % (selu at S,
-            many small dispatches) to 6.3 % (`--mode eager`). The calls move a
+            many small dispatches) to 2.2-6.3 % in two checks (`--mode eager`; 16 ms
+            overshot, to selu 6 % faster interleaved). The calls move a
             round's samples apart, so a little less of the machine's drift may cancel in
             their ratio: over five default runs each, alternated with one-call runs on a
             noisy day (`tools/aa_coverage.py --alternate`), the jit speedup's median
