@@ -115,6 +115,11 @@ SIZE_ORDER_MIN_S = 100e-6
 # (`tools/recompile_check.py`), and a run whose processes split so reported a speedup
 # between two speeds that neither process measured.
 PROCESS_SPLIT_FACTOR = 1.5
+# ... and every other mode of the case moved with it between the same processes, within
+# this factor: then the machine, not the mode's code, was slower during one process (a
+# neighbour's burst; on the 2-vCPU VM whole processes of a default run moved 1.3-2x on
+# noisy days), and the speedups, paired round by round, are untouched by it.
+SHARED_SHIFT_FACTOR = 1.2
 
 TRACER_ERRORS = {
     "ConcretizationTypeError",
@@ -654,20 +659,61 @@ def outlier_samples(m: Measurement) -> Diagnostic | None:
     )
 
 
-def processes_disagree(m: Measurement) -> Diagnostic | None:
-    """`processes-disagree` when the processes of a `--processes` run measured `m` at
-    medians `PROCESS_SPLIT_FACTOR` or more apart, else None."""
-    medians = [x for x in m.run_medians_s if x > 0] if len(m.run_sample_counts) > 1 else []
-    if len(medians) < 2 or max(medians) < PROCESS_SPLIT_FACTOR * min(medians):
+def _process_medians(m: Measurement) -> tuple[float, ...] | None:
+    """Each process's median of `m` (a `--processes` run), None with fewer than two or a
+    median that is not positive."""
+    medians = m.run_medians_s if len(m.run_sample_counts) > 1 else ()
+    if len(medians) < 2 or min(medians) <= 0:
         return None
+    return medians
+
+
+def processes_disagree(m: Measurement, others: Sequence[Measurement] = ()) -> Diagnostic | None:
+    """`processes-disagree` when the processes of a `--processes` run measured `m` at
+    medians `PROCESS_SPLIT_FACTOR` or more apart, else None.
+
+    `others` are the case's other modes, measured in the same processes: the message says
+    how far each moved between the slowest and the fastest of `m`'s processes, and when
+    every one moved with `m` (within `SHARED_SHIFT_FACTOR`) it names the machine, not the
+    code, as the cause."""
+    medians = _process_medians(m)
+    if medians is None or max(medians) < PROCESS_SPLIT_FACTOR * min(medians):
+        return None
+    slow, fast = medians.index(max(medians)), medians.index(min(medians))
+    moved = [
+        (o.mode.value, om[slow] / om[fast])
+        for o in others
+        if o.mode is not m.mode
+        and o.status is Status.OK
+        and (om := _process_medians(o)) is not None
+        and len(om) == len(medians)
+    ]
+    factor = medians[slow] / medians[fast]
     shown = ", ".join(fmt.seconds(x) for x in medians)
+    message = f"its {len(medians)} processes measured {shown} ({fmt.ratio(factor)} apart)"
+    if moved:
+        message += "; between the same processes " + ", ".join(
+            f"{mode} moved {fmt.ratio(f)}" for mode, f in moved
+        )
+    shared = bool(moved) and all(
+        max(factor / f, f / factor) <= SHARED_SHIFT_FACTOR for _, f in moved
+    )
+    if shared:
+        message += (
+            ": every mode moved alike, so the machine was slower during one process, not "
+            "this code; the speedups, taken round by round, hold, and the time is a mix "
+            "of the two speeds"
+        )
+    else:
+        message += (
+            ": the same code ran at different speeds in different processes (an "
+            "executable's memory layout, or what the cache held), so a repeat run may see "
+            "either; the interval is wide for it"
+        )
     return Diagnostic(
         code=PROCESSES_DISAGREE,
         severity=Severity.WARNING,
-        message=f"its {len(medians)} processes measured {shown} "
-        f"({fmt.ratio(max(medians) / min(medians))} apart): the same code ran at different "
-        "speeds in different processes (an executable's memory layout, or what the cache "
-        "held), so a repeat run may see either; the interval is wide for it",
+        message=message,
         hint=f"measure it in more processes (--processes {2 * len(medians)}), so one "
         "process's speed weighs less; each process's samples are in the run JSON "
         "(run_sample_counts).",
@@ -734,7 +780,8 @@ def run_diagnostics(run: Run) -> Run:
     the larger input's call at least `SIZE_ORDER_MIN_S`), naming the larger size.
 
     A measurement of a `--processes` run whose processes disagree by
-    `PROCESS_SPLIT_FACTOR` or more gets `processes-disagree`.
+    `PROCESS_SPLIT_FACTOR` or more gets `processes-disagree`, which says how the case's
+    other modes moved between the same processes.
 
     Pure and idempotent (a code is added once per measurement); measurements keep their
     order.
@@ -742,9 +789,12 @@ def run_diagnostics(run: Run) -> Run:
     groups: dict[tuple[str, str, str, Mode], list[Measurement]] = {}
     for m in run.measurements:
         groups.setdefault((m.case.workload, m.case.device, m.case.dtype, m.mode), []).append(m)
+    by_case: dict[tuple[str, str, str, str], list[Measurement]] = {}
+    for m in run.measurements:
+        by_case.setdefault(m.case.key, []).append(m)
     extra: dict[int, list[Diagnostic]] = {}
     for i, m in enumerate(run.measurements):
-        for found in (outlier_samples(m), processes_disagree(m)):
+        for found in (outlier_samples(m), processes_disagree(m, by_case[m.case.key])):
             if found is not None:
                 extra.setdefault(i, []).append(found)
     index = {id(m): i for i, m in enumerate(run.measurements)}

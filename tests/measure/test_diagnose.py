@@ -513,9 +513,9 @@ def test_no_outliers_without_a_far_tail(samples: list[float]) -> None:
     assert run.measurements[0].diagnostics == ()
 
 
-def two_processes(first: float, second: float) -> Measurement:
+def two_processes(first: float, second: float, mode: Mode = Mode.JIT) -> Measurement:
     """One measurement of a --processes 2 run whose processes measured these medians."""
-    return replace(m(Mode.JIT, [*around(first), *around(second)]), run_sample_counts=(12, 12))
+    return replace(m(mode, [*around(first), *around(second)]), run_sample_counts=(12, 12))
 
 
 def test_processes_that_measured_two_speeds_are_said_to_disagree() -> None:
@@ -527,6 +527,37 @@ def test_processes_that_measured_two_speeds_are_said_to_disagree() -> None:
     assert found.message.startswith("its 2 processes measured 6.57 ms, 1.71 ms (3.84× apart)")
     assert "--processes 4" in found.hint
     assert diagnose.run_diagnostics(run) == run  # once
+
+
+def test_a_whole_process_slowed_is_told_apart_from_one_mode_that_split() -> None:
+    """mlp S in a noisy default run: NumPy, eager and jit all ran 1.3-1.5x slower in the
+    worker, so the machine moved, not the code; softmax M: only jit split."""
+    alike = diagnose.run_diagnostics(
+        _run(
+            [
+                two_processes(0.97e-3, 1.27e-3, Mode.NUMPY),
+                two_processes(1.11e-3, 1.70e-3, Mode.EAGER),
+                two_processes(0.89e-3, 1.22e-3, Mode.JIT),
+            ]
+        )
+    )
+    [found] = alike.measurements[1].diagnostics  # eager: 1.53x, the others 1.31x and 1.37x
+    assert found.code == diagnose.PROCESSES_DISAGREE
+    assert "between the same processes numpy moved 1.31×, jit moved 1.37×" in found.message
+    assert "every mode moved alike, so the machine was slower during one process" in found.message
+    alone = diagnose.run_diagnostics(
+        _run(
+            [
+                two_processes(7.7e-3, 7.6e-3, Mode.NUMPY),
+                two_processes(6.6e-3, 6.5e-3, Mode.EAGER),
+                two_processes(6.57e-3, 1.71e-3, Mode.JIT),
+            ]
+        )
+    )
+    [found] = alone.measurements[2].diagnostics
+    assert "numpy moved 1.01×, eager moved 1.02×" in found.message
+    assert "the same code ran at different speeds in different processes" in found.message
+    assert "every mode moved alike" not in found.message
 
 
 @pytest.mark.parametrize(
