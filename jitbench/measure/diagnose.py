@@ -675,7 +675,7 @@ def processes_disagree(m: Measurement, others: Sequence[Measurement] = ()) -> Di
     `others` are the case's other modes, measured in the same processes: the message says
     how far each moved between the slowest and the fastest of `m`'s processes, and when
     every one moved with `m` (within `SHARED_SHIFT_FACTOR`) it names the machine, not the
-    code, as the cause."""
+    code, as the cause, at `INFO` (the speedups hold), not `WARNING`."""
     medians = _process_medians(m)
     if medians is None or max(medians) < PROCESS_SPLIT_FACTOR * min(medians):
         return None
@@ -712,7 +712,8 @@ def processes_disagree(m: Measurement, others: Sequence[Measurement] = ()) -> Di
         )
     return Diagnostic(
         code=PROCESSES_DISAGREE,
-        severity=Severity.WARNING,
+        # The machine's slowdown leaves the speedups standing: a note, not a problem.
+        severity=Severity.INFO if shared else Severity.WARNING,
         message=message,
         hint=f"measure it in more processes (--processes {2 * len(medians)}), so one "
         "process's speed weighs less; each process's samples are in the run JSON "

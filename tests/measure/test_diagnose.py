@@ -545,6 +545,7 @@ def test_a_whole_process_slowed_is_told_apart_from_one_mode_that_split() -> None
     assert found.code == diagnose.PROCESSES_DISAGREE
     assert "between the same processes numpy moved 1.31×, jit moved 1.37×" in found.message
     assert "every mode moved alike, so the machine was slower during one process" in found.message
+    assert found.severity is Severity.INFO  # the speedups hold: not among the run's problems
     alone = diagnose.run_diagnostics(
         _run(
             [
@@ -558,6 +559,7 @@ def test_a_whole_process_slowed_is_told_apart_from_one_mode_that_split() -> None
     assert "numpy moved 1.01×, eager moved 1.02×" in found.message
     assert "the same code ran at different speeds in different processes" in found.message
     assert "every mode moved alike" not in found.message
+    assert found.severity is Severity.WARNING
 
 
 @pytest.mark.parametrize(
