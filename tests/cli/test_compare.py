@@ -215,11 +215,17 @@ def test_run_with_baseline_fails_on_regression(real_runs, tmp_path, cli):
 runner = CliRunner()
 
 
-@pytest.fixture
-def good_run(tmp_path, tiny_suite) -> Path:
-    """A real (quick, NumPy-only) run file to corrupt."""
-    r = run(["double"], suites=[tiny_suite], config=RunConfig.quick_settings(modes=(Mode.NUMPY,)))
-    path = tmp_path / "good.json"
+@pytest.fixture(scope="module")
+def good_run(tmp_path_factory) -> Path:
+    """A real (quick, NumPy-only) run file to corrupt: measured once for the module, as
+    every test only reads it (each writes its corrupted copies into its own tmp_path)."""
+    from tests.conftest import TINY_SUITE
+
+    root = tmp_path_factory.mktemp("good")
+    suite = root / "tiny_suite.py"
+    suite.write_text(TINY_SUITE)
+    r = run(["double"], suites=[suite], config=RunConfig.quick_settings(modes=(Mode.NUMPY,)))
+    path = root / "good.json"
     path.write_text(dump_run(r))
     return path
 
