@@ -124,19 +124,41 @@ def test_env_json_describes_devices():
     assert env["versions"]["jax"]
 
 
-def test_rounds_are_recorded_and_reported(cli, tiny_suite, tmp_path):
-    result = cli(
-        "run",
-        "--quick",
-        "--rounds",
-        "3",
-        "--suite",
-        str(tiny_suite),
-        "-k",
-        "double",
-        "--out",
-        str(tmp_path),
-    )
+@pytest.fixture(scope="module")
+def double_run(tmp_path_factory):
+    """One real `run double --quick --rounds 3 --threads 1` (a subprocess), shared by the
+    rounds and the threads test: each reads its own part of it. (`--threads 1` is the
+    default, spelled out here; a run of its own for each cost a JAX start for nothing.)"""
+    from tests.conftest import TINY_SUITE, run_cli
+
+    root = tmp_path_factory.mktemp("double")
+    suite = root / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    result = run_cli(
+        "run", "--quick", "--rounds", "3", "--threads", "1",
+        "--suite", str(suite), "-k", "double", "--out", str(root / "out"),
+    )  # fmt: skip
+    return root / "out", result
+
+
+@pytest.fixture(scope="module")
+def double_split_run(tmp_path_factory):
+    """One real `run double --quick -m numpy,jit --time-split --threads all` (a
+    subprocess), shared by the time-split and the `--threads all` test."""
+    from tests.conftest import TINY_SUITE, run_cli
+
+    root = tmp_path_factory.mktemp("split")
+    suite = root / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    result = run_cli(
+        "run", "double", "--quick", "-m", "numpy,jit", "--time-split", "--threads", "all",
+        "--suite", str(suite), "--out", str(root / "out"),
+    )  # fmt: skip
+    return root / "out", result
+
+
+def test_rounds_are_recorded_and_reported(double_run):
+    tmp_path, result = double_run
     assert result.returncode == 0, result.stderr
     assert "sampling round 2/3" in result.stderr and "sampling round 3/3" in result.stderr
     [path] = (tmp_path / "runs").glob("*.json")
@@ -163,21 +185,11 @@ def test_command_modules_import_only_common_and_options_from_the_cli(repo):
 
 
 def test_run_threads_1_records_the_thread_state_and_the_banner_follows_the_machine(
-    cli, tiny_suite, tmp_path
+    double_run,
 ):
     from jitbench.measure import machine
 
-    result = cli(
-        "run",
-        "double",
-        "--quick",
-        "--threads",
-        "1",
-        "--suite",
-        str(tiny_suite),
-        "--out",
-        str(tmp_path),
-    )
+    tmp_path, result = double_run
     assert result.returncode == 0, result.stderr
     [path] = (tmp_path / "runs").glob("*.json")
     run = load_run(path)
@@ -201,11 +213,8 @@ def test_run_threads_1_records_the_thread_state_and_the_banner_follows_the_machi
         assert first[2:].startswith(banner[:40])
 
 
-def test_run_threads_all_keeps_the_libraries_defaults(cli, tiny_suite, tmp_path):
-    result = cli(
-        "run", "double", "--quick", "-m", "numpy", "--threads", "all",
-        "--suite", str(tiny_suite), "--out", str(tmp_path),
-    )  # fmt: skip
+def test_run_threads_all_keeps_the_libraries_defaults(double_split_run):
+    tmp_path, result = double_split_run
     assert result.returncode == 0, result.stderr
     [path] = (tmp_path / "runs").glob("*.json")
     run = load_run(path)
@@ -233,11 +242,8 @@ def test_env_shows_blas_pools_cores_xla_thread_flags_and_the_machine(monkeypatch
     assert settings["env"]["OPENBLAS_NUM_THREADS"] == "1"
 
 
-def test_run_time_split_records_and_shows_host_and_device_time(cli, tiny_suite, tmp_path):
-    result = cli(
-        "run", "double", "--quick", "-m", "numpy,jit", "--time-split",
-        "--suite", str(tiny_suite), "--out", str(tmp_path),
-    )  # fmt: skip
+def test_run_time_split_records_and_shows_host_and_device_time(double_split_run):
+    tmp_path, result = double_split_run
     assert result.returncode == 0, result.stderr
     [path] = (tmp_path / "runs").glob("*.json")
     run = load_run(path)
