@@ -79,15 +79,21 @@ def _load(folder: Path):  # type: ignore[no-untyped-def]
     return runs
 
 
-def judge(runs: list, modes: tuple[str, ...] = JAX_MODES) -> dict[str, float]:  # type: ignore[type-arg]
+def judge(
+    runs: list,  # type: ignore[type-arg]
+    modes: tuple[str, ...] = JAX_MODES,
+    device: str | None = None,
+) -> dict[str, float]:
     """Coverage, median width and reproducibility of the speedups of `modes` over NumPy,
-    over every ordered pair of runs."""
+    over every ordered pair of runs; the width of the cases on `device` alone if given."""
     from jitbench import Mode
 
     covered = total = agree = pairs = 0
     widths: list[float] = []
     for run in runs:
         for case in run.cases():
+            if device is not None and case.device != device:
+                continue
             for mode in modes:
                 r = run.speedup(case.key, Mode(mode))
                 if r is not None and r.low and r.high:
@@ -267,11 +273,7 @@ def main() -> int:
         _print(runs, [])
         _print_spread(runs)
         if (args.judge / "alternate").is_dir():
-            others = _load(args.judge / "alternate")
-            print(f"\nalternate: {len(others)} runs under {args.judge / 'alternate'}")
-            _print(others, [])
-            _print_spread(others)
-            _print_paired(runs, others)
+            _print_alternate(runs, args.judge / "alternate", [])
         return 0
     if args.runs < 2:
         parser.error("--runs must be at least 2")
@@ -302,12 +304,18 @@ def main() -> int:
     _print(runs, walls)
     _print_spread(runs)
     if args.alternate:
-        print(f"\nalternate: {args.alternate}")
-        others = _load(args.out / "alternate")
-        _print(others, other_walls)
-        _print_spread(others)
-        _print_paired(runs, others)
+        _print_alternate(runs, args.out / "alternate", other_walls)
     return 0
+
+
+def _print_alternate(runs: list, folder: Path, walls: list[float]) -> None:  # type: ignore[type-arg]
+    """The alternate version's figures (its runs under `folder`), then both versions run
+    pair by run pair."""
+    others = _load(folder)
+    print(f"\nalternate: {len(others)} runs under {folder}")
+    _print(others, walls)
+    _print_spread(others)
+    _print_paired(runs, others)
 
 
 def _print_device_priors(paths: list[Path]) -> None:
@@ -322,16 +330,9 @@ def _print_device_priors(paths: list[Path]) -> None:
         devices = list(dict.fromkeys(case.device for case in run.cases()))
         for mode, device in itertools.product(JAX_MODES, devices):
             variance = run.between_process_variance(Mode.NUMPY, Mode(mode), device)
-            widths = [
-                math.sqrt(r.high / r.low)
-                for case in run.cases()
-                if case.device == device
-                and (r := run.speedup(case.key, Mode(mode))) is not None
-                and r.low
-                and r.high
-            ]
+            median_width = judge([run], (mode,), device)["median_width"]
             sd = "-" if variance is None else f"{math.sqrt(variance):.3f}"
-            width = f"x/÷ {statistics.median(widths):.3f}" if widths else "-"
+            width = "-" if math.isnan(median_width) else f"x/÷ {median_width:.3f}"
             print(f"  {mode:<6}{device:<8}between-process sd {sd:<7}median width {width}")
 
 

@@ -154,13 +154,17 @@ def main() -> int:
         parser.error("--block-samples must be at least 1")
     if args.calls_after_switch < 0:
         parser.error("--calls-after-switch must be 0 (off) or more")
+    from jitbench import SamplingPlan
+
     try:
-        given: list[float | None] = [float(x) for x in (args.rewarm_s or "").split(",") if x]
-        schedules = given or [None]
+        given = [float(x) for x in (args.rewarm_s or "").split(",") if x]
     except ValueError:
         parser.error(f"--rewarm-s takes seconds, e.g. 0.004 or 0,0.004; got {args.rewarm_s!r}")
-    if any(x is not None and not 0 <= x < math.inf for x in schedules):
+    schedules = given or [SamplingPlan().rewarm_s]
+    if any(not 0 <= x < math.inf for x in schedules):
         parser.error(f"--rewarm-s must be 0 or more seconds; got {args.rewarm_s!r}")
+    if args.no_rewarm and given:
+        parser.error("--no-rewarm makes no re-warm calls: give it or --rewarm-s, not both")
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.runs > 1 or len(schedules) > 1:
@@ -170,7 +174,7 @@ def main() -> int:
 
     from dataclasses import replace
 
-    from jitbench import Mode, SamplingPlan
+    from jitbench import Mode
     from jitbench.config import ALL_MODES
     from jitbench.measure import modes
     from jitbench.measure.devices import pick_device
@@ -187,7 +191,7 @@ def main() -> int:
         parser.error(f"--between must not name --mode {target.value}")
     name = target.value
     rewarm = not args.no_rewarm
-    plan = SamplingPlan() if schedules[0] is None else SamplingPlan(rewarm_s=schedules[0])
+    plan = SamplingPlan(rewarm_s=schedules[0])
     if args.block_samples is not None:
         plan = replace(plan, block_samples=args.block_samples)
     block, rewarm_s = plan.block_samples, plan.rewarm_s
@@ -208,7 +212,7 @@ def main() -> int:
     else:
         print(
             f"{name} in blocks of {block} after {args.between or 'nothing'}'s"
-            f"{' and ' + _schedule(rewarm_s) if rewarm else ''} ÷ {name} alone, same process, "
+            f" and {_schedule(rewarm_s, rewarm)} ÷ {name} alone, same process, "
             f"--threads {args.threads}, {args.pairs} ABBA pairs of {args.samples} {name} samples"
         )
         print(f"{'case':<16}{'alone':>10}{'interleaved':>13}{'ratio':>9}   per group pair")
@@ -277,32 +281,36 @@ def main() -> int:
     return 0
 
 
-def _alternate(args: argparse.Namespace, schedules: list[float | None]) -> int:
+def _alternate(args: argparse.Namespace, schedules: list[float]) -> int:
     """Run the check `args.runs` times per re-warm schedule, each in a fresh process, the
     schedules alternating run by run (so they share the machine's minutes), and print
     each case's ratio per run and the mean of their logs ± its standard error: one
     process's ratio moves by several percent on a noisy machine, more than the 3 % target."""
-    got: dict[float | None, list[dict[str, float]]] = {x: [] for x in schedules}
+    got: dict[float, list[dict[str, float]]] = {x: [] for x in schedules}
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "ratios.json"
         for run in range(args.runs):
             for x in schedules:
                 # argparse keeps the last of a repeated option: these override the user's.
-                seconds = _rewarm_s(x)
-                again = ["--runs", "1", "--rewarm-s", repr(seconds), "--ratios-json", str(out)]
+                again = ["--runs", "1", "--ratios-json", str(out)]
+                if not args.no_rewarm:
+                    again += ["--rewarm-s", repr(x)]
                 cmd = [sys.executable, __file__, *sys.argv[1:], *again]
                 done = subprocess.run(cmd, capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"run {run + 1} failed ({done.returncode}):\n{done.stderr[-2000:]}")
                 got[x].append(json.loads(out.read_text()))
-                print(f"run {run + 1}/{args.runs}, {_label(x)}: done", flush=True)
+                print(
+                    f"run {run + 1}/{args.runs}, {_schedule(x, not args.no_rewarm)}: done",
+                    flush=True,
+                )
     print(
         f"\n{args.mode} interleaved ÷ {args.mode} alone per fresh process "
         f"({args.runs} a schedule, alternating); "
         "mean: exp(mean log) ± se"
     )
     for x in schedules:
-        print(_label(x))
+        print(_schedule(x, not args.no_rewarm))
         worst = 0.0
         for label in got[x][0]:
             logs = [math.log(r[label]) for r in got[x] if label in r]
@@ -315,19 +323,14 @@ def _alternate(args: argparse.Namespace, schedules: list[float | None]) -> int:
     return 0
 
 
-def _rewarm_s(rewarm_s: float | None) -> float:
+def _schedule(rewarm_s: float, rewarm: bool = True) -> str:
+    """A re-warm schedule as the output names it."""
     from jitbench import SamplingPlan
 
-    return SamplingPlan().rewarm_s if rewarm_s is None else rewarm_s
-
-
-def _schedule(rewarm_s: float) -> str:
-    return f"{rewarm_s * 1e3:g} ms of re-warm calls" if rewarm_s > 0 else "one re-warm call"
-
-
-def _label(rewarm_s: float | None) -> str:
-    """A schedule of `--rewarm-s` (None: the default) as the summary names it."""
-    return _schedule(_rewarm_s(rewarm_s)) + (" (the default)" if rewarm_s is None else "")
+    if not rewarm:
+        return "no re-warm call"
+    words = f"{rewarm_s * 1e3:g} ms of re-warm calls" if rewarm_s > 0 else "one re-warm call"
+    return words + (" (the default)" if rewarm_s == SamplingPlan().rewarm_s else "")
 
 
 if __name__ == "__main__":

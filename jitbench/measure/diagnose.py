@@ -117,8 +117,9 @@ SIZE_ORDER_MIN_S = 100e-6
 PROCESS_SPLIT_FACTOR = 1.5
 # ... and every other mode of the case moved with it between the same processes, within
 # this factor: then the machine, not the mode's code, was slower during one process (a
-# neighbour's burst; on the 2-vCPU VM whole processes of a default run moved 1.3-2x on
-# noisy days), and the speedups, paired round by round, are untouched by it.
+# neighbour's burst: in one default run on the noisy 2-vCPU VM all three modes of
+# cholesky_solve S moved 1.5-1.8x between its processes), and the speedups, paired round
+# by round, are untouched by it.
 SHARED_SHIFT_FACTOR = 1.2
 
 TRACER_ERRORS = {
@@ -787,11 +788,10 @@ def run_diagnostics(run: Run) -> Run:
     Pure and idempotent (a code is added once per measurement); measurements keep their
     order.
     """
-    groups: dict[tuple[str, str, str, Mode], list[Measurement]] = {}
+    groups: dict[tuple[str, str, str, Mode], list[Measurement]] = {}  # the sizes of a mode
+    by_case: dict[tuple[str, str, str, str], list[Measurement]] = {}  # the modes of a case
     for m in run.measurements:
         groups.setdefault((m.case.workload, m.case.device, m.case.dtype, m.mode), []).append(m)
-    by_case: dict[tuple[str, str, str, str], list[Measurement]] = {}
-    for m in run.measurements:
         by_case.setdefault(m.case.key, []).append(m)
     extra: dict[int, list[Diagnostic]] = {}
     for i, m in enumerate(run.measurements):

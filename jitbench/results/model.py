@@ -565,8 +565,9 @@ class Run:
         to process than jit's, and one figure for both made eager's intervals too narrow and
         jit's too wide (README, "Intervals that hold"). Each device has its own for the same
         reason: in a run on an H200 beside its host CPU, the GPU's jit ratios moved by
-        1.6 times the CPU's (sd of log 0.071 against 0.045), so one figure for both made
-        the GPU's intervals too narrow (README, "On a GPU")."""
+        1.6 times the CPU's (sd of log 0.071 against 0.045), so one figure for both lent
+        each device some of the other's spread (README, "On a GPU"; no A/A runs on a GPU
+        have checked the coverage either way)."""
         key = (base, other, device)
         if key not in self._process_variances:
             estimates = []

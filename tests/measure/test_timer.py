@@ -244,6 +244,10 @@ def test_each_switch_is_followed_by_rewarm_s_of_untimed_calls():
     assert runs == [("numpy", 4 + 1), ("jit", 32 + 8)] * 3
     assert series["numpy"].samples_s == [2**-10] * 3
     assert series["jit"].samples_s == [2**-13] * 3
+    log.clear()
+    sample_interleaved(calls, {"numpy": 1, "jit": 8}, plan=plan, clock=clock, rewarm=False)
+    runs = [(name, len(list(group))) for name, group in itertools.groupby(log)]
+    assert runs == [("numpy", 1), ("jit", 8)] * 3  # without it, only the timed calls
 
 
 def test_noisy_series_stops_at_budget_with_floor_samples():
