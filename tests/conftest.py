@@ -5,9 +5,22 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# Where PYTHONDONTWRITEBYTECODE is set (as on this project's VMs), every Python the tests
+# start compiled jitbench from source again (0.5-0.8 s of CPU apiece), and each xdist worker
+# rewrote every test module's asserts again. They share one bytecode cache outside the
+# checkout instead. Suite files are compiled from their text on every import
+# (suite/discovery.py), so a suite edited within the same second still counts.
+if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+    os.environ.setdefault(
+        "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / f"jitbench-pycache-{os.getuid()}")
+    )
+    sys.dont_write_bytecode = False
+    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
 
 import pytest
 

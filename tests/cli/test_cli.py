@@ -84,6 +84,7 @@ def test_bad_usage_exits_2_with_one_line_cause(args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.e2e
 def test_bad_usage_in_a_real_process_exits_2_with_one_line_cause(cli):
     result = cli("run", "--devices", "tpu:7", "selu")
     assert result.returncode == 2, (result.stdout, result.stderr)

@@ -264,6 +264,7 @@ def test_compare_bad_input_exits_2(kind, good_run, tmp_path):
         assert "error:" in result.output
 
 
+@pytest.mark.e2e
 def test_compare_bad_input_exits_2_as_a_subprocess(good_run, tmp_path, cli):
     bad = _bad_file("truncated", good_run, tmp_path)
     proc = cli("compare", str(good_run), str(bad))
@@ -323,6 +324,7 @@ def test_compare_bad_option_exits_2_with_one_line_before_reading_files(option, v
     assert "does not exist" not in result.output and "Traceback" not in result.output
 
 
+@pytest.mark.e2e
 def test_compare_bad_option_is_one_line_on_stderr_as_a_subprocess(cli):
     proc = cli("compare", "base.json", "new.json", "--alpha", "nan")
     assert proc.returncode == 2

@@ -165,6 +165,7 @@ def test_all_nan_output_is_ok_with_a_diagnostic(tmp_path: Path) -> None:
     assert "no-finite-output" in " ".join(result.stderr.split())
 
 
+@pytest.mark.e2e
 def test_a_segfault_without_isolate_names_the_case(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 
@@ -175,6 +176,7 @@ def test_a_segfault_without_isolate_names_the_case(tmp_path: Path) -> None:
     assert started and "segfaults[S] cpu:0 float32" in started[-1], result.stderr
 
 
+@pytest.mark.e2e
 def test_output_piped_to_a_closed_reader_stops_quietly(tmp_path: Path) -> None:
     import os
     import subprocess
@@ -203,6 +205,7 @@ def test_output_piped_to_a_closed_reader_stops_quietly(tmp_path: Path) -> None:
     assert (tmp_path / "index.html").is_file()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("redirect", "env"),
     [
@@ -236,6 +239,7 @@ def test_hostile_standard_streams_still_finish_the_run(
     assert load_run(path).complete and path.with_suffix(".html").is_file()
 
 
+@pytest.mark.e2e
 def test_a_platform_jax_cannot_start_is_a_one_line_error(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 

@@ -88,6 +88,7 @@ def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("columns", [80, 120])
 def test_run_in_a_terminal_fits_and_cuts_nothing(tiny: Path, columns: int) -> None:
     code, shown = in_pty(
@@ -198,6 +199,7 @@ def test_starting_the_command_line_imports_no_jax() -> None:
     assert proc.returncode == 0 and proc.stdout.endswith("ok\n"), proc.stderr + proc.stdout
 
 
+@pytest.mark.e2e
 def test_report_prints_a_runs_table_again_in_every_format() -> None:
     def piped(*args: str, **env: str) -> str:
         proc = subprocess.run(

@@ -235,6 +235,7 @@ def total(xp, x):
 """
 
 
+@pytest.mark.e2e
 def test_two_processes_make_the_same_sharded_calls(tmp_path: Path) -> None:
     """Two `jitbench run --distributed` processes on this machine, 2 CPU devices each (a
     4-device global mesh), with a workload whose sharded program sums across processes:

@@ -151,6 +151,7 @@ def _assert_parity_label_on_its_line(p: Loaded) -> None:
     assert pos["plot_top"] <= pos["label_top"] and pos["line_y"] <= pos["plot_bottom"], pos
 
 
+@pytest.mark.e2e
 def test_the_parity_label_sits_on_the_dashed_line_of_the_seed_run(
     browser: Any, tmp_path: Path
 ) -> None:
@@ -163,6 +164,7 @@ def test_the_parity_label_sits_on_the_dashed_line_of_the_seed_run(
 PAGES = ["run", "compare", "history", "index"]
 
 
+@pytest.mark.e2e
 def test_every_page_fits_and_reads_on_a_phone(browser: Any, site: dict[str, Path]) -> None:
     for kind in PAGES:
         p = visit(browser, site[kind], f"report-{kind}-phone.png", PHONE)
@@ -170,6 +172,7 @@ def test_every_page_fits_and_reads_on_a_phone(browser: Any, site: dict[str, Path
         p.page.close()
 
 
+@pytest.mark.e2e
 def test_the_history_page_fits_and_reads_on_a_desktop(browser: Any, site: dict[str, Path]) -> None:
     # (the other pages: in the tests that visit them on a desktop, before any click)
     p = visit(browser, site["history"], "report-history-desktop.png")
@@ -204,6 +207,7 @@ def _assert_reads_well(p: Loaded, kind: str) -> None:
     assert clashes == [], (kind, clashes)
 
 
+@pytest.mark.e2e
 def test_comparison_page_and_the_index_picker(browser: Any, site: dict[str, Path]) -> None:
     p = visit(browser, site["compare"], "report-compare.png")
     _assert_reads_well(p, "compare")
@@ -229,6 +233,7 @@ def test_comparison_page_and_the_index_picker(browser: Any, site: dict[str, Path
     p.page.close()
 
 
+@pytest.mark.e2e
 def test_dark_mode_from_the_link(browser: Any, site: dict[str, Path]) -> None:
     page = browser.new_page(viewport=DESKTOP)
     page.goto(site["run"].resolve().as_uri() + "?theme=dark")
@@ -258,6 +263,7 @@ def test_inline_scripts_run_by_hash_only(browser: Any, site: dict[str, Path]) ->
     p.page.close()
 
 
+@pytest.mark.e2e
 def test_two_devices_in_one_run(browser: Any, cli, tiny_suite: Path, tmp_path: Path) -> None:
     res = cli(
         "run",
@@ -289,6 +295,7 @@ def test_two_devices_in_one_run(browser: Any, cli, tiny_suite: Path, tmp_path: P
     p.page.close()
 
 
+@pytest.mark.e2e
 def test_hostile_names_render_as_text(browser: Any, run: Run, tmp_path: Path) -> None:
     path = write_report([crafted_evil(run)], tmp_path)
     p = visit(browser, path, "report-hostile.png")

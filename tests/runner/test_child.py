@@ -1,6 +1,7 @@
 """Cases measured in child processes (`--isolate`): a crash or a hang costs only its case,
 measurements cross the process boundary intact, and the child's start-up is not charged to
-the case's --timeout. The isolated entries share one run: every child imports JAX afresh."""
+the case's --timeout. The healthy and the aborting entry share one run (every child imports
+JAX afresh); the hang waits out its --timeout in a run of its own, end to end (-m e2e)."""
 
 from __future__ import annotations
 
@@ -33,28 +34,42 @@ ISOLATED_FAULTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def isolated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Run]:
-    out = tmp_path_factory.mktemp("isolated")
+def _isolated_run(out: Path, *workloads: str) -> tuple[object, Run]:
     started = time.monotonic()
-    result = invoke(
-        "run", *QUICK, "--out", out, "--isolate", "--timeout", "4", "ok_double", "aborts", "hangs"
-    )
+    result = invoke("run", *QUICK, "--out", out, "--isolate", "--timeout", "4", *workloads)
     elapsed = time.monotonic() - started
     assert elapsed < 120, f"isolated run took {elapsed:.0f} s"
     return result, load_run(run_files(out)[0])
 
 
-@pytest.mark.parametrize("name", list(ISOLATED_FAULTS))
-def test_fault_matrix_isolated(name: str, isolated_run: tuple[object, Run]) -> None:
-    result, run = isolated_run
+@pytest.fixture(scope="module")
+def isolated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Run]:
+    return _isolated_run(tmp_path_factory.mktemp("isolated"), "ok_double", "aborts")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "isolate-healthy-case",
+        "isolate-child-aborts",
+        # It waits out its --timeout, so it is end-to-end (-m e2e), with a run of its own.
+        pytest.param("isolate-hang-killed-by-timeout", marks=pytest.mark.e2e),
+    ],
+)
+def test_fault_matrix_isolated(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
     label, expected, message = ISOLATED_FAULTS[name]
+    if name == "isolate-hang-killed-by-timeout":
+        workloads = ["ok_double", "hangs"]
+        result, run = _isolated_run(tmp_path, *workloads)
+    else:
+        workloads = ["ok_double", "aborts"]
+        result, run = request.getfixturevalue("isolated_run")
     assert result.exit_code == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert run.complete and run.config.settings.isolate is True
     table = statuses(run)
-    assert list(table) == ["ok_double[S]", "aborts[S]", "hangs[S]"]  # nothing lost, in order
     assert table[label] == expected, [m.error for m in run.measurements]
+    assert list(table) == [f"{w}[S]" for w in workloads]  # nothing lost, in order
     for m in run.measurements:
         if f"{m.case.workload}[{m.case.size}]" == label and message:
             assert m.error is not None and m.error.message == message

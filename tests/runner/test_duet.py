@@ -64,6 +64,7 @@ def project(tmp_path: Path) -> Path:
     return repo
 
 
+@pytest.mark.e2e
 def test_revision_against_working_tree_measures_both_sides_interleaved(
     project: Path, tmp_path: Path
 ) -> None:

@@ -350,6 +350,7 @@ def _run_script(tmp_path: Path, guarded: bool) -> tuple[subprocess.CompletedProc
     return proc, marker
 
 
+@pytest.mark.e2e
 def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> None:
     """*spawn* runs the parent's main script again in each child; for a script without a
     guard a worker must not, or the user's `jitbench.run()` starts again inside it."""
@@ -359,6 +360,7 @@ def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> 
     assert marker.read_text().splitlines() == ["imported"]  # the worker did not run it
 
 
+@pytest.mark.e2e
 def test_a_guarded_scripts_top_level_runs_in_the_worker_as_spawn_does(tmp_path: Path) -> None:
     """A guarded script's top level (a jax.config update, say) reaches the worker."""
     proc, marker = _run_script(tmp_path, guarded=True)

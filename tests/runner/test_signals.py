@@ -87,7 +87,7 @@ def _processes_tagged(tag: str) -> list[int]:
     ("sig", "exit_code", "word", "extra"),
     [
         (signal.SIGINT, 130, "interrupted", ()),
-        (signal.SIGTERM, 143, "terminated", ("--isolate",)),
+        pytest.param(signal.SIGTERM, 143, "terminated", ("--isolate",), marks=pytest.mark.e2e),
     ],
     ids=["sigint-then-resume", "sigterm-isolated"],
 )
@@ -130,6 +130,7 @@ def test_real_signal_saves_a_resumable_run(
             assert m.samples_s == before[(m.case.key, m.mode)]
 
 
+@pytest.mark.e2e
 def test_a_signal_whose_raise_is_swallowed_still_stops_the_run(tmp_path: Path) -> None:
     # A real process: Python's own unraisable hook would print the dropped exception.
     from tests.conftest import run_cli
@@ -206,6 +207,7 @@ def _wait_for_hang(out: Path, limit_s: float = 90) -> None:
     raise AssertionError("the hanging case did not start")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("sig", "exit_code"), [(signal.SIGTERM, 143), (signal.SIGINT, 130)], ids=["term", "int"]
 )
@@ -230,6 +232,7 @@ def test_a_stop_under_isolate_kills_a_hung_child_within_a_second(
     assert not partial.complete and statuses(partial) == {"ok_double[S]": OK}
 
 
+@pytest.mark.e2e
 def test_children_die_with_their_parent_on_sigkill(tmp_path: Path) -> None:
     out = tmp_path / "out"
     tag = f"{os.getpid()}-{tmp_path.name}"
@@ -244,6 +247,7 @@ def test_children_die_with_their_parent_on_sigkill(tmp_path: Path) -> None:
     assert _processes_tagged(tag) == [], "a child outlived its SIGKILLed parent"
 
 
+@pytest.mark.e2e
 def test_sighup_saves_the_partial_run(tmp_path: Path) -> None:
     out = tmp_path / "out"
     tag = f"{os.getpid()}-{tmp_path.name}"

@@ -236,6 +236,7 @@ def test_an_isolated_case_finds_its_kernel_in_the_child(clone: Path):
     assert {m.status for m in run.measurements} == {Status.OK}
 
 
+@pytest.mark.e2e
 def test_the_cli_runs_a_clone(clone: Path, tmp_path: Path, cli):
     result = cli(
         "run",
