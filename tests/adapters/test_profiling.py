@@ -103,7 +103,6 @@ def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: i
     assert elapsed < 30, proc.stdout
 
 
-@pytest.mark.e2e
 def test_cli_profile_ir_and_json() -> None:
     # In this process (the real one above shows the whole breakdown): JAX is imported.
     proc = invoke("profile", "log2", "--jaxpr", "--hlo", "--budget", "0.05")

@@ -75,6 +75,7 @@ def site(run: Run, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     }
 
 
+@pytest.mark.e2e
 def test_run_page_in_chromium(browser: Any, run: Run, site: dict[str, Path]) -> None:
     p = visit(browser, site["run"], "report-run.png")
     assert p.errors == [] and p.network == []
