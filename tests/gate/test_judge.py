@@ -404,8 +404,86 @@ def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
     assert "t-test on the runs" in comparison_markdown(cmp)
     assert cmp.to_dict()["entries"][0]["test"] == "run t-test + mann-whitney"
     assert "4 base vs 4 new runs" in cmp.pooling[-1].text
-    assert "typical run-to-run spread of" in cmp.pooling[-1].text
+    assert "the typical run-to-run spread of its mode (jit 2.7%)" in cmp.pooling[-1].text
     assert "measure 4 per side" not in cmp.pooling[-1].text
+
+
+#: Run-to-run levels of wayward cases (up to ±25 %), the same for both sides.
+WAYWARD = {
+    f"e{i}": [1.0, 1.25, 0.8, 1.1][i % 4 :] + [1.0, 1.25, 0.8, 1.1][: i % 4] for i in range(12)
+}
+
+
+def _sides(eager: dict[str, list[float]]) -> tuple[Run, Run]:
+    """Four runs a side: `w` and STEADY's cases in jit, `w` 12 % slower in the new side,
+    and `eager`'s cases in eager mode, alike on both sides."""
+    jit = {"w": [1.0, 1.03, 0.97, 1.01], **STEADY}
+
+    def side(tag: str, slower: float) -> Run:
+        return merge_runs(
+            [
+                make_run(
+                    *(
+                        meas(w, samples=spread(1e-3 * lv[i] * (slower if w == "w" else 1), 8))
+                        for w, lv in jit.items()
+                    ),
+                    *(
+                        meas(w, Mode.EAGER, samples=spread(1e-3 * lv[i], 8, 0.005))
+                        for w, lv in eager.items()
+                    ),
+                    run_id=f"{tag}{i}",
+                )
+                for i in range(4)
+            ]
+        )
+
+    return side("b", 1.0), side("n", 1.12)
+
+
+def test_each_mode_is_shrunk_toward_its_own_typical_spread():
+    """Eager cases that move ±25 % from run to run leave jit's run-level test as it is
+    without them: each mode (on each device) has its own typical spread. One figure for
+    all lent jit's tests eager's spread, and eager's jit's steadiness."""
+    alone = only(compare(*_sides({})))
+    cmp = compare(*_sides(WAYWARD))
+    mixed = only(cmp)
+    assert mixed.test is SignificanceTest.RUNS
+    assert (mixed.ratio_low, mixed.p_value) == pytest.approx((alone.ratio_low, alone.p_value))
+    assert mixed.verdict is alone.verdict is Verdict.REGRESSION
+    note = cmp.pooling[-1].text
+    assert "the typical run-to-run spread of its mode (eager 22.1%, jit 2.7%)" in note
+
+
+def test_each_device_is_shrunk_toward_its_own_typical_spread():
+    # The wayward cases in jit on a second device, not in eager on the first.
+    def on_cpu1(run: Run) -> Run:
+        return replace(
+            run,
+            measurements=tuple(
+                replace(m, case=replace(m.case, device="cpu:1"), mode=Mode.JIT)
+                if m.mode is Mode.EAGER
+                else m
+                for m in run.measurements
+            ),
+        )
+
+    alone = only(compare(*_sides({})))
+    cmp = compare(*(on_cpu1(side) for side in _sides(WAYWARD)))
+    assert only(cmp).p_value == pytest.approx(alone.p_value)
+    assert "of its mode on its device (jit on cpu:0 2.7%, jit on cpu:1 22.1%)" in (
+        cmp.pooling[-1].text
+    )
+
+
+def test_a_mode_with_few_cases_takes_the_whole_comparisons_typical_spread():
+    # Three eager cases are too few to say what is typical of eager (MIN_CASES_FOR_GROUP_PRIOR).
+    cmp = compare(*_sides(dict(list(WAYWARD.items())[:3])))
+    assert "(jit 2." in cmp.pooling[-1].text
+    assert (
+        "; the others " in cmp.pooling[-1].text and "the whole comparison's" in cmp.pooling[-1].text
+    )
+    alone = only(compare(*_sides({})))
+    assert only(cmp).p_value == pytest.approx(alone.p_value)
 
 
 def test_pooled_runs_with_too_few_samples_are_inconclusive():
