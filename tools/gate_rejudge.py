@@ -6,8 +6,11 @@ per-case run-to-run spread left after those levels (robust sd of log medians): t
 the run-level test models. For runs of two processes it prints how far the two processes
 of one run sit apart against how far the runs' means do (median |log difference|), and for
 the pooled comparisons every compile row past the factor and floor with the Mann–Whitney
-p-value of its cold compiles (before adjustment). Last, each side's run wall times
-(started to finished).
+p-value of its cold compiles (before adjustment). Then each side's run wall times
+(started to finished). Last, the calibration of the run-level test on the A/A pairs: how
+many of its raw p-values (before the multiple-test adjustment) fall below 0.05 and 0.01,
+with each process counted as a run (what the gate does) and with each run's processes
+pooled into one; a calibrated test puts 5 % and 1 % there.
 
 Usage (from the repository root):
 
@@ -25,11 +28,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from dataclasses import replace  # noqa: E402
 from datetime import datetime  # noqa: E402
 from itertools import combinations  # noqa: E402
 
 from jitbench import stats  # noqa: E402
-from jitbench.gate import Comparison, Verdict, compare, merge_runs, run_levels  # noqa: E402
+from jitbench.gate import (  # noqa: E402
+    Comparison,
+    SignificanceTest,
+    Verdict,
+    compare,
+    merge_runs,
+    run_levels,
+)
 from jitbench.results import Run, load_run  # noqa: E402
 
 
@@ -113,6 +124,31 @@ def wall_times(runs: list[Run]) -> list[float]:
     return [(iso(r.finished_at) - iso(r.started_at)).total_seconds() for r in runs if r.finished_at]
 
 
+def processes_pooled(run: Run) -> Run:
+    """`run` with each measurement's processes pooled into one: one median per run."""
+    return replace(
+        run, measurements=tuple(replace(m, run_sample_counts=()) for m in run.measurements)
+    )
+
+
+def run_test_p_values(base: list[Run], new: list[Run]) -> list[float]:
+    """The raw p-values of the run-level tests of the two sides, pooled."""
+    cmp = compare(merge_runs(base), merge_runs(new))
+    return [
+        e.p_value for e in cmp.entries if e.test is SignificanceTest.RUNS and e.p_value is not None
+    ]
+
+
+def calibration(label: str, ps: list[float]) -> str:
+    if not ps:
+        return f"{label}: no run-level tests"
+    n = len(ps)
+    return (
+        f"{label}: {n} tests, p < 0.05 in {sum(p < 0.05 for p in ps) / n:.1%}, p < 0.01 in "
+        f"{sum(p < 0.01 for p in ps) / n:.1%}, median p {statistics.median(ps):.2f}"
+    )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out", type=Path, help="gate_check's --out folder")
@@ -120,6 +156,7 @@ def main() -> int:
     args = ap.parse_args()
     totals: dict[str, list[int]] = {}
     walls: dict[str, list[float]] = {}
+    aa_p: dict[str, list[float]] = {"processes": [], "runs": []}
     for rdir in sorted(args.out.glob("round*/"), key=lambda p: int(p.name[5:])):
         sides = {
             name: [load_run(f) for f in sorted((rdir / name / "runs").glob("*.json"))]
@@ -135,6 +172,10 @@ def main() -> int:
         )
         for name, runs in sides.items():
             walls.setdefault(name, []).extend(wall_times(runs))
+        aa_p["processes"] += run_test_p_values(sides["a"], sides["b"])
+        aa_p["runs"] += run_test_p_values(
+            [processes_pooled(r) for r in sides["a"]], [processes_pooled(r) for r in sides["b"]]
+        )
         variants: dict[str, dict[str, Run]] = {
             "pooled": {name: merge_runs(runs) for name, runs in sides.items()}
         }
@@ -175,6 +216,9 @@ def main() -> int:
                 f"side {name}: run wall time {statistics.median(seconds):.0f} s "
                 f"({min(seconds):.0f}-{max(seconds):.0f}) over {len(seconds)} runs"
             )
+    print("A/A calibration of the run-level test, pooled sides, raw p:")
+    print("  " + calibration("each process a run (the gate)", aa_p["processes"]))
+    print("  " + calibration("each run's processes pooled", aa_p["runs"]))
     return 0
 
 
