@@ -335,8 +335,9 @@ def typical_variance(estimates: Sequence[tuple[float, int]]) -> float | None:
 
 
 def typical_run_variance(spreads: Sequence[RunSpread]) -> float | None:
-    """The suite's typical between-run variance (log scale) over the cases' spreads
-    (see `typical_variance`)."""
+    """The typical between-run variance (log scale) over the given cases' spreads (the gate
+    passes those of one mode on one device, `jitbench.gate.judge.run_priors`; see
+    `typical_variance`)."""
     return typical_variance([(s.variance, s.df) for s in spreads])
 
 
@@ -350,8 +351,9 @@ def repeat_interval(
 
     `logs` holds one log estimate per worker process (e.g. the paired log speedup each
     process measured), so their spread includes what changes from process to process, not
-    only within a process. The variance is shrunk toward `prior_variance` (the suite's
-    typical one) with `prior_df` degrees of freedom, as in `moderated_t_test`, because two
+    only within a process. The variance is shrunk toward `prior_variance` (the typical one
+    of the run's cases of the same modes on the same device) with `prior_df` degrees of
+    freedom, as in `moderated_t_test`, because two
     or three processes say little alone. The interval is a prediction interval for the mean
     of another K processes' estimates (half-width t * s * sqrt(2/K)): "the next run lands
     here 95 % of the time", the claim a benchmark's reader checks by running it again.
@@ -390,11 +392,12 @@ def moderated_t_test(
     confidence: float = CONFIDENCE,
 ) -> RunTest:
     """Pooled-variance two-sample t-test on log run medians, the variance shrunk toward
-    `prior_variance` (the suite's typical between-run variance) with `prior_df` degrees of
-    freedom, as in empirical-Bayes "moderated" t statistics: with two to four runs per side
-    a case's own variance rests on too few runs to trust alone, and the shrinkage both
-    steadies it and adds `prior_df` to the test's degrees of freedom. A case whose runs
-    differ more than the suite's keeps most of its own, larger, variance.
+    `prior_variance` (the typical between-run variance of the case's peers: the gate's
+    cases of the same mode on the same device) with `prior_df` degrees of freedom, as in
+    empirical-Bayes "moderated" t statistics: with two to four runs per side a case's own
+    variance rests on too few runs to trust alone, and the shrinkage both steadies it and
+    adds `prior_df` to the test's degrees of freedom. A case whose runs differ more than
+    its peers' keeps most of its own, larger, variance.
     """
     own_df = spread.df
     if prior_variance is None or not math.isfinite(prior_variance):

@@ -14,7 +14,9 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # start compiled jitbench from source again (0.5-0.8 s of CPU apiece), and each xdist worker
 # rewrote every test module's asserts again. They share one bytecode cache outside the
 # checkout instead. Suite files are compiled from their text on every import
-# (suite/discovery.py), so a suite edited within the same second still counts.
+# (suite/discovery.py), so a suite edited within the same second still counts; NPBench
+# kernels are imported through the import system (suite/npbench.py) and would not, so a
+# test must not rewrite one at the same path and size within a second.
 if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
     os.environ.setdefault(
         "PYTHONPYCACHEPREFIX", str(Path(tempfile.gettempdir()) / f"jitbench-pycache-{os.getuid()}")

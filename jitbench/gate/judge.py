@@ -43,7 +43,10 @@ RUN_PRIOR_DF = 10.0
 
 #: Fewest cases of one mode on one device from which the run-level test takes that group's
 #: own typical spread; a smaller group (a suite of a few workloads) uses the whole
-#: comparison's, as every group did before. In six comparisons of a noisy day's gate checks
+#: comparison's, as every group did before. Five is enough for the figure to be worth the
+#: RUN_PRIOR_DF it is given: each case's variance has 6 df or more (four runs a side), so
+#: the median of five is known to about ±32 % (1.25 · sqrt(2/6) / sqrt(5)), within the ±45 %
+#: (sqrt(2/10)) that ten prior df claim. In six comparisons of a noisy day's gate checks
 #: the typical run-to-run spread was jit 7-13 %, eager 10-20 % and NumPy 9-17 % (the note
 #: `compare` writes), so one figure for all lent the noisier modes' tests confidence they
 #: did not have and took it from jit's.
@@ -256,7 +259,8 @@ def compare_measurements(
     run_prior_variance: float | None = None,
 ) -> Entry:
     """Classify one case × mode (either side may be missing). With pooled runs the
-    run-time test is `compare_runs`, given the suite's `run_prior_variance`."""
+    run-time test is `compare_runs`, given the typical `run_prior_variance` of the case's
+    mode on its device (`run_priors`)."""
     ref = new if new is not None else base
     assert ref is not None, "at least one side must exist"
     common: dict[str, Any] = {
@@ -398,23 +402,29 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
     def spread(variance: float | None) -> str:
         return f"{math.expm1(math.sqrt(variance)):.1%}" if variance is not None else "unknown"
 
-    groups = sorted(
-        (g for g in priors if g is not None), key=lambda g: (g[0], list(Mode).index(g[1]))
+    mode_order = list(Mode)
+    tested = sorted(
+        {(e.device, e.mode) for e in run_tested}, key=lambda g: (g[0], mode_order.index(g[1]))
     )
-    devices = {device for device, _ in groups}
-    if groups:
-        each = ", ".join(
-            (f"{mode.value} on {device}" if len(devices) > 1 else mode.value)
-            + f" {spread(priors[(device, mode)])}"
-            for device, mode in groups
-        )
+    devices = {device for device, _ in tested}
+
+    def name(group: tuple[str, Mode]) -> str:
+        return f"{group[1].value} on {group[0]}" if len(devices) > 1 else group[1].value
+
+    own = [g for g in tested if g in priors]
+    others = [g for g in tested if g not in priors]
+    if own:
         whose = "of its mode on its device" if len(devices) > 1 else "of its mode"
+        each = ", ".join(f"{name(g)} {spread(priors[g])}" for g in own)
         typical = f"the typical run-to-run spread {whose} ({each}"
-        if any((e.device, e.mode) not in priors for e in run_tested):
-            typical += f"; the others {spread(priors[None])}, the whole comparison's"
+        if others:
+            typical += (
+                f"; {', '.join(name(g) for g in others)}, with fewer than "
+                f"{MIN_CASES_FOR_GROUP_PRIOR} cases: the whole comparison's, {spread(priors[None])}"
+            )
         typical += ")"
     else:
-        typical = f"the suite's typical run-to-run spread of {spread(priors[None])}"
+        typical = f"the whole comparison's typical run-to-run spread of {spread(priors[None])}"
     text = (
         f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
         f"{n_new} new runs), each case's spread shrunk toward {typical}, and Mann–Whitney "

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from jitbench import stats
 from jitbench.gate import (
     SignificanceTest,
     Thresholds,
@@ -18,6 +19,7 @@ from jitbench.gate import (
     compare_timing,
     merge_runs,
 )
+from jitbench.gate.judge import RUN_PRIOR_DF, run_priors, run_spread_of
 from jitbench.render.comparison import comparison_markdown, thresholds_line
 from jitbench.results import Mode, Run, Status
 from tests.gate.builders import STEADY, make_run, meas, only, runs_at_levels, spread
@@ -454,36 +456,66 @@ def test_each_mode_is_shrunk_toward_its_own_typical_spread():
     assert "the typical run-to-run spread of its mode (eager 22.1%, jit 2.7%)" in note
 
 
-def test_each_device_is_shrunk_toward_its_own_typical_spread():
-    # The wayward cases in jit on a second device, not in eager on the first.
-    def on_cpu1(run: Run) -> Run:
-        return replace(
-            run,
-            measurements=tuple(
-                replace(m, case=replace(m.case, device="cpu:1"), mode=Mode.JIT)
-                if m.mode is Mode.EAGER
-                else m
-                for m in run.measurements
-            ),
-        )
+def _on_cpu1(run: Run) -> Run:
+    """`run` with its eager cases moved to a second device, in jit mode."""
+    return replace(
+        run,
+        measurements=tuple(
+            replace(m, case=replace(m.case, device="cpu:1"), mode=Mode.JIT)
+            if m.mode is Mode.EAGER
+            else m
+            for m in run.measurements
+        ),
+    )
 
+
+def test_each_device_is_shrunk_toward_its_own_typical_spread():
     alone = only(compare(*_sides({})))
-    cmp = compare(*(on_cpu1(side) for side in _sides(WAYWARD)))
+    cmp = compare(*(_on_cpu1(side) for side in _sides(WAYWARD)))
     assert only(cmp).p_value == pytest.approx(alone.p_value)
     assert "of its mode on its device (jit on cpu:0 2.7%, jit on cpu:1 22.1%)" in (
         cmp.pooling[-1].text
     )
 
 
+def _t_test_low(e, prior: float | None) -> float:
+    """The low end of `e`'s run-level ratio interval with `prior` as the typical variance."""
+    spread = run_spread_of(e.base, e.new)
+    assert spread is not None
+    return stats.moderated_t_test(spread, prior, RUN_PRIOR_DF).low
+
+
 def test_a_mode_with_few_cases_takes_the_whole_comparisons_typical_spread():
-    # Three eager cases are too few to say what is typical of eager (MIN_CASES_FOR_GROUP_PRIOR).
-    cmp = compare(*_sides(dict(list(WAYWARD.items())[:3])))
-    assert "(jit 2." in cmp.pooling[-1].text
-    assert (
-        "; the others " in cmp.pooling[-1].text and "the whole comparison's" in cmp.pooling[-1].text
+    # Three eager cases are too few to say what is typical of eager (MIN_CASES_FOR_GROUP_PRIOR):
+    # they are shrunk toward the whole comparison's typical spread, jit toward jit's own.
+    base, new = _sides(dict(list(WAYWARD.items())[:3]))
+    cmp = compare(base, new)
+    priors = run_priors(
+        {(m.case.key, m.mode): m for m in base.measurements},
+        {(m.case.key, m.mode): m for m in new.measurements},
     )
-    alone = only(compare(*_sides({})))
-    assert only(cmp).p_value == pytest.approx(alone.p_value)
+    assert set(priors) == {None, ("cpu:0", Mode.JIT)}
+    eager = [e for e in cmp.entries if e.mode is Mode.EAGER]
+    eager_own = stats.typical_run_variance([run_spread_of(e.base, e.new) for e in eager])
+    assert eager_own != pytest.approx(priors[None])
+    for e in eager:
+        assert e.test is SignificanceTest.RUNS
+        assert e.ratio_low == pytest.approx(_t_test_low(e, priors[None]))
+        assert e.ratio_low != pytest.approx(_t_test_low(e, eager_own))
+    jit = only(cmp)
+    assert jit.ratio_low == pytest.approx(_t_test_low(jit, priors[("cpu:0", Mode.JIT)]))
+    assert (
+        "(jit 2.7%; eager, with fewer than 5 cases: the whole comparison's, "
+        in cmp.pooling[-1].text
+    )
+
+
+def test_a_small_group_on_a_second_device_is_named_in_the_note():
+    cmp = compare(*(_on_cpu1(side) for side in _sides(dict(list(WAYWARD.items())[:3]))))
+    assert (
+        "of its mode on its device (jit on cpu:0 2.7%; jit on cpu:1, with fewer than 5 cases: "
+        "the whole comparison's, " in cmp.pooling[-1].text
+    )
 
 
 def test_pooled_runs_with_too_few_samples_are_inconclusive():

@@ -4,7 +4,9 @@ phone outside scroll containers, no header broken inside a word, hostile text sh
 text, inline scripts allowed by hash only. Screenshots go to tests/artifacts/ (or
 $JITBENCH_TEST_ARTIFACTS) for a person or CI to look at.
 
-Skipped only when no Chromium executable exists (see tests/report/browser.py).
+Skipped only when no Chromium executable exists (see tests/report/browser.py). The default
+run opens the run page once (its inline scripts run by hash only); the rest is end-to-end,
+`-m e2e`.
 """
 
 from __future__ import annotations

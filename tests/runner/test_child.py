@@ -1,7 +1,8 @@
 """Cases measured in child processes (`--isolate`): a crash or a hang costs only its case,
 measurements cross the process boundary intact, and the child's start-up is not charged to
 the case's --timeout. The healthy and the aborting entry share one run (every child imports
-JAX afresh); the hang waits out its --timeout in a run of its own, end to end (-m e2e)."""
+JAX afresh); the CLI's hang waits out its --timeout 4 in a run of its own, end to end
+(-m e2e), and a hung child past a 0.5 s timeout is checked here without the CLI."""
 
 from __future__ import annotations
 
@@ -184,12 +185,8 @@ class _SigtermOnDelete:
         os.kill(os.getpid(), signal.SIGTERM)
 
 
-def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
-    import multiprocessing
-
-    from jitbench.runner import signals
-
-    spec = {
+def _hang_spec() -> dict[str, object]:
+    return {
         "suite": str(FAULT_SUITE.resolve()),
         "workload": "hangs",
         "size": "S",
@@ -198,6 +195,25 @@ def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
         "dtype": "float32",
         "config": RunConfig.quick_settings().to_dict(),
     }
+
+
+def test_a_child_past_its_timeout_is_killed() -> None:
+    # The default run's check of the isolated timeout (the CLI's, with --timeout 4, is e2e).
+    import multiprocessing
+
+    failure = child.run_in_child(_hang_spec(), timeout_s=0.5)
+    assert isinstance(failure, child.ChildFailure), failure
+    assert failure.status is Status.TIMEOUT
+    assert failure.error.message == "case exceeded --timeout 0.5 s; child process killed"
+    assert multiprocessing.active_children() == []
+
+
+def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
+    import multiprocessing
+
+    from jitbench.runner import signals
+
+    spec = _hang_spec()
     with signals.stop_signals():
         _SigtermOnDelete()  # SIGTERM arrives; its raise is lost, the request recorded
         started = time.monotonic()

@@ -1,6 +1,7 @@
 """`compare --rev` end to end with real worker processes, real JAX and a real git repository:
 a throwaway repository with a tiny suite, committed, then changed in the working tree.
-Budgets are tiny; nothing here asserts on speed."""
+Budgets are tiny; nothing here asserts on speed. The whole `compare --rev` (a git worktree,
+two interpreters) is end-to-end, `-m e2e`; its refusals and errors run by default."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """SIGINT and SIGTERM as a clean stop: real signals to a real `jitbench run`, which must save
 a partial run that `--resume` finishes, leave no child process behind, and stop even when
-the handler's raise is swallowed."""
+the handler's raise is swallowed. SIGINT then `--resume` and the handlers' bookkeeping run
+by default; SIGTERM under --isolate, SIGHUP, SIGKILL of the parent, hung children and a
+swallowed raise in a real process are end-to-end, `-m e2e`."""
 
 from __future__ import annotations
 
