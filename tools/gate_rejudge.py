@@ -131,9 +131,8 @@ def processes_pooled(run: Run) -> Run:
     )
 
 
-def run_test_p_values(base: list[Run], new: list[Run]) -> list[float]:
-    """The raw p-values of the run-level tests of the two sides, pooled."""
-    cmp = compare(merge_runs(base), merge_runs(new))
+def run_test_p_values(cmp: Comparison) -> list[float]:
+    """The raw p-values of `cmp`'s run-level tests (before the multiple-test adjustment)."""
     return [
         e.p_value for e in cmp.entries if e.test is SignificanceTest.RUNS and e.p_value is not None
     ]
@@ -172,9 +171,8 @@ def main() -> int:
         )
         for name, runs in sides.items():
             walls.setdefault(name, []).extend(wall_times(runs))
-        aa_p["processes"] += run_test_p_values(sides["a"], sides["b"])
         aa_p["runs"] += run_test_p_values(
-            [processes_pooled(r) for r in sides["a"]], [processes_pooled(r) for r in sides["b"]]
+            compare(*(merge_runs([processes_pooled(r) for r in sides[n]]) for n in ("a", "b")))
         )
         variants: dict[str, dict[str, Run]] = {
             "pooled": {name: merge_runs(runs) for name, runs in sides.items()}
@@ -193,6 +191,7 @@ def main() -> int:
             )
             others = [w for w in slow.regressed_workloads if w != args.inject]
             if label == "pooled":
+                aa_p["processes"] += run_test_p_values(aa)
                 for row in compile_rows(aa, "A/A") + compile_rows(slow, "slow"):
                     print(f"{rdir.name} {row}")
             t = totals.setdefault(label, [0, 0, 0, 0])

@@ -44,12 +44,12 @@ RUN_PRIOR_DF = 10.0
 #: Fewest cases of one mode on one device from which the run-level test takes that group's
 #: own typical spread; a smaller group (a suite of a few workloads) uses the whole
 #: comparison's, as every group did before. Five is enough for the figure to be worth the
-#: RUN_PRIOR_DF it is given: each case's variance has 6 df or more (four runs a side), so
-#: the median of five is known to about ±32 % (1.25 · sqrt(2/6) / sqrt(5)), within the ±45 %
-#: (sqrt(2/10)) that ten prior df claim. In six comparisons of a noisy day's gate checks
-#: the typical run-to-run spread was jit 7-13 %, eager 10-20 % and NumPy 9-17 % (the note
-#: `compare` writes), so one figure for all lent the noisier modes' tests confidence they
-#: did not have and took it from jit's.
+#: RUN_PRIOR_DF it is given: with three runs a side (MIN_RUNS_PER_SIDE) each case's
+#: variance has 4 df, so the median of five is known to about ±40 % (1.25 · sqrt(2/4) /
+#: sqrt(5)), within the ±45 % (sqrt(2/10)) that ten prior df claim (±32 % with four runs).
+#: In six comparisons of a noisy day's gate checks the typical run-to-run spread was jit
+#: 7-13 %, eager 10-20 % and NumPy 9-17 % (the note `compare` writes), so one figure for
+#: all lent the noisier modes' tests confidence they did not have and took it from jit's.
 MIN_CASES_FOR_GROUP_PRIOR = 5
 
 #: Fewest runs per side with which the run-level test found a 30 % slowdown every time on a
@@ -350,15 +350,22 @@ def adjust_for_multiplicity(
     return tuple(out)
 
 
+_MODE_ORDER = {m: i for i, m in enumerate(Mode)}
+
+
+def _device_then_mode(group: tuple[str, Mode]) -> tuple[str, int]:
+    """Sort key of a (device, mode) group: by device, then NumPy, eager, jit, ..."""
+    return group[0], _MODE_ORDER[group[1]]
+
+
 def geomean_ratios(entries: tuple[Entry, ...]) -> tuple[GeoMeanRatio, ...]:
     """Per device and mode, the geometric mean of the new/base ratios of compared cases."""
     groups: dict[tuple[str, Mode], list[float]] = {}
     for e in entries:
         if e.ratio is not None and e.verdict is not Verdict.NOT_COMPARED:
             groups.setdefault((e.device, e.mode), []).append(e.ratio)
-    mode_order = {m: i for i, m in enumerate(Mode)}
     out = []
-    ordered = sorted(groups.items(), key=lambda kv: (kv[0][0], mode_order[kv[0][1]]))
+    ordered = sorted(groups.items(), key=lambda kv: _device_then_mode(kv[0]))
     for (device, mode), ratios in ordered:
         g = stats.geometric_mean(ratios)
         if g is not None:
@@ -366,28 +373,39 @@ def geomean_ratios(entries: tuple[Entry, ...]) -> tuple[GeoMeanRatio, ...]:
     return tuple(out)
 
 
-#: Typical between-run variances: the whole comparison's under None, each group's (device,
-#: mode) under its own key.
-RunPriors = dict[tuple[str, Mode] | None, float | None]
+@dataclass(frozen=True)
+class RunPriors:
+    """The typical between-run variances the run-level test shrinks each case's toward:
+    `groups` holds each (device, mode) group's own, for the groups of at least
+    `MIN_CASES_FOR_GROUP_PRIOR` cases run-tested on both sides; every other case takes
+    `whole`, the whole comparison's."""
+
+    whole: float | None
+    groups: dict[tuple[str, Mode], float | None]
+
+    def of(self, device: str, mode: Mode) -> float | None:
+        """The typical variance a case of `mode` on `device` is shrunk toward."""
+        return self.groups.get((device, mode), self.whole)
 
 
 def run_priors(
     base_by_key: dict[tuple[CaseKey, Mode], Measurement],
     new_by_key: dict[tuple[CaseKey, Mode], Measurement],
 ) -> RunPriors:
-    """The typical between-run variance the run-level test shrinks each case's toward:
-    under None, the whole comparison's; under (device, mode), that group's own, for each
-    group of at least `MIN_CASES_FOR_GROUP_PRIOR` cases run-tested on both sides."""
+    """The comparison's `RunPriors`, from the cases ok on both sides whose runs are pooled."""
     groups: dict[tuple[str, Mode], list[stats.RunSpread]] = {}
     for (key, mode), m in new_by_key.items():
         b = base_by_key.get((key, mode))
         if b is not None and b.ok and m.ok and (spread := run_spread_of(b, m)) is not None:
             groups.setdefault((m.case.device, mode), []).append(spread)
-    priors: RunPriors = {None: stats.typical_run_variance([s for g in groups.values() for s in g])}
-    for group, spreads in groups.items():
-        if len(spreads) >= MIN_CASES_FOR_GROUP_PRIOR:
-            priors[group] = stats.typical_run_variance(spreads)
-    return priors
+    return RunPriors(
+        whole=stats.typical_run_variance([s for g in groups.values() for s in g]),
+        groups={
+            group: stats.typical_run_variance(spreads)
+            for group, spreads in groups.items()
+            if len(spreads) >= MIN_CASES_FOR_GROUP_PRIOR
+        },
+    )
 
 
 def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[PoolingNote, ...]:
@@ -402,29 +420,26 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
     def spread(variance: float | None) -> str:
         return f"{math.expm1(math.sqrt(variance)):.1%}" if variance is not None else "unknown"
 
-    mode_order = list(Mode)
-    tested = sorted(
-        {(e.device, e.mode) for e in run_tested}, key=lambda g: (g[0], mode_order.index(g[1]))
-    )
+    tested = sorted({(e.device, e.mode) for e in run_tested}, key=_device_then_mode)
     devices = {device for device, _ in tested}
 
     def name(group: tuple[str, Mode]) -> str:
         return f"{group[1].value} on {group[0]}" if len(devices) > 1 else group[1].value
 
-    own = [g for g in tested if g in priors]
-    others = [g for g in tested if g not in priors]
+    own = [g for g in tested if g in priors.groups]
+    others = [g for g in tested if g not in priors.groups]
     if own:
         whose = "of its mode on its device" if len(devices) > 1 else "of its mode"
-        each = ", ".join(f"{name(g)} {spread(priors[g])}" for g in own)
+        each = ", ".join(f"{name(g)} {spread(priors.groups[g])}" for g in own)
         typical = f"the typical run-to-run spread {whose} ({each}"
         if others:
             typical += (
                 f"; {', '.join(name(g) for g in others)}, with fewer than "
-                f"{MIN_CASES_FOR_GROUP_PRIOR} cases: the whole comparison's, {spread(priors[None])}"
+                f"{MIN_CASES_FOR_GROUP_PRIOR} cases: the whole comparison's, {spread(priors.whole)}"
             )
         typical += ")"
     else:
-        typical = f"the whole comparison's typical run-to-run spread of {spread(priors[None])}"
+        typical = f"the whole comparison's typical run-to-run spread of {spread(priors.whole)}"
     text = (
         f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
         f"{n_new} new runs), each case's spread shrunk toward {typical}, and Mann–Whitney "
@@ -474,7 +489,7 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
             base_by_key.get(k),
             new_by_key[k],
             thresholds,
-            run_prior_variance=priors.get((new_by_key[k].case.device, k[1]), priors.get(None)),
+            run_prior_variance=priors.of(new_by_key[k].case.device, k[1]),
         )
         for k in dict.fromkeys(new_keys)
     ]

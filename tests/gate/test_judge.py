@@ -494,16 +494,17 @@ def test_a_mode_with_few_cases_takes_the_whole_comparisons_typical_spread():
         {(m.case.key, m.mode): m for m in base.measurements},
         {(m.case.key, m.mode): m for m in new.measurements},
     )
-    assert set(priors) == {None, ("cpu:0", Mode.JIT)}
+    assert set(priors.groups) == {("cpu:0", Mode.JIT)}
+    assert priors.of("cpu:0", Mode.EAGER) == priors.whole
     eager = [e for e in cmp.entries if e.mode is Mode.EAGER]
     eager_own = stats.typical_run_variance([run_spread_of(e.base, e.new) for e in eager])
-    assert eager_own != pytest.approx(priors[None])
+    assert eager_own != pytest.approx(priors.whole)
     for e in eager:
         assert e.test is SignificanceTest.RUNS
-        assert e.ratio_low == pytest.approx(_t_test_low(e, priors[None]))
+        assert e.ratio_low == pytest.approx(_t_test_low(e, priors.whole))
         assert e.ratio_low != pytest.approx(_t_test_low(e, eager_own))
     jit = only(cmp)
-    assert jit.ratio_low == pytest.approx(_t_test_low(jit, priors[("cpu:0", Mode.JIT)]))
+    assert jit.ratio_low == pytest.approx(_t_test_low(jit, priors.groups[("cpu:0", Mode.JIT)]))
     assert (
         "(jit 2.7%; eager, with fewer than 5 cases: the whole comparison's, "
         in cmp.pooling[-1].text
