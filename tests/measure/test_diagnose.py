@@ -562,6 +562,29 @@ def test_a_whole_process_slowed_is_told_apart_from_one_mode_that_split() -> None
     assert found.severity is Severity.WARNING
 
 
+def test_a_busier_machine_that_slowed_the_modes_unequally_is_named_with_the_speedups_moved() -> None:
+    """standardise S in a noisy default run: every mode was slower in the worker
+    (NumPy 1.47x, eager 1.93x, jit 1.59x): the machine was busier, not the code's
+    executable slow, and the eager speedups moved by the difference."""
+    run = diagnose.run_diagnostics(
+        _run(
+            [
+                two_processes(0.80e-3, 1.176e-3, Mode.NUMPY),
+                two_processes(0.70e-3, 1.351e-3, Mode.EAGER),
+                two_processes(0.283e-3, 0.45e-3, Mode.JIT),
+            ]
+        )
+    )
+    [found] = run.measurements[1].diagnostics  # eager: 1.93x
+    assert "between the same processes numpy moved 1.47×, jit moved 1.59×" in found.message
+    assert "every mode was slower in the same process, so the machine was busier" in found.message
+    assert "(its time relative to numpy's 1.31×, to jit's 1.21×)" in found.message
+    assert "the same code ran at different speeds" not in found.message
+    assert found.severity is Severity.WARNING  # its speedups did move
+    [found] = run.measurements[2].diagnostics  # jit: 1.59x; eager moved more, NumPy less
+    assert "relative to numpy's 1.08×, to eager's 1.21×" in found.message
+
+
 @pytest.mark.parametrize(
     "measurement",
     [
