@@ -121,7 +121,7 @@ PROCESS_SPLIT_FACTOR = 1.5
 # cholesky_solve S moved 1.5-1.8x between its processes), and the speedups, paired round
 # by round, are untouched by it. When every other mode was slower in the same process by
 # this factor or more, but not alike, the machine was still busier then; only the modes
-# felt it unequally (all nine marks of one default run on a noisy day, 2026-11-26, e.g.
+# felt it unequally (all eleven marks of one default run on a noisy day, 2026-11-26, e.g.
 # standardise S: NumPy 1.47x, eager 1.93x, jit 1.59x), and the speedups moved with that.
 SHARED_SHIFT_FACTOR = 1.2
 
@@ -677,11 +677,12 @@ def processes_disagree(m: Measurement, others: Sequence[Measurement] = ()) -> Di
     medians `PROCESS_SPLIT_FACTOR` or more apart, else None.
 
     `others` are the case's other modes, measured in the same processes: the message says
-    how far each moved between the slowest and the fastest of `m`'s processes, and when
-    every one moved with `m` (within `SHARED_SHIFT_FACTOR`) it names the machine, not the
-    code, as the cause, at `INFO` (the speedups hold), not `WARNING`. When every one was
-    slower in the same process, by `SHARED_SHIFT_FACTOR` or more but unequally, it names
-    the machine too, and says how far the speedups moved (a `WARNING`: they did)."""
+    how far each moved between the slowest and the fastest of `m`'s processes. When
+    every mode moved alike (every pair within `SHARED_SHIFT_FACTOR`) it names the machine,
+    not the code, as the cause, at `INFO` (the speedups hold), not `WARNING`. When every
+    other mode was slower in the same process by that factor or more, but not alike, it
+    names the machine too, and says how far this mode's time moved relative to each other
+    mode's (a `WARNING`: speedups moved)."""
     medians = _process_medians(m)
     if medians is None or max(medians) < PROCESS_SPLIT_FACTOR * min(medians):
         return None
@@ -701,9 +702,10 @@ def processes_disagree(m: Measurement, others: Sequence[Measurement] = ()) -> Di
         message += "; between the same processes " + ", ".join(
             f"{mode} moved {fmt.ratio(f)}" for mode, f in moved
         )
-    shared = bool(moved) and all(
-        max(factor / f, f / factor) <= SHARED_SHIFT_FACTOR for _, f in moved
-    )
+    factors = [factor, *(f for _, f in moved)]
+    # Alike: every pair of modes, not only this one against each, or a speedup between
+    # two others (jit over NumPy, when this is eager) could have moved.
+    shared = bool(moved) and max(factors) <= SHARED_SHIFT_FACTOR * min(factors)
     busier = bool(moved) and all(f >= SHARED_SHIFT_FACTOR for _, f in moved)
     if shared:
         message += (

@@ -585,6 +585,26 @@ def test_a_busier_machine_that_slowed_the_modes_unequally_is_named_with_the_spee
     assert "relative to numpy's 1.08×, to eager's 1.21×" in found.message
 
 
+def test_modes_alike_with_one_but_not_with_each_other_have_not_moved_alike() -> None:
+    """ema S in the same run: eager moved 1.69x, NumPy 1.82x and jit 1.41x, each within
+    1.2x of eager's but 1.29x apart, so jit's speedup over NumPy moved: not a note that
+    the speedups hold."""
+    run = diagnose.run_diagnostics(
+        _run(
+            [
+                two_processes(0.96e-3, 1.75e-3, Mode.NUMPY),
+                two_processes(1.0e-3, 1.69e-3, Mode.EAGER),
+                two_processes(0.30e-3, 0.423e-3, Mode.JIT),
+            ]
+        )
+    )
+    [found] = run.measurements[1].diagnostics  # eager
+    assert "numpy moved 1.82×, jit moved 1.41×" in found.message
+    assert "every mode moved alike" not in found.message
+    assert "the machine was busier then" in found.message
+    assert found.severity is Severity.WARNING
+
+
 @pytest.mark.parametrize(
     "measurement",
     [
