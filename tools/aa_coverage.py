@@ -393,6 +393,32 @@ def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
     print(f"run-to-run sd of log speedup: median {median_sd:.3f}; largest:")
     for sd, label in worst:
         print(f"  {sd:.3f}  {label}")
+    _print_machine(runs)
+
+
+def _print_machine(runs: list) -> None:  # type: ignore[type-arg]
+    """Per run: how far its processes measured the same code apart (what the banner calls
+    unstable) beside its noise probes, which see only a few milliseconds."""
+    from jitbench import formatting as fmt
+    from jitbench.measure import machine
+
+    print("per run: processes apart, times · speedups (median); noise probe before · after")
+    for run in runs:
+        spread = run.process_spread
+        floors = [
+            fmt.percent(s.noise_floor) if s is not None and s.noise_floor is not None else "—"
+            for s in (
+                machine.from_environment(run.environment, key)
+                for key in ("machine_before", "machine_after")
+            )
+        ]
+        apart = (
+            "—"
+            if spread is None
+            else f"{fmt.percent(spread.times)} · {fmt.percent(spread.speedups)}"
+        )
+        unstable = "  unstable" if machine.unstable(spread) else ""
+        print(f"  {run.run_id}  {apart:<16} ±{' · ±'.join(floors)}{unstable}")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitbench import formatting as fmt
 from jitbench import stats
+
+if TYPE_CHECKING:
+    from jitbench.results import ProcessSpread
 
 # ---------------------------------------------------------------------------------------
 # Thresholds of the verdict. Each names what it guards against.
@@ -38,6 +41,15 @@ BUSY_OTHERS_MARGIN_CORES = 0.2
 #: calmest snapshots on a 2-vCPU VM read 0.9–1.3 %; at 3 % single samples are disturbed by
 #: three times the ±1 % a default run asks of a median.
 NOISY_CV = 0.03
+
+#: A run whose processes measured the same code this far apart (slowest process's median
+#: ÷ fastest's, less 1; the median over the run's measurements) is unstable, as pyperf
+#: calls a benchmark whose standard deviation is above 10 % of its mean. The probe's few
+#: milliseconds miss what moves a machine over minutes: in 35 default runs on two noisy
+#: days (2026-11-25/26, 2-vCPU VM) the noisier probe of each read ±1.6–36 % and the processes 7–43 %
+#: apart, with no order between the two (a run whose probe read ±5.1 % was 7 % apart,
+#: one at ±2.3 % and ±4.2 % 22 %); 27 of the 35 were unstable by this measure.
+UNSTABLE_SPREAD = 0.10
 
 #: The noise probe: samples of one fixed loop of about 5 ms on a laptop-class core.
 PROBE_SAMPLES = 20
@@ -545,3 +557,31 @@ def banner(env: Mapping[str, Any]) -> str | None:
     if floors:
         reasons.append(f"noise floor {', '.join(floors)}")
     return f"{label} machine ({' and '.join(bad)} the run): {' · '.join(reasons)}"
+
+
+def spread_text(spread: ProcessSpread) -> str:
+    """'measured the same code a median 8.6 % apart (speedups 6.8 %)', said of a run's
+    processes."""
+    text = f"measured the same code a median {fmt.percent(spread.times)} apart"
+    if spread.speedups is not None:
+        text += f" (speedups {fmt.percent(spread.speedups)})"
+    return text
+
+
+def unstable(spread: ProcessSpread | None) -> str | None:
+    """Why the run is unstable (its processes `UNSTABLE_SPREAD` or more apart), or None."""
+    if spread is None or spread.times < UNSTABLE_SPREAD:
+        return None
+    return (
+        f"its {spread.processes} processes {spread_text(spread)}: a repeat run may differ as much"
+    )
+
+
+def run_banner(env: Mapping[str, Any], spread: ProcessSpread | None) -> str | None:
+    """`banner` of the run's snapshots, then why the run is unstable (`unstable`), in one
+    line; None when neither has anything to say."""
+    warning = banner(env)
+    reason = unstable(spread)
+    if reason is None:
+        return warning
+    return f"{warning} · unstable: {reason}" if warning else f"unstable run: {reason}"

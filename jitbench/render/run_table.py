@@ -165,9 +165,11 @@ def interval_footer(run: Run) -> str:
     """What the speedup intervals of `run` claim: a repeat run (several processes), or
     this process only (paired rounds), or older unpaired files."""
     if run.processes > 1:
+        spread = run.process_spread
         return (
             f"speedup intervals: 95 % prediction intervals for a repeat run, from "
-            f"{run.processes} processes."
+            f"{run.processes} processes"
+            + (f", which {machine.spread_text(spread)}." if spread is not None else ".")
         )
     if run.paired:
         settings = run.config.settings
@@ -195,8 +197,9 @@ def table_title(run: Run) -> Text:
 
 def machine_banner(run: Run) -> Text | None:
     """The one line printed above the summary table when the machine was busy or noisy
-    before or after the run, with its noise floor (`machine.banner`); else None."""
-    warning = machine.banner(run.environment)
+    before or after the run, with its noise floor, or when its processes measured the same
+    code far apart (`machine.run_banner`); else None."""
+    warning = machine.run_banner(run.environment, run.process_spread)
     return Text(f"⚠ {warning}", style="bold yellow") if warning else None
 
 

@@ -538,8 +538,9 @@ def threads_text(run: Run) -> str | None:
 
 
 def machine_banner(run: Run) -> str | None:
-    """One line when the machine was busy or noisy before or after the run (else None)."""
-    return machine_state.banner(run.environment)
+    """One line when the machine was busy or noisy before or after the run, or the run's
+    processes measured the same code far apart (else None)."""
+    return machine_state.run_banner(run.environment, run.process_spread)
 
 
 def dtypes(run: Run) -> list[str]:
@@ -576,8 +577,7 @@ def run_notes(run: Run) -> list[Note]:
     if banner:
         notes.append(
             Note(
-                f"{banner}. Differences smaller than the noise floor are the machine's, not "
-                "the code's.",
+                f"{banner}. Differences smaller than these are the machine's, not the code's.",
                 link="environment",
             )
         )
@@ -616,9 +616,11 @@ def run_notes(run: Run) -> list[Note]:
 def interval_note(run: Run) -> str:
     """What the speedup intervals of `run` claim. Not escaped."""
     if run.processes > 1:
+        spread = run.process_spread
         return (
             f"Speedup intervals are 95 % prediction intervals for a repeat run, from "
-            f"{run.processes} processes."
+            f"{run.processes} processes"
+            + (f", which {machine_state.spread_text(spread)}." if spread is not None else ".")
         )
     if run.paired:
         return (

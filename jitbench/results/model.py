@@ -420,6 +420,23 @@ def _selection(value: object) -> tuple[Selection, ...] | None:
     return tuple(entries)
 
 
+@dataclass(frozen=True)
+class ProcessSpread:
+    """How far a run's processes measured the same code apart (`Run.process_spread`).
+
+    `times`: the median, over the run's measurements with two or more process parts, of
+    the slowest process's median ÷ the fastest's, less 1 (0.1: 10 % apart). `speedups`:
+    the same of each eager and jit speedup over NumPy, from the processes' paired figures
+    (None where the run holds none). What a repeat run may differ by, measured by the run
+    itself: unlike the noise probe's few milliseconds, it spans the minutes between the
+    processes."""
+
+    processes: int
+    measurements: int
+    times: float
+    speedups: float | None
+
+
 @dataclass(frozen=True, kw_only=True)
 class Run:
     """A whole benchmark run: environment, configuration and every measurement.
@@ -538,6 +555,33 @@ class Run:
         """Worker processes the samples came from (1 unless `--processes` was used)."""
         counts = {len(m.run_sample_counts) for m in self.measurements if m.run_sample_counts}
         return max(counts, default=1)
+
+    @cached_property
+    def process_spread(self) -> ProcessSpread | None:
+        """How far this run's processes measured the same code apart (`ProcessSpread`);
+        None for a run of one process or with no measurement in several."""
+        apart = [
+            max(medians) / min(medians) - 1
+            for m in self.measurements
+            if m.ok and len(m.run_sample_counts) > 1 and min(medians := m.run_medians_s) > 0
+        ]
+        if not apart:
+            return None
+        speedups = []
+        for case in self.cases():
+            base = self.get(case.key, Mode.NUMPY)
+            for mode in (Mode.EAGER, Mode.JIT):
+                other = self.get(case.key, mode)
+                if base is None or other is None or not (base.ok and other.ok):
+                    continue
+                if (logs := self.process_logs(base, other)) is not None:
+                    speedups.append(math.exp(max(logs) - min(logs)) - 1)
+        return ProcessSpread(
+            processes=self.processes,
+            measurements=len(apart),
+            times=statistics.median(apart),
+            speedups=statistics.median(speedups) if speedups else None,
+        )
 
     def process_logs(self, base: Measurement, other: Measurement) -> list[float] | None:
         """Each process's paired log speedup (median of its per-round log ratios), or None

@@ -562,7 +562,9 @@ def test_a_whole_process_slowed_is_told_apart_from_one_mode_that_split() -> None
     assert found.severity is Severity.WARNING
 
 
-def test_a_busier_machine_that_slowed_the_modes_unequally_is_named_with_the_speedups_moved() -> None:
+def test_a_busier_machine_that_slowed_the_modes_unequally_is_named_with_the_speedups_moved() -> (
+    None
+):
     """standardise S in a noisy default run: every mode was slower in the worker
     (NumPy 1.47x, eager 1.93x, jit 1.59x): the machine was busier, not the code's
     executable slow, and the eager speedups moved by the difference."""

@@ -266,6 +266,21 @@ def test_banner_only_for_busy_or_noisy_runs_and_never_for_old_ones() -> None:
     )
 
 
+def test_a_run_is_unstable_when_its_processes_measured_the_same_code_far_apart() -> None:
+    from jitbench.results import ProcessSpread
+
+    assert machine.unstable(None) is None  # one process: nothing to tell
+    below = ProcessSpread(processes=2, measurements=120, times=0.099, speedups=0.05)
+    assert machine.unstable(below) is None
+    at = ProcessSpread(processes=2, measurements=120, times=machine.UNSTABLE_SPREAD, speedups=0.1)
+    assert machine.unstable(at) == (
+        "its 2 processes measured the same code a median 10 % apart (speedups 10 %): "
+        "a repeat run may differ as much"
+    )
+    unpaired = ProcessSpread(processes=3, measurements=9, times=0.22, speedups=None)
+    assert machine.spread_text(unpaired) == "measured the same code a median 22 % apart"
+
+
 def test_choose_cores_takes_the_least_busy_then_rotates_ties_by_start() -> None:
     assert choose_cores(1, (0, 1, 2, 3), {0: 5, 1: 0, 2: 5, 3: 0}) == {1}
     assert choose_cores(2, (0, 1, 2, 3), {0: 5, 1: 0, 2: 5, 3: 1}) == {1, 3}

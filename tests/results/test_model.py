@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from jitbench import stats
-from jitbench.results import Mode, Run
+from jitbench.results import Mode, Run, Status
 from tests.results.test_codec import make_run
 
 DRIFT = (1.0, 1.7, 0.9, 2.3, 1.1, 1.5, 0.95, 1.9, 1.2, 1.05)
@@ -107,3 +107,29 @@ def test_each_device_shrinks_toward_its_own_typical_process_spread() -> None:
     gpu_r = both.speedup(("w0", "S", "gpu:0", "float32"), Mode.JIT)
     assert cpu_r is not None and gpu_r is not None
     assert cpu_r.high / cpu_r.low < 1.1 < gpu_r.high / gpu_r.low
+
+
+def test_the_process_spread_is_the_median_distance_between_processes() -> None:
+    # NumPy never moves; jit's second process is 10/20/30/40 % slower case by case.
+    run = _two_process_run({Mode.JIT: [0.1, 0.2, 0.3, 0.4]})
+    spread = run.process_spread
+    assert spread is not None and (spread.processes, spread.measurements) == (2, 8)
+    # Times: four NumPy measurements 0 % apart and jit's 10-40 %: the median of eight.
+    assert spread.times == pytest.approx(0.05)
+    # Speedups: jit's only, 10-40 % apart.
+    assert spread.speedups == pytest.approx(0.25)
+
+
+def test_a_run_of_one_process_has_no_process_spread() -> None:
+    assert _drifting(make_run()).process_spread is None
+
+
+def test_failed_measurements_are_left_out_of_the_process_spread() -> None:
+    run = _two_process_run({Mode.JIT: [0.1, 0.2, 0.3, 0.4]})
+    ms = [
+        replace(m, status=Status.ERROR) if m.mode is Mode.JIT and m.case.workload == "w3" else m
+        for m in run.measurements
+    ]
+    spread = replace(run, measurements=tuple(ms)).process_spread
+    assert spread is not None and spread.measurements == 7
+    assert spread.speedups == pytest.approx(0.2)
