@@ -583,9 +583,17 @@ def compact_table(run: Run, width: int | None = None) -> RenderableType:
     return Group(table_title(run), fit_first(layouts, width))
 
 
+#: More `processes-disagree` warnings than this are said in one line: on a noisy machine
+#: a default run had eleven, each a paragraph telling the same story (the machine was
+#: busier during one process), which buried the rest.
+MAX_PROCESS_WARNINGS = 3
+
+
 def problems(run: Run) -> list[str]:
     """One line per failed or mismatched measurement (what happened and the hint), then one
-    per warning diagnostic of the others (e.g. a large jaxpr), with its figures and hint."""
+    per warning diagnostic of the others (e.g. a large jaxpr), with its figures and hint;
+    more than `MAX_PROCESS_WARNINGS` `processes-disagree` warnings are one line naming
+    their measurements."""
     lines = []
     for m in run.measurements:
         if m.failed:
@@ -593,15 +601,30 @@ def problems(run: Run) -> list[str]:
                 f"{m.case.label} {m.mode.value}: {m.failure_text}"
                 + (f" — hint: {m.hint}" if m.hint else "")
             )
-    for m in run.measurements:
-        if m.failed:
-            continue
-        for d in m.diagnostics:
-            if d.severity in (Severity.WARNING, Severity.ERROR):
-                lines.append(
-                    f"{m.case.label} {m.mode.value}: {d.code}: {d.message}"
-                    + (f" — hint: {d.hint}" if d.hint else "")
-                )
+    warned = [
+        (m, d)
+        for m in run.measurements
+        if not m.failed
+        for d in m.diagnostics
+        if d.severity in (Severity.WARNING, Severity.ERROR)
+    ]
+    split = [m for m, d in warned if d.code == diagnose.PROCESSES_DISAGREE]
+    grouped = len(split) > MAX_PROCESS_WARNINGS
+    for m, d in warned:
+        if not (grouped and d.code == diagnose.PROCESSES_DISAGREE):
+            lines.append(
+                f"{m.case.label} {m.mode.value}: {d.code}: {d.message}"
+                + (f" — hint: {d.hint}" if d.hint else "")
+            )
+    if grouped:
+        names = ", ".join(f"{m.case.label} {m.mode.value}" for m in split)
+        lines.append(
+            f"{diagnose.PROCESSES_DISAGREE}: {len(split)} measurements' processes measured "
+            f"them {diagnose.PROCESS_SPLIT_FACTOR:g}× or more apart, and their speedups "
+            f"moved: {names} — hint: the HTML report says for each how the case's other "
+            f"modes moved; measure on a quieter machine, or in more processes "
+            f"(--processes {2 * run.processes})."
+        )
     return lines
 
 

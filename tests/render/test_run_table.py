@@ -81,3 +81,40 @@ def test_the_banner_says_a_run_is_unstable_with_or_without_a_busy_machine() -> N
     html = pages.render_run_page(both)
     assert "unstable: its 2 processes measured the same code a median 25 % apart" in html
     assert "from 2 processes, which measured the same code a median 25 % apart" in html
+
+
+def test_many_processes_disagree_warnings_are_one_line_and_the_rest_stay_whole() -> None:
+    from dataclasses import replace
+
+    from jitbench.measure import diagnose
+    from jitbench.render.run_table import MAX_PROCESS_WARNINGS, problems
+    from jitbench.results import Diagnostic, Severity
+
+    run = load_run(RUN_FILE)
+    split = Diagnostic(
+        code=diagnose.PROCESSES_DISAGREE, severity=Severity.WARNING, message="apart", hint="h"
+    )
+    note = replace(split, severity=Severity.INFO)  # every mode moved alike: not a problem
+    other = Diagnostic(code="large-jaxpr", severity=Severity.WARNING, message="big", hint="h")
+
+    def marked(count: int) -> list[str]:
+        ms = [
+            replace(m, diagnostics=(split,) if i < count else (note,))
+            for i, m in enumerate(run.measurements)
+        ]
+        ms[-1] = replace(ms[-1], diagnostics=(*ms[-1].diagnostics, other))
+        return problems(replace(run, measurements=tuple(ms)))
+
+    few = marked(MAX_PROCESS_WARNINGS)
+    assert [line.split(": ")[1] for line in few] == [diagnose.PROCESSES_DISAGREE] * 3 + [
+        "large-jaxpr"
+    ]
+    many = marked(MAX_PROCESS_WARNINGS + 1)
+    assert (
+        len(many) == 2 and many[0] == "cumulative[S] cpu:0 float32 jit: large-jaxpr: big — hint: h"
+    )
+    assert many[1].startswith(
+        "processes-disagree: 4 measurements' processes measured them 1.5× or more apart, "
+        "and their speedups moved: double[S] cpu:0 float32 numpy, double[S] cpu:0 float32 "
+        "eager, double[S] cpu:0 float32 jit, cumulative[S] cpu:0 float32 numpy — hint:"
+    )
