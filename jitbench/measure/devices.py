@@ -91,8 +91,9 @@ def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
 def _no_backend_message() -> str:
     try:
         jax.devices()
-    except RuntimeError as exc:
-        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    except environment.BACKEND_START_ERRORS as exc:
+        # JAX's AssertionError carries no text: it skipped every platform named.
+        why = str(exc).splitlines()[0] if str(exc) else "JAX found no device of any platform named"
     else:  # pragma: no cover - all_devices found none, yet JAX has a default backend
         why = "no CPU, GPU or TPU device"
     platforms = os.environ.get("JAX_PLATFORMS")

@@ -30,6 +30,11 @@ _ENV_PREFIXES = (
     "MALLOC_",
 )
 
+# What JAX raises when it cannot start a backend: RuntimeError for a platform that fails to
+# initialise, AssertionError (JAX 0.10: `assert _default_backend is not None`) when
+# JAX_PLATFORMS names only platforms it skips, as cuda without a visible NVIDIA GPU.
+BACKEND_START_ERRORS: tuple[type[Exception], ...] = (RuntimeError, AssertionError)
+
 
 def _version(dist: str) -> str | None:
     try:
@@ -152,7 +157,7 @@ def _default_backend() -> str | None:
 
     try:
         return str(jax.default_backend())
-    except RuntimeError:
+    except BACKEND_START_ERRORS:
         return None
 
 
@@ -177,7 +182,7 @@ def all_devices() -> list[Any]:
     for platform_name in ("cpu", "gpu", "tpu"):
         try:
             found.extend(jax.local_devices(backend=platform_name))
-        except RuntimeError:
+        except BACKEND_START_ERRORS:
             continue
     return found
 
@@ -189,5 +194,5 @@ def process_record() -> dict[str, int]:
 
     try:
         return {"index": int(jax.process_index()), "count": int(jax.process_count())}
-    except RuntimeError:  # no backend: a lone process
+    except BACKEND_START_ERRORS:  # no backend: a lone process
         return {"index": 0, "count": 1}
