@@ -153,11 +153,11 @@ def run(
         run_id = new_run_id()
         path = run_file(root, run_id) if root is not None else None
     # Fail before measuring, not after an hour: the run file's folder and, where pages go,
-    # the output folder (index.html, plotly.min.js, runs/).
+    # the output folder (index.html, history.html, plotly.min.js, runs/, the run's page).
     if path is not None:
         ensure_writable_dir(path.parent)
     if root is not None:
-        OutputLayout(root).ensure_writable()
+        OutputLayout(root).ensure_writable(run_id)
 
     def save_partial(partial: Run) -> None:
         if path is not None:

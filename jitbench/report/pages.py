@@ -45,7 +45,7 @@ from jitbench.results import (
     write_text_atomic,
 )
 
-HISTORY_PAGE = "history.html"
+HISTORY_PAGE = OutputLayout(Path()).history.name
 #: Cases beyond this many get no sample-distribution chart (the page stays light; the
 #: samples are in the run JSON). Every chart's data is embedded in the page and drawn only
 #: when its case is opened, but a run of thousands of cases would embed megabytes.
@@ -179,7 +179,7 @@ def run_page_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
 
 
 def run_csv_path(run: Run, out_dir: str | os.PathLike[str]) -> Path:
-    return run_page_path(run, out_dir).with_suffix(".csv")
+    return OutputLayout(Path(out_dir)).run_csv(run.run_id)
 
 
 def _save_run_copy(run: Run, out_dir: Path) -> Path:
@@ -605,7 +605,7 @@ def write_index(out_dir: str | os.PathLike[str], *, fresh: Sequence[Run] = ()) -
             }
         )
     if stored:
-        _write(root / HISTORY_PAGE, render_history_page([s.summary for s in stored]))
+        _write(layout.history, render_history_page([s.summary for s in stored]))
     combined, pairs = _comparison_pages(root)
     html = _render(
         "index.html",

@@ -3,9 +3,11 @@
 An output folder (`jitbench run --out`, `jitbench report --out`, default `reports/`) holds:
 
     index.html            every run found in runs/, newest first
+    history.html          each workload across the runs
     plotly.min.js         plotly.js, written once beside the pages
     runs/<run-id>.json    run data
     runs/<run-id>.html    one page per run
+    runs/<run-id>.csv     its measurements as CSV
     report-<digest>.html  several runs side by side
 
 `OutputLayout` is the one place that knows these names.
@@ -110,6 +112,10 @@ class OutputLayout:
         return self.root / "index.html"
 
     @property
+    def history(self) -> Path:
+        return self.root / "history.html"
+
+    @property
     def plotly_js(self) -> Path:
         return self.root / "plotly.min.js"
 
@@ -118,6 +124,9 @@ class OutputLayout:
 
     def run_page(self, run_id: str) -> Path:
         return self.runs_dir / f"{safe_file_stem(run_id)}.html"
+
+    def run_csv(self, run_id: str) -> Path:
+        return self.runs_dir / f"{safe_file_stem(run_id)}.csv"
 
     def relative(self, path: Path) -> str:
         """`path` as a link from a page at the folder's root, e.g. 'runs/x.html'."""
@@ -132,17 +141,21 @@ class OutputLayout:
             return None
         return cls(p.parent.parent)
 
-    def ensure_writable(self) -> OutputLayout:
+    def ensure_writable(self, run_id: str | None = None) -> OutputLayout:
         """Check, before measuring, that everything this folder gets can be written: the
-        folder itself (index.html, plotly.min.js) and runs/ (created when missing).
+        folder itself (index.html, history.html, plotly.min.js), runs/ (created when
+        missing) and, given `run_id`, that run's page and CSV in runs/.
 
         Raises:
-            OutputError: a folder cannot be created or written, or one of the files at
-                the root is a folder.
+            OutputError: a folder cannot be created or written, or one of those files is
+                a folder.
         """
         ensure_writable_dir(self.root)
         ensure_writable_dir(self.runs_dir)
-        for path in (self.index, self.plotly_js):
+        pages = [self.index, self.history, self.plotly_js]
+        if run_id is not None:
+            pages += [self.run_page(run_id), self.run_csv(run_id)]
+        for path in pages:
             if path.is_dir():
                 raise OutputError(
                     f"{str(path)!r} is a folder, so the report cannot be written there; "

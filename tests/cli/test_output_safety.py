@@ -59,7 +59,7 @@ def test_report_of_a_file_claiming_a_stored_run_id_is_refused(stored: Path, tmp_
     assert complete_path.read_bytes() == before
 
 
-@pytest.mark.parametrize("blocker", ["index.html", "plotly.min.js"])
+@pytest.mark.parametrize("blocker", ["index.html", "history.html", "plotly.min.js"])
 def test_run_checks_the_whole_output_folder_before_measuring(tmp_path: Path, blocker: str) -> None:
     out = tmp_path / "out"
     (out / blocker).mkdir(parents=True)  # the page writer could never replace it
