@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from jitbench.cli.common import EXIT_FAILED, EXIT_OK, app, err, escape, handles_errors, split_list
+from jitbench.cli.common import app, err, escape, handles_errors, split_list
 from jitbench.cli.common import out as stdout
 from jitbench.cli.options import (
     FormatOpt,
@@ -17,7 +17,7 @@ from jitbench.cli.options import (
     ThreadsOpt,
     WideOpt,
 )
-from jitbench.cli.output import render_comparison
+from jitbench.cli.output import check_output_file, gate_exit, render_comparison
 from jitbench.config import RunConfig, parse_threads
 from jitbench.errors import ConfigError
 from jitbench.gate import (
@@ -242,6 +242,9 @@ def compare_cmd(
             "compare needs two stored runs (BASE NEW), or --rev BASE to measure a revision "
             "against the working tree now; see jitbench compare --help."
         )
+    # Output files fail now, not after minutes of measuring (--rev) or loading.
+    for path in (markdown, json_path, html):
+        check_output_file(path)
     if threshold is None:
         threshold = INTERLEAVED_THRESHOLD if interleaved else _DEFAULTS.threshold
     # Built once, here, so bad options fail (exit 2) before any file is read.
@@ -296,7 +299,7 @@ def compare_cmd(
         (err if str(markdown) == "-" or str(json_path) == "-" else stdout).print(
             f"comparison page written to {page}"
         )
-    raise typer.Exit(EXIT_FAILED if cmp.has_regression else EXIT_OK)
+    raise typer.Exit(gate_exit(cmp))
 
 
 def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:

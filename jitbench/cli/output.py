@@ -3,6 +3,7 @@ printed and written the same way by `compare` and `run --baseline`."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,14 +16,38 @@ if TYPE_CHECKING:
     from jitbench.gate import Comparison
 
 
+def check_output_file(path: Path | None) -> None:
+    """Before anything is measured or read: an output file (`--markdown`, `--json`,
+    `--html`) can be written where it is asked for. None and '-' (stdout) always can.
+
+    Raises:
+        OutputError: the path is a folder, a folder on its way is a file, or the nearest
+            folder that exists is not writable.
+    """
+    if path is None or str(path) == "-":
+        return
+    if path.is_dir():
+        raise OutputError(f"{str(path)!r} is a folder; give a file name.")
+    folder = next((p for p in path.parents if p.exists()), Path("."))
+    if not folder.is_dir():
+        raise OutputError(
+            f"cannot write {str(path)!r}: {str(folder)!r} is a file, not a folder; give a "
+            "path whose folders are folders."
+        )
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(
+            f"cannot write {str(path)!r}: folder {str(folder)!r} is not writable; give "
+            "another path."
+        )
+
+
 def write_output(path: Path, text: str) -> None:
     """Write `text` to `path`, or to stdout when path is '-'."""
     if str(path) == "-":
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
         sys.stdout.flush()
         return
-    if path.is_dir():
-        raise OutputError(f"{str(path)!r} is a folder; give a file name.")
+    check_output_file(path)
     from jitbench.results import write_text_atomic
 
     write_text_atomic(path, text)
@@ -59,12 +84,25 @@ def render_comparison(
     )
     if (warning := compare_render.inconclusive_warning(cmp)) is not None:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
-    for line in cmp.warnings:  # a run compared with itself, or nothing in common
+    for line in cmp.warnings:  # a run compared with itself, or runs on both sides
         err.print(f"[yellow]warning:[/] {escape(line)}")
+    if (reason := cmp.nothing_compared) is not None:
+        err.print(f"[yellow]warning:[/] {escape(reason)}")
     if markdown is not None:
         write_output(markdown, compare_render.comparison_markdown(cmp))
     if json_path is not None:
         write_output(json_path, cmp.to_json())
+
+
+def gate_exit(cmp: Comparison) -> int:
+    """The exit code of a gate: 2 when nothing was compared (it checked nothing: a
+    baseline of other workloads, sizes or dtypes), 1 on a regression, else 0."""
+    from jitbench.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+
+    if cmp.nothing_compared is not None:
+        err.print("[red]error:[/] the gate compared nothing, so it checked nothing (exit 2).")
+        return EXIT_USAGE
+    return EXIT_FAILED if cmp.has_regression else EXIT_OK
 
 
 def print_run_table(run: Any, *, wide: bool, table_format: TableFormat) -> None:

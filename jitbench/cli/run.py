@@ -36,7 +36,13 @@ from jitbench.cli.options import (
     ThreadsOpt,
     WideOpt,
 )
-from jitbench.cli.output import console_footers, print_run_table, render_comparison, shown_path
+from jitbench.cli.output import (
+    console_footers,
+    gate_exit,
+    print_run_table,
+    render_comparison,
+    shown_path,
+)
 from jitbench.config import ALL_MODES, RunConfig, SamplingPlan, parse_mode, parse_threads
 from jitbench.errors import ConfigError
 
@@ -581,10 +587,10 @@ def run_cmd(
             soft_wrap=True,
         )
     failed = any(m.failed for m in run.measurements)
-    regressed = False
+    gate = EXIT_OK
     if base_run is not None:
         comparison = compare(base_run, run)
         render_comparison(comparison)
-        regressed = fail_on_regression and comparison.has_regression
+        gate = gate_exit(comparison) if fail_on_regression else EXIT_OK
     strict_failure = strict and (failed or reporter.suite_errors > 0)
-    raise typer.Exit(EXIT_FAILED if strict_failure or regressed else EXIT_OK)
+    raise typer.Exit(gate or (EXIT_FAILED if strict_failure else EXIT_OK))

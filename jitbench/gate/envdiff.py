@@ -71,14 +71,18 @@ def config_differences(base: Mapping[str, Any], new: Mapping[str, Any]) -> list[
     ]
 
 
-#: Top-level `Run.config` keys that say what ran, not how it was measured.
-# What ran, and what the run was called (`--label`): not how it was measured.
-_WHAT_RAN_KEYS = frozenset({"sizes", "modes", "devices", "seed", "label"})
+#: Top-level `Run.config` keys that say what ran (and which workloads of which suite
+#: file), what the run was called (`--label`) and when it was resumed: not how it was
+#: measured.
+_WHAT_RAN_KEYS = frozenset(
+    {"sizes", "modes", "devices", "seed", "label", "selection", "resumed_at"}
+)
 
 
 def is_measurement_setting(name: str) -> bool:
     """Whether a flattened `Run.config` key (e.g. "plan.budget_s") is a measurement setting
-    whose difference a comparison reports. What ran (sizes, modes, devices, seed) and how
+    whose difference a comparison reports. What ran (sizes, modes, devices, seed, the
+    selection), when a run was resumed, and how
     runs were pooled ("pooled.*") and which side of an interleaved comparison a run was
     ("interleaved.*": the comparison's own header says) are not. The one place that knows
     `Run.config` keys by name, so a typed config can replace it."""

@@ -453,6 +453,47 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
     return (PoolingNote(text),)
 
 
+def _numpy_copies(by_key: dict[tuple[CaseKey, Mode], Measurement]) -> set[tuple[CaseKey, Mode]]:
+    """NumPy measurements that copy an earlier device's: a run measures NumPy, host code,
+    once per workload × size × dtype and files the one series under each device it
+    measured. Judged once per device, it was counted (and its p-value adjusted for) as
+    many times as there were devices."""
+    first: dict[tuple[str, str, str], Measurement] = {}
+    copies = set()
+    for (key, mode), m in by_key.items():
+        if mode is not Mode.NUMPY:
+            continue
+        host = (m.case.workload, m.case.size, m.case.dtype)
+        seen = first.setdefault(host, m)
+        if seen is not m and (seen.samples_s, seen.run_sample_counts) == (
+            m.samples_s,
+            m.run_sample_counts,
+        ):
+            copies.add((key, mode))
+    return copies
+
+
+def _numpy_copies_note(copies: set[tuple[CaseKey, Mode]]) -> tuple[PoolingNote, ...]:
+    """A line saying that NumPy was judged once per case, not once per device."""
+    if not copies:
+        return ()
+    devices = sorted({key[2] for key, _ in copies})
+    return (
+        PoolingNote(
+            f"NumPy judged once per case, on its first device: it is host code, measured "
+            f"once and filed under each device (not again on {', '.join(devices)})"
+        ),
+    )
+
+
+def _run_ids(run: Run) -> list[str]:
+    """The ids of the runs a side holds: those it pooled, else its own."""
+    pooled = run.config.pooled
+    if isinstance(pooled, dict) and pooled.get("runs"):
+        return [str(x) for x in pooled["runs"]]
+    return [run.run_id]
+
+
 def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
     """Compare a new run against a base run, case by case and mode by mode.
 
@@ -483,6 +524,12 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))
+    copies = _numpy_copies(base_by_key) & _numpy_copies(new_by_key)
+    copies |= {k for k in _numpy_copies(new_by_key) if k not in base_by_key}
+    copies |= {k for k in _numpy_copies(base_by_key) if k not in new_by_key}
+    base_by_key = {k: m for k, m in base_by_key.items() if k not in copies}
+    new_keys = [k for k in new_keys if k not in copies]
+    new_by_key = {k: new_by_key[k] for k in new_keys}
     priors = run_priors(base_by_key, new_by_key)
     entries = [
         compare_measurements(
@@ -502,6 +549,7 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
     return Comparison(
         base_run_id=base.run_id,
         new_run_id=new.run_id,
+        shared_runs=tuple(sorted(set(_run_ids(base)) & set(_run_ids(new)))),
         thresholds=thresholds,
         entries=result,
         geomeans=geomean_ratios(result),
@@ -510,5 +558,6 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
         new_commit=commit_label(new),
         pooling=pooling_notes(base, "base")
         + pooling_notes(new, "new")
+        + _numpy_copies_note(copies)
         + _run_test_notes(result, priors),
     )

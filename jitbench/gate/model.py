@@ -13,11 +13,14 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from jitbench import stats
 from jitbench.errors import ConfigError
 from jitbench.results import Measurement, Mode
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
-COMPARISON_SCHEMA_VERSION = "1.1"  # 1.1: compile count and p_value
+# 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
+# is of) and each pooling note's "mixed"
+COMPARISON_SCHEMA_VERSION = "1.2"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -211,6 +214,27 @@ class Entry:
         return self.new.median_s if self.new is not None else None
 
     @property
+    def base_s(self) -> float | None:
+        """The base side's time that `ratio` is taken over (`_side_s`)."""
+        return self._side_s(self.base)
+
+    @property
+    def new_s(self) -> float | None:
+        """The new side's time that `ratio` is taken of (`_side_s`)."""
+        return self._side_s(self.new)
+
+    def _side_s(self, m: Measurement | None) -> float | None:
+        """Tested run by run: the geometric mean of the side's run medians, as the ratio
+        is; else its median. A pooled sample median beside a ratio of run means put the
+        two columns and the change on opposite sides of 1 in 19 of the 200 rows comparing
+        the two example runs. None for a side that is missing or not ok."""
+        if m is None or not m.ok:
+            return None
+        if self.test is SignificanceTest.RUNS and min(m.run_medians_s, default=0) > 0:
+            return stats.geometric_mean(list(m.run_medians_s))
+        return m.median_s
+
+    @property
     def fails_gate(self) -> bool:
         """True for a run-time regression, a case now failing, or a compile regression."""
         return self.verdict in FAILING_VERDICTS or (
@@ -243,10 +267,18 @@ class EnvDifference:
 
 @dataclass(frozen=True)
 class PoolingNote:
-    """One line on how a side's runs were pooled; `left_out` when it drops a run."""
+    """One line on how a side's runs were pooled; `left_out` when it drops a run, `mixed`
+    when it pooled a run measured unlike the side's first (other settings, versions or
+    machine)."""
 
     text: str
     left_out: bool = False
+    mixed: bool = False
+
+    @property
+    def stands_out(self) -> bool:
+        """Whether a reader must see it: the side is not what it seems."""
+        return self.left_out or self.mixed
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,6 +287,8 @@ class Comparison:
 
     base_run_id: str
     new_run_id: str
+    #: Runs on both sides (by id): a side compared with itself in part.
+    shared_runs: tuple[str, ...] = ()
     thresholds: Thresholds
     entries: tuple[Entry, ...]
     geomeans: tuple[GeoMeanRatio, ...] = ()  # JSON key "geomeans"
@@ -282,23 +316,35 @@ class Comparison:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        """What makes this comparison say nothing, one line each: a run compared with
-        itself, or two runs with no case × mode in common (the gate then passes vacuously)."""
+        """What makes this comparison say less than it seems, one line each: a run
+        compared with itself, or runs on both sides (`nothing_compared` is worse)."""
         found = []
         if self.base_run_id == self.new_run_id:
             found.append(
                 f"base and new are the same run ({self.base_run_id}), so nothing can have "
                 "changed; compare the run under test with a baseline run."
             )
-        if not any(e.base is not None and e.new is not None for e in self.entries):
-            base_n = sum(1 for e in self.entries if e.base is not None)
-            new_n = sum(1 for e in self.entries if e.new is not None)
+        elif self.shared_runs:
             found.append(
-                f"base ({base_n} measurement(s)) and new ({new_n}) have no case and mode in "
-                "common, so nothing was compared; measure the same workloads, sizes, devices "
-                "and dtypes on both sides."
+                f"base and new both hold run(s) {', '.join(self.shared_runs)}, so they are "
+                "partly the same samples and a change is harder to see; keep each run on "
+                "one side."
             )
         return tuple(found)
+
+    @property
+    def nothing_compared(self) -> str | None:
+        """Why nothing was compared (no case × mode on both sides), else None. A gate that
+        compared nothing has checked nothing: the CLI exits 2, not 0."""
+        if any(e.base is not None and e.new is not None for e in self.entries):
+            return None
+        base_n = sum(1 for e in self.entries if e.base is not None)
+        new_n = sum(1 for e in self.entries if e.new is not None)
+        return (
+            f"base ({base_n} measurement(s)) and new ({new_n}) have no case and mode in "
+            "common, so nothing was compared; measure the same workloads, sizes, devices "
+            "and dtypes on both sides."
+        )
 
     @property
     def compile_regressions(self) -> tuple[Entry, ...]:
@@ -333,9 +379,11 @@ class Comparison:
                 "compile_gates": self.thresholds.compile_gates,
                 "p_adjust": self.thresholds.p_adjust,
             },
-            "pooling": [{"text": n.text, "left_out": n.left_out} for n in self.pooling],
+            "pooling": [
+                {"text": n.text, "left_out": n.left_out, "mixed": n.mixed} for n in self.pooling
+            ],
             "has_regression": self.has_regression,
-            "warnings": list(self.warnings),
+            "warnings": [*self.warnings, *filter(None, [self.nothing_compared])],
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
             "compile_regressions": len(self.compile_regressions),
@@ -374,6 +422,8 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
         "new_status": e.new.status.value if e.new else None,
         "base_median_s": e.base_median_s,
         "new_median_s": e.new_median_s,
+        "base_s": e.base_s,
+        "new_s": e.new_s,
         "base_n": len(e.base.samples_s) if e.base else 0,
         "new_n": len(e.new.samples_s) if e.new else 0,
         "ratio": _finite(e.ratio),

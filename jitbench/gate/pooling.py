@@ -7,6 +7,7 @@ under `config["pooled"]`, which `pooling_notes` turns into lines for the report.
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -16,7 +17,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from jitbench.errors import ConfigError, ResultsFormatError
-from jitbench.gate.model import PoolingNote
+from jitbench.gate.envdiff import commit_label, environment_differences
+from jitbench.gate.model import COMPARISON_SCHEMA_ID, PoolingNote
 from jitbench.results import Run, load_run
 from jitbench.results.files import OutputLayout
 from jitbench.results.merge import pool_runs
@@ -100,12 +102,27 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
             {"run_id": runs[i].run_id, "level": (levels or [])[i] / fastest}
             for i in sorted(disturbed)
         ],
+        "differing": [
+            {"run_id": r.run_id, "fields": fields}
+            for r in runs[1:]
+            if (fields := _differences(first, r))
+        ],
     }
     return replace(
         pooled,
         run_id=f"{first.run_id}+{len(runs) - 1}",
         config=replace(first.config, pooled=record),
     )
+
+
+def _differences(first: Run, other: Run) -> list[str]:
+    """How `other`'s environment and measurement settings differ from `first`'s
+    ("x64: False → True"), as a comparison reports them between its sides, and its commit
+    (the one thing two sides should differ in, and runs of one side should not)."""
+    found = [f"{d.name}: {d.base} → {d.new}" for d in environment_differences(first, other)]
+    if (commit := commit_label(first)) != (other_commit := commit_label(other)):
+        found.insert(0, f"commit: {commit or '—'} → {other_commit or '—'}")
+    return found
 
 
 def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
@@ -120,6 +137,16 @@ def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
                 f"{side}: run {x['run_id']} left out: {x['level']:.2f}× slower across the suite "
                 "than its fastest sibling run of the same code (the machine was disturbed)",
                 left_out=True,
+            )
+        )
+    first = pooled.get("runs", ["?"])[0]
+    for x in pooled.get("differing", ()):
+        notes.append(
+            PoolingNote(
+                f"{side}: run {x['run_id']} was not measured like run {first}, the first "
+                f"({'; '.join(x['fields'])}), yet pooled with it: a side should hold runs "
+                "of the same code, settings and machine",
+                mixed=True,
             )
         )
     return tuple(notes)
@@ -139,10 +166,50 @@ def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURB
     path = Path(path)
     if not path.is_dir():
         return load_run(path)
-    files = sorted(path.glob("*.json")) or sorted(OutputLayout(path).runs_dir.glob("*.json"))
+    # Both places: a folder of loose runs that is also a --out folder has runs in each.
+    files = sorted(path.glob("*.json")) + sorted(OutputLayout(path).runs_dir.glob("*.json"))
     if not files:
         raise ResultsFormatError(
             f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
             "pass a run file or the --out folder of `jitbench run`."
         )
-    return merge_runs([load_run(f) for f in files], disturbed_factor=disturbed_factor)
+    runs = []
+    for f in files:
+        try:
+            runs.append(load_run(f))
+        except ResultsFormatError:
+            if _is_comparison(f):
+                raise ResultsFormatError(
+                    f"{str(f)!r} is a comparison written by `jitbench compare --json`, not a "
+                    "run; a side's folder holds run files only: move it out (write --json "
+                    "elsewhere)."
+                ) from None
+            raise
+    _refuse_copies(runs, files)
+    return merge_runs(runs, disturbed_factor=disturbed_factor)
+
+
+def _is_comparison(path: Path) -> bool:
+    """Whether `path` holds what `jitbench compare --json` writes (a run's folder is where
+    a gate script is likely to leave it)."""
+    try:
+        return json.loads(path.read_bytes()).get("schema") == COMPARISON_SCHEMA_ID
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _refuse_copies(runs: Sequence[Run], files: Sequence[Path]) -> None:
+    """Two files of one run (a copy, an artifact uploaded twice) would count its samples,
+    and its processes, twice as evidence.
+
+    Raises:
+        ResultsFormatError: two of `files` hold runs of the same id.
+    """
+    seen: dict[str, Path] = {}
+    for run, f in zip(runs, files, strict=True):
+        if run.run_id in seen:
+            raise ResultsFormatError(
+                f"{str(seen[run.run_id])!r} and {str(f)!r} are the same run "
+                f"({run.run_id}): pooled, its samples would count twice; keep one of them."
+            )
+        seen[run.run_id] = f

@@ -199,11 +199,13 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
 
 
 def _median_cell(e: Entry, side: str, *, compact: bool = False) -> str:
-    m = e.base if side == "base" else e.new
+    """The side's time the change is taken from (`Entry.base_s` / `new_s`), or its
+    status."""
+    m, seconds = (e.base, e.base_s) if side == "base" else (e.new, e.new_s)
     if m is None:
         return "—"
-    if m.median_s is not None and m.ok:
-        return fmt.seconds(m.median_s, compact=compact)
+    if seconds is not None:
+        return fmt.seconds(seconds, compact=compact)
     return m.status.value
 
 
@@ -365,7 +367,7 @@ def comparison_renderable(
 
 def pooling_lines(cmp: Comparison) -> list[Text]:
     """How each side was pooled, one line per note; a left-out run stands out."""
-    return [Text(n.text, style="yellow" if n.left_out else "dim") for n in cmp.pooling]
+    return [Text(n.text, style="yellow" if n.stands_out else "dim") for n in cmp.pooling]
 
 
 def verdict_lines(cmp: Comparison) -> list[Text]:
@@ -499,8 +501,8 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
     lines.append("")
     if cmp.pooling:
         lines.extend(
-            f"- {'**' if note.left_out else ''}{md_escape(note.text)}"
-            f"{'**' if note.left_out else ''}"
+            f"- {'**' if note.stands_out else ''}{md_escape(note.text)}"
+            f"{'**' if note.stands_out else ''}"
             for note in cmp.pooling
         )
         lines.append("")
@@ -609,7 +611,7 @@ def comparison_csv(cmp: Comparison) -> str:
     writer.writerow(CSV_COLUMNS)
     for e in cmp.entries:
         sides = [e.base, e.new]
-        medians = [_csv_number(m.median_s if m is not None and m.ok else None) for m in sides]
+        medians = [_csv_number(e.base_s), _csv_number(e.new_s)]
         statuses = [m.status.value if m is not None else "" for m in sides]
         c = e.compile
         writer.writerow(

@@ -282,6 +282,23 @@ def test_compare_same_file_passes_and_writes_outputs(good_run, tmp_path):
     assert json.loads(js.read_text())["has_regression"] is False
 
 
+@pytest.mark.parametrize("option", ["--markdown", "--json", "--html"])
+def test_an_output_that_cannot_be_written_is_refused_before_anything_is_read(option, tmp_path):
+    """It used to be found after measuring (`--rev`: minutes), turning a verdict into exit
+    2, with "File exists" and a hint at --out for a path under a file."""
+    (tmp_path / "afile").write_text("x")
+    missing = tmp_path / "no-such-run.json"  # never read: the output fails first
+    result = runner.invoke(
+        app, ["compare", str(missing), str(missing), option, str(tmp_path / "afile" / "x")]
+    )
+    assert result.exit_code == 2, result.output
+    message = " ".join(result.output.split())
+    assert "afile' is a file, not a folder; give a path whose folders are folders" in message
+    assert "no-such-run" not in message
+    folder = runner.invoke(app, ["compare", str(missing), str(missing), option, str(tmp_path)])
+    assert folder.exit_code == 2 and "is a folder; give a file name" in folder.output
+
+
 def test_compare_markdown_to_stdout(good_run):
     result = runner.invoke(app, ["compare", str(good_run), str(good_run), "--markdown", "-"])
     assert result.exit_code == 0
@@ -372,6 +389,19 @@ def test_fail_on_regression_needs_baseline(tmp_path, tiny_suite):
     )
     assert result.exit_code == 2
     assert "--baseline" in result.output
+
+
+def test_a_gate_that_compared_nothing_exits_2(good_run, tmp_path, tiny_suite):
+    """The baseline measured `double` at S, this run at M: with nothing in common
+    the gate passed, having checked nothing."""
+    args = ["run", "--suite", str(tiny_suite), "double", "-s", "M", "-m", "numpy", "--quick"]
+    args += ["--out", str(tmp_path / "r"), "--baseline", str(good_run)]
+    gated = runner.invoke(app, [*args, "--fail-on-regression"])
+    assert gated.exit_code == 2, gated.output
+    assert "the gate compared nothing, so it checked nothing" in " ".join(gated.output.split())
+    assert len(list((tmp_path / "r" / "runs").glob("*.json"))) == 1  # the run is kept
+    told = runner.invoke(app, args)  # no gate asked for: the warning, exit 0
+    assert told.exit_code == 0 and "nothing was compared" in " ".join(told.output.split())
 
 
 def test_stored_runs_of_one_interleaved_comparison_are_judged_on_their_pairs(

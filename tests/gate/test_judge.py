@@ -537,3 +537,49 @@ def test_pooled_runs_with_too_few_samples_are_inconclusive():
     e = only(compare(base, new))
     assert e.test is SignificanceTest.RUNS and e.verdict is Verdict.INCONCLUSIVE
     assert "3 vs 3 samples cannot reach p < 0.01" in e.note
+
+
+def _on(m, device):
+    return replace(m, case=replace(m.case, device=device))
+
+
+def test_numpy_filed_under_each_device_is_judged_once():
+    """A run measures NumPy once per case and files it under every device: judged per
+    device, one NumPy change counted twice and the adjustment ran over 240 tests, not 200."""
+
+    def side(numpy_s, jit_s, run_id):
+        numpy_ = meas(mode=Mode.NUMPY, samples=spread(numpy_s, 20))
+        jit = meas(samples=spread(jit_s, 20))
+        return make_run(numpy_, jit, _on(numpy_, "gpu:0"), _on(jit, "gpu:0"), run_id=run_id)
+
+    cmp = compare(side(2e-3, 1e-3, "b"), side(3e-3, 1e-3, "n"))
+    numpy_rows = [e for e in cmp.entries if e.mode is Mode.NUMPY]
+    assert [(e.device, e.verdict) for e in numpy_rows] == [("cpu:0", Verdict.REGRESSION)]
+    assert len(cmp.entries) == 3
+    assert any("NumPy judged once per case" in n.text and "gpu:0" in n.text for n in cmp.pooling)
+    # A NumPy series of its own on each device (older runs, `--distributed`) stays per device.
+    own = make_run(
+        meas(mode=Mode.NUMPY, samples=spread(2e-3, 20)),
+        _on(meas(mode=Mode.NUMPY, samples=spread(2.1e-3, 20)), "gpu:0"),
+    )
+    assert len(compare(own, own).entries) == 2
+
+
+def test_the_sides_times_are_the_figures_the_change_is_taken_from():
+    """Pooled runs: the change is a ratio of the geometric means of the runs' medians, and
+    the columns showed pooled sample medians: 800 µs → 798 µs beside a change of +6.1 %."""
+
+    def runs(medians, tag):
+        return [
+            make_run(meas(samples=spread(x, 8, 0.005)), run_id=f"{tag}{i}")
+            for i, x in enumerate(medians)
+        ]
+
+    base = merge_runs(runs([1.0e-3, 1.0e-3, 1.6e-3], "b"), disturbed_factor=0)
+    new = merge_runs(runs([1.05e-3, 1.05e-3, 1.05e-3, 1.9e-3], "n"), disturbed_factor=0)
+    e = only(compare(base, new))
+    assert e.test is SignificanceTest.RUNS
+    assert e.new_s / e.base_s == pytest.approx(e.ratio)
+    assert e.base_s == pytest.approx((1.0e-3 * 1.0e-3 * 1.6e-3) ** (1 / 3), rel=1e-3)
+    one = only(compare(runs([1e-3], "b")[0], runs([1.1e-3], "n")[0]))
+    assert (one.base_s, one.new_s) == (one.base_median_s, one.new_median_s)

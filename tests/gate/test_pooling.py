@@ -9,11 +9,11 @@ from dataclasses import replace
 
 import pytest
 
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.gate import Verdict, compare, load_side, merge_runs, run_levels
 from jitbench.render.comparison import comparison_markdown
 from jitbench.results import Mode, Run, Status
-from tests.gate.builders import STEADY, make_run, meas, only, runs_at_levels, spread
+from tests.gate.builders import ENV, STEADY, make_run, meas, only, runs_at_levels, spread
 
 
 def test_merge_runs_pools_samples_and_keeps_median_compile():
@@ -183,3 +183,62 @@ def test_a_bad_disturbed_factor_is_refused_before_anything_is_read(factor, tmp_p
         message = str(caught.value)
         assert message.startswith("--disturbed-factor is 0 (keep every run) or a finite factor")
         assert f"got {factor!r}." in message and "such as 1.15" in message
+
+
+def _save_side(folder, *runs):
+    from jitbench.results import save_run
+
+    for run in runs:
+        save_run(run, folder / f"{run.run_id}.json")
+
+
+def test_a_side_reads_its_loose_runs_and_its_runs_folder_alike(tmp_path):
+    _save_side(tmp_path, make_run(meas(samples=spread(1e-3, 8)), run_id="loose"))
+    _save_side(tmp_path / "runs", make_run(meas(samples=spread(1e-3, 8)), run_id="kept"))
+    side = load_side(tmp_path)
+    assert side.config.pooled["runs"] == ["loose", "kept"]
+
+
+def test_two_files_of_one_run_are_refused_not_counted_twice(tmp_path):
+    """Five copies of one run turned 3 regressions into 9 in a review: each copy a run of
+    evidence, and a typical spread of 0 %."""
+    run = make_run(meas(samples=spread(1e-3, 8)), run_id="once")
+    _save_side(tmp_path, run)
+    (tmp_path / "copy.json").write_text((tmp_path / "once.json").read_text())
+    with pytest.raises(ResultsFormatError) as caught:
+        load_side(tmp_path)
+    message = str(caught.value)
+    assert "copy.json" in message and "once.json" in message
+    assert "are the same run (once): pooled, its samples would count twice" in message
+
+
+def test_a_comparison_in_a_sides_folder_is_named_as_one(tmp_path):
+    base = make_run(meas(samples=spread(1e-3, 8)), run_id="b")
+    _save_side(tmp_path, base)
+    (tmp_path / "gate.json").write_text(compare(base, base).to_json())
+    with pytest.raises(ResultsFormatError) as caught:
+        load_side(tmp_path)
+    assert "gate.json' is a comparison written by `jitbench compare --json`, not a run" in str(
+        caught.value
+    )
+
+
+def test_a_run_measured_unlike_its_side_is_pooled_with_a_note_that_stands_out():
+    from jitbench.gate.pooling import pooling_notes
+
+    first = make_run(meas(samples=spread(1e-3, 8)), run_id="f32")
+    x64 = make_run(
+        meas(samples=spread(1e-3, 8)),
+        run_id="x64",
+        env={**ENV, "x64": True, "git": {"commit": "def", "dirty": False}},
+    )
+    alike = make_run(meas(samples=spread(1e-3, 8)), run_id="again")
+    side = merge_runs([first, x64, alike], disturbed_factor=0)
+    [pooled, mixed] = pooling_notes(side, "base")
+    assert not pooled.stands_out and mixed.stands_out and mixed.mixed and not mixed.left_out
+    assert mixed.text.startswith(
+        "base: run x64 was not measured like run f32, the first (commit: abc → def; x64: "
+        "False → True), yet pooled with it"
+    )
+    cmp = compare(side, alike)
+    assert cmp.to_dict()["pooling"][1]["mixed"] is True

@@ -1,5 +1,5 @@
-"""A comparison that says nothing says so: a run compared with itself, or two runs with no
-case and mode in common (the gate would pass without comparing anything)."""
+"""A comparison that says nothing says so: a run compared with itself, runs on both sides,
+or two runs with no case and mode in common (the gate exits 2: it checked nothing)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ def test_runs_with_no_case_in_common_warn() -> None:
     base = make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")
     new = make_run(meas("z", samples=spread(1e-3, 20)), meas("y", samples=spread(1e-3, 20)))
     cmp = compare(base, new)
-    assert not cmp.has_regression
-    [warning] = cmp.warnings
-    assert "base (1 measurement(s)) and new (2) have no case and mode in common" in warning
-    assert cmp.to_dict()["warnings"] == [warning]
+    assert not cmp.has_regression and cmp.warnings == ()
+    reason = cmp.nothing_compared
+    assert reason is not None
+    assert "base (1 measurement(s)) and new (2) have no case and mode in common" in reason
+    assert cmp.to_dict()["warnings"] == [reason]
+    assert compare(base, base).nothing_compared is None
 
 
 def test_compare_prints_the_warnings(tmp_path: Path) -> None:
@@ -37,10 +39,22 @@ def test_compare_prints_the_warnings(tmp_path: Path) -> None:
     new = tmp_path / "new.json"
     new.write_text(dump_run(make_run(meas("z", samples=spread(1e-3, 20)), run_id="n")))
     result = CliRunner().invoke(app, ["compare", str(base), str(new), "--json", "-"])
-    assert result.exit_code == 0
-    assert "warning: base (1 measurement(s)) and new (1) have no case" in " ".join(
-        result.stderr.split()
-    )
-    assert json.loads(result.stdout)["warnings"]
+    assert result.exit_code == 2  # a gate that compared nothing checked nothing
+    stderr = " ".join(result.stderr.split())
+    assert "warning: base (1 measurement(s)) and new (1) have no case" in stderr
+    assert "error: the gate compared nothing, so it checked nothing (exit 2)" in stderr
+    assert json.loads(result.stdout)["warnings"]  # and what it wrote is kept
     itself = CliRunner().invoke(app, ["compare", str(base), str(base)])
     assert "same run (b)" in " ".join(itself.stderr.split())
+
+
+def test_runs_on_both_sides_warn(tmp_path: Path) -> None:
+    from jitbench.gate import merge_runs
+
+    one = make_run(meas(samples=spread(1e-3, 20)), run_id="one")
+    two = make_run(meas(samples=spread(1.1e-3, 20)), run_id="two")
+    three = make_run(meas(samples=spread(1.2e-3, 20)), run_id="three")
+    cmp = compare(merge_runs([one, two]), merge_runs([two, three]))
+    [warning] = cmp.warnings
+    assert warning.startswith("base and new both hold run(s) two, so they are partly the same")
+    assert compare(merge_runs([one, two]), three).warnings == ()
