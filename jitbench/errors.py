@@ -36,10 +36,15 @@ class OutputError(JitbenchError):
     """An output location cannot be written."""
 
 
-def unknown_name_message(kind: str, name: str, known: Iterable[str]) -> str:
-    """'unknown workload 'x'; did you mean 'y'? …' with the closest known names."""
+def unknown_name_message(
+    kind: str, name: str, known: Iterable[str], *, known_as: str = "known"
+) -> str:
+    """'unknown workload 'x'; did you mean 'y'? …' with the closest known names, then the
+    known ones (`known_as` says whose they are, e.g. "the run has")."""
     known = list(known)
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
-    listing = "`jitbench list` shows all." if kind == "workload" else f"known: {', '.join(known)}."
+    listing = (
+        "`jitbench list` shows all." if kind == "workload" else f"{known_as}: {', '.join(known)}."
+    )
     return f"unknown {kind} {name!r}{hint} {listing}"

@@ -3,14 +3,19 @@ tables (the terminal's, markdown or CSV)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from jitbench.cli.common import app, escape, handles_errors, out, say
+from jitbench.cli.common import app, err, escape, handles_errors, out, print_fitted, say
 from jitbench.cli.options import OutOpt, TableFormat, WideOpt
-from jitbench.cli.output import console_footers, print_run_table, write_output
+from jitbench.cli.output import console_footers, write_output
+from jitbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from jitbench.results import Run
 
 
 @app.command("report", short_help="HTML pages (or markdown) for runs, and the index.")
@@ -33,7 +38,12 @@ def report_cmd(
     ] = None,
     sizes: Annotated[
         str | None,
-        typer.Option("--sizes", "-s", help="With --markdown: only these sizes, e.g. S,M."),
+        typer.Option(
+            "--sizes",
+            "-s",
+            help="With --markdown or --format: only these sizes, e.g. S,M (the HTML pages "
+            "show every size).",
+        ),
     ] = None,
     table_format: Annotated[
         TableFormat | None,
@@ -77,6 +87,17 @@ def report_cmd(
       COLUMNS=80 jitbench report reports/runs/RUN.json --format table
       jitbench report reports/runs/RUN.json --format csv > run.csv
     """
+    if markdown is not None and table_format is not None:
+        raise ConfigError(
+            "--markdown and --format both choose what report prints; give one: --format "
+            "markdown|csv|table prints on stdout, --markdown FILE writes markdown to FILE."
+        )
+    chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
+    if chosen and markdown is None and table_format is None:
+        raise ConfigError(
+            "-s filters the tables of --markdown and --format; the HTML pages show every "
+            "size: drop -s, or add --format or --markdown."
+        )
     from jitbench.results import load_run
 
     loaded = [load_run(path) for path in runs]
@@ -84,9 +105,13 @@ def report_cmd(
         from jitbench.results.merge import merge_processes as merge
 
         loaded = [merge(loaded)]
+    if chosen:
+        from jitbench.render.run_table import check_sizes
+
+        check_sizes(loaded, chosen)
     if table_format is not None:
         for run in loaded:
-            print_run_table(run, wide=wide, table_format=table_format)
+            _print_run_table(run, wide=wide, table_format=table_format, sizes=chosen)
             if table_format is TableFormat.TABLE:
                 for line in console_footers(run):
                     say(f"[dim]{escape(line)}[/]")
@@ -94,7 +119,6 @@ def report_cmd(
     if markdown is not None:
         from jitbench.render.run_markdown import run_markdown
 
-        chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
         text = "\n".join(run_markdown(run, sizes=chosen) for run in loaded)
         write_output(Path(markdown), text)
         if markdown != "-":
@@ -111,3 +135,32 @@ def report_cmd(
     page = write_report(loaded, out_dir)
     out.print(f"report written to {escape(str(page))}", soft_wrap=True)
     out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)
+
+
+def _print_run_table(
+    run: Run, *, wide: bool, table_format: TableFormat, sizes: Sequence[str]
+) -> None:
+    """`cli.output.print_run_table` with report's size filter: the run's table on stdout
+    in the asked format, the machine banner first (on stderr for markdown and CSV)."""
+    from jitbench.render import run_table
+
+    banner = run_table.machine_banner(run)
+    if banner is not None:
+        say(banner) if table_format is TableFormat.TABLE else err.print(banner)
+    if table_format is TableFormat.MARKDOWN:
+        from jitbench.render.run_markdown import run_markdown
+
+        out.file.write(run_markdown(run, sizes=sizes))
+    elif table_format is TableFormat.CSV:
+        from jitbench.render.run_csv import run_csv
+
+        out.file.write(run_csv(run, sizes=sizes))
+    else:
+        print_fitted(
+            lambda width: (
+                run_table.summary_table(run, sizes=sizes)
+                if wide
+                else run_table.compact_table(run, width, sizes=sizes)
+            )
+        )
+    out.file.flush()

@@ -6,9 +6,16 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Collection
 
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.render.run_table import FOOTER_CODES, case_notes, transfer_back_of, transfer_of
+from jitbench.render.run_table import (
+    FOOTER_CODES,
+    case_notes,
+    cases_of_sizes,
+    transfer_back_of,
+    transfer_of,
+)
 from jitbench.results import Mode, Run
 
 COLUMNS = (
@@ -38,12 +45,13 @@ def _number(value: float | None) -> str:
     return repr(float(value)) if not isinstance(value, int) else str(value)
 
 
-def run_csv(run: Run) -> str:
-    """The run's cases as CSV text with a header row (`COLUMNS`)."""
+def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
+    """The run's cases (only those of `sizes` where given) as CSV text with a header row
+    (`COLUMNS`)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
-    for case in run.cases():
+    for case in cases_of_sizes(run, sizes):
         by_mode = {m: run.get(case.key, m) for m in ALL_MODES}
         times = [_number(m.median_s if m is not None and m.ok else None) for m in by_mode.values()]
         statuses = [m.status.value if m is not None else "" for m in by_mode.values()]

@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.measure import diagnose
+from jitbench.render.run_table import cases_of_sizes
 from jitbench.results import Case, Mode, Run
 
 SUSPECT_NOTE = (
@@ -29,7 +32,7 @@ def _size_cell(case: Case) -> str:
     return f"{case.size} ({params})" if params and params != case.size else case.size
 
 
-def run_markdown(run: Run, *, sizes: tuple[str, ...] = ()) -> str:
+def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
     """The run's cases as one markdown table (only `sizes` where given), one row per case.
 
     A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
@@ -38,9 +41,7 @@ def run_markdown(run: Run, *, sizes: tuple[str, ...] = ()) -> str:
     """
     lines = [HEADER]
     suspect = False
-    for case in run.cases():
-        if sizes and case.size not in sizes:
-            continue
+    for case in cases_of_sizes(run, sizes):
         times = []
         for mode in ALL_MODES:
             m = run.get(case.key, mode)

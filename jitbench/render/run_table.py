@@ -7,7 +7,7 @@ every figure in full). Builders return rich objects; printing is the CLI's job.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ from rich.text import Text
 
 from jitbench import formatting as fmt
 from jitbench import stats
+from jitbench.errors import ConfigError, unknown_name_message
 from jitbench.measure import diagnose, machine
 from jitbench.measure.threads import core_ranges, recorded_summary
 from jitbench.render.layout import Fitted, fit_first, fitted
@@ -203,11 +204,30 @@ def machine_banner(run: Run) -> Text | None:
     return Text(f"⚠ {warning}", style="bold yellow") if warning else None
 
 
-def summary_table(run: Run) -> Table:
-    """One row per case: median per mode, speedups over NumPy with CI, compile, jit's
-    achieved GFLOP/s, break-even calls, the copies to the device and back (time · bytes)
-    and diagnostic codes (`jitbench profile` shows the achieved GB/s and the rest of the
-    analysis). The title names the thread setting; print `machine_banner` above it."""
+def cases_of_sizes(run: Run, sizes: Collection[str] = ()) -> list[Case]:
+    """The run's cases, first seen first: only those of `sizes` where any are given."""
+    return [case for case in run.cases() if not sizes or case.size in sizes]
+
+
+def check_sizes(runs: Sequence[Run], sizes: Iterable[str]) -> None:
+    """Refuse a size that none of `runs` measured: as a filter it would leave an empty table.
+
+    Raises:
+        ConfigError: names the size, the close matches and the sizes the runs have.
+    """
+    measured = list(dict.fromkeys(case.size for run in runs for case in run.cases()))
+    for size in sizes:
+        if size not in measured:
+            whose = "the run has" if len(runs) == 1 else "the runs have"
+            raise ConfigError(unknown_name_message("size", size, measured, known_as=whose))
+
+
+def summary_table(run: Run, *, sizes: Collection[str] = ()) -> Table:
+    """One row per case (only those of `sizes` where given): median per mode, speedups
+    over NumPy with CI, compile, jit's achieved GFLOP/s, break-even calls, the copies to
+    the device and back (time · bytes) and diagnostic codes (`jitbench profile` shows the
+    achieved GB/s and the rest of the analysis). The title names the thread setting;
+    print `machine_banner` above it."""
     table = Table(title=table_title(run), title_justify="left", expand=False)
     sharded = Mode.SHARDED in measured_modes(run)
     back = has_transfer_back(run)
@@ -236,7 +256,7 @@ def summary_table(run: Run) -> Table:
             no_wrap=col != "notes",
             overflow="fold" if col == "notes" else "ellipsis",
         )
-    for case in run.cases():
+    for case in cases_of_sizes(run, sizes):
         by_mode = {m: run.get(case.key, m) for m in Mode}
         speed = {m: run.speedup(case.key, m) for m in (Mode.EAGER, Mode.JIT)}
         jit = by_mode[Mode.JIT]
@@ -449,8 +469,10 @@ def outlier_footer(run: Run) -> str | None:
     )
 
 
-def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
-    cases = run.cases()
+def _compact_layout(
+    run: Run, layout: _Layout, sizes: Collection[str] = ()
+) -> Fitted[RenderableType]:
+    cases = cases_of_sizes(run, sizes)
     devices = len({c.device for c in cases}) > 1
     dtypes = len({c.dtype for c in cases}) > 1
     table = Table(
@@ -568,16 +590,18 @@ def _compact_layout(run: Run, layout: _Layout) -> Fitted[RenderableType]:
     return Fitted(Group(table, *footnotes), need)
 
 
-def compact_table(run: Run, width: int | None = None) -> RenderableType:
-    """One row per case: NumPy, eager and jit medians, both speedups over NumPy with their
-    95 % interval as one ± figure (`fmt.ratio_pm`: the wider side of the interval, relative
-    to the speedup), jit's cold compile, break-even calls, the inputs' copy to the device
-    (H→D) and the output's copy back (D→H), time and bytes, and a short note
-    (`compact_notes`). Drawn in the roomiest layout that fits `width` columns without
-    breaking a word (None: no limit): tighter layouts drop spaces, move the notes under the
-    table behind a superscript mark on the case, shorten the speedups, drop the transfer
-    bytes and then D→H. `summary_table` is the full table (`--wide`)."""
-    layouts = [lambda layout=layout: _compact_layout(run, layout) for layout in _LAYOUTS]
+def compact_table(
+    run: Run, width: int | None = None, *, sizes: Collection[str] = ()
+) -> RenderableType:
+    """One row per case (only those of `sizes` where given): NumPy, eager and jit medians,
+    both speedups over NumPy with their 95 % interval as one ± figure (`fmt.ratio_pm`: the
+    wider side of the interval, relative to the speedup), jit's cold compile, break-even
+    calls, the inputs' copy to the device (H→D) and the output's copy back (D→H), time and
+    bytes, and a short note (`compact_notes`). Drawn in the roomiest layout that fits
+    `width` columns without breaking a word (None: no limit): tighter layouts drop spaces,
+    move the notes under the table behind a superscript mark on the case, shorten the
+    speedups, drop the transfer bytes and then D→H. `summary_table` is the full table (`--wide`)."""
+    layouts = [lambda layout=layout: _compact_layout(run, layout, sizes) for layout in _LAYOUTS]
     # The title above the table, not in it: a table's title wraps at the table's width,
     # which cut "1 thread (core 0; openblas 1)" into four lines over a NumPy-only table.
     return Group(table_title(run), fit_first(layouts, width))

@@ -1,0 +1,76 @@
+"""`jitbench report` printing tables: the size filter in every format, and options that
+cannot go together refused in one line."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from jitbench.cli import app
+from jitbench.results import load_run, save_run
+from tests.conftest import REPO
+
+FIXTURE = REPO / "tests" / "results" / "fixtures" / "run-schema-1.3.json"
+
+
+@pytest.fixture(scope="module")
+def two_sizes(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture run (double and cumulative at S) with each case measured at M too."""
+    run = load_run(FIXTURE)
+    at_m = [replace(m, case=replace(m.case, size="M")) for m in run.measurements]
+    path = tmp_path_factory.mktemp("report") / "two-sizes.json"
+    return save_run(replace(run, measurements=(*run.measurements, *at_m)), path)
+
+
+def report(*args: object) -> Result:
+    return CliRunner().invoke(
+        app, ["report", *map(str, args)], env={"COLUMNS": "120", "NO_COLOR": None}
+    )
+
+
+def test_sizes_filter_every_format(two_sizes: Path) -> None:
+    markdown = report(two_sizes, "--format", "markdown", "-s", "M")
+    assert markdown.exit_code == 0, markdown.output
+    assert markdown.stdout == report(two_sizes, "--markdown", "-", "-s", "M").stdout
+    rows = [line for line in markdown.stdout.splitlines() if line.startswith("| `")]
+    assert len(rows) == 2 and all("| M (n=64) |" in row for row in rows)
+
+    result = report(two_sizes, "--format", "csv", "-s", "M")
+    assert result.exit_code == 0, result.output
+    sizes = [row["size"] for row in csv.DictReader(io.StringIO(result.stdout))]
+    assert sizes == ["M", "M"]
+
+    for wide in ((), ("--wide",)):
+        table = report(two_sizes, "--format", "table", "-s", "S", *wide)
+        assert table.exit_code == 0, table.output
+        assert "double" in table.stdout and " M " not in table.stdout
+
+    unfiltered = report(two_sizes, "--format", "csv")
+    assert len(list(csv.DictReader(io.StringIO(unfiltered.stdout)))) == 4
+
+
+@pytest.mark.parametrize("fmt", [("--markdown", "-"), ("--format", "csv")])
+def test_a_size_the_run_lacks_is_refused_naming_its_sizes(two_sizes: Path, fmt: tuple) -> None:
+    result = report(two_sizes, *fmt, "-s", "XL")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr.strip() == "error: unknown size 'XL'; the run has: S, M."
+
+
+def test_markdown_file_and_format_together_are_refused(two_sizes: Path) -> None:
+    result = report(two_sizes, "--markdown", "-", "--format", "csv")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "--markdown and --format both choose" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_sizes_without_a_printed_table_are_refused(two_sizes: Path, tmp_path: Path) -> None:
+    result = report(two_sizes, "-s", "S", "--out", tmp_path)
+    assert result.exit_code == 2
+    assert "-s filters the tables of --markdown and --format" in result.stderr
+    assert not any(tmp_path.iterdir())  # refused before anything is written
