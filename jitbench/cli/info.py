@@ -39,13 +39,12 @@ def list_cmd(
     registry = discover(suite or ())
     for e in registry.errors:
         err.print(f"[yellow]suite error:[/] {escape(str(e))}")
-    chosen = registry.select(names or (), keyword)
+    hint = "drop -k to list every workload" if keyword else "give --suite a file of workloads"
+    chosen = registry.select_some(names or (), keyword, purpose="to list", hint=hint)
     if as_json:
         out.print_json(json.dumps([run_table.workload_dict(w) for w in chosen]))
     else:
         print_fitted(lambda _width: run_table.workloads_table(chosen))
-    if registry.errors:
-        raise typer.Exit(2 if not chosen else 0)
 
 
 @app.command("env", short_help="What a measurement would see: devices, versions, threads.")

@@ -115,6 +115,27 @@ class Registry:
             chosen = [w for w in chosen if matcher(w)]
         return chosen
 
+    def select_some(
+        self,
+        names: Sequence[str] = (),
+        keyword: str | None = None,
+        *,
+        purpose: str = "to run",
+        hint: str = "`jitbench list` shows what was found",
+    ) -> list[Workload]:
+        """`select`, refusing to choose nothing: `run` and `list` alike.
+
+        Raises:
+            SuiteError: no workload matched (`purpose` says for what, `hint` what to do).
+        """
+        chosen = self.select(names, keyword)
+        if not chosen:
+            failed = len(self.errors)
+            broken = f" ({failed} suite file(s) failed to import)" if failed else ""
+            what = f" matching -k {keyword!r}" if keyword else ""
+            raise SuiteError(f"no workloads{what} {purpose}{broken}; {hint}.")
+        return chosen
+
 
 _TOKEN_RE = re.compile(r"\s*(\(|\)|[^\s()]+)")
 

@@ -110,6 +110,19 @@ def test_list_json_and_keyword(tiny_suite):
     assert data[0]["tags"] == ["tiny", "broken"] and data[0]["sizes"] == {"S": {"n": 64}}
 
 
+@pytest.mark.parametrize("as_json", [(), ("--json",)])
+def test_list_matching_nothing_exits_2_as_run_does(tiny_suite, as_json):
+    runner = CliRunner()
+    listed = runner.invoke(app, ["list", "--suite", str(tiny_suite), "-k", "bogus", *as_json])
+    ran = runner.invoke(app, ["run", "--suite", str(tiny_suite), "-k", "bogus"])
+    assert listed.exit_code == ran.exit_code == 2
+    assert listed.stdout == ""  # no empty table
+    assert listed.stderr.strip() == (
+        "error: no workloads matching -k 'bogus' to list; drop -k to list every workload."
+    )
+    assert "no workloads matching -k 'bogus' to run" in ran.stderr
+
+
 def test_list_default_suite_table():
     result = CliRunner().invoke(app, ["list"])
     assert result.exit_code == 0
