@@ -8,14 +8,13 @@ the CLI has no option for it, shows the bad value and says what to pass instead.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, unknown_name_message
 
 
 class Mode(str, enum.Enum):
@@ -168,9 +167,9 @@ def parse_mode(value: object) -> Mode:
     name = value.strip().lower() if isinstance(value, str) else None
     if name in known:
         return Mode(name)
-    close = difflib.get_close_matches(str(value), known, n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
-    raise ConfigError(f"unknown mode {value!r}{hint} known: {', '.join(known)}.")
+    if isinstance(value, str):
+        raise ConfigError(unknown_name_message("mode", value, known))
+    raise ConfigError(f"unknown mode {value!r}; known: {', '.join(known)}.")
 
 
 def _set(obj: object, name: str, value: object) -> None:

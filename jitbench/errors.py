@@ -7,6 +7,7 @@ Each message names the thing, shows the bad value and says what to do; the CLI m
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Iterable
 
 
@@ -42,9 +43,49 @@ def unknown_name_message(
     """'unknown workload 'x'; did you mean 'y'? …' with the closest known names, then the
     known ones (`known_as` says whose they are, e.g. "the run has")."""
     known = list(known)
-    close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+    close = close_names(name, known)
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
     listing = (
         "`jitbench list` shows all." if kind == "workload" else f"{known_as}: {', '.join(known)}."
     )
     return f"unknown {kind} {name!r}{hint} {listing}"
+
+
+def close_names(name: str, known: Iterable[str]) -> list[str]:
+    """Up to three of `known` closest to `name`, closest first. A sweep label ('n=12345')
+    finds the label of the same parameters nearest in value ('n=10000', not the 'n=100'
+    its spelling is closest to); any other name the closest spellings, ignoring case, as
+    devices and modes are matched (`-s s` finds 'S')."""
+    known = list(known)
+    numbers = _label_numbers(name)
+    if numbers is not None:
+        alike = [(k, n) for k in known if (n := _label_numbers(k)) and n.keys() == numbers.keys()]
+        if alike:
+            nearest = min(alike, key=lambda kn: _log_distance(numbers, kn[1]))
+            return [nearest[0]]
+    by_folded: dict[str, list[str]] = {}
+    for k in known:
+        by_folded.setdefault(k.casefold(), []).append(k)
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=3, cutoff=0.5)
+    return [k for folded in close for k in by_folded[folded]][:3]
+
+
+def _label_numbers(label: str) -> dict[str, float] | None:
+    """{'n': 1000.0} for the sweep label 'n=1000' ('k=v,k=v' with positive numbers);
+    None for any other name."""
+    numbers: dict[str, float] = {}
+    for part in label.split(","):
+        key, sep, value = part.partition("=")
+        try:
+            number = float(value)
+        except ValueError:
+            return None
+        if not sep or not key.strip() or not (math.isfinite(number) and number > 0):
+            return None
+        numbers[key.strip()] = number
+    return numbers
+
+
+def _log_distance(a: dict[str, float], b: dict[str, float]) -> float:
+    # Sweeps grow geometrically (100, 1000, 10000): 12345 is nearer 10000 than 100000.
+    return sum(abs(math.log(a[k] / b[k])) for k in a)

@@ -67,10 +67,13 @@ def test_profile_of_a_traced_branch_keeps_the_error_and_its_code() -> None:
     json.dumps(d, allow_nan=False)
 
 
-def test_unknown_size_suggests_close_names() -> None:
+@pytest.mark.parametrize(
+    ("size", "nearest"), [("n=10000000000", "n=10000000"), ("n=12345", "n=10000"), ("s", "S")]
+)
+def test_unknown_size_suggests_close_names(size: str, nearest: str) -> None:
     wl = discover([SUITES]).get("selu")
-    with pytest.raises(ConfigError, match=r"unknown size 'n=10000000000'.*did you mean 'n=1000000"):
-        profile_workload(wl, size="n=10000000000", plan=FAST)
+    with pytest.raises(ConfigError, match=rf"unknown size '{size}'; did you mean '{nearest}'\?"):
+        profile_workload(wl, size=size, plan=FAST)
 
 
 def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: ignore[no-untyped-def]

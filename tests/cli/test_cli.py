@@ -66,6 +66,7 @@ def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
         (["run", "--suite", "does/not/exist"], "does not exist"),
         (["run", "--modes", "jitt"], "unknown mode 'jitt'; did you mean 'jit'"),
         (["run", "--sizes", "XXL", "selu"], "unknown size 'XXL'"),
+        (["run", "--sizes", "s", "selu"], "unknown size 's'; did you mean 'S'?"),
         (["run", "--devices", "tpu:7", "selu"], "unknown device 'tpu:7'"),
         (["run", "--precision", "5", "selu"], "--precision is a fraction"),
         (["run", "--rounds", "0", "selu"], "--rounds must be at least 1"),

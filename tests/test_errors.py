@@ -1,0 +1,28 @@
+"""Error messages: the close names an unknown one suggests."""
+
+from __future__ import annotations
+
+from jitbench.errors import close_names, unknown_name_message
+
+
+def test_names_are_suggested_ignoring_case_as_devices_and_modes_match() -> None:
+    assert close_names("s", ["S", "M", "L"]) == ["S"]
+    assert close_names("SELU", ["selu", "log2"]) == ["selu"]
+    assert unknown_name_message("size", "s", ["S", "M"]) == (
+        "unknown size 's'; did you mean 'S'? known: S, M."
+    )
+
+
+def test_a_sweep_label_suggests_the_nearest_value_not_the_nearest_spelling() -> None:
+    labels = ["S", "M", "n=100", "n=1000", "n=10000", "n=100000"]
+    assert close_names("n=12345", labels) == ["n=10000"]
+    assert close_names("n=70000", labels) == ["n=100000"]
+    assert close_names("n=5", labels) == ["n=100"]
+    # Other parameters, or no sweep at all: spelling decides, as for any name.
+    assert close_names("m=12345", labels) == []
+    assert close_names("n=12345", ["S", "M"]) == []
+
+
+def test_the_message_has_no_stray_punctuation() -> None:
+    message = unknown_name_message("workload", "nosuchwl", ["selu"])
+    assert message == "unknown workload 'nosuchwl'; `jitbench list` shows all."
