@@ -10,7 +10,7 @@ from pathlib import Path
 import jax
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.errors import ConfigError, SuiteError
+from jitbench.errors import ConfigError, SuiteError, close_names
 from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import PlannedCase
 from jitbench.results import Run
@@ -165,10 +165,11 @@ def workloads_for_selection(
                 )
             by_name = {w.name: w for w in workloads_in(module)}
         if name not in by_name:
+            close = close_names(name, by_name)
+            renamed = f" (renamed to {' or '.join(repr(c) for c in close)}?)" if close else ""
             raise SuiteError(
-                unknown_name_message("workload", name, by_name).replace(
-                    "`jitbench list` shows all.", f"(it is no longer in {suite})."
-                )
+                f"workload {name!r} of {origin} is no longer in {suite}{renamed}; restore it "
+                "or start a new run."
             )
         found.append(by_name[name])
     return found

@@ -147,7 +147,10 @@ def test_resume_refuses_when_the_workload_is_gone(finished_run: Path, tmp_path: 
     path.write_text(json.dumps(data))
     result = invoke("run", "--resume", path)
     assert result.exit_code == 2
-    assert "unknown workload 'ok_doubled'; did you mean 'ok_double'" in result.stderr
+    message = " ".join(result.stderr.split())
+    assert "workload 'ok_doubled' of run" in message
+    assert "is no longer in" in message and "(renamed to 'ok_double' or" in message
+    assert "; (" not in message
 
 
 @pytest.mark.parametrize(
