@@ -158,8 +158,8 @@ def check_outputs(
                 return Validation(
                     False,
                     f"{where}: {int(bad.sum())} of {bad.size} values differ "
-                    f"(worst at flat index {worst}: {af.flat[worst]!r} vs reference "
-                    f"{rf.flat[worst]!r}; rtol={use_rtol:g}, atol={use_atol:g}) and the "
+                    f"(worst at flat index {worst}: {_plain(a, worst)} vs reference "
+                    f"{_plain(r, worst)}; rtol={use_rtol:g}, atol={use_atol:g}) and the "
                     f"relative norm error {norm_err:.3g} exceeds norm_tol={use_norm:g}",
                     reference_wider=wider,
                 )
@@ -169,9 +169,15 @@ def check_outputs(
             return Validation(
                 False,
                 f"{where}: {int(np.sum(bad))} of {max(bad.size, 1)} values differ (first at "
-                f"flat index {first}: {np.ravel(a)[first]!r} vs reference {np.ravel(r)[first]!r})",
+                f"flat index {first}: {_plain(a, first)} vs reference {_plain(r, first)})",
             )
     return Validation(True, reference_wider=wider)
+
+
+def _plain(values: np.ndarray, index: int) -> str:
+    """One element as a plain number in its own dtype ('2.96', not 'np.float64(2.96)',
+    the repr of NumPy 2's scalars): the shortest text that reads back as that value."""
+    return str(np.ravel(values)[index])
 
 
 def no_finite_values(tree: Any) -> bool:

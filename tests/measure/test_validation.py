@@ -99,3 +99,13 @@ def test_complex128_reference_is_wider_than_complex64():
 def test_integer_mismatch_says_where():
     result = check_outputs(np.int64(130), np.int32(123))
     assert not result.ok and "1 of 1 values differ" in result.message and "123" in result.message
+
+
+def test_mismatch_messages_show_plain_numbers_not_numpy_reprs():
+    ref = np.array([1.0, 1.5, 2.0])
+    got = np.array([1.0, 2.5, 2.0], np.float32)
+    message = check_outputs(ref, got).message
+    assert "flat index 1: 2.5 vs reference 1.5;" in message
+    ints = check_outputs(np.arange(4), np.array([0, 1, 7, 3])).message
+    assert ints.endswith("(first at flat index 2: 7 vs reference 2)")
+    assert "np." not in message + ints
