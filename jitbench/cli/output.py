@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -105,31 +106,33 @@ def gate_exit(cmp: Comparison) -> int:
     return EXIT_FAILED if cmp.has_regression else EXIT_OK
 
 
-def print_run_table(run: Any, *, wide: bool, table_format: TableFormat) -> None:
+def print_run_table(
+    run: Any, *, wide: bool, table_format: TableFormat, sizes: Sequence[str] = ()
+) -> None:
     """The run's table on stdout in the asked format: for the terminal (compact, fitted to
-    its width, or `wide`; plain when piped), markdown or CSV. The machine banner (a busy or
-    noisy machine) comes first, on stderr for markdown and CSV."""
+    its width, or `wide`; plain when piped), markdown or CSV, of the cases of `sizes`
+    (every case when empty: the rows are chosen when drawn, so the intervals still borrow
+    the whole run's spread). The machine banner (a busy or noisy machine, an unstable
+    run) comes first, on stderr for markdown and CSV."""
     from jitbench.render import run_table
 
     banner = run_table.machine_banner(run)
+    if banner is not None:
+        say(banner) if table_format is TableFormat.TABLE else err.print(banner)
     if table_format is TableFormat.MARKDOWN:
         from jitbench.render.run_markdown import run_markdown
 
-        if banner is not None:
-            err.print(banner)
-        out.file.write(run_markdown(run))
+        out.file.write(run_markdown(run, sizes=sizes))
     elif table_format is TableFormat.CSV:
         from jitbench.render.run_csv import run_csv
 
-        if banner is not None:
-            err.print(banner)
-        out.file.write(run_csv(run))
+        out.file.write(run_csv(run, sizes=sizes))
     else:
-        if banner is not None:
-            say(banner)
         print_fitted(
             lambda width: (
-                run_table.summary_table(run) if wide else run_table.compact_table(run, width)
+                run_table.summary_table(run, sizes=sizes)
+                if wide
+                else run_table.compact_table(run, width, sizes=sizes)
             )
         )
     out.file.flush()

@@ -3,19 +3,15 @@ tables (the terminal's, markdown or CSV)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, err, escape, handles_errors, out, print_fitted, say
+from jitbench.cli.common import app, escape, handles_errors, out, say
 from jitbench.cli.options import OutOpt, TableFormat, WideOpt
-from jitbench.cli.output import console_footers, write_output
+from jitbench.cli.output import console_footers, print_run_table, write_output
 from jitbench.errors import ConfigError
-
-if TYPE_CHECKING:
-    from jitbench.results import Run
 
 
 @app.command("report", short_help="HTML pages (or markdown) for runs, and the index.")
@@ -111,7 +107,7 @@ def report_cmd(
         check_sizes(loaded, chosen)
     if table_format is not None:
         for run in loaded:
-            _print_run_table(run, wide=wide, table_format=table_format, sizes=chosen)
+            print_run_table(run, wide=wide, table_format=table_format, sizes=chosen)
             if table_format is TableFormat.TABLE:
                 for line in console_footers(run):
                     say(f"[dim]{escape(line)}[/]")
@@ -135,32 +131,3 @@ def report_cmd(
     page = write_report(loaded, out_dir)
     out.print(f"report written to {escape(str(page))}", soft_wrap=True)
     out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)
-
-
-def _print_run_table(
-    run: Run, *, wide: bool, table_format: TableFormat, sizes: Sequence[str]
-) -> None:
-    """`cli.output.print_run_table` with report's size filter: the run's table on stdout
-    in the asked format, the machine banner first (on stderr for markdown and CSV)."""
-    from jitbench.render import run_table
-
-    banner = run_table.machine_banner(run)
-    if banner is not None:
-        say(banner) if table_format is TableFormat.TABLE else err.print(banner)
-    if table_format is TableFormat.MARKDOWN:
-        from jitbench.render.run_markdown import run_markdown
-
-        out.file.write(run_markdown(run, sizes=sizes))
-    elif table_format is TableFormat.CSV:
-        from jitbench.render.run_csv import run_csv
-
-        out.file.write(run_csv(run, sizes=sizes))
-    else:
-        print_fitted(
-            lambda width: (
-                run_table.summary_table(run, sizes=sizes)
-                if wide
-                else run_table.compact_table(run, width, sizes=sizes)
-            )
-        )
-    out.file.flush()

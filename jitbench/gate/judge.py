@@ -459,7 +459,7 @@ def _numpy_copies(by_key: dict[tuple[CaseKey, Mode], Measurement]) -> set[tuple[
     measured. Judged once per device, it was counted (and its p-value adjusted for) as
     many times as there were devices."""
     first: dict[tuple[str, str, str], Measurement] = {}
-    copies = set()
+    copies: set[tuple[CaseKey, Mode]] = set()
     for (key, mode), m in by_key.items():
         if mode is not Mode.NUMPY:
             continue
