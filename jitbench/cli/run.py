@@ -44,7 +44,7 @@ from jitbench.cli.output import (
     shown_path,
 )
 from jitbench.config import ALL_MODES, RunConfig, SamplingPlan, parse_mode, parse_threads
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, JitbenchError
 
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
@@ -565,8 +565,14 @@ def run_cmd(
     if out_dir is not None:
         from jitbench.report import write_index, write_run_page  # plotly/jinja2 when needed
 
-        page = write_run_page(run, out_dir)
-        write_index(out_dir, fresh=[run])  # summarised from memory, not read back
+        try:
+            page = write_run_page(run, out_dir)
+            write_index(out_dir, fresh=[run])  # summarised from memory, not read back
+        except JitbenchError:
+            # The folder was checked before measuring; whatever broke since, the run is on
+            # disk and the user must learn where before the error ends the command.
+            err.print(f"run saved to {escape(shown_path(path))}; its pages were not written:")
+            raise
 
     # With --format markdown or csv, stdout holds the table alone; the rest goes to stderr.
     notes = out if table_format is TableFormat.TABLE else err

@@ -69,6 +69,27 @@ def test_run_checks_the_whole_output_folder_before_measuring(tmp_path: Path, blo
     assert run_files(out) == []  # refused before measuring
 
 
+def test_a_page_that_fails_after_measuring_still_says_where_the_run_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the check before measuring cannot foresee (a disk filling up while the run
+    measured): injected here, since nothing real fills a disk on cue."""
+    import jitbench.report
+    from jitbench.errors import OutputError
+
+    def disk_full(*_: object, **__: object) -> None:
+        raise OutputError("cannot write the page: No space left on device")
+
+    monkeypatch.setattr(jitbench.report, "write_run_page", disk_full)
+    out = tmp_path / "out"
+    result = invoke("run", *QUICK, "--out", out, "ok_double")
+    assert result.exit_code == 2
+    [saved] = run_files(out)
+    message = " ".join(result.stderr.split())
+    assert f"run saved to {saved}; its pages were not written:" in message
+    assert "No space left on device" in message
+
+
 BAD_RUN_OPTIONS = [
     ("--budget", "nan"),
     ("--budget", "inf"),
