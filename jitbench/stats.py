@@ -180,15 +180,18 @@ def ratio_of_medians(
 
     a = np.asarray(numerator, dtype=float)
     b = np.asarray(denominator, dtype=float)
-    value = float(np.median(a) / np.median(b))
-    if len(a) < 2 or len(b) < 2:
-        return Ratio(value, None, None)
-    rng = np.random.default_rng(seed)
-    ra = np.median(rng.choice(a, size=(n_resamples, len(a)), replace=True), axis=1)
-    rb = np.median(rng.choice(b, size=(n_resamples, len(b)), replace=True), axis=1)
-    ratios = ra / rb
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(ratios, [tail, 100 - tail])
+    # A zero time (a crafted file) makes an infinite or NaN ratio, which callers show as
+    # "no ratio"; NumPy's warning about it would reach the user's terminal.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = float(np.median(a) / np.median(b))
+        if len(a) < 2 or len(b) < 2:
+            return Ratio(value, None, None)
+        rng = np.random.default_rng(seed)
+        ra = np.median(rng.choice(a, size=(n_resamples, len(a)), replace=True), axis=1)
+        rb = np.median(rng.choice(b, size=(n_resamples, len(b)), replace=True), axis=1)
+        ratios = ra / rb
+        tail = (1 - confidence) / 2 * 100
+        low, high = np.percentile(ratios, [tail, 100 - tail])
     return Ratio(value, float(low), float(high))
 
 
