@@ -577,6 +577,26 @@ def unstable(spread: ProcessSpread | None) -> str | None:
     )
 
 
+def run_flags(env: Mapping[str, Any], spread: ProcessSpread | None) -> list[str]:
+    """The words of `run_banner` as tags for a list of runs: 'busy' and 'noisy' (either
+    snapshot), 'unstable' (its processes far apart)."""
+    verdicts = [
+        s.verdict()
+        for key in ("machine_before", "machine_after")
+        if (s := from_environment(env, key)) is not None
+    ]
+    flags = [
+        word
+        for word, on in (
+            ("busy", any(v.busy for v in verdicts)),
+            ("noisy", any(v.noisy for v in verdicts)),
+            ("unstable", unstable(spread) is not None),
+        )
+        if on
+    ]
+    return flags
+
+
 def run_banner(env: Mapping[str, Any], spread: ProcessSpread | None) -> str | None:
     """`banner` of the run's snapshots, then why the run is unstable (`unstable`), in one
     line; None when neither has anything to say."""

@@ -66,7 +66,8 @@ class RunSummary:
     started_text: str
     machine: str
     host: str
-    #: the settings shown as tags in the index ('quick', 'sweep', 'x64')
+    #: the settings shown as tags in the index ('quick', 'sweep', 'x64'), then what the
+    #: machine was ('busy', 'noisy', 'unstable': `machine.run_flags`)
     flags: list[str]
     #: device label → its title ('cpu:0 (cpu)'), in the run's order
     devices: dict[str, str]
@@ -190,7 +191,8 @@ def summarize(run: Run) -> RunSummary:
         started_text=data.started_text(run),
         machine=data.machine(run),
         host=data.host(run),
-        flags=[f for f in ("quick", "sweep", "x64") if getattr(settings, f, False)],
+        flags=[f for f in ("quick", "sweep", "x64") if getattr(settings, f, False)]
+        + machine.run_flags(run.environment, run.process_spread),
         devices={d: data.device_title(run, d) for d in devices},
         jax=str(data.versions(run).get("jax") or "—"),
         workloads=data.workloads(run),

@@ -75,6 +75,10 @@ def test_the_banner_says_a_run_is_unstable_with_or_without_a_busy_machine() -> N
     assert " · unstable: its 2 processes measured the same code a median 25 % apart" in (
         banner.plain
     )
+    from jitbench.measure.machine import run_flags
+
+    assert run_flags(both.environment, both.process_spread) == ["busy", "unstable"]
+    assert run_flags({}, run.process_spread) == []
     # The HTML page says both, as the terminal does.
     from jitbench.report import pages
 

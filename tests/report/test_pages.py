@@ -111,6 +111,13 @@ def busy_environment() -> dict[str, object]:
     }
 
 
+def test_the_index_tags_a_run_of_a_busy_noisy_or_unstable_machine() -> None:
+    from jitbench.report.summary import summarize
+
+    assert summarize(seed_run()).flags == []
+    assert summarize(seed_run(busy_environment())).flags == ["busy", "noisy"]
+
+
 def test_run_page_shows_threads_and_a_busy_machine_banner() -> None:
     html = pages.render_run_page(seed_run(busy_environment()))
     assert "1 thread (core 1; openblas 1)" in html
