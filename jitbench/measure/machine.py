@@ -42,13 +42,14 @@ BUSY_OTHERS_MARGIN_CORES = 0.2
 #: three times the ±1 % a default run asks of a median.
 NOISY_CV = 0.03
 
-#: A run whose processes measured the same code this far apart (slowest process's median
-#: ÷ fastest's, less 1; the median over the run's measurements) is unstable, as pyperf
-#: calls a benchmark whose standard deviation is above 10 % of its mean. The probe's few
-#: milliseconds miss what moves a machine over minutes: in 35 default runs on two noisy
-#: days (2026-11-25/26, 2-vCPU VM) the noisier probe of each read ±1.6–36 % and the processes 7–43 %
-#: apart, with no order between the two (a run whose probe read ±5.1 % was 7 % apart,
-#: one at ±2.3 % and ±4.2 % 22 %); 27 of the 35 were unstable by this measure.
+#: A run whose processes measured the same code this far apart (`ProcessSpread.times`:
+#: the median over its measurements of two processes' distance, the mean over pairs) is
+#: unstable, as pyperf calls a benchmark whose standard deviation is 10 % of its mean or
+#: more. The probe's few milliseconds miss what moves a machine over minutes: in 35
+#: default runs on two noisy days (2026-11-25/26, 2-vCPU VM) the noisier probe of each
+#: read ±1.6–36 % and the processes 7–32 % apart, with no order between the two (a run
+#: whose probe read ±5.1 % was 7 % apart, one at ±2.3 % and ±4.2 % 22 %); 27 of the 35
+#: were unstable by this measure.
 UNSTABLE_SPREAD = 0.10
 
 #: The noise probe: samples of one fixed loop of about 5 ms on a laptop-class core.
@@ -530,24 +531,33 @@ def from_environment(env: Mapping[str, Any], key: str) -> MachineState | None:
     return MachineState.from_dict(value) if isinstance(value, Mapping) else None
 
 
-def banner(env: Mapping[str, Any]) -> str | None:
-    """One line when the run's machine was busy or noisy before or after it, else None, e.g.
-    'busy and noisy machine (before and after the run): load 4.56 on 2 cores · noise floor
-    ±3.8 % before, ±5.1 % after'. Runs written before jitbench took snapshots give None."""
-    states = {
+def _snapshots(env: Mapping[str, Any]) -> dict[str, MachineState]:
+    """The run's snapshots by when they were taken ('before', 'after'), those it has."""
+    return {
         when: s
         for when, key in (("before", "machine_before"), ("after", "machine_after"))
         if (s := from_environment(env, key)) is not None
     }
+
+
+def _overall(verdicts: Iterable[Verdict]) -> Verdict:
+    """Busy if any snapshot was, noisy if any was (no reasons: each snapshot has its own)."""
+    verdicts = list(verdicts)
+    return Verdict(
+        busy=any(v.busy for v in verdicts), noisy=any(v.noisy for v in verdicts), reasons=()
+    )
+
+
+def banner(env: Mapping[str, Any]) -> str | None:
+    """One line when the run's machine was busy or noisy before or after it, else None, e.g.
+    'busy and noisy machine (before and after the run): load 4.56 on 2 cores · noise floor
+    ±3.8 % before, ±5.1 % after'. Runs written before jitbench took snapshots give None."""
+    states = _snapshots(env)
     verdicts = {when: s.verdict() for when, s in states.items()}
     bad = [when for when, v in verdicts.items() if not v.quiet]
     if not bad:
         return None
-    label = Verdict(
-        busy=any(v.busy for v in verdicts.values()),
-        noisy=any(v.noisy for v in verdicts.values()),
-        reasons=(),
-    ).label
+    label = _overall(verdicts.values()).label
     # The busy reasons of the snapshot with more of them (the later one on a tie).
     worst = max(bad, key=lambda w: (len(verdicts[w].reasons), w == "after"))
     reasons = [r for r in verdicts[worst].reasons if not r.startswith("noise probe")]
@@ -559,18 +569,25 @@ def banner(env: Mapping[str, Any]) -> str | None:
     return f"{label} machine ({' and '.join(bad)} the run): {' · '.join(reasons)}"
 
 
+def _apart_percent(value: float) -> str:
+    """A process spread as shown, to one decimal ('8.6 %', '125.0 %'), so that the verdict
+    (`unstable`) is made on the figure the reader sees."""
+    return f"{value * 100:.1f} %"
+
+
 def spread_text(spread: ProcessSpread) -> str:
     """'measured the same code a median 8.6 % apart (speedups 6.8 %)', said of a run's
     processes."""
-    text = f"measured the same code a median {fmt.percent(spread.times)} apart"
+    text = f"measured the same code a median {_apart_percent(spread.times)} apart"
     if spread.speedups is not None:
-        text += f" (speedups {fmt.percent(spread.speedups)})"
+        text += f" (speedups {_apart_percent(spread.speedups)})"
     return text
 
 
 def unstable(spread: ProcessSpread | None) -> str | None:
-    """Why the run is unstable (its processes `UNSTABLE_SPREAD` or more apart), or None."""
-    if spread is None or spread.times < UNSTABLE_SPREAD:
+    """Why the run is unstable (its processes `UNSTABLE_SPREAD` or more apart, as shown to
+    one decimal), or None."""
+    if spread is None or round(spread.times * 100, 1) < UNSTABLE_SPREAD * 100:
         return None
     return (
         f"its {spread.processes} processes {spread_text(spread)}: a repeat run may differ as much"
@@ -580,21 +597,16 @@ def unstable(spread: ProcessSpread | None) -> str | None:
 def run_flags(env: Mapping[str, Any], spread: ProcessSpread | None) -> list[str]:
     """The words of `run_banner` as tags for a list of runs: 'busy' and 'noisy' (either
     snapshot), 'unstable' (its processes far apart)."""
-    verdicts = [
-        s.verdict()
-        for key in ("machine_before", "machine_after")
-        if (s := from_environment(env, key)) is not None
-    ]
-    flags = [
+    overall = _overall(s.verdict() for s in _snapshots(env).values())
+    return [
         word
         for word, on in (
-            ("busy", any(v.busy for v in verdicts)),
-            ("noisy", any(v.noisy for v in verdicts)),
+            ("busy", overall.busy),
+            ("noisy", overall.noisy),
             ("unstable", unstable(spread) is not None),
         )
         if on
     ]
-    return flags
 
 
 def run_banner(env: Mapping[str, Any], spread: ProcessSpread | None) -> str | None:

@@ -41,6 +41,7 @@ from jitbench.results.model import (
     ShardingInfo,
     Status,
     TimeSplit,
+    is_host_copy,
 )
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "check_run_copy",
     "dump_run",
     "ensure_writable_dir",
+    "is_host_copy",
     "load_run",
     "measurement_from_dict",
     "measurement_to_dict",

@@ -12,7 +12,7 @@ import itertools
 import math
 import secrets
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -425,16 +425,55 @@ class ProcessSpread:
     """How far a run's processes measured the same code apart (`Run.process_spread`).
 
     `times`: the median, over the run's measurements with two or more process parts, of
-    the slowest process's median ÷ the fastest's, less 1 (0.1: 10 % apart). `speedups`:
-    the same of each eager and jit speedup over NumPy, from the processes' paired figures
-    (None where the run holds none). What a repeat run may differ by, measured by the run
-    itself: unlike the noise probe's few milliseconds, it spans the minutes between the
-    processes."""
+    how far two of its processes measured it apart (the mean over pairs of processes of
+    |log ratio| of their medians, as a factor less 1: 0.1 is 10 % apart), NumPy counted
+    once per case however many devices it is filed under. `speedups`: the same of each
+    eager and jit speedup over NumPy, from the processes' paired figures (None where the
+    run holds none). A mean over pairs, not slowest ÷ fastest, so that more processes
+    (`--processes 4`) do not read as further apart. What a repeat run may differ by,
+    measured by the run itself: unlike the noise probe's few milliseconds, it spans the
+    minutes between the processes."""
 
     processes: int
     measurements: int
     times: float
     speedups: float | None
+
+
+def _apart(logs: Sequence[float]) -> float:
+    """How far values apart, on average over their pairs, as a factor less 1."""
+    pairs = list(itertools.combinations(logs, 2))
+    return math.expm1(statistics.fmean(abs(a - b) for a, b in pairs))
+
+
+def _parts(m: Measurement) -> list[tuple[float, ...]]:
+    """`m`'s samples cut into its runs' (processes') shares."""
+    counts = m.run_sample_counts or (len(m.samples_s),)
+    ends = list(itertools.accumulate(counts))
+    return [m.samples_s[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+
+def is_host_copy(m: Measurement, of: Measurement) -> bool:
+    """Whether NumPy measurement `m` holds no samples but those of `of`, the same
+    workload × size × dtype filed under another device: a run measures NumPy, host code,
+    once per case and files that series under each device, and a pooled side whose run
+    lacked a device holds a share of the series of a device it had. Such a copy is
+    evidence already counted."""
+    if m.mode is not Mode.NUMPY or of.mode is not Mode.NUMPY or m is of:
+        return False
+    same_case = (m.case.workload, m.case.size, m.case.dtype) == (
+        of.case.workload,
+        of.case.size,
+        of.case.dtype,
+    )
+    if not same_case or not m.samples_s:
+        return False
+    theirs = list(_parts(of))
+    for part in _parts(m):
+        if part not in theirs:
+            return False
+        theirs.remove(part)
+    return True
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -560,12 +599,18 @@ class Run:
     def process_spread(self) -> ProcessSpread | None:
         """How far this run's processes measured the same code apart (`ProcessSpread`);
         None for a run of one process or with no measurement in several."""
-        apart = [
-            max(medians) / min(medians) - 1
-            for m in self.measurements
-            if m.ok and len(m.run_sample_counts) > 1 and min(medians := m.run_medians_s) > 0
-        ]
-        if not apart:
+        counted: list[Measurement] = []
+        numpy_by_case: dict[tuple[str, str, str], list[Measurement]] = {}
+        for m in self.measurements:
+            if not (m.ok and len(m.run_sample_counts) > 1 and min(m.run_medians_s) > 0):
+                continue
+            if m.mode is Mode.NUMPY:
+                host = numpy_by_case.setdefault((m.case.workload, m.case.size, m.case.dtype), [])
+                if any(is_host_copy(m, seen) for seen in host):
+                    continue
+                host.append(m)
+            counted.append(m)
+        if not counted:
             return None
         speedups = []
         for case in self.cases():
@@ -575,11 +620,13 @@ class Run:
                 if base is None or other is None or not (base.ok and other.ok):
                     continue
                 if (logs := self.process_logs(base, other)) is not None:
-                    speedups.append(math.exp(max(logs) - min(logs)) - 1)
+                    speedups.append(_apart(logs))
         return ProcessSpread(
             processes=self.processes,
-            measurements=len(apart),
-            times=statistics.median(apart),
+            measurements=len(counted),
+            times=statistics.median(
+                _apart([math.log(x) for x in m.run_medians_s]) for m in counted
+            ),
             speedups=statistics.median(speedups) if speedups else None,
         )
 

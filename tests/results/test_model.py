@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -133,3 +134,23 @@ def test_failed_measurements_are_left_out_of_the_process_spread() -> None:
     spread = replace(run, measurements=tuple(ms)).process_spread
     assert spread is not None and spread.measurements == 7
     assert spread.speedups == pytest.approx(0.2)
+
+
+def test_the_process_spread_is_a_mean_over_pairs_of_processes_not_their_range() -> None:
+    """Slowest ÷ fastest widens with every process added, so `--processes 4` (the hint
+    for a split) would have read as less stable than two."""
+    template = make_run().measurements[0]
+    three = replace(
+        template, samples_s=(1e-3, 1e-3, 1e-3, 1e-3, 1.3e-3, 1.3e-3), run_sample_counts=(2, 2, 2)
+    )
+    spread = make_run(measurements=(three,)).process_spread
+    assert spread is not None and spread.processes == 3
+    assert spread.times == pytest.approx(math.expm1(2 / 3 * math.log(1.3)))  # 19 %, not 30 %
+
+
+def test_numpy_filed_under_two_devices_counts_once_in_the_process_spread() -> None:
+    run = _two_process_run({Mode.JIT: [0.1, 0.2, 0.3, 0.4]})
+    on_gpu = tuple(replace(m, case=replace(m.case, device="gpu:0")) for m in run.measurements)
+    both = make_run(measurements=run.measurements + on_gpu)
+    spread = both.process_spread
+    assert spread is not None and spread.measurements == 12  # 8 jit, 4 NumPy: not 8
