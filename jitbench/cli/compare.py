@@ -243,6 +243,10 @@ def compare_cmd(
             "against the working tree now; see jitbench compare --help."
         )
     # Output files fail now, not after minutes of measuring (--rev) or loading.
+    if html is not None and str(html) == "-":
+        raise ConfigError(
+            "--html writes a page and plotly.js beside it, so it needs a file name, not '-'."
+        )
     for path in (markdown, json_path, html):
         check_output_file(path)
     if threshold is None:

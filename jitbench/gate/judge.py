@@ -34,7 +34,7 @@ from jitbench.gate.model import (
     Verdict,
 )
 from jitbench.gate.pooling import pooling_notes
-from jitbench.results import Measurement, Mode, Run
+from jitbench.results import Measurement, Mode, Run, is_host_copy
 from jitbench.results.merge import judged_compile_s
 
 #: Prior degrees of freedom of a case's between-run variance in the run-level test: the
@@ -453,34 +453,52 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
     return (PoolingNote(text),)
 
 
-def _numpy_copies(by_key: dict[tuple[CaseKey, Mode], Measurement]) -> set[tuple[CaseKey, Mode]]:
-    """NumPy measurements that copy an earlier device's: a run measures NumPy, host code,
-    once per workload × size × dtype and files the one series under each device it
-    measured. Judged once per device, it was counted (and its p-value adjusted for) as
-    many times as there were devices."""
-    first: dict[tuple[str, str, str], Measurement] = {}
-    copies: set[tuple[CaseKey, Mode]] = set()
-    for (key, mode), m in by_key.items():
-        if mode is not Mode.NUMPY:
+def numpy_copies(
+    base_by_key: dict[tuple[CaseKey, Mode], Measurement],
+    new_by_key: dict[tuple[CaseKey, Mode], Measurement],
+) -> dict[tuple[CaseKey, Mode], str]:
+    """NumPy measurements left out of the comparison, each with the device its case's
+    NumPy is judged on: a run measures NumPy, host code, once per workload × size × dtype
+    and files the one series under each device it measured (`results.is_host_copy`).
+    Judged once per device, one change was counted (and its p-value adjusted for) as many
+    times as there were devices. The device judged is the first, by name, that both sides
+    have, so that the order of `--devices` or a pooled run without one device changes
+    nothing; a copy is left out on both sides, or on the side that has it alone."""
+    hosts: dict[tuple[str, str, str], dict[str, list[Measurement]]] = {}
+    for by_key in (base_by_key, new_by_key):
+        for (key, mode), m in by_key.items():
+            if mode is Mode.NUMPY:
+                host = (m.case.workload, m.case.size, m.case.dtype)
+                hosts.setdefault(host, {}).setdefault(key[2], []).append(m)
+    copies: dict[tuple[CaseKey, Mode], str] = {}
+    for (workload, size, dtype), by_device in hosts.items():
+        both = sorted(d for d, ms in by_device.items() if len(ms) == 2)
+        if not both:
             continue
-        host = (m.case.workload, m.case.size, m.case.dtype)
-        seen = first.setdefault(host, m)
-        if seen is not m and (seen.samples_s, seen.run_sample_counts) == (
-            m.samples_s,
-            m.run_sample_counts,
-        ):
-            copies.add((key, mode))
+        judged = both[0]
+        base_judged, new_judged = by_device[judged]
+        for device in by_device:
+            if device == judged:
+                continue
+            filed = ((workload, size, device, dtype), Mode.NUMPY)
+            sides = [
+                (side.get(filed), of)
+                for side, of in ((base_by_key, base_judged), (new_by_key, new_judged))
+            ]
+            if all(m is None or is_host_copy(m, of) for m, of in sides):
+                copies[filed] = judged
     return copies
 
 
-def _numpy_copies_note(copies: set[tuple[CaseKey, Mode]]) -> tuple[PoolingNote, ...]:
+def _numpy_copies_note(copies: dict[tuple[CaseKey, Mode], str]) -> tuple[PoolingNote, ...]:
     """A line saying that NumPy was judged once per case, not once per device."""
     if not copies:
         return ()
+    judged = sorted(set(copies.values()))
     devices = sorted({key[2] for key, _ in copies})
     return (
         PoolingNote(
-            f"NumPy judged once per case, on its first device: it is host code, measured "
+            f"NumPy judged once per case, on {', '.join(judged)}: it is host code, measured "
             f"once and filed under each device (not again on {', '.join(devices)})"
         ),
     )
@@ -524,9 +542,7 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
     base_by_key = {(m.case.key, m.mode): m for m in base.measurements}
     new_keys = [(m.case.key, m.mode) for m in new.measurements]
     new_by_key = dict(zip(new_keys, new.measurements, strict=True))
-    copies = _numpy_copies(base_by_key) & _numpy_copies(new_by_key)
-    copies |= {k for k in _numpy_copies(new_by_key) if k not in base_by_key}
-    copies |= {k for k in _numpy_copies(base_by_key) if k not in new_by_key}
+    copies = numpy_copies(base_by_key, new_by_key)
     base_by_key = {k: m for k, m in base_by_key.items() if k not in copies}
     new_keys = [k for k in new_keys if k not in copies]
     new_by_key = {k: new_by_key[k] for k in new_keys}

@@ -19,7 +19,7 @@ from jitbench.results import Measurement, Mode
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
-# is of) and each pooling note's "mixed"
+# is of) and each pooling note's "warns"
 COMPARISON_SCHEMA_VERSION = "1.2"
 
 CaseKey = tuple[str, str, str, str]
@@ -224,14 +224,19 @@ class Entry:
         return self._side_s(self.new)
 
     def _side_s(self, m: Measurement | None) -> float | None:
-        """Tested run by run: the geometric mean of the side's run medians, as the ratio
-        is; else its median. A pooled sample median beside a ratio of run means put the
-        two columns and the change on opposite sides of 1 in 19 of the 200 rows comparing
-        the two example runs. None for a side that is missing or not ok."""
+        """Tested run by run: the geometric mean of the side's (positive) run medians, as
+        the ratio is; else its median. A pooled sample median beside a ratio of run means
+        put the two columns and the change on opposite sides of 1 in 19 of the 200 rows
+        comparing the two example runs. Paired rounds (`compare --rev`) take the ratio
+        round by round, which no pair of times matches: the medians are shown, with a note
+        where they moved the other way (`gate.paired`). None for a side that is missing or
+        not ok."""
         if m is None or not m.ok:
             return None
-        if self.test is SignificanceTest.RUNS and min(m.run_medians_s, default=0) > 0:
-            return stats.geometric_mean(list(m.run_medians_s))
+        if self.test is SignificanceTest.RUNS:
+            mean = stats.geometric_mean(list(m.run_medians_s))
+            if mean is not None:
+                return mean
         return m.median_s
 
     @property
@@ -267,18 +272,18 @@ class EnvDifference:
 
 @dataclass(frozen=True)
 class PoolingNote:
-    """One line on how a side's runs were pooled; `left_out` when it drops a run, `mixed`
-    when it pooled a run measured unlike the side's first (other settings, versions or
-    machine)."""
+    """One line on how a side's runs were pooled; `left_out` when it drops a run, `warns`
+    when the side is not what it seems otherwise (a run measured unlike the side's first:
+    other commit, settings, versions or machine; a run given in several files)."""
 
     text: str
     left_out: bool = False
-    mixed: bool = False
+    warns: bool = False
 
     @property
     def stands_out(self) -> bool:
         """Whether a reader must see it: the side is not what it seems."""
-        return self.left_out or self.mixed
+        return self.left_out or self.warns
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -380,7 +385,7 @@ class Comparison:
                 "p_adjust": self.thresholds.p_adjust,
             },
             "pooling": [
-                {"text": n.text, "left_out": n.left_out, "mixed": n.mixed} for n in self.pooling
+                {"text": n.text, "left_out": n.left_out, "warns": n.warns} for n in self.pooling
             ],
             "has_regression": self.has_regression,
             "warnings": [*self.warnings, *filter(None, [self.nothing_compared])],

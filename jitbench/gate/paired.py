@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.gate.judge import (
     TimingResult,
@@ -39,6 +40,7 @@ from jitbench.gate.judge import (
 from jitbench.gate.model import (
     Comparison,
     CompileChange,
+    Entry,
     PoolingNote,
     SignificanceTest,
     Thresholds,
@@ -193,6 +195,19 @@ def paired_compile(
     )
 
 
+def _medians_disagree(e: Entry, ratio: float) -> str:
+    """A note when the sides' medians (the table's columns) moved against the paired ratio,
+    which decides: the rounds' drift falls unevenly on the two sides' medians and cancels
+    only in each round's ratio."""
+    b, n = e.base_median_s, e.new_median_s
+    if not (b and n) or (n / b - 1) * (ratio - 1) >= 0:
+        return ""
+    return (
+        f"the medians moved the other way ({fmt.seconds(b)} → {fmt.seconds(n)}); the "
+        "per-round ratios decide"
+    )
+
+
 def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
     """Compare two runs measured interleaved (`runner.duet`): `judge.compare` for the
     cases' statuses, new/removed cases and the environment, with every case whose samples
@@ -227,7 +242,7 @@ def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = 
             p_value=timing.p_value,
             p_adjusted=None,
             test=timing.test,
-            note=timing.note,
+            note="; ".join(filter(None, (timing.note, _medians_disagree(e, timing.ratio)))),
             compile=paired_compile(e.base, e.new, thresholds) or e.compile,
         )
     judged = adjust_for_multiplicity(tuple(adjust_compiles(entries, thresholds)), thresholds)

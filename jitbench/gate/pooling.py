@@ -15,6 +15,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.gate.envdiff import commit_label, environment_differences
@@ -130,7 +131,16 @@ def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
     pooled = run.config.pooled
     if not isinstance(pooled, Mapping):
         return ()
-    notes = [PoolingNote(f"{side}: {len(pooled.get('runs', ()))} runs pooled")]
+    runs = len(pooled.get("runs", ()))
+    notes = [PoolingNote(f"{side}: {runs} runs pooled")] if runs > 1 else []
+    for x in pooled.get("copies", ()):
+        notes.append(
+            PoolingNote(
+                f"{side}: run {x['run_id']} is in {len(x['files'])} files "
+                f"({', '.join(x['files'])}): counted once",
+                warns=True,
+            )
+        )
     for x in pooled.get("excluded", ()):
         notes.append(
             PoolingNote(
@@ -146,7 +156,7 @@ def pooling_notes(run: Run, side: str) -> tuple[PoolingNote, ...]:
                 f"{side}: run {x['run_id']} was not measured like run {first}, the first "
                 f"({'; '.join(x['fields'])}), yet pooled with it: a side should hold runs "
                 "of the same code, settings and machine",
-                mixed=True,
+                warns=True,
             )
         )
     return tuple(notes)
@@ -185,8 +195,13 @@ def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURB
                     "elsewhere)."
                 ) from None
             raise
-    _refuse_copies(runs, files)
-    return merge_runs(runs, disturbed_factor=disturbed_factor)
+    runs, copies = _distinct(runs, files)
+    merged = merge_runs(runs, disturbed_factor=disturbed_factor)
+    if not copies:
+        return merged
+    pooled = dict(merged.config.pooled or {"runs": [merged.run_id], "excluded": []})
+    pooled["copies"] = copies
+    return replace(merged, config=replace(merged.config, pooled=pooled))
 
 
 def _is_comparison(path: Path) -> bool:
@@ -198,18 +213,30 @@ def _is_comparison(path: Path) -> bool:
         return False
 
 
-def _refuse_copies(runs: Sequence[Run], files: Sequence[Path]) -> None:
-    """Two files of one run (a copy, an artifact uploaded twice) would count its samples,
-    and its processes, twice as evidence.
+def _distinct(runs: Sequence[Run], files: Sequence[Path]) -> tuple[list[Run], list[dict[str, Any]]]:
+    """`runs` with each run once, and the runs given in several files (a copy, an
+    artifact uploaded twice, `jitbench report --out` of a folder's loose run into its
+    `runs/`) with their files: pooled as often as given, one run's samples would count
+    as several runs' evidence (five copies turned 3 regressions into 9).
 
     Raises:
-        ResultsFormatError: two of `files` hold runs of the same id.
+        ResultsFormatError: two files hold runs of one id that differ (a run and its
+            resumed, longer self?): which one the side means is not for the gate to guess.
     """
-    seen: dict[str, Path] = {}
+    first: dict[str, tuple[Run, Path]] = {}
+    files_of: dict[str, list[str]] = {}
     for run, f in zip(runs, files, strict=True):
-        if run.run_id in seen:
-            raise ResultsFormatError(
-                f"{str(seen[run.run_id])!r} and {str(f)!r} are the same run "
-                f"({run.run_id}): pooled, its samples would count twice; keep one of them."
-            )
-        seen[run.run_id] = f
+        if run.run_id in first:
+            kept, kept_file = first[run.run_id]
+            if run != kept:
+                raise ResultsFormatError(
+                    f"{str(kept_file)!r} and {str(f)!r} hold different runs of one id "
+                    f"({run.run_id}); keep the one the side means and move the other out."
+                )
+        else:
+            first[run.run_id] = (run, f)
+        files_of.setdefault(run.run_id, []).append(str(f))
+    copies = [
+        {"run_id": run_id, "files": names} for run_id, names in files_of.items() if len(names) > 1
+    ]
+    return [run for run, _ in first.values()], copies

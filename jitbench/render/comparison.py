@@ -183,8 +183,8 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
             e.device,
             e.dtype,
             e.mode.value,
-            _median_cell(e, "base"),
-            _median_cell(e, "new"),
+            _time_cell(e, "base"),
+            _time_cell(e, "new"),
             ratio_cell(e),
             Text(
                 percent_change(e.ratio),
@@ -198,7 +198,7 @@ def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
     return table
 
 
-def _median_cell(e: Entry, side: str, *, compact: bool = False) -> str:
+def _time_cell(e: Entry, side: str, *, compact: bool = False) -> str:
     """The side's time the change is taken from (`Entry.base_s` / `new_s`), or its
     status."""
     m, seconds = (e.base, e.base_s) if side == "base" else (e.new, e.new_s)
@@ -287,8 +287,8 @@ def _compact_layout(
         style = _VERDICT_STYLE[e.verdict]
         row: list[Text | str] = [
             label,
-            _median_cell(e, "base", compact=compact),
-            _median_cell(e, "new", compact=compact),
+            _time_cell(e, "base", compact=compact),
+            _time_cell(e, "new", compact=compact),
             Text(
                 percent_change(e.ratio, compact=compact),
                 style=style if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) else "",
@@ -427,8 +427,8 @@ def _md_entry_row(e: Entry) -> list[str]:
         md_escape(e.device),
         md_escape(e.dtype),
         e.mode.value,
-        md_escape(_median_cell(e, "base")),
-        md_escape(_median_cell(e, "new")),
+        md_escape(_time_cell(e, "base")),
+        md_escape(_time_cell(e, "new")),
         md_escape(percent_change(e.ratio)),
         md_escape(p_value(e.p_judged)),
         md_escape(compile_cell(e)),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from jitbench import formatting as fmt
 from jitbench import stats
@@ -179,6 +179,12 @@ def align(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> Alignment:
             if m.case not in cases[k]:
                 cases[k].append(m.case)
     entries = [{(e.key, e.mode): e for e in cmp.entries} for cmp in comparisons]
+    # NumPy is judged once per case, on one device (`gate.judge.numpy_copies`); its rows
+    # on the other devices show that verdict.
+    numpy_judged = [
+        {(e.workload, e.size, e.dtype): e for e in cmp.entries if e.mode is Mode.NUMPY}
+        for cmp in comparisons
+    ]
     why = "" if by_device else "measured on different devices: the gate compares one device"
     rows = []
     for k, slots in found.items():
@@ -191,6 +197,13 @@ def align(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> Alignment:
             changes = []
             for j, new in enumerate(ms[1:]):
                 entry = entries[j].get((first.key, mode)) if by_device else None
+                if by_device and entry is None and mode is Mode.NUMPY:
+                    entry = numpy_judged[j].get((first.workload, first.size, first.dtype))
+                    if entry is not None:
+                        entry = replace(
+                            entry,
+                            note="; ".join(filter(None, (f"judged on {entry.device}", entry.note))),
+                        )
                 changes.append(_change(entry, ms[0], new, why))
             rows.append(Row(k, data.case_label(first), devices, mode, ms, tuple(changes)))
     present = [{key_of(c) for c in r.cases()} for r in runs]

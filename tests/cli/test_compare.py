@@ -299,6 +299,14 @@ def test_an_output_that_cannot_be_written_is_refused_before_anything_is_read(opt
     assert folder.exit_code == 2 and "is a folder; give a file name" in folder.output
 
 
+def test_an_html_page_has_no_stdout_form(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, ["compare", "a.json", "b.json", "--html", "-"])
+    assert result.exit_code == 2
+    assert "--html writes a page and plotly.js beside it" in " ".join(result.output.split())
+    assert list(tmp_path.iterdir()) == []  # no file named '-', no plotly.js
+
+
 def test_compare_markdown_to_stdout(good_run):
     result = runner.invoke(app, ["compare", str(good_run), str(good_run), "--markdown", "-"])
     assert result.exit_code == 0

@@ -557,6 +557,21 @@ def test_numpy_filed_under_each_device_is_judged_once():
     assert [(e.device, e.verdict) for e in numpy_rows] == [("cpu:0", Verdict.REGRESSION)]
     assert len(cmp.entries) == 3
     assert any("NumPy judged once per case" in n.text and "gpu:0" in n.text for n in cmp.pooling)
+    # Devices listed the other way round on one side (`--devices gpu,cpu`): the same.
+    flipped = side(3e-3, 1e-3, "n")
+    flipped = replace(flipped, measurements=flipped.measurements[2:] + flipped.measurements[:2])
+    cmp = compare(side(2e-3, 1e-3, "b"), flipped)
+    assert [(e.device, e.verdict) for e in cmp.entries if e.mode is Mode.NUMPY] == [
+        ("cpu:0", Verdict.REGRESSION)
+    ]
+    # A pooled side one of whose runs lacked the GPU: its GPU NumPy is a share of the
+    # CPU's series, still no evidence of its own.
+    cpu_only = make_run(
+        meas(mode=Mode.NUMPY, samples=spread(3e-3, 20)), meas(samples=spread(1e-3, 20)), run_id="c"
+    )
+    pooled = merge_runs([side(3e-3, 1e-3, "n1"), cpu_only], disturbed_factor=0)
+    cmp = compare(side(2e-3, 1e-3, "b"), pooled)
+    assert [e.device for e in cmp.entries if e.mode is Mode.NUMPY] == ["cpu:0"]
     # A NumPy series of its own on each device (older runs, `--distributed`) stays per device.
     own = make_run(
         meas(mode=Mode.NUMPY, samples=spread(2e-3, 20)),

@@ -199,17 +199,40 @@ def test_a_side_reads_its_loose_runs_and_its_runs_folder_alike(tmp_path):
     assert side.config.pooled["runs"] == ["loose", "kept"]
 
 
-def test_two_files_of_one_run_are_refused_not_counted_twice(tmp_path):
+def test_two_files_of_one_run_count_once_and_say_so(tmp_path):
     """Five copies of one run turned 3 regressions into 9 in a review: each copy a run of
-    evidence, and a typical spread of 0 %."""
+    evidence, and a typical spread of 0 %. `jitbench report side/once.json --out side`
+    puts a second copy in side/runs/."""
+    from jitbench.gate.pooling import pooling_notes
+
     run = make_run(meas(samples=spread(1e-3, 8)), run_id="once")
     _save_side(tmp_path, run)
+    _save_side(tmp_path / "runs", run)
     (tmp_path / "copy.json").write_text((tmp_path / "once.json").read_text())
+    other = make_run(meas(samples=spread(1.1e-3, 8)), run_id="other")
+    _save_side(tmp_path, other)
+    side = load_side(tmp_path)
+    assert side.config.pooled["runs"] == ["once", "other"]  # once each
+    assert len(side.measurements[0].run_sample_counts) == 2
+    [pooled, copies] = pooling_notes(side, "base")
+    assert pooled.text == "base: 2 runs pooled"
+    assert copies.warns and copies.text.startswith("base: run once is in 3 files (")
+    assert copies.text.endswith("): counted once")
+    (tmp_path / "other.json").unlink()  # one run, in three files: the run, and the note
+    alone = load_side(tmp_path)
+    assert alone.run_id == "once" and [n.text[:25] for n in pooling_notes(alone, "new")] == [
+        "new: run once is in 3 fil"
+    ]
+
+
+def test_two_different_runs_of_one_id_are_refused(tmp_path):
+    _save_side(tmp_path, make_run(meas(samples=spread(1e-3, 8)), run_id="once"))
+    (tmp_path / "runs").mkdir()
+    longer = make_run(meas(samples=spread(1e-3, 9)), run_id="once")
+    _save_side(tmp_path / "runs", longer)
     with pytest.raises(ResultsFormatError) as caught:
         load_side(tmp_path)
-    message = str(caught.value)
-    assert "copy.json" in message and "once.json" in message
-    assert "are the same run (once): pooled, its samples would count twice" in message
+    assert "hold different runs of one id (once)" in str(caught.value)
 
 
 def test_a_comparison_in_a_sides_folder_is_named_as_one(tmp_path):
@@ -235,10 +258,10 @@ def test_a_run_measured_unlike_its_side_is_pooled_with_a_note_that_stands_out():
     alike = make_run(meas(samples=spread(1e-3, 8)), run_id="again")
     side = merge_runs([first, x64, alike], disturbed_factor=0)
     [pooled, mixed] = pooling_notes(side, "base")
-    assert not pooled.stands_out and mixed.stands_out and mixed.mixed and not mixed.left_out
+    assert not pooled.stands_out and mixed.stands_out and mixed.warns and not mixed.left_out
     assert mixed.text.startswith(
         "base: run x64 was not measured like run f32, the first (commit: abc → def; x64: "
         "False → True), yet pooled with it"
     )
     cmp = compare(side, alike)
-    assert cmp.to_dict()["pooling"][1]["mixed"] is True
+    assert cmp.to_dict()["pooling"][1]["warns"] is True

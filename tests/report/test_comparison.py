@@ -52,6 +52,23 @@ def test_differing_case_sets_are_warned_about(run: Run) -> None:
     assert removed and all(r.changes[0].verdict is Verdict.REMOVED for r in removed)
 
 
+def test_numpy_on_a_second_device_shows_the_verdict_it_was_judged_with() -> None:
+    """The gate judges NumPy once per case; the page's NumPy row on the other device fell
+    back to a bare ratio with no verdict."""
+    from jitbench import load_run
+
+    examples = Path(__file__).resolve().parents[2] / "reports" / "examples" / "runs"
+    base = load_run(examples / "20261123T064616Z-8ae277.json")
+    new = load_run(examples / "20261126T044455Z-f00e30.json")
+    a = comparison.align([base, new], [compare(base, new)])
+    rows = {(r.label, r.devices, r.mode): r for r in a.rows}
+    cpu = rows[("mandelbrot[S]", "cpu:0", Mode.NUMPY)].changes[0]
+    gpu = rows[("mandelbrot[S]", "gpu:0", Mode.NUMPY)].changes[0]
+    assert cpu is not None and gpu is not None and cpu.verdict is not None
+    assert (gpu.verdict, gpu.ratio) == (cpu.verdict, cpu.ratio)
+    assert gpu.note.startswith("judged on cpu:0")
+
+
 def test_the_same_run_twice_is_said(run: Run) -> None:
     html = pages.render_comparison_page([run, run], [compare(run, run)])
     assert "The same run is on both sides" in html
