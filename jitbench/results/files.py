@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jitbench.errors import OutputError
-from jitbench.results.codec import dump_run
+from jitbench.errors import JitbenchError, OutputError
+from jitbench.results.codec import dump_run, load_run
 from jitbench.results.model import Run
 
 
@@ -200,7 +200,11 @@ def check_run_copy(run: Run, root: str | os.PathLike[str], *, source: Path | Non
             return
         if target.read_text("utf-8") == dump_run(run):
             return
-    except (OSError, UnicodeDecodeError):
+        # The same run written by an older jitbench (another schema version, another
+        # layout of the JSON): `report` of a stored run into its own folder re-renders it.
+        if load_run(target) == run:
+            return
+    except (OSError, UnicodeDecodeError, JitbenchError):
         pass  # unreadable: not known to be this run, so it is not replaced either
     what = f"run {run.run_id!r}" + (f" from {str(source)!r}" if source is not None else "")
     raise OutputError(

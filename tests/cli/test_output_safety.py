@@ -45,6 +45,20 @@ def test_report_of_an_older_partial_copy_keeps_the_complete_run(
     assert complete_path.read_bytes() == complete
 
 
+def test_a_run_stored_by_an_older_jitbench_reports_into_its_own_folder(tmp_path: Path) -> None:
+    """The example run of 2026-11-23 was refused as 'a different version of run …' of
+    itself: its file is laid out as an older jitbench wrote it, not as this one would."""
+    out = tmp_path / "out"
+    result = invoke("run", *QUICK, "--out", out, "ok_double")
+    assert result.exit_code == 0, result.stderr
+    [stored] = run_files(out)
+    stored.write_text(json.dumps(json.loads(stored.read_text()), indent=4))  # other layout
+    before = stored.read_bytes()
+    again = invoke("report", stored, "--out", out)
+    assert again.exit_code == 0, again.stderr
+    assert stored.read_bytes() == before  # left as it was
+
+
 def test_report_of_a_file_claiming_a_stored_run_id_is_refused(stored: Path, tmp_path: Path) -> None:
     [complete_path] = run_files(stored)
     data = json.loads(complete_path.read_text())
