@@ -415,7 +415,8 @@ def _print_machine(runs: list) -> None:  # type: ignore[type-arg]
         apart = (
             "—"
             if spread is None
-            else f"{fmt.percent(spread.times)} · {fmt.percent(spread.speedups)}"
+            else f"{machine.apart_percent(spread.times)} · "
+            + ("—" if spread.speedups is None else machine.apart_percent(spread.speedups))
         )
         unstable = "  unstable" if machine.unstable(spread) else ""
         print(f"  {run.run_id}  {apart:<16} ±{' · ±'.join(floors)}{unstable}")

@@ -569,7 +569,7 @@ def banner(env: Mapping[str, Any]) -> str | None:
     return f"{label} machine ({' and '.join(bad)} the run): {' · '.join(reasons)}"
 
 
-def _apart_percent(value: float) -> str:
+def apart_percent(value: float) -> str:
     """A process spread as shown, to one decimal ('8.6 %', '125.0 %'), so that the verdict
     (`unstable`) is made on the figure the reader sees."""
     return f"{value * 100:.1f} %"
@@ -578,9 +578,9 @@ def _apart_percent(value: float) -> str:
 def spread_text(spread: ProcessSpread) -> str:
     """'measured the same code a median 8.6 % apart (speedups 6.8 %)', said of a run's
     processes."""
-    text = f"measured the same code a median {_apart_percent(spread.times)} apart"
+    text = f"measured the same code a median {apart_percent(spread.times)} apart"
     if spread.speedups is not None:
-        text += f" (speedups {_apart_percent(spread.speedups)})"
+        text += f" (speedups {apart_percent(spread.speedups)})"
     return text
 
 
