@@ -116,9 +116,9 @@ def print_run_table(
     run) comes first, on stderr for markdown and CSV."""
     from jitbench.render import run_table
 
-    banner = run_table.machine_banner(run)
-    if banner is not None:
-        say(banner) if table_format is TableFormat.TABLE else err.print(banner)
+    for banner in (run_table.incomplete_banner(run), run_table.machine_banner(run)):
+        if banner is not None:
+            say(banner) if table_format is TableFormat.TABLE else err.print(banner)
     if table_format is TableFormat.MARKDOWN:
         from jitbench.render.run_markdown import run_markdown
 

@@ -10,7 +10,7 @@ from collections.abc import Collection
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.measure import diagnose
-from jitbench.render.run_table import cases_of_sizes
+from jitbench.render.run_table import INCOMPLETE, cases_of_sizes
 from jitbench.results import Case, Mode, Run
 
 SUSPECT_NOTE = (
@@ -69,4 +69,6 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if suspect:
         lines += ["", SUSPECT_NOTE]
+    if not run.complete:  # a pull-request comment must not pass a partial run off as whole
+        lines += ["", f"⚠ {INCOMPLETE}."]
     return "\n".join(lines) + "\n"

@@ -196,6 +196,21 @@ def table_title(run: Run) -> Text:
     return title
 
 
+#: What an interrupted run's tables say before anything else (its HTML page says the same).
+INCOMPLETE = (
+    "incomplete run (interrupted or still running): only the cases measured so far are "
+    "shown; `jitbench run --resume RUN.json` finishes it"
+)
+
+
+def incomplete_banner(run: Run) -> Text | None:
+    """The line printed above an incomplete run's table, else None."""
+    if run.complete:
+        return None
+    counted = f" ({len(run.cases())} case(s) so far)" if run.measurements else " (none yet)"
+    return Text(f"⚠ {INCOMPLETE}{counted}", style="bold yellow")
+
+
 def machine_banner(run: Run) -> Text | None:
     """The one line printed above the summary table when the machine was busy or noisy
     before or after the run, with its noise floor, or when its processes measured the same

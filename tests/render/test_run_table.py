@@ -123,3 +123,22 @@ def test_many_processes_disagree_warnings_are_one_line_and_the_rest_stay_whole()
         "and their speedups moved: double[S] cpu:0 float32 numpy, double[S] cpu:0 float32 "
         "eager, double[S] cpu:0 float32 jit, cumulative[S] cpu:0 float32 numpy — hint:"
     )
+
+
+def test_an_incomplete_runs_tables_say_so_first() -> None:
+    """The HTML page said "incomplete"; the terminal, markdown and CSV tables of
+    `jitbench report partial.json --format …` looked like a finished run."""
+    from dataclasses import replace
+
+    from jitbench.render.run_markdown import run_markdown
+    from jitbench.render.run_table import incomplete_banner
+
+    run = load_run(RUN_FILE)
+    assert incomplete_banner(run) is None and "incomplete" not in run_markdown(run)
+    partial = replace(run, complete=False)
+    banner = incomplete_banner(partial)
+    assert banner is not None and banner.plain.startswith("⚠ incomplete run (interrupted")
+    assert banner.plain.endswith("finishes it (2 case(s) so far)")
+    assert run_markdown(partial).rstrip().endswith("`jitbench run --resume RUN.json` finishes it.")
+    nothing = replace(partial, measurements=())
+    assert incomplete_banner(nothing).plain.endswith("(none yet)")  # type: ignore[union-attr]
