@@ -208,8 +208,15 @@ def align(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> Alignment:
             rows.append(Row(k, data.case_label(first), devices, mode, ms, tuple(changes)))
     present = [{key_of(c) for c in r.cases()} for r in runs]
     common = frozenset(set.intersection(*present)) if present else frozenset()
+    # With other dtypes (an --x64 run beside a float32 one) 'workload[size]' is the same on
+    # both sides: "Only in A: selu[S]. Only in B: selu[S]." read as a contradiction.
+    dtyped = len({c.dtype for r in runs for c in r.cases()}) > 1
+
+    def only_label(case: Case) -> str:
+        return f"{data.case_label(case)} {case.dtype}" if dtyped else data.case_label(case)
+
     only_in = tuple(
-        tuple(data.case_label(cases[k][0]) for k in found if k in present[i] and k not in common)
+        tuple(only_label(cases[k][0]) for k in found if k in present[i] and k not in common)
         for i in range(len(runs))
     )
     return Alignment(

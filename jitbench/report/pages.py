@@ -342,6 +342,7 @@ def _gate_summary(cmp: Comparison) -> dict[str, Any]:
     counts = [(v.value, cmp.count(v)) for v in Verdict if cmp.count(v)]
     return {
         "fails": cmp.has_regression,
+        "nothing_compared": cmp.nothing_compared,
         "failures": len(cmp.failures),
         "counts": counts,
         "compile_regressions": len(cmp.compile_regressions),

@@ -69,6 +69,22 @@ def test_numpy_on_a_second_device_shows_the_verdict_it_was_judged_with() -> None
     assert gpu.note.startswith("judged on cpu:0")
 
 
+def test_a_comparison_of_nothing_in_common_says_so_and_names_the_dtypes(run: Run) -> None:
+    """An --x64 run against a float32 one: the page said "The gate passes: no regression"
+    (the CLI exits 2) and "Only in A: double[S]. Only in B: double[S]."."""
+    x64 = replace(
+        run,
+        run_id="x64",
+        measurements=tuple(
+            replace(m, case=replace(m.case, dtype="float64")) for m in run.measurements
+        ),
+    )
+    html = pages.render_comparison_page([run, x64], [compare(run, x64)])
+    assert "The gate compared nothing, so it checked nothing" in html
+    assert "The gate passes" not in html
+    assert "double[S] float32" in html and "double[S] float64" in html
+
+
 def test_the_same_run_twice_is_said(run: Run) -> None:
     html = pages.render_comparison_page([run, run], [compare(run, run)])
     assert "The same run is on both sides" in html
