@@ -100,6 +100,10 @@ def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
 #: that hold from run to run").
 DEFAULT_PROCESSES = 2
 
+#: The sizes a run measures when none are given (`--sizes`): each workload at those of them
+#: it defines, so a suite whose workloads define only S runs (`RunConfig.default_sizes`).
+DEFAULT_SIZES = ("S", "M")
+
 #: The longest run label (`--label`): it names pages and files, so it stays short.
 MAX_LABEL_CHARS = 80
 
@@ -346,7 +350,10 @@ class RunConfig:
 
     Sizes, modes and devices are kept as tuples of distinct names in the given order (a
     list is accepted; a mode may be given by name). Sizes and devices are matched against
-    the workloads and the machine when the run is planned.
+    the workloads and the machine when the run is planned: every size given must be one a
+    workload defines, except the default sizes (`DEFAULT_SIZES`, S and M, given or not),
+    which measure each workload at those of them it defines and fail only where no
+    workload defines either (`default_sizes`). The run records the sizes as given.
 
     `threads` is how many cores the measured code gets: the process is pinned to that many
     cores and the BLAS/OpenMP pools sized to match (`measure.threads.limited_threads`), so
@@ -374,7 +381,7 @@ class RunConfig:
             `max_samples`).
     """
 
-    sizes: tuple[str, ...] = ("S", "M")
+    sizes: tuple[str, ...] = DEFAULT_SIZES
     modes: tuple[Mode, ...] = ALL_MODES
     devices: tuple[str, ...] = ()
     x64: bool = False
@@ -435,6 +442,14 @@ class RunConfig:
                 f"--min-samples {plan.min_samples} is above max_samples {plan.max_samples}, "
                 "so no case could converge; lower --min-samples or raise max_samples."
             )
+
+    @property
+    def default_sizes(self) -> bool:
+        """Whether `sizes` are the default ones (`DEFAULT_SIZES`, given or not): a run then
+        measures each workload at those of them it defines (`runner.plan.plan_cases`).
+        Told by value, so a resumed run and a run's worker processes, which read the
+        recorded sizes back, plan the same cases."""
+        return self.sizes == DEFAULT_SIZES
 
     @classmethod
     def quick_settings(cls, **overrides: Any) -> RunConfig:

@@ -229,3 +229,71 @@ def test_the_cli_raises_the_cap_with_min_samples(tmp_path: Path) -> None:
     options.update(budget=None, precision=None, seed=0)
     config = build_config(**options, min_samples=600)  # type: ignore[arg-type]
     assert (config.plan.min_samples, config.plan.max_samples) == (600, 600)
+
+
+# --- the default sizes: each workload at those it defines -----------------------------------
+
+
+def _vector(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+def _sized(name: str, *sizes: str):
+    from jitbench import workload
+
+    return workload(
+        lambda xp, x: 2 * x, inputs=_vector, sizes={s: {"n": 8} for s in sizes}, name=name
+    )
+
+
+def test_default_sizes_measure_each_workload_at_those_it_defines() -> None:
+    import jax
+
+    from jitbench.config import DEFAULT_SIZES
+    from jitbench.runner.plan import plan_cases
+
+    cpu = jax.devices("cpu")[:1]
+    only_s, both = _sized("only_s", "S"), _sized("both", "S", "M", "L")
+    assert RunConfig().sizes == DEFAULT_SIZES and RunConfig().default_sizes
+    planned = plan_cases([only_s, both], RunConfig(), cpu)
+    assert [(pc.workload.name, pc.size) for pc in planned] == [
+        ("only_s", "S"),
+        ("both", "S"),
+        ("both", "M"),
+    ]
+    # A suite of S-only workloads runs at S with the defaults …
+    assert [pc.size for pc in plan_cases([only_s], RunConfig(), cpu)] == ["S"]
+    # … as read back from the run file (a resume, a worker process).
+    again = RunConfig.from_dict(json.loads(json.dumps(RunConfig().to_dict())))
+    assert again.default_sizes and [pc.size for pc in plan_cases([only_s], again, cpu)] == ["S"]
+    # Sizes given otherwise are each one a workload must define.
+    for sizes in (("M",), ("S", "L"), ("M", "S")):
+        assert not RunConfig(sizes=sizes).default_sizes
+        refused(lambda s=sizes: plan_cases([only_s], RunConfig(sizes=s), cpu), "unknown size")
+    # Defaults that no workload defines fail as any unknown size does.
+    refused(lambda: plan_cases([_sized("large", "L")], RunConfig(), cpu), "unknown size 'S'")
+
+
+def test_a_run_of_an_s_only_suite_with_the_default_sizes_measures_s(tmp_path: Path) -> None:
+    from jitbench.results import load_run
+
+    suite = tmp_path / "s.py"
+    suite.write_text(
+        "from jitbench import workload\n\n"
+        "def vec(rng, *, dtype, n):\n"
+        "    return (rng.standard_normal(n).astype(dtype),)\n\n"
+        '@workload(inputs=vec, sizes={"S": {"n": 8}})\n'
+        "def double(xp, x):\n"
+        "    return 2 * x\n"
+    )
+    common = ("--suite", suite, "--processes", "1", "-m", "numpy", "--budget", "0.01")
+    result = invoke("run", *common, "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    [path] = run_files(tmp_path / "out")
+    run = load_run(path)
+    assert {m.case.size for m in run.measurements} == {"S"}
+    assert run.config.settings.sizes == ("S", "M")  # what was asked: the default sizes
+    # An explicit size no workload defines is still refused, before anything is measured.
+    explicit = invoke("run", *common, "-s", "M", "--out", tmp_path / "explicit")
+    assert explicit.exit_code == 2 and "unknown size 'M'; known: S." in explicit.stderr
+    assert run_files(tmp_path / "explicit") == []

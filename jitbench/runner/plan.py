@@ -36,14 +36,17 @@ def plan_cases(
 ) -> list[PlannedCase]:
     """Every workload × size × device × dtype the config asks for.
 
-    Raises ConfigError when a requested size exists in none of the workloads.
+    Each workload is measured at the requested sizes it defines. Raises ConfigError when
+    a requested size exists in none of the workloads, unless the sizes are the defaults
+    (`RunConfig.default_sizes`): those fail only when no workload defines any of them, so
+    a suite whose workloads define only S runs without `--sizes S`.
     """
     dtype = "float64" if config.x64 else "float32"
     if not config.sweep and workloads:
         known = {s for w in workloads for s in w.sizes}
-        for size in config.sizes:
-            if size not in known:
-                raise ConfigError(unknown_name_message("size", size, sorted(known)))
+        missing = [size for size in config.sizes if size not in known]
+        if missing and (not config.default_sizes or len(missing) == len(config.sizes)):
+            raise ConfigError(unknown_name_message("size", missing[0], sorted(known)))
     planned = []
     for wl in {w.name: w for w in workloads}.values():  # each workload once
         if config.sweep and wl.sweep:
