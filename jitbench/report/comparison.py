@@ -8,6 +8,7 @@ first run), taken as given: nothing is judged here. Pure functions; no I/O.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -49,8 +50,18 @@ def side_names(runs: Sequence[Run]) -> list[str]:
 def page_name(runs: Sequence[Run]) -> str:
     """The comparison page's file name, from the runs' labels or ids:
     'compare-before-vs-after.html'."""
-    stems = [safe_file_stem(n)[:48] for n in side_names(runs)]
-    return "compare-" + "-vs-".join(stems) + ".html"
+    return "compare-" + "-vs-".join(_name_stem(n) for n in side_names(runs)) + ".html"
+
+
+def _name_stem(name: str) -> str:
+    """`name` as a file name part ('cpu box': 'cpu_box'); one that lost characters a file
+    name cannot hold (as '速い' does, to '_') or was cut at 48 keeps a short digest of the
+    whole name, so that two such labels name two pages, not one."""
+    stem, plain = safe_file_stem(name), name.replace(" ", "_")
+    if stem == plain and len(stem) <= 48:
+        return stem
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:8]
+    return f"{stem[:40]}-{digest}"
 
 
 def _same_devices(runs: Sequence[Run]) -> bool:

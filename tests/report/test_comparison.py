@@ -119,3 +119,14 @@ def test_cli_compare_writes_the_page(cli, run: Run, tmp_path: Path) -> None:
     )
     res = cli("compare", str(a), str(b), "--html", str(tmp_path))
     assert res.returncode == 2 and "is a folder" in res.stderr
+
+
+def test_labels_that_reduce_to_one_file_name_name_two_pages(run: Run) -> None:
+    """'速い' and '日本' both reduced to '_', so A-vs-B and A-vs-C wrote one file, and
+    labels past 48 characters that differed at their end did the same."""
+    a, b, c = (labelled(replace(run, run_id=f"r{i}"), name) for i, name in enumerate("速日遅"))
+    assert comparison.page_name([a, b]) != comparison.page_name([a, c])
+    long = "nightly-build-of-the-main-branch-on-the-shared-runner-"
+    d, e = (labelled(replace(run, run_id=f"l{i}"), long + tag) for i, tag in enumerate("xy"))
+    assert comparison.page_name([d, a]) != comparison.page_name([e, a])
+    assert comparison.page_name([d, a]).startswith("compare-nightly-build-of-the-main-branc")
