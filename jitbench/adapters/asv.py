@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
 from dataclasses import dataclass
 from itertools import repeat
+from pathlib import Path
 from typing import Any, ClassVar
 
 import jax
@@ -42,7 +43,7 @@ from jitbench.measure.devices import device_label, pick_device, warm_up_process
 from jitbench.measure.protocol import PlannedCase, open_case
 from jitbench.measure.threads import ThreadState, limited_threads
 from jitbench.results import Mode
-from jitbench.suite.discovery import Registry
+from jitbench.suite.discovery import Registry, SuiteLoadError
 from jitbench.suite.workload import Workload
 
 PARAM_NAMES = ["size", "mode"]
@@ -322,7 +323,8 @@ def workload_version(wl: Workload) -> str:
     and tolerances) and of the benchmark code itself. asv hashes a benchmark's own source by
     default, and every generated class shares `WorkloadBenchmark`'s, so without this an
     edited workload would continue the old history as if nothing had changed."""
-    parts = [_source(f) for f in dict.fromkeys((wl.numpy_fn, wl.jax_fn, wl.inputs))]
+    parts = [_source(f) for f in _reached((wl.numpy_fn, wl.jax_fn, wl.inputs))]
+    parts += _module_values((wl.numpy_fn, wl.jax_fn, wl.inputs))
     parts += [
         repr(sorted((k, sorted(v.items())) for k, v in wl.sizes.items())),
         repr(wl.static_argnames),
@@ -330,6 +332,64 @@ def workload_version(wl: Workload) -> str:
         _source(WorkloadBenchmark),
     ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _unwrapped(obj: Any) -> Any:
+    while isinstance(obj, functools.partial):
+        obj = obj.func
+    return obj
+
+
+def _names_used(fn: types.FunctionType) -> set[str]:
+    """Global names `fn`'s code reads, nested functions and comprehensions included."""
+    names: set[str] = set()
+    codes = [fn.__code__]
+    while codes:
+        code = codes.pop()
+        names.update(code.co_names)
+        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return names
+
+
+def _reached(roots: Sequence[Any]) -> list[Any]:
+    """`roots` and the functions of their own module that they use, and those use, in a
+    stable order: a loop body or helper the README tells users to keep at module level
+    decides what the workload times as much as the decorated function does."""
+    found: list[Any] = []
+    todo = [_unwrapped(r) for r in roots]
+    while todo:
+        fn = todo.pop(0)
+        if fn in found:
+            continue
+        found.append(fn)
+        if not isinstance(fn, types.FunctionType):
+            continue
+        for name in sorted(_names_used(fn)):
+            value = _unwrapped(fn.__globals__.get(name))
+            if (
+                isinstance(value, types.FunctionType)
+                and value.__module__ == fn.__module__
+                and value not in found
+            ):
+                todo.append(value)
+    return found
+
+
+#: Module-level values whose repr stands for them in a workload's version: plain data.
+_PLAIN = (bool, int, float, complex, str, bytes, tuple, frozenset)
+
+
+def _module_values(roots: Sequence[Any]) -> list[str]:
+    """'NAME=repr' of the plain module-level constants (`DIFFUSION = 0.25`) that the
+    workload's functions, and the helpers they reach, read."""
+    out = []
+    for fn in _reached(roots):
+        if not isinstance(fn, types.FunctionType):
+            continue
+        for name in sorted(_names_used(fn)):
+            if name in fn.__globals__ and isinstance(value := fn.__globals__[name], _PLAIN):
+                out.append(f"{name}={value!r}")
+    return sorted(set(out))
 
 
 def _source(obj: Any) -> str:
@@ -411,11 +471,39 @@ def benchmark_classes(
         module: the `__module__` to give the classes (the asv module that exposes them).
     """
     workloads = registry.workloads if isinstance(registry, Registry) else registry
-    out: dict[str, type[WorkloadBenchmark]] = {}
+    out: dict[str, type[Any]] = {}
     for wl in workloads.values():
         name = base = class_name(wl.name)
         n = 2
         while name in out:
             name, n = f"{base}_{n}", n + 1
         out[name] = benchmark_class(wl, name=name, module=module)
+    for error in registry.errors if isinstance(registry, Registry) else ():
+        name = base = "suite_error_" + class_name(Path(error.path).stem)
+        n = 2
+        while name in out:
+            name, n = f"{base}_{n}", n + 1
+        out[name] = suite_error_class(error, name=name, module=module)
     return out
+
+
+def suite_error_class(error: SuiteLoadError, *, name: str, module: str | None) -> type[Any]:
+    """An asv benchmark that fails with `error`: a suite file that does not import must not
+    just drop its workloads from asv's results, where their history would stop without a
+    word. asv reports the benchmark as failed, with the file, line and cause."""
+
+    def setup(self: Any) -> None:
+        raise RuntimeError(f"suite file failed to import: {error}")
+
+    def time_suite_imports(self: Any) -> None:
+        """Never timed: `setup` fails."""
+
+    return type(
+        name,
+        (),
+        {
+            "setup": setup,
+            "time_suite_imports": time_suite_imports,
+            "__module__": module or __name__,
+        },
+    )

@@ -278,12 +278,14 @@ def test_nan_free_track_values_for_real_suite_workload():
     assert isinstance(value, float) and math.isfinite(value) and value > 0
 
 
-def _suite_version(folder: Path, body: str, n: int = 8) -> str:
-    """The asv version of workload `w` in a real suite file written with `body`."""
+def _suite_version(folder: Path, body: str, n: int = 8, module: str = "") -> str:
+    """The asv version of workload `w` in a real suite file written with `body`, after
+    `module` (module-level helpers and constants)."""
     folder.mkdir()
     (folder / "s.py").write_text(
         "from jitbench import workload\n\n\n"
         "def vec(rng, *, dtype, n):\n    return (rng.standard_normal(n).astype(dtype),)\n\n\n"
+        f"{module}\n\n"
         f"@workload(inputs=vec, sizes={{'S': {{'n': {n}}}}})\n"
         f"def w(xp, x):\n    return {body}\n"
     )
@@ -300,3 +302,37 @@ def test_each_workload_has_an_asv_version_that_follows_its_source(tmp_path: Path
     assert _suite_version(tmp_path / "b", "2 * x") == original
     assert _suite_version(tmp_path / "c", "3 * x") != original
     assert _suite_version(tmp_path / "d", "2 * x", n=9) != original
+
+
+def test_the_asv_version_follows_the_helpers_and_constants_a_workload_reads(tmp_path: Path):
+    """A loop body kept at module level (as the README asks) and a module constant decide
+    what the workload times; editing them left the version, and so asv's history, as it
+    was. An unrelated function of the same file does not count."""
+    helper = "SCALE = {k}\n\n\ndef _step(x):\n    return x * SCALE + {c}\n\n\ndef other():\n    return {o}\n"
+
+    def version(name: str, k: str = "0.25", c: str = "1", o: str = "0") -> str:
+        return _suite_version(tmp_path / name, "_step(x)", module=helper.format(k=k, c=c, o=o))
+
+    original = version("a")
+    assert version("b") == original
+    assert version("c", c="2") != original  # the helper's body
+    assert version("d", k="0.1") != original  # the constant it reads
+    assert version("e", o="1") == original  # a function nothing reaches
+
+
+def test_a_suite_file_that_does_not_import_is_a_failing_benchmark_not_a_silence(tmp_path: Path):
+    """asv's module dropped a broken suite file's workloads without a word: their history
+    just stopped."""
+    (tmp_path / "good.py").write_text(
+        "from jitbench import workload\n\n\n"
+        "def vec(rng, *, dtype, n):\n    return (rng.standard_normal(n).astype(dtype),)\n\n\n"
+        "@workload(inputs=vec, sizes={'S': {'n': 8}})\n"
+        "def w(xp, x):\n    return 2 * x\n"
+    )
+    (tmp_path / "broken.py").write_text("x = 1\nraise ValueError('half-edited')\n")
+    classes = asv_bridge.benchmark_classes(jitbench.discover([tmp_path]), module="asv_mod")
+    assert set(classes) == {"w", "suite_error_broken"}
+    failing = classes["suite_error_broken"]()
+    assert failing.__module__ == "asv_mod" and hasattr(failing, "time_suite_imports")
+    with pytest.raises(RuntimeError, match=r"suite file failed to import: .*broken\.py:2: "):
+        failing.setup()
