@@ -167,7 +167,8 @@ def environment_fingerprint(run: Run) -> dict[str, str]:
             out[key] = str(env.get(key))
     out["matmul_precision"] = run.matmul_precision  # older runs: JAX's default
     for name, version in data.versions(run).items():
-        out[str(name)] = str(version)
+        if version is not None:  # not installed, or not recorded: shown as '—', not 'None'
+            out[str(name)] = str(version)
     kinds = sorted({c.device_kind for c in run.cases() if c.device_kind})
     if kinds:
         out["devices"] = ", ".join(kinds)

@@ -88,3 +88,12 @@ def test_an_unwritable_cache_is_no_error(run: Run, tmp_path: Path) -> None:
     save_run(run, tmp_path / "runs" / f"{run.run_id}.json")
     (tmp_path / "runs" / summary.CACHE_FOLDER).write_text("a file, not a folder")
     assert run.run_id in write_index(tmp_path).read_text()
+
+
+def test_a_version_not_recorded_is_absent_from_the_fingerprint_not_none(run: Run) -> None:
+    """The history's "what changed" column printed 'jitbench None → 0.1.0' between a run
+    that recorded no jitbench version and one that did."""
+    env = dict(run.environment)
+    env["versions"] = {**env.get("versions", {}), "jitbench": None}
+    fingerprint = summary.environment_fingerprint(replace(run, environment=env))
+    assert "jitbench" not in fingerprint and "None" not in fingerprint.values()
