@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -150,7 +151,7 @@ class Workload:
         """
         rng = np.random.default_rng(seed)
         target = np.dtype(dtype)
-        produced = self.inputs(rng, dtype=target, **params)
+        produced = _on_host(self.inputs(rng, dtype=target, **params))
         if isinstance(produced, Mapping):
             args: tuple[Any, ...] = ()
             kwargs = dict(produced)
@@ -161,7 +162,8 @@ class Workload:
         else:
             raise WorkloadError(
                 f"inputs of workload {self.name!r} returned {type(produced).__name__}; "
-                "return a tuple of arrays, a dict of keyword arguments, or one array."
+                "return a tuple of arrays, a dict of keyword arguments, or one array "
+                "(NumPy or JAX)."
             )
         params_of_fn = _parameter_names(self.jax_fn)
         for s in self.static_argnames:
@@ -309,6 +311,26 @@ class Workload:
         return [sweep_label(p) for p in self.sweep]
 
 
+def _on_host(made: Any) -> Any:
+    """What an input function made, with its JAX arrays copied to NumPy arrays on the host:
+    inputs are host arrays (the NumPy side takes them, each JAX mode stages them itself),
+    and a JAX array is an array to a user who wrote `jnp.ones(n)`."""
+    jax = sys.modules.get("jax")
+    if jax is None:  # nothing made can be a JAX array
+        return made
+
+    def leaf(x: Any) -> Any:
+        return np.array(x) if isinstance(x, jax.Array) else x
+
+    if isinstance(made, jax.Array):
+        return leaf(made)
+    if isinstance(made, tuple):
+        return tuple(jax.tree_util.tree_map(leaf, a) for a in made)
+    if isinstance(made, Mapping):
+        return {k: jax.tree_util.tree_map(leaf, v) for k, v in made.items()}
+    return made
+
+
 def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
     try:
         return inspect.signature(fn)
@@ -354,13 +376,13 @@ def workload(
     sizes: Mapping[str, Mapping[str, Any]],
     sweep: Sequence[Mapping[str, Any]] = (),
     numpy: Callable[..., Any] | None = None,
-    static_argnames: Sequence[str] = (),
-    static_argnums: Sequence[int] = (),
+    static_argnames: str | Sequence[str] = (),
+    static_argnums: int | Sequence[int] = (),
     rtol: Tolerance = None,
     atol: Tolerance = None,
     norm_tol: Tolerance = None,
     setup: Callable[..., Any] | None = None,
-    outputs: Sequence[str | int] = (),
+    outputs: str | int | Sequence[str | int] = (),
     dtype: Any = None,
     input_dtypes: Mapping[str | int, Any] | None = None,
     eager: str = "auto",
@@ -379,8 +401,16 @@ def workload(
     then calls it as it is, and eager mode runs it under `jax.disable_jit()`.
 
     Args:
+        inputs: `inputs(rng, *, dtype, **params)` makes a call's arguments (NumPy arrays;
+            JAX arrays are copied to the host).
+        sizes: size presets mapped to the parameters of `inputs`, e.g.
+            `{"S": {"n": 1000}}`.
+        sweep: parameters of `inputs` for `run --sweep`, smallest first, e.g.
+            `[{"n": 100}, {"n": 1000}]`.
+        static_argnames: names of keyword arguments that are Python values (static under
+            jit), as in `jax.jit`: one name or several.
         static_argnums: positions of arguments that are Python values (static under jit,
-            never staged to the device), as in `jax.jit`.
+            never staged to the device), as in `jax.jit`: one int or several.
         rtol, atol, norm_tol: tolerances for every dtype or per dtype name; an output
             passes where it is elementwise close (`rtol`, absolute `atol`) or its relative
             norm error ‖a − b‖ / ‖b‖ is within `norm_tol` (defaults follow the dtype).
@@ -403,11 +433,19 @@ def workload(
         A `Workload` (or a decorator producing one when called with options only).
 
     Raises:
-        WorkloadError: an invalid name, empty sizes, a static name or position the function
-            lacks, an unknown output, eager choice, dtype or tolerance.
+        WorkloadError: something not a function, an invalid name, empty or malformed sizes
+            or sweep, a static name or position the function lacks, an unknown output,
+            eager choice, dtype or tolerance.
     """
 
     def build(f: Callable[..., Any]) -> Workload:
+        if not callable(f):
+            called = f" {name!r}" if isinstance(name, str) and name else ""
+            raise WorkloadError(
+                f"workload{called}: {_short(f)} is not a function; pass the JAX side (or one "
+                "function of xp for both sides): workload(f, inputs=..., sizes=...) or "
+                "@workload(inputs=..., sizes=...) above `def f`."
+            )
         wl_name: str = name or str(getattr(f, "__name__", ""))
         if not (isinstance(wl_name, str) and _NAME_RE.fullmatch(wl_name)):
             raise WorkloadError(
@@ -417,12 +455,30 @@ def workload(
         if not isinstance(sizes, Mapping) or not sizes:
             raise WorkloadError(
                 f"workload {wl_name!r} needs at least one size preset, as a dict such as "
-                "{'S': {'n': 1000}}."
+                f"{{'S': {{'n': 1000}}}}, got {_short(sizes)}."
+            )
+        for label, params in sizes.items():
+            if not _is_params(params):
+                raise WorkloadError(
+                    f"workload {wl_name!r}: sizes[{label!r}] is {_short(params)}; map each size "
+                    "preset to the keyword arguments of its inputs, e.g. sizes={'S': {'n': 1000}}."
+                )
+        if (
+            isinstance(sweep, (str, Mapping))
+            or not isinstance(sweep, Sequence)
+            or not all(_is_params(p) for p in sweep)
+        ):
+            raise WorkloadError(
+                f"workload {wl_name!r}: sweep takes a list of the keyword arguments of its "
+                f"inputs, smallest first, e.g. sweep=[{{'n': 100}}, {{'n': 1000}}], got "
+                f"{_short(sweep)}."
             )
         if isinstance(tags, str):
             raise WorkloadError(f"workload {wl_name!r}: tags is a tuple of names, got {tags!r}.")
         if not callable(inputs):
             raise WorkloadError(f"inputs of workload {wl_name!r} is not callable.")
+        if numpy is not None and not callable(numpy):
+            raise WorkloadError(f"numpy of workload {wl_name!r} is not callable.")
         if setup is not None and not callable(setup):
             raise WorkloadError(f"setup of workload {wl_name!r} is not callable.")
         if numpy is None:
@@ -433,12 +489,10 @@ def workload(
         else:
             jax_fn, numpy_fn = f, numpy
         fn_name = getattr(f, "__name__", repr(f))
-        for i in static_argnums:
-            if not isinstance(i, int) or isinstance(i, bool):
-                raise WorkloadError(
-                    f"workload {wl_name!r}: static_argnums takes positions (ints), got {i!r}."
-                )
-        static_nums, static_names = tuple(static_argnums), tuple(static_argnames)
+        # As jax.jit takes them: one int or name alone, or several.
+        static_nums = _one_or_many(static_argnums, int, "static_argnums", wl_name)
+        static_names = _one_or_many(static_argnames, str, "static_argnames", wl_name)
+        output_list = _one_or_many(outputs, (str, int), "outputs", wl_name)
         if is_jitted(jax_fn):  # what its own jax.jit declares static is static here too
             own_nums, own_names = jit_statics(jax_fn)
             static_nums = tuple(sorted(set(static_nums) | set(own_nums)))
@@ -462,7 +516,7 @@ def workload(
                 )
         np_sig = _signature(numpy_fn)
         np_params = set(np_sig.parameters) if np_sig is not None else set()
-        for out in outputs:
+        for out in output_list:
             if isinstance(out, str) and np_sig is not None and out not in np_params:
                 raise WorkloadError(
                     f"workload {wl_name!r}: outputs names {out!r}, which is not a parameter "
@@ -492,7 +546,7 @@ def workload(
             atol=_tolerance(atol, "atol", wl_name),
             norm_tol=_tolerance(norm_tol, "norm_tol", wl_name),
             setup=setup,
-            outputs=tuple(outputs),
+            outputs=output_list,
             dtype=dtype_name(dtype, wl_name, "dtype") if dtype is not None else None,
             input_dtypes={
                 k: dtype_name(v, wl_name, f"input_dtypes[{k!r}]")
@@ -508,6 +562,34 @@ def workload(
         )
 
     return build(fn) if fn is not None else build
+
+
+def _short(value: object) -> str:
+    """`repr(value)`, cut to a length a one-line message can hold."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_params(value: object) -> bool:
+    """Whether `value` is keyword arguments of an input function: a dict of names."""
+    return isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
+
+
+def _one_or_many(value: object, kind: Any, what: str, wl_name: str) -> tuple[Any, ...]:
+    """One value of `kind` (`static_argnums=0`, `static_argnames="steps"`, as `jax.jit`
+    takes them) or a sequence of them, as a tuple; WorkloadError for anything else."""
+    names = {int: "positions (ints)", str: "names (str)"}.get(kind, "names or positions")
+    items = (value,) if isinstance(value, kind) else value
+    if isinstance(items, str) or not isinstance(items, Sequence):
+        raise WorkloadError(
+            f"workload {wl_name!r}: {what} takes one or several {names}, got {_short(value)}."
+        )
+    for item in items:
+        if not isinstance(item, kind) or isinstance(item, bool):
+            raise WorkloadError(
+                f"workload {wl_name!r}: {what} takes {names}, got {_short(item)}."
+            )
+    return tuple(items)
 
 
 def _tolerance(value: Tolerance, what: str, wl_name: str) -> Tolerance:

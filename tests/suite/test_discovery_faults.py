@@ -114,3 +114,30 @@ def test_a_suite_that_changes_the_working_folder_cannot_move_the_output(
     assert len(run_files(tmp_path / "rel-out")) == 1
     assert (tmp_path / "rel-out" / "index.html").is_file()
     assert not (elsewhere / "rel-out").exists()
+
+
+@pytest.mark.parametrize(
+    ("decorator", "message"),
+    [
+        ('sizes={"S": 1000}', "sizes['S'] is 1000; map each size preset"),
+        ('sizes={"S": {"n": 8}}, sweep={"n": 100}', "sweep takes a list"),
+        ('sizes={"S": {"n": 8}}, static_argnums="0"', "static_argnums takes"),
+    ],
+)
+def test_a_malformed_workload_is_a_suite_error_at_its_line(
+    tmp_path: Path, decorator: str, message: str
+) -> None:
+    bad = tmp_path / "shapes.py"
+    bad.write_text(
+        "from jitbench import workload\n\n"
+        "def vec(rng, *, dtype, n):\n"
+        "    return (rng.standard_normal(n).astype(dtype),)\n\n"
+        f"@workload(inputs=vec, {decorator})\n"
+        "def double(xp, x):\n"
+        "    return 2 * x\n"
+    )
+    result = invoke("list", "--suite", bad)
+    assert result.exit_code == 2
+    stderr = " ".join(result.stderr.split())
+    assert f"{bad}:6: WorkloadError: workload 'double': " in stderr and message in stderr
+    assert "Traceback" not in result.stderr

@@ -333,3 +333,88 @@ def test_static_argnums_must_be_ints():
             static_argnums=("0",),
             name="strings",
         )
+
+
+def test_static_arguments_are_taken_as_jax_jit_takes_them():
+    def np_side(n, x, *, steps):
+        return x * steps
+
+    def jax_side(n, x, *, steps):
+        return x * steps
+
+    one = workload(
+        jax_side,
+        numpy=np_side,
+        inputs=steps_then_grid,
+        sizes={"S": {"n": 2}},
+        static_argnames="steps",  # one name, not its letters
+        static_argnums=0,  # one position
+        outputs="x",
+        name="one_each",
+    )
+    assert (one.static_argnames, one.static_argnums, one.outputs) == (("steps",), (0,), ("x",))
+    with pytest.raises(WorkloadError, match=r"static_argnames names 'step',.*not a parameter"):
+        workload(jax_side, numpy=np_side, inputs=vec, sizes={"S": {"n": 2}}, static_argnames="step")
+    for bad, message in (
+        (dict(static_argnums=1.5), r"static_argnums takes one or several positions \(ints\)"),
+        (dict(static_argnums=True), r"static_argnums takes positions \(ints\), got True"),
+        (dict(static_argnames=3), r"static_argnames takes one or several names \(str\), got 3"),
+        (dict(static_argnames=[b"steps"]), r"static_argnames takes names \(str\), got b'steps'"),
+    ):
+        with pytest.raises(WorkloadError, match=message):
+            workload(jax_side, numpy=np_side, inputs=vec, sizes={"S": {"n": 2}}, **bad)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"sizes": {"S": 1000}}, r"sizes\['S'\] is 1000; map each size preset to the keyword"),
+        ({"sizes": {"S": [("n", 1)]}}, r"sizes\['S'\] is \[\('n', 1\)\]"),
+        ({"sizes": {"S": {1: 2}}}, r"sizes\['S'\] is \{1: 2\}"),
+        ({"sizes": [("S", {"n": 1})]}, "needs at least one size preset, as a dict"),
+        ({"sweep": {"n": 100}}, r"sweep takes a list .*, got \{'n': 100\}"),
+        ({"sweep": [100, 1000]}, r"sweep takes a list .*sweep=\[\{'n': 100\}"),
+        ({"sweep": "n=100"}, "sweep takes a list"),
+    ],
+)
+def test_malformed_sizes_and_sweep_say_what_shape_is_expected(options, message):
+    kwargs = {"inputs": vec, "sizes": {"S": {"n": 2}}, "name": "shaped", **options}
+    with pytest.raises(WorkloadError, match=message) as info:
+        workload(lambda xp, x: x, **kwargs)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("fn", "name", "message"),
+    [
+        (42, None, "workload: 42 is not a function"),
+        ("selu", "selu", "workload 'selu': 'selu' is not a function"),
+    ],
+)
+def test_something_not_callable_is_not_a_function(fn, name, message):
+    with pytest.raises(WorkloadError, match=message):
+        workload(fn, inputs=vec, sizes={"S": {"n": 2}}, name=name)
+    with pytest.raises(WorkloadError, match="numpy of workload 'f' is not callable"):
+        workload(lambda x: x, numpy=np.zeros(2), inputs=vec, sizes={"S": {"n": 2}}, name="f")
+
+
+def test_inputs_may_make_jax_arrays_and_get_host_arrays():
+    import jax.numpy as jnp
+
+    def one(rng, *, dtype, n):
+        return jnp.arange(n, dtype=jnp.float32)
+
+    def several(rng, *, dtype, n):
+        return jnp.ones(n), {"w": jnp.zeros(2)}
+
+    def by_name(rng, *, dtype, n):
+        return {"x": jnp.ones(n), "k": 3}
+
+    for inputs in (one, several, by_name):
+        wl = workload(lambda xp, *a, **k: a, inputs=inputs, sizes={"S": {"n": 3}}, name="j")
+        made = wl.make_inputs({"n": 3}, dtype="float32")
+        leaves = [*made.args, *made.kwargs.values()]
+        leaves = [leaf for x in leaves for leaf in (x.values() if isinstance(x, dict) else [x])]
+        arrays = [x for x in leaves if not isinstance(x, int)]
+        assert arrays and all(type(x) is np.ndarray and x.flags.writeable for x in arrays)
+    assert list(wl.make_inputs({"n": 3}, dtype="float32").dtypes) == ["x"]
