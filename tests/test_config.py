@@ -297,3 +297,23 @@ def test_a_run_of_an_s_only_suite_with_the_default_sizes_measures_s(tmp_path: Pa
     explicit = invoke("run", *common, "-s", "M", "--out", tmp_path / "explicit")
     assert explicit.exit_code == 2 and "unknown size 'M'; known: S." in explicit.stderr
     assert run_files(tmp_path / "explicit") == []
+
+
+# --- what run_workloads takes: a list of workloads ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "words"),
+    [
+        ("one", ("got the workload 'only_s' alone; pass [only_s].",)),
+        ("selu", ("got str", "jitbench.run(['selu']")),
+        (["selu"], ("got 'selu' in it", "jitbench.run(['selu']")),
+        (42, ("takes a list of workloads (made by @workload), got int.",)),
+    ],
+)
+@pytest.mark.parametrize("config", [None, RunConfig(processes=1), RunConfig(processes=2)])
+def test_run_workloads_refuses_what_is_not_a_list_of_workloads(given, words, config) -> None:
+    from jitbench import run_workloads
+
+    workloads = _sized("only_s", "S") if given == "one" else given
+    refused(lambda: run_workloads(workloads, config), "workloads takes a list", *words)

@@ -31,6 +31,39 @@ from jitbench.suite.workload import Workload
 CaseKey = tuple[str, str, str, str]
 
 
+def workload_list(workloads: object) -> list[Workload]:
+    """`workloads` as the list of Workload objects a run measures, checked: what
+    `run_workloads` is given goes through here first (`selection_of`, `plan_cases`).
+
+    Raises:
+        ConfigError: not a list of Workload objects (one workload alone, or names), with
+            what to pass instead.
+    """
+    if isinstance(workloads, Workload):
+        raise ConfigError(
+            f"workloads takes a list of workloads, got the workload {workloads.name!r} "
+            f"alone; pass [{workloads.name}]."
+        )
+    if isinstance(workloads, (str, bytes)) or not isinstance(workloads, Sequence):
+        raise ConfigError(
+            "workloads takes a list of workloads (made by @workload), got "
+            f"{type(workloads).__name__}{_by_name_hint(workloads)}."
+        )
+    for wl in workloads:
+        if not isinstance(wl, Workload):
+            raise ConfigError(
+                f"workloads takes a list of workloads (made by @workload), got {wl!r} in it"
+                f"{_by_name_hint(wl)}."
+            )
+    return list(workloads)
+
+
+def _by_name_hint(value: object) -> str:
+    if isinstance(value, str):
+        return f"; to run workloads by name, call jitbench.run([{value!r}], suites=...)"
+    return ""
+
+
 def plan_cases(
     workloads: Sequence[Workload], config: RunConfig, devices: Sequence[jax.Device]
 ) -> list[PlannedCase]:
@@ -41,6 +74,7 @@ def plan_cases(
     (`RunConfig.default_sizes`): those fail only when no workload defines any of them, so
     a suite whose workloads define only S runs without `--sizes S`.
     """
+    workloads = workload_list(workloads)
     dtype = "float64" if config.x64 else "float32"
     if not config.sweep and workloads:
         known = {s for w in workloads for s in w.sizes}
@@ -75,10 +109,14 @@ def case_key(pc: PlannedCase) -> CaseKey:
 
 
 def selection_of(workloads: Sequence[Workload]) -> tuple[Selection, ...]:
-    """What a run records of its workloads, so a resume can find them again."""
+    """What a run records of its workloads, so a resume can find them again.
+
+    Raises:
+        ConfigError: `workloads` is not a list of Workload objects (`workload_list`).
+    """
     return tuple(
         Selection(workload=wl.name, suite=suite_of(wl), suite_sha256=suite_digest_of(wl))
-        for wl in workloads
+        for wl in workload_list(workloads)
     )
 
 
