@@ -434,6 +434,7 @@ def mismatch(
     against: str = "numpy",
     gradient: bool = False,
     reduced_matmul: str | None = None,
+    structural: bool = False,
 ) -> Diagnostic:
     """A JAX output that does not match the reference (`message` says where).
 
@@ -442,6 +443,8 @@ def mismatch(
     a derivative (autodiff), which changes the hint for non-finite outputs.
     `reduced_matmul`: the platform ("gpu", "tpu") when a float32 output was computed there
     with JAX's matmul precision not set to full float32: the hint then says so first.
+    `structural`: the outputs differ in shape or number of arrays, which no purity rule or
+    tolerance explains: the hint says to make the two sides return the same arrays.
     """
     who = f"{mode.value} output" if mode is not None else "output"
     reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
@@ -453,6 +456,15 @@ def mismatch(
             hint=DOUBLE_WHERE_HINT
             if gradient
             else "check for overflow or log/sqrt of invalid values at this dtype; try --x64.",
+        )
+    if structural:
+        return Diagnostic(
+            code=OUTPUT_MISMATCH,
+            severity=Severity.ERROR,
+            message=f"{who} differs from {reference}: {message}",
+            hint="the two sides return different arrays, which no purity rule or tolerance "
+            "explains: make them return the same shapes in the same structure (a reshape, a "
+            "squeeze, a tuple against one array).",
         )
     if mode is Mode.JIT:
         hint = (

@@ -328,6 +328,7 @@ def _validate(
                 reduced_matmul=_reduced_matmul(state.device, output)
                 if against == "numpy" and not result.nonfinite
                 else None,
+                structural=result.structural,
             )
         )
     return result.reference_wider

@@ -34,6 +34,7 @@ class Validation:
     ok: bool
     message: str = ""
     nonfinite: bool = False  # NaN/Inf where the reference is finite
+    structural: bool = False  # other leaves or shapes: the sides return different things
     reference_wider: bool = False  # the reference is more precise (float64 vs float32, …)
 
 
@@ -102,7 +103,9 @@ def check_outputs(
     act_leaves = jax.tree_util.tree_leaves(actual)
     if len(ref_leaves) != len(act_leaves):
         return Validation(
-            False, f"output has {len(act_leaves)} leaves, the NumPy reference {len(ref_leaves)}"
+            False,
+            f"output has {len(act_leaves)} leaves, the NumPy reference {len(ref_leaves)}",
+            structural=True,
         )
     wider = False
     for i, (r_raw, a_raw) in enumerate(zip(ref_leaves, act_leaves, strict=True)):
@@ -110,7 +113,9 @@ def check_outputs(
         a = np.asarray(a_raw)
         where = f"leaf {i}" if len(ref_leaves) > 1 else "output"
         if r.shape != a.shape:
-            return Validation(False, f"{where}: shape {a.shape} differs from reference {r.shape}")
+            return Validation(
+                False, f"{where}: shape {a.shape} differs from reference {r.shape}", structural=True
+            )
         r_dtype, a_dtype = _leaf_dtype(r), _leaf_dtype(a)
         if (
             np.issubdtype(r_dtype, np.inexact)

@@ -795,3 +795,21 @@ def test_find_wide_scalars_in_a_float32_case():
 def test_eager_recompiles_get_the_closure_hint():
     assert "closure" in diagnose.recompiled_during_timing(3, Mode.EAGER).hint
     assert "closure" not in diagnose.recompiled_during_timing(3, Mode.JIT).hint
+
+
+def test_a_shape_mismatch_is_told_to_return_the_same_arrays_not_about_purity() -> None:
+    """A NumPy side returning another shape got jit's hint about globals frozen at trace
+    time."""
+    from jitbench.measure.validation import check_outputs
+
+    result = check_outputs(np.zeros((3, 1)), np.zeros(3))
+    assert not result.ok and result.structural
+    found = diagnose.mismatch(
+        result.message, nonfinite=False, mode=Mode.JIT, structural=result.structural
+    )
+    assert found.code == diagnose.OUTPUT_MISMATCH
+    assert "shape (3,) differs from reference (3, 1)" in found.message
+    assert found.hint.startswith("the two sides return different arrays")
+    assert "trace time" not in found.hint
+    values = check_outputs(np.zeros(3), np.ones(3))
+    assert not values.ok and not values.structural
