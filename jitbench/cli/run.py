@@ -216,10 +216,16 @@ class _Reporter:
                 self._draw(force=True)
             else:
                 plan = eta_text(self.estimate.eta_s()).replace("ETA", "about")
-                if done:
+                if done or event.redone_cases:
+                    again = (
+                        f", {event.redone_cases} measured again (the run stopped between "
+                        "their sampling rounds)"
+                        if event.redone_cases
+                        else ""
+                    )
                     err.print(
                         f"resuming run {event.run_id}: {done} of {event.total_cases} "
-                        f"case(s) already measured ({plan} left)"
+                        f"case(s) already measured{again} ({plan} left)"
                     )
                 else:
                     err.print(f"run {event.run_id}: {event.total_cases} case(s), {plan}")

@@ -20,9 +20,10 @@ class SuiteSkipped:
 @dataclass(frozen=True)
 class RunStarted:
     """The run's plan, for progress and its time estimate: `total_cases` cases (this
-    process), `done_cases` of them already in the file when resuming; each case samples for
-    `budget_s` seconds (all modes, all rounds), in `rounds` rounds spread over the run; the
-    run is measured `processes` times (`--processes`)."""
+    process), `done_cases` of them already in the file when resuming, and `redone_cases`
+    more that the file holds only some sampling rounds of, measured again; each case
+    samples for `budget_s` seconds (all modes, all rounds), in `rounds` rounds spread over
+    the run; the run is measured `processes` times (`--processes`)."""
 
     run_id: str
     total_cases: int
@@ -30,6 +31,7 @@ class RunStarted:
     budget_s: float = 0.0
     rounds: int = 1
     processes: int = 1
+    redone_cases: int = 0
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Measurement, Run, dump_run
+from jitbench.results import Case, Diagnostic, Measurement, Run, Severity, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
@@ -46,6 +46,32 @@ from jitbench.runner.signals import raise_if_stop_requested
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
+
+#: The code of the diagnostic a partial run's checkpoint puts on each measurement of a case
+#: whose sampling rounds (or repeated cold compiles) were not all taken yet: its samples
+#: are some rounds of the plan's, not the plan. A resume measures such a case again, every
+#: round, and replaces it (`schedule`); a finished run never holds one.
+UNFINISHED_ROUNDS = "unfinished-rounds"
+
+
+def unfinished(m: Measurement) -> bool:
+    """Whether a partial run's measurement is of a case whose rounds were cut short."""
+    return any(d.code == UNFINISHED_ROUNDS for d in m.diagnostics)
+
+
+def _marked_unfinished(m: Measurement, taken: int, rounds: int) -> Measurement:
+    what = (
+        f"{taken} of {rounds} sampling rounds"
+        if taken < rounds
+        else f"all {rounds} sampling rounds but not the repeated cold compiles"
+    )
+    note = Diagnostic(
+        code=UNFINISHED_ROUNDS,
+        severity=Severity.WARNING,
+        message=f"the run stopped after {what} of this case",
+        hint="`jitbench run --resume` measures the case again, every round.",
+    )
+    return replace(m, diagnostics=(*m.diagnostics, note))
 
 
 def run_workloads(
@@ -205,6 +231,10 @@ def schedule(
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
+    A case `start` holds only some rounds of (a run stopped between its rounds marks it
+    `UNFINISHED_ROUNDS`) is measured again, every round; its old measurements stay in the
+    checkpoints until the new ones replace them.
+
     The cases of one workload × size × dtype on several devices are measured together
     (`plan.group_cases`: one NumPy baseline for all devices). Each group's first round (or,
     when the executor does not spread rounds, all of it) is taken in case order; then, when
@@ -219,17 +249,37 @@ def schedule(
         RunInterrupted: on KeyboardInterrupt, with the partial run.
     """
     emit = on_event or (lambda _e: None)
-    done = {m.case.key for m in start.measurements}
+    # A case the run holds every round of is done; one whose rounds were cut short is
+    # measured again (its calibration and warm-up were that process's), and its old
+    # measurements are kept until the new ones replace them.
+    held = {m.case.key for m in start.measurements}
+    done = held - {m.case.key for m in start.measurements if unfinished(m)}
     todo = [pc for pc in cases if case_key(pc) not in done]
     results: dict[int, list[Measurement]] = {}  # measured here, by group, in case order
+    live: dict[int, LiveCase] = {}
+    taken: dict[int, int] = {}  # the rounds each live group has taken
+    repeating = False  # taking the repeated cold compiles of the live groups
+
+    def cut_short(key: int) -> bool:
+        # A live group that stopped sampling is done (it leaves at its next round).
+        session = live.get(key)
+        return session is not None and (repeating or session.sampling)
 
     def snapshot(complete: bool) -> Run:
-        measured = [m for case in results.values() for m in case]
+        measured = [
+            _marked_unfinished(m, taken[key], plan.rounds) if not complete and cut_short(key) else m
+            for key, case in results.items()
+            for m in case
+        ]
+        replaced = {m.case.key for m in measured}
         return replace(
             start,
             finished_at=clock() if complete else None,
             complete=complete,
-            measurements=(*start.measurements, *measured),
+            measurements=(
+                *(m for m in start.measurements if m.case.key not in replaced),
+                *measured,
+            ),
         )
 
     def boundary() -> None:
@@ -258,9 +308,9 @@ def schedule(
                 # Rounds the run spreads (else each case takes all of them at once).
                 rounds=plan.rounds if executor.spreads_rounds else 1,
                 processes=processes,
+                redone_cases=sum(case_key(pc) in held for pc in todo),
             )
         )
-        live: dict[int, LiveCase] = {}
         first_index: dict[int, tuple[Case, int, int]] = {}
         i = offset
         for key, group in enumerate(group_cases(todo)):
@@ -271,7 +321,7 @@ def schedule(
             result, session = executor.measure(group, reporter(records[0], i, len(records)))
             results[key] = result
             if session is not None:
-                live[key] = session
+                live[key], taken[key] = session, 1
             for case in records:
                 mine = tuple(m for m in result if m.case.key == case.key)
                 emit(CaseFinished(mine[0].case if mine else case, i, len(cases), mine))
@@ -282,14 +332,17 @@ def schedule(
                 emit(RoundStarted(index, plan.rounds, len(live)))
                 for key, session in list(live.items()):
                     results[key] = session.next_round(reporter(*first_index[key], index))
+                    taken[key] = index
                     if not session.sampling or all(m.failed for m in results[key]):
                         del live[key]  # nothing left to sample, or it failed as a whole
                 boundary()
+            repeating = True
             for repeat in range(1, plan.compile_measurements if repeat_compiles else 1):
                 for key, session in live.items():
                     results[key] = session.repeat_compile(
                         reporter(*first_index[key], plan.rounds + repeat)
                     )
+            live.clear()  # every round and compile taken: no case is left unfinished
             boundary()
     except RunInterrupted:
         raise

@@ -29,7 +29,7 @@ from jitbench.runner.events import (
     RunInterrupted,
     RunStarted,
 )
-from jitbench.runner.scheduler import schedule
+from jitbench.runner.scheduler import UNFINISHED_ROUNDS, schedule, unfinished
 from tests.faults import FAULT_SUITE, OK, statuses
 
 
@@ -188,8 +188,18 @@ def test_cases_then_later_rounds_then_compiles_in_case_order() -> None:
         {"a": 3, "b": 3},
     ]
     assert not any(c.complete or c.finished_at for c in checkpoints)
+    # Until its rounds and compiles are all taken, a case says so in the checkpoints.
+    assert [all(unfinished(m) for m in c.measurements) for c in checkpoints] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+    assert not any(m.diagnostics for m in checkpoints[-1].measurements)
     assert run.complete and (run.started_at, run.finished_at) == ("T-start", "T0")
     assert _samples(run) == {"a": 3, "b": 3} and run.run_id == "r1"
+    assert not any(unfinished(m) for m in run.measurements)
 
 
 def test_a_case_that_stops_sampling_leaves_the_later_rounds() -> None:
@@ -316,6 +326,64 @@ def test_an_interrupt_in_a_later_round_carries_every_round_finished_so_far() -> 
     assert isinstance(info.value.cause, KeyboardInterrupt) and info.value.saved_to is None
     assert not partial.complete and partial.finished_at is None
     assert _samples(partial) == {"a": 2, "b": 1}  # a's round 2 is kept, b's was cut short
+    [a, b] = partial.measurements
+    assert [d.message for m in (a, b) for d in m.diagnostics if d.code == UNFINISHED_ROUNDS] == [
+        "the run stopped after 2 of 3 sampling rounds of this case",
+        "the run stopped after 1 of 3 sampling rounds of this case",
+    ]
+
+
+def test_a_resume_measures_every_round_of_a_case_stopped_between_its_rounds() -> None:
+    """A partial run holds only some rounds of a case stopped between them: a resume must
+    not call that case done (the run would claim rounds it never took). It measures the
+    case again, every round, and the old measurements stay until the new ones arrive."""
+    first = FakeExecutor(
+        spreads_rounds=True, options={"b": {"interrupt_in": 2}, "c": {"rounds": 1}}
+    )
+    with pytest.raises(RunInterrupted) as info:
+        schedule(
+            _planned("a", "b", "c"),
+            first,
+            _start(),
+            plan=SamplingPlan(rounds=3),
+            clock=FakeClock(),
+        )
+    partial = info.value.partial
+    # c stopped sampling after its first round (it reached its target): it is finished.
+    assert {m.case.workload: unfinished(m) for m in partial.measurements} == {
+        "a": True,
+        "b": True,
+        "c": False,
+    }
+    executor, events, checkpoints = FakeExecutor(spreads_rounds=True), [], []
+    run = schedule(
+        _planned("a", "b", "c"),
+        executor,
+        partial,
+        plan=SamplingPlan(rounds=3),
+        on_event=events.append,
+        checkpoint=checkpoints.append,
+        clock=FakeClock(),
+    )
+    assert executor.log == [
+        ("prepare", ""),
+        ("measure", "a"),
+        ("measure", "b"),
+        ("round", "a"),
+        ("round", "b"),
+        ("round", "a"),
+        ("round", "b"),
+        ("compile", "a"),
+        ("compile", "b"),
+        ("compile", "a"),
+        ("compile", "b"),
+    ]
+    started = events[0]
+    assert (started.total_cases, started.done_cases, started.redone_cases) == (3, 1, 2)
+    # The first checkpoint: a measured again (its first round), b and c as they were.
+    assert _samples(checkpoints[0]) == {"c": 1, "b": 1, "a": 1}
+    assert run.complete and _samples(run) == {"c": 1, "a": 3, "b": 3}
+    assert len(run.measurements) == 3 and not any(unfinished(m) for m in run.measurements)
 
 
 @pytest.fixture
@@ -583,6 +651,36 @@ def test_rounds_spread_each_cases_samples_over_the_run():
             assert m.compile.total_compile_s == pytest.approx(sorted(repeats)[1])
         assert not any(d.code == "recompiled-during-timing" for d in m.diagnostics)
     assert run.config.settings.plan.rounds == 3
+
+
+def test_a_run_stopped_between_rounds_is_resumed_with_every_round():
+    """Stopped in round 2 (as by Ctrl-C), then resumed: the run holds every round of each
+    case and the repeated cold compiles its plan says, not round 1's samples."""
+    from jitbench.runner.scheduler import RoundStarted
+
+    @workload(inputs=vec, sizes={"S": {"n": 8}}, name="stopped_a")
+    def stopped_a(xp, x):
+        return xp.exp(x) - 1
+
+    base = RunConfig.quick_settings(processes=1)
+    # min_samples = max_samples: no case converges before its last round.
+    config = replace(base, plan=replace(base.plan, rounds=3, max_samples=6, min_samples=6))
+
+    def stop_in_round_2(event: object) -> None:
+        if isinstance(event, RoundStarted):
+            raise KeyboardInterrupt
+
+    with pytest.raises(RunInterrupted) as info:
+        run_workloads([stopped_a], config, on_event=stop_in_round_2)
+    partial = info.value.partial
+    assert all(unfinished(m) for m in partial.measurements)
+    run = run_workloads([stopped_a], config, resume=partial)
+    assert run.complete and run.run_id == partial.run_id
+    for m in run.measurements:
+        assert m.status is Status.OK and not unfinished(m)
+        assert len(m.samples_s) >= 3  # at least 1 a round (the floor), every round
+        if m.mode is Mode.JIT:
+            assert len(m.compile.compile_repeats_s) == 3
 
 
 def test_a_case_failing_in_a_later_round_keeps_the_others_going():
