@@ -586,9 +586,7 @@ def _one_or_many(value: object, kind: Any, what: str, wl_name: str) -> tuple[Any
         )
     for item in items:
         if not isinstance(item, kind) or isinstance(item, bool):
-            raise WorkloadError(
-                f"workload {wl_name!r}: {what} takes {names}, got {_short(item)}."
-            )
+            raise WorkloadError(f"workload {wl_name!r}: {what} takes {names}, got {_short(item)}.")
     return tuple(items)
 
 
