@@ -121,6 +121,12 @@ class Profile:
     def diagnostics(self) -> list[tuple[Mode, Diagnostic]]:
         return [(m.mode, d) for m in self.run.measurements for d in m.diagnostics]
 
+    @property
+    def failures(self) -> list[Measurement]:
+        """The modes that failed (an error, a timeout or a mismatch), in mode order: a
+        profile with any is a failed one, as a run with any is under `--strict`."""
+        return [m for m in self.run.measurements if m.failed]
+
 
 def _ir_texts(
     wl: Workload, params: dict[str, Any], device: jax.Device, *, dtype: str, seed: int
@@ -286,6 +292,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "jit_pays_off": None if be is None else math.isfinite(be),
         },
         "modes": modes_d,
+        "failed": [m.mode.value for m in profile.failures],
         "diagnostics": [
             {
                 "mode": mode.value,

@@ -17,7 +17,15 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.cli.common import app, err, escape, handles_errors, out, progress_console
+from jitbench.cli.common import (
+    EXIT_FAILED,
+    app,
+    err,
+    escape,
+    handles_errors,
+    out,
+    progress_console,
+)
 from jitbench.cli.options import SuiteOpt, ThreadsOpt
 from jitbench.config import parse_threads
 from jitbench.results import Mode, Severity, Status
@@ -191,9 +199,54 @@ def _split_section(p: Profile) -> RenderableType:
     return table
 
 
+def _failures_section(p: Profile) -> RenderableType | None:
+    """Each mode that failed, with why (its error or mismatch) and the hint, if any."""
+    if not p.failures:
+        return None
+    lines: list[RenderableType] = [Text("failed", style="bold red")]
+    for (reason, hint), modes in _failures_by_reason(p).items():
+        line = Text("  • ")
+        line.append(_joined(modes), style="bold red")
+        line.append(f" {reason}")
+        lines.append(line)
+        if hint:
+            lines.append(Text(f"    fix: {hint}", style="dim"))
+    return Group(*lines)
+
+
+def _failures_by_reason(p: Profile) -> dict[tuple[str, str], list[str]]:
+    """The failed modes by (reason, hint): a workload that raises fails every mode alike."""
+    by_reason: dict[tuple[str, str], list[str]] = {}
+    for m in p.failures:
+        hint = m.error.hint if m.error is not None and m.error.hint else ""
+        by_reason.setdefault((m.failure_text, hint), []).append(m.mode.value)
+    return by_reason
+
+
+def failure_summary(p: Profile) -> str | None:
+    """One line saying which modes failed and why ("numpy, eager and jit failed: error:
+    ValueError: …"), the same reasons together; None when every mode measured."""
+    if not p.failures:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for (reason, _hint), modes in _failures_by_reason(p).items():
+        by_reason.setdefault(reason, []).extend(modes)
+    every = len(p.failures) == len(p.run.measurements)
+    what = "every mode" if every else _joined([m.mode.value for m in p.failures])
+    if len(by_reason) == 1:
+        why = f": {next(iter(by_reason))}"
+    else:
+        why = f" ({'; '.join(f'{_joined(ms)}: {r}' for r, ms in by_reason.items())})"
+    return f"profile of {p.case.workload} failed, {what} failed{why}"
+
+
+def _joined(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def _diagnostics_section(p: Profile) -> RenderableType:
     if not p.diagnostics:
-        return Text("diagnostics: none", style="green")
+        return Text("diagnostics: none", style="dim" if p.failures else "green")
     lines: list[RenderableType] = [Text("diagnostics", style="bold")]
     for mode, d in p.diagnostics:
         line = Text("  • ")
@@ -231,6 +284,7 @@ def profile_renderable(p: Profile) -> RenderableType:
         _eager_section(p),
         _modes_section(p),
         _split_section(p),
+        *([failed] if (failed := _failures_section(p)) is not None else []),
         _diagnostics_section(p),
     ]
     return Group(*parts)
@@ -319,6 +373,7 @@ def profile_cmd(
 ) -> None:
     """Profile one workload: compile breakdown, XLA analyses, the transfer to the device,
     timings and diagnostics. It samples with `jitbench run`'s precision target (±1 %).
+    Exits 1 when a mode fails (an error, a timeout or a mismatch), after showing the rest.
 
     Examples:
 
@@ -356,6 +411,7 @@ def profile_cmd(
         from jitbench.adapters.profiling import profile_to_dict
 
         out.print_json(json.dumps(profile_to_dict(p), allow_nan=False))
+        _exit_if_failed(p)
         return
     out.print(profile_renderable(p))
     if p.text_error is not None and (show_jaxpr or show_hlo):
@@ -369,3 +425,13 @@ def profile_cmd(
     if show_hlo and p.hlo_text:
         out.rule("optimised HLO")
         out.print(p.hlo_text, markup=False, highlight=False)
+    _exit_if_failed(p)
+
+
+def _exit_if_failed(p: Profile) -> None:
+    """A failed profile (`Profile.failures`) says what failed on stderr and exits 1, as
+    `jitbench run --strict` does for a failed case."""
+    summary = failure_summary(p)
+    if summary is not None:
+        err.print(f"[bold red]error:[/] {escape(summary)}", soft_wrap=True)
+        raise typer.Exit(EXIT_FAILED)

@@ -189,3 +189,55 @@ def test_profile_samples_to_the_run_precision_and_shows_the_transfer() -> None:
     assert gpu.device_peak == (3 << 20, False)
     assert profile_to_dict(gpu)["device_peak"] == {"bytes": 3 << 20, "exact": False}
     assert "≤ 3 MiB" in plain_text(profile_renderable(gpu), 100)
+
+
+FAILING_SUITE = """
+from jitbench import workload
+
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+@workload(inputs=vec, sizes={"S": {"n": 8}})
+def raises(xp, x):
+    raise ValueError("boom from the workload")
+
+
+@workload(inputs=vec, sizes={"S": {"n": 8}})
+def branches(xp, x):
+    return x if x[0] > 0 else -x
+"""
+
+
+@pytest.fixture
+def failing_suite(tmp_path: Path) -> Path:
+    path = tmp_path / "failing.py"
+    path.write_text(FAILING_SUITE)
+    return path
+
+
+def test_cli_profile_where_every_mode_fails_says_so_and_exits_1(failing_suite: Path) -> None:
+    proc = invoke("profile", "raises", "--suite", failing_suite, "--budget", "0.02")
+    assert proc.exit_code == 1, (proc.stdout, proc.stderr)
+    stdout = " ".join(proc.stdout.split())
+    assert "failed • numpy, eager and jit error: ValueError: boom from the workload" in stdout
+    assert proc.stderr.strip() == (
+        "error: profile of raises failed, every mode failed: error: ValueError: boom from the "
+        "workload"
+    )
+    as_json = invoke("profile", "raises", "--suite", failing_suite, "--budget", "0.02", "--json")
+    assert as_json.exit_code == 1 and "every mode failed" in as_json.stderr
+    data = json.loads(as_json.stdout)
+    assert data["failed"] == ["numpy", "eager", "jit"]
+    assert {m["status"] for m in data["modes"].values()} == {"error"}
+
+
+def test_cli_profile_where_one_mode_fails_shows_the_rest_and_exits_1(failing_suite: Path) -> None:
+    proc = invoke("profile", "branches", "--suite", failing_suite, "--budget", "0.02")
+    assert proc.exit_code == 1, (proc.stdout, proc.stderr)
+    assert "steady state" in proc.stdout and "jit traced-control-flow" in proc.stdout
+    assert proc.stderr.startswith(
+        "error: profile of branches failed, jit failed: error: TracerBoolConversionError"
+    )
+    assert len(proc.stderr.strip().splitlines()) == 1
