@@ -55,13 +55,18 @@ def env_cmd(
     """Show what a measurement would see: devices, versions, flags, threads (BLAS pools,
     allowed cores, XLA's thread flags) and how busy and noisy the machine is now.
 
+    Where JAX cannot start a backend (JAX_PLATFORMS naming a platform this machine lacks),
+    it shows the rest, then says why in one line and exits 2, as `jitbench run` does.
+
     Examples:
 
     \b
       jitbench env
       jitbench env --json > env.json
     """
+    from jitbench.errors import ConfigError
     from jitbench.measure import environment, machine
+    from jitbench.measure.devices import resolve_devices
     from jitbench.render import run_table
 
     env = {
@@ -69,11 +74,19 @@ def env_cmd(
         "thread_settings": environment.thread_settings(),
         "machine": machine.capture().to_dict(),
     }
+    # The check `run` makes before measuring (and its message): JAX must start a backend.
+    backend_error: str | None = None
+    try:
+        resolve_devices(())
+    except ConfigError as exc:
+        backend_error = str(exc)
     if as_json:
-        out.print_json(json.dumps(env))
+        out.print_json(json.dumps({**env, "backend_error": backend_error}))
     else:
         print_fitted(lambda _width: run_table.environment_table(env))
         out.print(
             "[dim]`jitbench run` measures with --threads 1 by default (one pinned core, one "
             "BLAS thread); --threads all keeps the pools shown here.[/]"
         )
+    if backend_error is not None:
+        raise ConfigError(backend_error)

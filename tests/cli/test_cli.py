@@ -136,7 +136,27 @@ def test_env_json_describes_devices():
     assert result.exit_code == 0
     env = json.loads(result.output)
     assert env["backend"] == "cpu" and env["devices"][0]["label"] == "cpu:0"
+    assert env["backend_error"] is None
     assert env["versions"]["jax"]
+
+
+@pytest.mark.parametrize(("platform", "as_json"), [("tpu", False), ("cuda", True)])
+def test_env_without_a_backend_shows_the_rest_says_why_and_exits_2(cli, platform, as_json):
+    # A real process: JAX picks its platforms once per process.
+    result = cli("env", *(["--json"] if as_json else []), env={"JAX_PLATFORMS": platform})
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    why = f"error: JAX cannot start any backend (JAX_PLATFORMS='{platform}'): "
+    assert result.stderr.startswith(why), result.stderr
+    assert "set it to a platform this machine has, such as cpu." in result.stderr
+    assert "Traceback" not in result.stderr
+    if as_json:
+        env = json.loads(result.stdout)
+        assert env["backend"] is None and env["devices"] == []
+        assert env["backend_error"].startswith(why.removeprefix("error: "))
+        assert env["thread_settings"]["allowed_cores"] and env["machine"]["probe_samples_s"]
+    else:
+        for row in ("backend", "numpy", "allowed cores", "blas pool", "machine"):
+            assert row in result.stdout, row
 
 
 @pytest.fixture(scope="module")
