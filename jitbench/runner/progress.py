@@ -42,7 +42,8 @@ class ProgressEstimate:
     A run goes through phases: the first pass (each case opened and given its first
     round), then, with `rounds` > 1, the later rounds over the cases still sampling and
     the repeated cold compiles; with `processes` > 1, the worker processes, each taken to
-    last as long as the first process did.
+    last as long as the first process did (in a resumed run, whose first process measures
+    only the cases the file lacks, as long as it would have taken for every case).
     """
 
     clock: Callable[[], float] = time.monotonic
@@ -58,6 +59,7 @@ class ProgressEstimate:
     phase: str = "first"  # "first", "rounds", "compiles"
     _started_at: float | None = None
     _process_started_at: float | None = None
+    _held_cases: int = 0  # cases a resumed run's file held: this process measures the rest
     _first_process_s: float | None = None
     _case_key: object = None
     _case_started_at: float | None = None
@@ -75,6 +77,7 @@ class ProgressEstimate:
             self.budget_s = event.budget_s
             self.rounds = max(1, event.rounds)
             self.processes = max(1, event.processes)
+            self._held_cases = event.done_cases
             self._started_at = self._process_started_at = now
             self._live = event.total_cases - event.done_cases
         elif isinstance(event, CaseStarted):
@@ -117,7 +120,7 @@ class ProgressEstimate:
             self.label = ""
         elif isinstance(event, ProcessStarted):
             if self._process_started_at is not None and self._first_process_s is None:
-                self._first_process_s = now - self._process_started_at
+                self._first_process_s = self._worker_s(now - self._process_started_at)
             self.process = event.index
             self._process_started_at = now
             self._case_started_at = None
@@ -181,6 +184,15 @@ class ProgressEstimate:
             return left + repeats * self._repeat_compile_s
         return left + max(0, repeats - self._visited) * self._repeat_compile_s
 
+    def _worker_s(self, first_process_s: float) -> float:
+        """Seconds a worker process takes, from the first's: the same, unless the first
+        measured only the cases a resumed run lacked (a worker measures every case)."""
+        if not self._held_cases:
+            return first_process_s
+        fresh = self.total_cases - self._held_cases
+        per_case = first_process_s / fresh if fresh else self.overhead_s + self.budget_s
+        return per_case * self.total_cases
+
     def eta_s(self) -> float | None:
         """Seconds the run has left (None before it started)."""
         if self._started_at is None:
@@ -189,7 +201,7 @@ class ProgressEstimate:
         if self.process == 1:
             left = self._this_process_left(now)
             this_process = (now - (self._process_started_at or now)) + left
-            return left + (self.processes - 1) * this_process
+            return left + (self.processes - 1) * self._worker_s(this_process)
         per_process = self._first_process_s or 0.0
         into = now - (self._process_started_at or now)
         return max(0.0, per_process - into) + (self.processes - self.process) * per_process

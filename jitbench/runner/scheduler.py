@@ -100,8 +100,10 @@ def run_workloads(
             later sampling round, so the caller can save it; a run interrupted later
             keeps what was measured.
         resume: a partial run to finish: its id, start time, environment and recorded
-            configuration are kept, and cases it already holds are not measured again
-            (in this process only, whatever `config.processes` says).
+            configuration are kept, and what it lacks is measured as the run would have:
+            the cases it does not hold (or holds only some rounds of: measured again) in
+            this process with the first process's share of the budget, then the worker
+            processes it has not pooled yet (`processes_measured`).
             `config` is what the rest is measured with (see `plan.settings_for_resume`).
         clock: the UTC time of day as text, for the run's timestamps.
 
@@ -116,23 +118,32 @@ def run_workloads(
             # find them again, so the default's second process is left out (the run says
             # its intervals describe one process). Asked for explicitly, it is refused.
             config = replace(config, processes=1)
-    if config.processes > 1 and resume is None:
+    if config.processes > 1:
         require_suite_files(selection_of(workloads), config.processes)
+        # A resumed run that pooled some worker processes already holds every case of the
+        # first process: only the workers it lacks are left.
+        measured = 0 if resume is None else processes_measured(resume)
+        first_worker = max(2, measured + 1)
         # The workers load the programs the first process compiled (and timed) instead of
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
-            first = functools.partial(
-                _measure_once,
-                workloads,
-                config,
-                on_event=on_event,
-                checkpoint=checkpoint,
-                run_id=run_id,
-                resume=None,
-                clock=clock,
-                shared_compiles=Path(shared),
-                plan=config.plan.for_process(config.processes),
-            )
+            first: Callable[[], Run]
+            if resume is not None and measured >= 2:
+                first = functools.partial(_resumed_whole, resume, clock)
+            else:
+                first = functools.partial(
+                    _measure_once,
+                    workloads,
+                    config,
+                    on_event=on_event,
+                    checkpoint=checkpoint,
+                    run_id=run_id,
+                    resume=resume,
+                    clock=clock,
+                    shared_compiles=Path(shared),
+                    plan=config.plan.for_process(config.processes),
+                    processes=config.processes,
+                )
             pooled = run_in_processes(
                 first,
                 selection_of(workloads),
@@ -140,6 +151,7 @@ def run_workloads(
                 on_event=on_event,
                 checkpoint=checkpoint,
                 worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
+                first_worker=first_worker,
             )
         # Outliers, size order and (but in a smoke run) the CI target judged again on
         # every process's samples together.
@@ -157,6 +169,25 @@ def run_workloads(
     )
 
 
+def processes_measured(run: Run) -> int:
+    """How many of its processes a (partial) run holds every case of: the worker processes
+    pooled into it so far and the first (`Measurement.run_sample_counts` has a count per
+    process); 1 when nothing was pooled (the first process may be unfinished: the
+    scheduler measures the cases it lacks)."""
+    return max((len(m.run_sample_counts) for m in run.measurements), default=0) or 1
+
+
+def _resumed_whole(resume: Run, clock: Clock) -> Run:
+    """A partial run whose first process (and some workers) finished, resumed now: the
+    part of the run the remaining worker processes are pooled with."""
+    record = resume.config
+    return replace(
+        resume,
+        complete=True,
+        config=replace(record, resumed_at=(*record.resumed_at, clock())),
+    )
+
+
 def _measure_once(
     workloads: Sequence[Workload],
     config: RunConfig,
@@ -170,13 +201,15 @@ def _measure_once(
     repeat_compiles: bool = True,
     plan: SamplingPlan | None = None,
     check_outputs: bool = True,
+    processes: int = 1,
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
     without `repeat_compiles`, no cold compile is measured again (`schedule`), and without
     `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
     what this process samples with, where it is a share of `config.plan` (one process of
-    several); the run records `config`."""
+    several); the run records `config`. `processes` is how many processes the run is
+    announced to measure in (`RunStarted`), this one included."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
@@ -209,8 +242,7 @@ def _measure_once(
             on_event=on_event,
             checkpoint=checkpoint,
             clock=clock,
-            # A resume is measured in this process only (see `run_workloads`).
-            processes=1 if resume is not None else config.processes,
+            processes=processes,
             repeat_compiles=repeat_compiles,
         )
         after = machine.capture(probe_samples=probe)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -87,6 +88,132 @@ def test_an_interrupt_in_a_worker_keeps_the_processes_measured_so_far() -> None:
         )
     assert info.value.partial.measurements == _part(1.0).measurements
     assert saved and not saved[-1].complete
+
+
+def test_a_resumed_run_that_pooled_some_workers_measures_only_the_others() -> None:
+    calls: list[int] = []
+    saved: list[object] = []
+    events: list[object] = []
+
+    def worker(selection, config):  # type: ignore[no-untyped-def]
+        calls.append(config.processes)
+        return _part(1.5, run_id="worker")
+
+    run = run_in_processes(
+        lambda: run_in_processes(
+            lambda: _part(1.0), SELECTION, RunConfig(processes=2), worker=worker
+        ),  # processes 1 and 2 of 3, pooled (as a partial run's file holds them)
+        SELECTION,
+        RunConfig(processes=3),
+        on_event=events.append,
+        checkpoint=saved.append,
+        worker=worker,
+        first_worker=3,
+    )
+    assert calls == [2, 3] and events == [ProcessStarted(index=3, total=3)]
+    assert [r.complete for r in saved] == [True]
+    assert all(m.run_sample_counts == (6, 6, 6) for m in run.measurements)
+
+
+def _resumable_processes(
+    monkeypatch: pytest.MonkeyPatch, stop: Callable[[], None]
+) -> tuple[list[float], list[int]]:
+    """Workers measured in this process (`worker_main`), each calling `stop` first (to
+    interrupt the run there); the budgets every process sampled with (schedule's plan), and
+    the worker processes' calls by index, are recorded."""
+    from jitbench.results import run_from_dict
+    from jitbench.runner import scheduler
+
+    budgets: list[float] = []
+    workers: list[int] = []
+    real_schedule = scheduler.schedule
+
+    def spy(cases, *args, plan, **kwargs):  # type: ignore[no-untyped-def]
+        budgets.append(plan.budget_s)
+        return real_schedule(cases, *args, plan=plan, **kwargs)
+
+    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+        workers.append(config.processes)
+        stop()
+        conn = _Conn()
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        [(kind, body)] = conn.sent
+        assert kind == "ok", body
+        return run_from_dict(json.loads(body))
+
+    monkeypatch.setattr(scheduler, "schedule", spy)
+    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    return budgets, workers
+
+
+def _three_processes() -> RunConfig:
+    quick = RunConfig.quick_settings(sizes=("S", "M"))
+    return replace(quick, processes=3, plan=replace(quick.plan, budget_s=0.03))
+
+
+def test_a_run_stopped_in_a_worker_process_is_resumed_with_the_workers_it_lacks(
+    monkeypatch: pytest.MonkeyPatch, tiny_suite: Path, tmp_path: Path
+) -> None:
+    """Stopped during worker process 3 of 3 (the file pools processes 1 and 2): the resume
+    measures that process, and the run pools all three, each with its share of the budget;
+    it does not call the run finished with two."""
+    import jitbench
+    from jitbench.runner.events import RunStarted
+
+    def stop_in_worker_3() -> None:
+        if len(workers) == 2:
+            raise KeyboardInterrupt
+
+    budgets, workers = _resumable_processes(monkeypatch, lambda: stop_in_worker_3())
+    with pytest.raises(RunInterrupted) as info:
+        jitbench.run(["double"], suites=[tiny_suite], config=_three_processes(), out=tmp_path)
+    path = info.value.saved_to
+    partial = load_run(path)
+    assert not partial.complete and budgets == pytest.approx([0.01, 0.01])
+    assert {len(m.run_sample_counts) for m in partial.measurements} == {2}
+    budgets.clear(), workers.clear()
+    events: list[object] = []
+    run = jitbench.run(resume=path, on_event=events.append)
+    assert workers == [3] and budgets == pytest.approx([0.01])  # worker 3 alone
+    assert not any(isinstance(e, RunStarted) for e in events)
+    assert run.complete and run.config.resumed_at and load_run(path).complete
+    assert {len(m.run_sample_counts) for m in run.measurements} == {3}
+    assert run.processes == 3
+
+
+def test_a_run_stopped_in_its_first_process_is_resumed_in_its_share_then_the_workers(
+    monkeypatch: pytest.MonkeyPatch, tiny_suite: Path, tmp_path: Path
+) -> None:
+    """Stopped during the first process (after its first case): the resume measures the
+    other case with the first process's share of the budget, not all of it, then both
+    worker processes, and announces the three processes."""
+    import jitbench
+    from jitbench.runner.events import CaseFinished, RunStarted
+
+    budgets, workers = _resumable_processes(monkeypatch, lambda: None)
+
+    def stop_after_the_first_case(event: object) -> None:
+        if isinstance(event, CaseFinished):
+            raise KeyboardInterrupt
+
+    with pytest.raises(RunInterrupted) as info:
+        jitbench.run(
+            ["double"],
+            suites=[tiny_suite],
+            config=_three_processes(),
+            out=tmp_path,
+            on_event=stop_after_the_first_case,
+        )
+    path = info.value.saved_to
+    assert {m.case.size for m in load_run(path).measurements} == {"S"}
+    budgets.clear()
+    events: list[object] = []
+    run = jitbench.run(resume=path, on_event=events.append)
+    assert budgets == pytest.approx([0.01, 0.01, 0.01]) and workers == [3, 3]
+    [started] = [e for e in events if isinstance(e, RunStarted)]
+    assert (started.done_cases, started.processes) == (1, 3)
+    assert run.complete and {m.case.size for m in run.measurements} == {"S", "M"}
+    assert {len(m.run_sample_counts) for m in run.measurements} == {3}
 
 
 def test_processes_must_be_a_positive_whole_number() -> None:

@@ -95,6 +95,26 @@ def test_worker_processes_take_as_long_as_the_first() -> None:
     assert "worker process 2/3" in est.description()
 
 
+def test_a_resumed_runs_workers_are_taken_to_measure_every_case() -> None:
+    """Resumed with 3 of 4 cases in the file, the first process measures one; each worker
+    measures all four again, so it takes four times as long, not as long as the first."""
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=4, done_cases=3, budget_s=0.5, processes=2))
+    a = _case("a")
+    est.update(CaseStarted(a, 3, 4))
+    clock.now += 2.0
+    est.update(CaseFinished(a, 3, 4, ()))
+    assert est.eta_s() == pytest.approx(4 * 2.0)
+    est.update(ProcessStarted(2, 2))
+    clock.now += 1.0
+    assert est.eta_s() == pytest.approx(7.0)
+    # Nothing left for the first process: a worker is taken to cost the prior per case.
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=2, done_cases=2, budget_s=0.5, processes=2))
+    assert est.eta_s() == pytest.approx(2 * (est.overhead_s + 0.5))
+
+
 def test_eta_text() -> None:
     assert eta_text(7.4) == "ETA 0:07"
     assert eta_text(65) == "ETA 1:05"

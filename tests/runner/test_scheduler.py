@@ -421,25 +421,6 @@ def test_a_resumed_run_records_when_it_was_resumed() -> None:
     assert again.config.settings == config and again.config.selection == first.config.selection
 
 
-def test_a_resume_announces_the_one_process_it_is_measured_in() -> None:
-    """A resumed run is measured in this process only, whatever --processes says: the
-    plan it announces (progress counts a worker's share of the time) says one."""
-    registry = discover([FAULT_SUITE])
-    config = RunConfig.quick_settings(sizes=("S", "M"), processes=1)
-    first = run_workloads([registry.get("ok_double")], config)
-    held = tuple(m for m in first.measurements if m.case.size == "S")
-    partial = replace(first, complete=False, finished_at=None, measurements=held)
-    events: list[object] = []
-    again = run_workloads(
-        [registry.get("ok_double")],
-        replace(config, processes=2),
-        resume=partial,
-        on_event=events.append,
-    )
-    [started] = [e for e in events if isinstance(e, RunStarted)]
-    assert started.processes == 1 and again.complete
-
-
 def test_interrupt_carries_the_partial_run() -> None:
     registry = discover([FAULT_SUITE])
     seen: list[object] = []
