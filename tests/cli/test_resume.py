@@ -159,8 +159,18 @@ def test_resume_refuses_when_the_workload_is_gone(finished_run: Path, tmp_path: 
         (("-s", "L", "--quick"), "drop --sizes, --quick"),
         (("ok_double", "-k", "double", "--seed", "3"), "drop NAMES, -k, --seed"),
         (("--budget", "2", "--min-samples", "600", "--x64"), "drop --x64, --budget, --min-samples"),
+        # Not silently ignored: the run keeps the label and processes it was started with.
+        (("--processes", "3", "--time-split"), "drop --processes, --time-split"),
+        (
+            (
+                "--label",
+                "after-fix",
+            ),
+            "drop --label",
+        ),
+        (("--quick", "--processes", "2"), "drop --quick, --processes"),
     ],
-    ids=["sizes-quick", "selection-seed", "plan"],
+    ids=["sizes-quick", "selection-seed", "plan", "processes-time-split", "label", "quick"],
 )
 def test_resume_refuses_new_selection_options(
     args: tuple[str, ...], dropped: str, finished_run: Path, tmp_path: Path
