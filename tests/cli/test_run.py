@@ -250,3 +250,32 @@ def test_a_platform_jax_cannot_start_is_a_one_line_error(tmp_path: Path) -> None
     assert result.stderr.startswith("error: JAX cannot start any backend")
     assert "JAX_PLATFORMS" in result.stderr and "internal error" not in result.stderr
     assert run_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("table_format", ["csv", "markdown"])
+def test_a_baseline_with_a_machine_format_leaves_stdout_to_the_runs_table(
+    table_format: str, tmp_path: Path
+) -> None:
+    """`--format csv|markdown` keeps stdout for the run's table alone, with `--baseline`
+    too: the comparison and its verdict go to stderr, so `> run.csv` stays one table."""
+    import csv
+    import re
+
+    first = invoke("run", *QUICK, "--out", tmp_path, "ok_double")
+    assert first.exit_code == 0, first.stderr
+    [base] = run_files(tmp_path)
+    result = invoke(
+        "run", *QUICK, "--out", tmp_path, "ok_double", "--format", table_format, "--baseline", base
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "jitbench compare" not in result.stdout and "inconclusive" not in result.stdout
+    assert "jitbench compare" in result.stderr
+    assert re.search(r"^(pass|FAIL): ", result.stderr, re.MULTILINE)  # the verdict
+    assert not re.search(r"^(pass|FAIL): ", result.stdout, re.MULTILINE)
+    lines = result.stdout.splitlines()
+    if table_format == "csv":
+        rows = list(csv.reader(lines))
+        assert rows[0][0] == "workload" and len(rows) == 2  # the header and the one case
+        assert {len(row) for row in rows} == {len(rows[0])}
+    else:
+        assert lines[0].startswith("|") and all(line.startswith("|") for line in lines if line)
