@@ -62,17 +62,23 @@ def render_comparison(
     all_rows: bool = True,
     wide: bool = False,
     table_format: TableFormat = TableFormat.TABLE,
+    stdout_taken: bool = False,
 ) -> None:
     """Print the comparison and write the requested files (shared with `run --baseline`).
 
     The table is the compact one fitted to the terminal, or `wide`; with `table_format`
-    markdown or csv, stdout gets that instead and the verdict goes to stderr."""
+    markdown or csv, stdout gets that instead and the verdict goes to stderr.
+    `stdout_taken`: stdout already holds another table (`run --baseline --format csv`),
+    so everything goes to stderr as text."""
     from jitbench.render import comparison as compare_render
 
     to_stdout = (
         (str(markdown) == "-") or (str(json_path) == "-") or table_format is not TableFormat.TABLE
     )
-    console = err if to_stdout else out  # keep stdout clean for the machine-readable output
+    # Keep stdout clean for the machine-readable output.
+    console = err if to_stdout or stdout_taken else out
+    if stdout_taken:
+        table_format = TableFormat.TABLE
     if table_format is TableFormat.MARKDOWN:
         out.file.write(compare_render.comparison_markdown(cmp))
     elif table_format is TableFormat.CSV:

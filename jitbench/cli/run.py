@@ -24,7 +24,6 @@ from jitbench.cli.common import (
     escape,
     handles_errors,
     out,
-    print_fitted,
     progress_console,
     say,
     split_list,
@@ -50,7 +49,6 @@ from jitbench.errors import ConfigError, JitbenchError
 if TYPE_CHECKING:
     from rich.progress import Progress, TaskID
 
-    from jitbench.gate import Comparison
     from jitbench.runner.events import RunEvent
     from jitbench.runner.progress import ProgressEstimate
 
@@ -255,24 +253,6 @@ class _Reporter:
                     highlight=False,
                     soft_wrap=True,
                 )
-
-
-def _comparison_to_stderr(comparison: Comparison) -> None:
-    """`--baseline` with `--format markdown|csv`: stdout holds the run's table alone (a
-    second table after it would break `--format csv > run.csv` for pandas), so the
-    comparison and its verdict go to stderr as text, with its warnings
-    (`render_comparison` would also write the comparison's own table to stdout)."""
-    from jitbench.render import comparison as compare_render
-
-    print_fitted(
-        lambda width: compare_render.comparison_report(comparison, all_rows=True, width=width),
-        console=err,
-    )
-    warning = compare_render.inconclusive_warning(comparison)
-    reason = comparison.nothing_compared
-    for line in (warning, *comparison.warnings, reason):
-        if line is not None:
-            err.print(f"[yellow]warning:[/] {escape(line)}")
 
 
 @app.command("run", short_help="Measure workloads in NumPy, eager and jit; write JSON and HTML.")
@@ -622,10 +602,9 @@ def run_cmd(
     gate = EXIT_OK
     if base_run is not None:
         comparison = compare(base_run, run)
-        if table_format is TableFormat.TABLE:
-            render_comparison(comparison)
-        else:
-            _comparison_to_stderr(comparison)
+        # With --format markdown|csv stdout holds the run's table alone (a second table after
+        # it would break `--format csv > run.csv`): the comparison goes to stderr as text.
+        render_comparison(comparison, stdout_taken=table_format is not TableFormat.TABLE)
         gate = gate_exit(comparison) if fail_on_regression else EXIT_OK
     strict_failure = strict and (failed or reporter.suite_errors > 0)
     raise typer.Exit(gate or (EXIT_FAILED if strict_failure else EXIT_OK))
