@@ -53,6 +53,9 @@ PROCESSES_DISAGREE = "processes-disagree"
 NO_FINITE = "no-finite-output"
 NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
 OTHER_DEVICE = "output-on-other-device"
+# A partial run's case whose --rounds (or repeated cold compiles) were not all taken: its
+# samples are some rounds of the plan's; a resume measures it again (`runner.scheduler`).
+UNFINISHED_ROUNDS = "unfinished-rounds"
 
 PITFALL_CODES = frozenset(
     {
@@ -82,6 +85,7 @@ CODES = PITFALL_CODES | {
     PROCESSES_DISAGREE,
     NO_FINITE,
     OTHER_DEVICE,
+    UNFINISHED_ROUNDS,
 }
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).

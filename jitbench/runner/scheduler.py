@@ -47,11 +47,11 @@ from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
 
-#: The code of the diagnostic a partial run's checkpoint puts on each measurement of a case
-#: whose sampling rounds (or repeated cold compiles) were not all taken yet: its samples
-#: are some rounds of the plan's, not the plan. A resume measures such a case again, every
-#: round, and replaces it (`schedule`); a finished run never holds one.
-UNFINISHED_ROUNDS = "unfinished-rounds"
+#: The diagnostic a partial run's checkpoint puts on each measurement of a case whose
+#: sampling rounds (or repeated cold compiles) were not all taken yet: a resume measures
+#: such a case again, every round, and replaces it (`schedule`); a finished run never
+#: holds one.
+UNFINISHED_ROUNDS = diagnose.UNFINISHED_ROUNDS
 
 
 def unfinished(m: Measurement) -> bool:
