@@ -118,6 +118,16 @@ def run_workloads(
             # find them again, so the default's second process is left out (the run says
             # its intervals describe one process). Asked for explicitly, it is refused.
             config = replace(config, processes=1)
+    measure = functools.partial(
+        _measure_once,
+        workloads,
+        config,
+        on_event=on_event,
+        checkpoint=checkpoint,
+        run_id=run_id,
+        resume=resume,
+        clock=clock,
+    )
     if config.processes > 1:
         require_suite_files(selection_of(workloads), config.processes)
         # A resumed run that pooled some worker processes already holds every case of the
@@ -132,14 +142,7 @@ def run_workloads(
                 first = functools.partial(_resumed_whole, resume, clock)
             else:
                 first = functools.partial(
-                    _measure_once,
-                    workloads,
-                    config,
-                    on_event=on_event,
-                    checkpoint=checkpoint,
-                    run_id=run_id,
-                    resume=resume,
-                    clock=clock,
+                    measure,
                     shared_compiles=Path(shared),
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
@@ -158,15 +161,7 @@ def run_workloads(
         if not config.quick:
             pooled = diagnose.pooled_noise(pooled, config.plan.precision)
         return diagnose.run_diagnostics(pooled)
-    return _measure_once(
-        workloads,
-        config,
-        on_event=on_event,
-        checkpoint=checkpoint,
-        run_id=run_id,
-        resume=resume,
-        clock=clock,
-    )
+    return measure()
 
 
 def processes_measured(run: Run) -> int:
