@@ -308,7 +308,11 @@ def test_the_asv_version_follows_the_helpers_and_constants_a_workload_reads(tmp_
     """A loop body kept at module level (as the README asks) and a module constant decide
     what the workload times; editing them left the version, and so asv's history, as it
     was. An unrelated function of the same file does not count."""
-    helper = "SCALE = {k}\n\n\ndef _step(x):\n    return x * SCALE + {c}\n\n\ndef other():\n    return {o}\n"
+    helper = (
+        "SCALE = {k}\n\n\n"
+        "def _step(x):\n    return x * SCALE + {c}\n\n\n"
+        "def other():\n    return {o}\n"
+    )
 
     def version(name: str, k: str = "0.25", c: str = "1", o: str = "0") -> str:
         return _suite_version(tmp_path / name, "_step(x)", module=helper.format(k=k, c=c, o=o))
