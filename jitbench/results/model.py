@@ -546,7 +546,14 @@ class Run:
 
         None when either side is not `ok` (a mismatch is never given a headline speedup).
         """
-        return self._ratio(self.get(case_key, Mode.NUMPY), self.get(case_key, mode))
+        return self.ratio(case_key, Mode.NUMPY, mode)
+
+    def ratio(
+        self, case_key: tuple[str, str, str, str], base: Mode, other: Mode
+    ) -> stats.Ratio | None:
+        """`base`'s time / `other`'s time for one case, with its interval, as `speedup`
+        takes NumPy's over a JAX mode (eager's over jit: how far dispatch slows eager)."""
+        return self._ratio(self.get(case_key, base), self.get(case_key, other))
 
     def scaling(self, case_key: tuple[str, str, str, str]) -> Scaling | None:
         """Sharded mode's speedup over jit mode on one device of the case's platform (jit

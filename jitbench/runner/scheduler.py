@@ -156,11 +156,10 @@ def run_workloads(
                 worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
                 first_worker=first_worker,
             )
-        # Outliers, size order and (but in a smoke run) the CI target judged again on
-        # every process's samples together.
-        if not config.quick:
-            pooled = diagnose.pooled_noise(pooled, config.plan.precision)
-        return diagnose.run_diagnostics(pooled)
+        # What the first process judged on its share (the CI target but in a smoke run,
+        # jit slower, eager dispatch-bound, outliers, size order) judged again on every
+        # process's samples together and the run's own ratios.
+        return diagnose.pooled_judgement(pooled, None if config.quick else config.plan.precision)
     return measure()
 
 

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from jax import lax
 
+from jitbench import formatting as fmt
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose
 from jitbench.render.run_table import case_notes, problems, summary_table
@@ -630,10 +631,34 @@ def test_noisy_is_judged_again_on_the_samples_of_every_process() -> None:
         diagnostics=(per_process,),
     )
     wide = replace(tight, samples_s=(*around(1e-3, 5, rel=0.3), *around(1e-3, 5, rel=0.3)))
-    run = diagnose.pooled_noise(_run([tight, wide]), precision=0.01)
+    run = diagnose.pooled_judgement(_run([tight, wide]), precision=0.01)
     assert run.measurements[0].diagnostics == ()
     [again] = run.measurements[1].diagnostics
     assert again.code == diagnose.NOISY and "wider than the ±1.0% target" in again.message
+
+
+def test_jit_slower_is_judged_again_on_the_pooled_run_with_the_figures_it_shows() -> None:
+    """ema M in the H200 example: the first process's note said "jit is 2.52× slower than
+    NumPy (31.5 ms vs 12.5 ms)" beside a row of 16.8 ms vs 9.21 ms, and gemm M was
+    flagged with a speedup interval [0.805–1.02] that holds 1."""
+    first_note = diagnose.jit_slower(2.52, 31.5e-3, 12.5e-3)
+
+    def case(numpy_s: tuple[float, float], jit_s: tuple[float, float]) -> list[Measurement]:
+        numpy_m = two_processes(*numpy_s, Mode.NUMPY)
+        jit_m = replace(two_processes(*jit_s, Mode.JIT), diagnostics=(first_note,))
+        return [numpy_m, jit_m]
+
+    slower = diagnose.pooled_judgement(_run(case((12.5e-3, 11e-3), (31.5e-3, 27e-3))), None)
+    [note] = [d for d in slower.measurements[1].diagnostics if d.code == diagnose.JIT_SLOWER]
+    numpy_m, jit_m = slower.measurements
+    assert note != first_note
+    assert f"({fmt.seconds(jit_m.median_s)} vs {fmt.seconds(numpy_m.median_s)})" in note.message
+    speedup = slower.speedup(jit_m.case.key, Mode.JIT)
+    assert speedup is not None and speedup.high is not None and speedup.high < 1
+    assert f"jit is {fmt.ratio(1 / speedup.value)} slower" in note.message
+    # The processes disagree about it: the interval holds 1, so no note.
+    unsure = diagnose.pooled_judgement(_run(case((12.5e-3, 9e-3), (31.5e-3, 7e-3))), None)
+    assert diagnose.JIT_SLOWER not in [d.code for d in unsure.measurements[1].diagnostics]
 
 
 def seed_case() -> list[Measurement]:
