@@ -621,7 +621,9 @@ def run_csv(run: Run) -> str:
             "trace_s": c.trace_s if c else None,
             "lower_s": c.lower_s if c else None,
             "xla_compile_s": c.compile_s if c else None,
-            "break_even_calls": None if be is None or be == float("inf") else be,
+            # 'inf', as the terminal's CSV writes it: a break-even that never comes is not
+            # an unknown one.
+            "break_even_calls": be,
             "gflop_per_s": m.achieved_flops_per_s / 1e9 if m.achieved_flops_per_s else None,
             "transfer_s": m.transfer_s,
             "transfer_bytes": m.transfer_bytes,

@@ -6,10 +6,11 @@ import csv
 import io
 import math
 from dataclasses import replace
+from pathlib import Path
 
 from jitbench import formatting as fmt
 from jitbench.report import table
-from jitbench.results import Diagnostic, Mode, Run, Severity
+from jitbench.results import Diagnostic, Mode, Run, Severity, load_run
 from tests.report.builders import crafted_evil, seed_run
 
 
@@ -86,6 +87,9 @@ def test_details_show_the_device_peak_and_mark_a_bound(run: Run) -> None:
     assert details(False) == ["—", "≤ 5 MiB", "≤ 5 MiB"]  # an earlier case's mark bounds it
 
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "reports" / "examples" / "runs"
+
+
 def test_csv_has_every_measurement_and_defuses_formulas(run: Run) -> None:
     rows = list(csv.DictReader(io.StringIO(table.run_csv(run))))
     assert len(rows) == len(run.measurements)
@@ -93,6 +97,16 @@ def test_csv_has_every_measurement_and_defuses_formulas(run: Run) -> None:
     first = run.measurements[0]
     assert rows[0]["workload"] == first.case.workload
     assert float(rows[0]["median_s"]) == first.median_s
+    # A break-even that never comes is 'inf', as the terminal's CSV writes it, not empty
+    # (the 2026-11-23 example run has 11 such cases).
+    example = load_run(EXAMPLES / "20261123T064616Z-8ae277.json")
+    never = {c.key for c in example.cases() if example.break_even_calls(c.key) == float("inf")}
+    written = [
+        r["break_even_calls"]
+        for r in csv.DictReader(io.StringIO(table.run_csv(example)))
+        if r["mode"] == "jit" and (r["workload"], r["size"], r["device"], r["dtype"]) in never
+    ]
+    assert len(written) == len(never) == 11 and set(written) == {"inf"}
     evil = crafted_evil(run)
     evil = replace(evil, measurements=tuple(
         replace(m, case=replace(m.case, workload="=HYPERLINK(1)")) for m in evil.measurements
