@@ -596,12 +596,33 @@ def _compact_layout(
         table.add_row(*row)
     # Inline notes must fit on one line; only a folded case name may wrap.
     need = fitted(table, *([case_texts] if layout.fold_case else [])).needs
-    if not notes:
-        return Fitted(table, need)
     footnotes = [
         Text(f"{str(n).translate(_SUPERSCRIPT)} {text}", style="yellow")
         for text, n in notes.items()
     ]
+    # Columns the run has but this width had no room for are named, not just gone.
+    roomy = {
+        "D→H": (eager or jit_) and has_transfer_back(run),
+        "H→D": eager or jit_,
+        "compile": jit_,
+        "break even": jit_ and numpy_,
+    }
+    kept = {
+        "D→H": shown["transfer back"],
+        "H→D": shown["transfer"],
+        "compile": shown["compile"],
+        "break even": shown["break even"],
+    }
+    dropped = [name for name, has in roomy.items() if has and not kept[name]]
+    if dropped:
+        footnotes.append(
+            Text(
+                f"left out to fit the width: {', '.join(dropped)} (--wide shows every column)",
+                style="dim",
+            )
+        )
+    if not footnotes:
+        return Fitted(table, need)
     return Fitted(Group(table, *footnotes), need)
 
 

@@ -121,7 +121,12 @@ def test_roomy_layout_at_120_and_notes_under_the_table_at_80() -> None:
     assert "H→D" in wide_text and "D→H" in wide_text
     assert "23.4 µs · 1 MiB" in wide_text  # the copy back, time and bytes
     assert "410µs" in narrow_text or "410 µs" in narrow_text  # transfer time at 80 too
-    assert "D→H" not in narrow_text  # at 80 only H→D fits (the default suite's names)
+    # At 80 only H→D fits (the default suite's names); the table says what it left out.
+    assert "D→H" not in narrow_text.split("left out to fit the width")[0]
+    assert "left out to fit the width: D→H (--wide shows every column)" in " ".join(
+        narrow_text.split()
+    )
+    assert "left out" not in wide_text
     # At 80 the notes go under the table behind a superscript mark on the case name.
     assert "¹ " in narrow_text and "jit-slower-than-numpy" in narrow_text
     assert "recompiled-during-timing (eager)" in narrow_text
