@@ -140,6 +140,7 @@ def test_env_json_describes_devices():
     assert env["versions"]["jax"]
 
 
+@pytest.mark.e2e  # JAX_PLATFORMS acts when JAX starts: a process of its own, as `run`'s twin
 @pytest.mark.parametrize(("platform", "as_json"), [("tpu", False), ("cuda", True)])
 def test_env_without_a_backend_shows_the_rest_says_why_and_exits_2(cli, platform, as_json):
     # A real process: JAX picks its platforms once per process.
