@@ -19,7 +19,6 @@ factor and floor of `Thresholds`. Failing cases go through `judge` unchanged.
 
 from __future__ import annotations
 
-import itertools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -92,9 +91,10 @@ def paired_logs(base: Measurement, new: Measurement) -> list[list[float]] | None
     pair (a side stopped early: different counts)."""
     if _parts(base) != _parts(new) or not base.samples_s:
         return None
-    logs = [math.log(n / b) for b, n in zip(base.samples_s, new.samples_s, strict=True)]
-    ends = list(itertools.accumulate(_parts(base)))
-    return [logs[a:z] for a, z in zip([0, *ends[:-1]], ends, strict=True)]
+    return [
+        [math.log(n / b) for b, n in zip(b_part, n_part, strict=True)]
+        for b_part, n_part in zip(base.run_parts, new.run_parts, strict=True)
+    ]
 
 
 def median_sampling_variance(parts: Sequence[Sequence[float]]) -> float:

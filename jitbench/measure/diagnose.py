@@ -610,6 +610,39 @@ def _ratio(slow: Measurement | None, fast: Measurement | None) -> stats.Ratio | 
     return stats.ratio_of_medians(a, b)
 
 
+def _speed_notes(
+    numpy_m: Measurement | None,
+    eager_m: Measurement | None,
+    jit_m: Measurement | None,
+    *,
+    slower: stats.Ratio | None,
+    eager_over_jit: stats.Ratio | None,
+    eager_far_slower: float = EAGER_FAR_SLOWER,
+) -> list[tuple[Mode, Diagnostic]]:
+    """The speed observations of one case from its ratios (jit over NumPy, eager over jit,
+    each with the interval the run shows): jit slower when `slower`'s interval lies above
+    1; eager dispatch-bound when it is `eager_far_slower` times slower than jit and surely
+    over `EAGER_SURELY_SLOWER` (not while it recompiles: then compiling, not dispatch, is
+    what makes eager slow)."""
+    found: list[tuple[Mode, Diagnostic]] = []
+    if slower is not None and slower.low is not None and slower.low > 1:
+        assert jit_m is not None and numpy_m is not None
+        assert jit_m.median_s is not None and numpy_m.median_s is not None
+        found.append((Mode.JIT, jit_slower(slower.value, jit_m.median_s, numpy_m.median_s)))
+    recompiling = eager_m is not None and any(d.code == RECOMPILED for d in eager_m.diagnostics)
+    if (
+        not recompiling
+        and eager_over_jit is not None
+        and eager_over_jit.value >= eager_far_slower
+        and eager_over_jit.low is not None
+        and eager_over_jit.low > EAGER_SURELY_SLOWER
+    ):
+        assert eager_m is not None and jit_m is not None
+        assert eager_m.median_s is not None and jit_m.median_s is not None
+        found.append((Mode.EAGER, eager_dispatch(eager_over_jit, eager_m.median_s, jit_m.median_s)))
+    return found
+
+
 def case_diagnostics(
     measurements: Sequence[Measurement],
     *,
@@ -638,24 +671,15 @@ def case_diagnostics(
                 slow_compile(total, c.jaxpr_eqn_count, slow_compile_s, jit_m.case.platform)
             )
 
-    slower = _ratio(jit_m, numpy_m)  # jit / numpy: > 1 means jit is slower
-    if slower is not None and slower.low is not None and slower.low > 1:
-        assert jit_m is not None and numpy_m is not None
-        assert jit_m.median_s is not None and numpy_m.median_s is not None
-        extra[Mode.JIT].append(jit_slower(slower.value, jit_m.median_s, numpy_m.median_s))
-
-    eager_ratio = _ratio(eager_m, jit_m)  # eager / jit
-    recompiling = eager_m is not None and any(d.code == RECOMPILED for d in eager_m.diagnostics)
-    if (
-        not recompiling  # then compiling, not dispatch, is what makes eager slow
-        and eager_ratio is not None
-        and eager_ratio.value >= eager_far_slower
-        and eager_ratio.low is not None
-        and eager_ratio.low > EAGER_SURELY_SLOWER
+    for mode, found in _speed_notes(
+        numpy_m,
+        eager_m,
+        jit_m,
+        slower=_ratio(jit_m, numpy_m),
+        eager_over_jit=_ratio(eager_m, jit_m),
+        eager_far_slower=eager_far_slower,
     ):
-        assert eager_m is not None and jit_m is not None
-        assert eager_m.median_s is not None and jit_m.median_s is not None
-        extra[Mode.EAGER].append(eager_dispatch(eager_ratio, eager_m.median_s, jit_m.median_s))
+        extra[mode].append(found)
 
     return [m.with_diagnostics(extra[m.mode]) for m in measurements]
 
@@ -895,25 +919,20 @@ def pooled_judgement(run: Run, precision: float | None) -> Run:
         numpy_m, eager_m, jit_m = (run.get(case.key, mode) for mode in ALL_MODES)
         if jit_m is None or len(jit_m.run_sample_counts) < 2:
             continue
-        speedup = run.speedup(case.key, Mode.JIT)  # numpy / jit: below 1, jit is slower
-        if speedup is not None and speedup.high is not None and speedup.high < 1:
-            assert numpy_m is not None and jit_m.median_s and numpy_m.median_s
-            extra.setdefault((case.key, Mode.JIT), []).append(
-                jit_slower(1 / speedup.value, jit_m.median_s, numpy_m.median_s)
-            )
-        recompiling = eager_m is not None and any(d.code == RECOMPILED for d in eager_m.diagnostics)
-        eager_over_jit = run.ratio(case.key, Mode.EAGER, Mode.JIT)
-        if (
-            not recompiling
-            and eager_over_jit is not None
-            and eager_over_jit.value >= EAGER_FAR_SLOWER
-            and eager_over_jit.low is not None
-            and eager_over_jit.low > EAGER_SURELY_SLOWER
+        speedup = run.speedup(case.key, Mode.JIT)  # numpy / jit, inverted below
+        slower = (
+            None
+            if speedup is None or speedup.low is None or speedup.high is None
+            else stats.Ratio(1 / speedup.value, 1 / speedup.high, 1 / speedup.low)
+        )
+        for mode, found in _speed_notes(
+            numpy_m,
+            eager_m,
+            jit_m,
+            slower=slower,
+            eager_over_jit=run.ratio(case.key, Mode.EAGER, Mode.JIT),
         ):
-            assert eager_m is not None and eager_m.median_s and jit_m.median_s
-            extra.setdefault((case.key, Mode.EAGER), []).append(
-                eager_dispatch(eager_over_jit, eager_m.median_s, jit_m.median_s)
-            )
+            extra.setdefault((case.key, mode), []).append(found)
     if extra:
         run = replace(
             run,

@@ -241,11 +241,14 @@ class Measurement:
         """Median of each pooled run's samples; one median (of all samples) otherwise."""
         if not self.run_sample_counts:
             return (self.median_s,) if self.median_s is not None else ()
-        ends = list(itertools.accumulate(self.run_sample_counts))
-        starts = [0, *ends[:-1]]
-        return tuple(
-            statistics.median(self.samples_s[a:b]) for a, b in zip(starts, ends, strict=True)
-        )
+        return tuple(statistics.median(part) for part in self.run_parts)
+
+    @property
+    def run_parts(self) -> list[tuple[float, ...]]:
+        """The samples cut into each pooled run's (process's) share; one part otherwise."""
+        counts = self.run_sample_counts or (len(self.samples_s),)
+        ends = list(itertools.accumulate(counts))
+        return [self.samples_s[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
     @cached_property
     def summary(self) -> stats.Summary | None:
@@ -446,13 +449,6 @@ def _apart(logs: Sequence[float]) -> float:
     return math.expm1(statistics.fmean(abs(a - b) for a, b in pairs))
 
 
-def _parts(m: Measurement) -> list[tuple[float, ...]]:
-    """`m`'s samples cut into its runs' (processes') shares."""
-    counts = m.run_sample_counts or (len(m.samples_s),)
-    ends = list(itertools.accumulate(counts))
-    return [m.samples_s[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
-
-
 def is_host_copy(m: Measurement, of: Measurement) -> bool:
     """Whether NumPy measurement `m` holds no samples but those of `of`, the same
     workload × size × dtype filed under another device: a run measures NumPy, host code,
@@ -468,8 +464,8 @@ def is_host_copy(m: Measurement, of: Measurement) -> bool:
     )
     if not same_case or not m.samples_s:
         return False
-    theirs = list(_parts(of))
-    for part in _parts(m):
+    theirs = of.run_parts
+    for part in m.run_parts:
         if part not in theirs:
             return False
         theirs.remove(part)
@@ -645,15 +641,10 @@ class Run:
             return None
         if min(base.samples_s) <= 0 or min(other.samples_s) <= 0:
             return None
-        logs, start = [], 0
-        for n in counts:
-            a_part = base.samples_s[start : start + n]
-            b_part = other.samples_s[start : start + n]
-            logs.append(
-                statistics.median(math.log(a / b) for a, b in zip(a_part, b_part, strict=True))
-            )
-            start += n
-        return logs
+        return [
+            statistics.median(math.log(a / b) for a, b in zip(a_part, b_part, strict=True))
+            for a_part, b_part in zip(base.run_parts, other.run_parts, strict=True)
+        ]
 
     def between_process_variance(self, base: Mode, other: Mode, device: str) -> float | None:
         """The typical variance, over this run's cases on `device`, of the processes' log
