@@ -323,8 +323,9 @@ def workload_version(wl: Workload) -> str:
     and tolerances) and of the benchmark code itself. asv hashes a benchmark's own source by
     default, and every generated class shares `WorkloadBenchmark`'s, so without this an
     edited workload would continue the old history as if nothing had changed."""
-    parts = [_source(f) for f in _reached((wl.numpy_fn, wl.jax_fn, wl.inputs))]
-    parts += _module_values((wl.numpy_fn, wl.jax_fn, wl.inputs))
+    reached = _reached((wl.numpy_fn, wl.jax_fn, wl.inputs))
+    parts = [_source(f) for f in reached]
+    parts += _module_values(reached)
     parts += [
         repr(sorted((k, sorted(v.items())) for k, v in wl.sizes.items())),
         repr(wl.static_argnames),
@@ -379,11 +380,11 @@ def _reached(roots: Sequence[Any]) -> list[Any]:
 _PLAIN = (bool, int, float, complex, str, bytes, tuple, frozenset)
 
 
-def _module_values(roots: Sequence[Any]) -> list[str]:
+def _module_values(reached: Sequence[Any]) -> list[str]:
     """'NAME=repr' of the plain module-level constants (`DIFFUSION = 0.25`) that the
-    workload's functions, and the helpers they reach, read."""
+    workload's functions and the helpers they reach (`_reached`) read."""
     out = []
-    for fn in _reached(roots):
+    for fn in reached:
         if not isinstance(fn, types.FunctionType):
             continue
         for name in sorted(_names_used(fn)):
