@@ -288,29 +288,12 @@ def test_each_process_samples_with_its_share_of_the_cases_budget(
     """The budget is the case's, however many processes measure it: the first process and
     each worker sample with a third of it here, and the run records the whole budget."""
     import jitbench
-    from jitbench.results import run_from_dict
-    from jitbench.runner import scheduler
 
-    budgets: list[float] = []
-    real_schedule = scheduler.schedule
-
-    def spy(*args, plan, **kwargs):  # type: ignore[no-untyped-def]
-        budgets.append(plan.budget_s)
-        return real_schedule(*args, plan=plan, **kwargs)
-
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
-        conn = _Conn()
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
-        [(kind, body)] = conn.sent
-        assert kind == "ok", body
-        return run_from_dict(json.loads(body))
-
-    monkeypatch.setattr(scheduler, "schedule", spy)
-    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    budgets, workers = _resumable_processes(monkeypatch, stop=lambda: None)
     quick = RunConfig.quick_settings()
     config = replace(quick, processes=3, plan=replace(quick.plan, budget_s=0.03))
     run = jitbench.run(["double"], suites=[tiny_suite], config=config)
-    assert budgets == pytest.approx([0.01, 0.01, 0.01])
+    assert budgets == pytest.approx([0.01, 0.01, 0.01]) and workers == [3, 3]
     assert run.processes == 3 and run.config.settings is not None
     assert run.config.settings.plan.budget_s == 0.03 and run.config.settings.processes == 3
 
