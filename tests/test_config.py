@@ -272,6 +272,12 @@ def test_default_sizes_measure_each_workload_at_those_it_defines() -> None:
         refused(lambda s=sizes: plan_cases([only_s], RunConfig(sizes=s), cpu), "unknown size")
     # Defaults that no workload defines fail as any unknown size does.
     refused(lambda: plan_cases([_sized("large", "L")], RunConfig(), cpu), "unknown size 'S'")
+    # A workload that defines none of them, beside one that does, is not left out silently.
+    refused(
+        lambda: plan_cases([only_s, _sized("large", "L")], RunConfig(), cpu),
+        "workload 'large' defines none of the default sizes S, M (it has L); pass the sizes "
+        "to measure, e.g. --sizes S,M,L.",
+    )
 
 
 def test_a_run_of_an_s_only_suite_with_the_default_sizes_measures_s(tmp_path: Path) -> None:

@@ -218,7 +218,7 @@ def _failures_by_reason(p: Profile) -> dict[tuple[str, str], list[str]]:
     """The failed modes by (reason, hint): a workload that raises fails every mode alike."""
     by_reason: dict[tuple[str, str], list[str]] = {}
     for m in p.failures:
-        hint = m.error.hint if m.error is not None and m.error.hint else ""
+        hint = m.hint or ""  # an error's hint, or a mismatch's (on its diagnostic)
         by_reason.setdefault((m.failure_text, hint), []).append(m.mode.value)
     return by_reason
 

@@ -206,6 +206,22 @@ def numpy_wider_dtype() -> Diagnostic:
     )
 
 
+def unfinished_rounds(taken: int, rounds: int) -> Diagnostic:
+    """`unfinished-rounds`: a partial run stopped after `taken` of the case's `rounds`
+    (all of them, but not its repeated cold compiles, when `taken` == `rounds`)."""
+    what = (
+        f"{taken} of {rounds} sampling rounds"
+        if taken < rounds
+        else f"all {rounds} sampling rounds but not the repeated cold compiles"
+    )
+    return Diagnostic(
+        code=UNFINISHED_ROUNDS,
+        severity=Severity.WARNING,
+        message=f"the run stopped after {what} of this case",
+        hint="`jitbench run --resume` measures the case again, every round.",
+    )
+
+
 def narrowed_inputs(narrowed: Sequence[tuple[str, str, str, bool]]) -> Diagnostic:
     """`input-narrowed`: inputs JAX received in a narrower dtype than NumPy, because x64
     is off. Each entry is (argument, NumPy dtype, JAX dtype, whether its values fit)."""

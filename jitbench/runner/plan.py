@@ -81,6 +81,18 @@ def plan_cases(
         missing = [size for size in config.sizes if size not in known]
         if missing and (not config.default_sizes or len(missing) == len(config.sizes)):
             raise ConfigError(unknown_name_message("size", missing[0], sorted(known)))
+        # The defaults go where a workload defines them; one that defines none of them
+        # would vanish from the run without a word.
+        left = [
+            w for w in workloads if config.default_sizes and not set(config.sizes) & set(w.sizes)
+        ]
+        if left:
+            w = left[0]
+            raise ConfigError(
+                f"workload {w.name!r} defines none of the default sizes "
+                f"{', '.join(config.sizes)} (it has {', '.join(w.sizes)}); pass the sizes to "
+                f"measure, e.g. --sizes {','.join(dict.fromkeys([*config.sizes, *w.sizes]))}."
+            )
     planned = []
     for wl in {w.name: w for w in workloads}.values():  # each workload once
         if config.sweep and wl.sweep:

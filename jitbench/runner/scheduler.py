@@ -21,7 +21,7 @@ from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
 from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Diagnostic, Measurement, Run, Severity, dump_run
+from jitbench.results import Case, Measurement, Run, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
@@ -60,18 +60,7 @@ def unfinished(m: Measurement) -> bool:
 
 
 def _marked_unfinished(m: Measurement, taken: int, rounds: int) -> Measurement:
-    what = (
-        f"{taken} of {rounds} sampling rounds"
-        if taken < rounds
-        else f"all {rounds} sampling rounds but not the repeated cold compiles"
-    )
-    note = Diagnostic(
-        code=UNFINISHED_ROUNDS,
-        severity=Severity.WARNING,
-        message=f"the run stopped after {what} of this case",
-        hint="`jitbench run --resume` measures the case again, every round.",
-    )
-    return replace(m, diagnostics=(*m.diagnostics, note))
+    return m.with_diagnostics([diagnose.unfinished_rounds(taken, rounds)])
 
 
 def run_workloads(
@@ -103,7 +92,7 @@ def run_workloads(
             configuration are kept, and what it lacks is measured as the run would have:
             the cases it does not hold (or holds only some rounds of: measured again) in
             this process with the first process's share of the budget, then the worker
-            processes it has not pooled yet (`processes_measured`).
+            processes it has not pooled yet (`Run.processes`: the first and those pooled).
             `config` is what the rest is measured with (see `plan.settings_for_resume`).
         clock: the UTC time of day as text, for the run's timestamps.
 
@@ -132,7 +121,7 @@ def run_workloads(
         require_suite_files(selection_of(workloads), config.processes)
         # A resumed run that pooled some worker processes already holds every case of the
         # first process: only the workers it lacks are left.
-        measured = 0 if resume is None else processes_measured(resume)
+        measured = 0 if resume is None else resume.processes
         first_worker = max(2, measured + 1)
         # The workers load the programs the first process compiled (and timed) instead of
         # compiling them again: a folder per group of cases, gone with the run.
@@ -161,14 +150,6 @@ def run_workloads(
         # process's samples together and the run's own ratios.
         return diagnose.pooled_judgement(pooled, None if config.quick else config.plan.precision)
     return measure()
-
-
-def processes_measured(run: Run) -> int:
-    """How many of its processes a (partial) run holds every case of: the worker processes
-    pooled into it so far and the first (`Measurement.run_sample_counts` has a count per
-    process); 1 when nothing was pooled (the first process may be unfinished: the
-    scheduler measures the cases it lacks)."""
-    return max((len(m.run_sample_counts) for m in run.measurements), default=0) or 1
 
 
 def _resumed_whole(resume: Run, clock: Clock) -> Run:

@@ -241,3 +241,14 @@ def test_cli_profile_where_one_mode_fails_shows_the_rest_and_exits_1(failing_sui
         "error: profile of branches failed, jit failed: error: TracerBoolConversionError"
     )
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_cli_profile_of_a_mismatch_gives_the_fix_from_its_diagnostic() -> None:
+    """A mismatch carries no error; its hint sits on its diagnostic, and the failed
+    section printed none for it."""
+    proc = invoke(
+        "profile", "impure_global", "--suite", str(SUITES / "pitfalls.py"), "--budget", "0.02"
+    )
+    assert proc.exit_code == 1, (proc.stdout, proc.stderr)
+    failed = proc.stdout.split("\nfailed\n", 1)[1].split("\ndiagnostics\n", 1)[0]
+    assert "fix: jit runs the Python body once, at trace time" in " ".join(failed.split())
