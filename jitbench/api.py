@@ -183,7 +183,7 @@ def _resumable(
     """The partial run at `path`, the settings to finish it with and its workloads; checked
     in this order, before anything is measured or written. `given` names the selection
     options passed along (NAMES, --suite, -k), which a resume refuses like new settings."""
-    given = given + (_changed_for_resume(requested) if requested is not None else [])
+    given = given + (changed_settings(requested) if requested is not None else [])
     if given:
         raise ConfigError(
             f"--resume finishes a run with the settings recorded in it; drop {', '.join(given)}."
@@ -196,30 +196,6 @@ def _resumable(
     config = settings_for_resume(previous, requested)
     workloads = workloads_for_resume(previous, allow_changed_suites=allow_changed_suites)
     return previous, config, workloads
-
-
-#: Settings `plan.changed_settings` does not name that a resume cannot take either: the
-#: resume keeps the recorded settings whole. More processes, or time splits in some cases
-#: only, would make the run unlike the one it started as; a label is recorded (and shown on
-#: the partial run's pages and in the index) from the start, and a resume that took another
-#: would rename a run half-way while the file kept the old one.
-_RECORDED_ONLY = (
-    ("processes", "--processes"),
-    ("time_split", "--time-split"),
-    ("label", "--label"),
-)
-
-
-def _changed_for_resume(requested: RunConfig) -> list[str]:
-    """The options in `requested` off their defaults that a resume refuses, as the CLI
-    names them: `changed_settings`, and `_RECORDED_ONLY`."""
-    changed = changed_settings(requested)
-    base = RunConfig.quick_settings() if requested.quick else RunConfig()
-    return changed + [
-        opt
-        for name, opt in _RECORDED_ONLY
-        if getattr(requested, name) != getattr(base, name) and opt not in changed
-    ]
 
 
 def _save_shielded(run: Run, path: Path) -> None:

@@ -237,6 +237,15 @@ _SETTING_OPTIONS = (
     ("sweep", "--sweep"),
     ("threads", "--threads"),
 )
+#: Named after the others: a resume keeps the recorded settings whole. More processes, or
+#: time splits in some cases only, would make the run unlike the one it started as; a
+#: label is recorded (and shown on the partial run's pages) from the start, and another
+#: would rename the run half-way.
+_RECORDED_OPTIONS = (
+    ("processes", "--processes"),
+    ("time_split", "--time-split"),
+    ("label", "--label"),
+)
 _PLAN_OPTIONS = {
     "budget_s": "--budget",
     "precision": "--precision",
@@ -267,6 +276,9 @@ def changed_settings(requested: RunConfig) -> list[str]:
         changed.append("--quick")
     if requested.seed != base.seed:
         changed.append("--seed")
+    changed += [
+        opt for name, opt in _RECORDED_OPTIONS if getattr(requested, name) != getattr(base, name)
+    ]
     return changed
 
 
