@@ -243,6 +243,7 @@ def test_asv_module_exposes_one_class_per_suite_workload():
     assert module.__jitbench_collect__ is False
 
 
+@pytest.mark.e2e
 def test_importing_the_asv_module_starts_no_jax_backend():
     # asv's fork server imports the benchmarks, then forks: no JAX runtime may exist yet.
     code = (

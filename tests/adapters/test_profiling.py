@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -76,10 +75,11 @@ def test_unknown_size_suggests_close_names(size: str, nearest: str) -> None:
         profile_workload(wl, size=size, plan=FAST)
 
 
-def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: ignore[no-untyped-def]
-    t0 = time.perf_counter()
+# A fresh `jitbench profile` process on the default suite: end-to-end (-m e2e). How long
+# it takes is a figure to print (README, "Profiling"), not something a test asserts.
+@pytest.mark.e2e
+def test_cli_profile_prints_the_whole_breakdown(cli) -> None:  # type: ignore[no-untyped-def]
     proc = cli("profile", "selu")
-    elapsed = time.perf_counter() - t0
     assert proc.returncode == 0, proc.stderr
     for section in (
         "profile selu",
@@ -101,9 +101,6 @@ def test_cli_profile_prints_the_whole_breakdown_quickly(cli) -> None:  # type: i
         "diagnostics",
     ):
         assert section in proc.stdout, (section, proc.stdout)
-    print(f"jitbench profile selu took {elapsed:.1f} s")
-    # "A few seconds" on an idle laptop; generous here for a loaded 2-core CI box.
-    assert elapsed < 30, proc.stdout
 
 
 def test_cli_profile_ir_and_json() -> None:

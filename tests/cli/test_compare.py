@@ -112,7 +112,9 @@ def _measure_together(root: Path, suite: Path, steps: dict[str, int]) -> dict[st
 
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory) -> dict[str, Path]:
-    """Two real runs measured at the same time: base, and ten times the work.
+    """Two real runs measured at the same time: base, and ten times the work. Two fresh
+    `jitbench run` processes, so the tests that read them are end-to-end (-m e2e); the
+    gate's judgement itself is tested in process in tests/gate.
 
     Ten times, not a subtle change: the two runs start together but need not end together,
     and on a busy 2-core box one run's samples can all fall in a contended stretch (seen in
@@ -133,6 +135,7 @@ def _samples(path: Path) -> str:
     )
 
 
+@pytest.mark.e2e
 def test_real_runs_have_enough_samples_to_be_significant(real_runs):
     for name in ("a", "slow"):
         for m in load_run(real_runs[name]).measurements:
@@ -140,6 +143,7 @@ def test_real_runs_have_enough_samples_to_be_significant(real_runs):
             assert len(m.samples_s) >= 25, _samples(real_runs[name])
 
 
+@pytest.mark.e2e
 def test_a_a_comparison_of_real_runs_flags_nothing(real_runs, tmp_path, cli):
     """Real samples, no real change: the even and the odd rounds of one real run, compared.
 
@@ -164,6 +168,7 @@ def test_a_a_comparison_of_real_runs_flags_nothing(real_runs, tmp_path, cli):
     assert "no regression" in md.read_text().splitlines()[0]
 
 
+@pytest.mark.e2e
 def test_real_slowdown_is_a_regression_with_exit_1(real_runs, tmp_path, cli):
     md, js = tmp_path / "slow.md", tmp_path / "slow.json"
     proc = cli(
@@ -190,6 +195,7 @@ def test_real_slowdown_is_a_regression_with_exit_1(real_runs, tmp_path, cli):
     assert "regressed: busy" in proc.stdout
 
 
+@pytest.mark.e2e
 def test_run_with_baseline_fails_on_regression(real_runs, tmp_path, cli):
     # Ten times the work: measured alone, not beside the baseline, so it must stand out of
     # whatever the machine's load did in between.

@@ -100,7 +100,14 @@ IN_PROCESS_FAULTS = {
 }
 
 
-@pytest.mark.parametrize("name", list(IN_PROCESS_FAULTS))
+# The hang waits out its --timeout: end-to-end (-m e2e), as in the isolated matrix.
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=pytest.mark.e2e) if name.startswith("hang") else name
+        for name in IN_PROCESS_FAULTS
+    ],
+)
 def test_fault_matrix_in_process(name: str, tmp_path: Path) -> None:
     fault = IN_PROCESS_FAULTS[name]
     out = tmp_path / "out"

@@ -111,6 +111,7 @@ def test_compare_in_a_terminal_fits_and_cuts_nothing(columns: int) -> None:
     assert "double S jit" in shown and "pass:" in shown
 
 
+@pytest.mark.e2e
 def test_piped_output_respects_columns_and_has_no_padding() -> None:
     def piped(*args: str, **env: str) -> str:
         proc = subprocess.run(
@@ -165,6 +166,7 @@ def test_help_shows_defaults_and_examples_in_a_sensible_order() -> None:
         assert default in run_help, default
 
 
+@pytest.mark.e2e
 def test_starting_the_command_line_imports_no_jax() -> None:
     """`import jitbench.cli`, `--help`, `report --markdown` and `compare` import no JAX
     (and `--help` no NumPy, SciPy or plotly either): they start at once."""

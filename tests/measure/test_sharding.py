@@ -165,6 +165,7 @@ def four_device_run(tmp_path_factory: pytest.TempPathFactory) -> FourDeviceRun:
     return tmp_path, done
 
 
+@pytest.mark.e2e
 def test_sharded_run_over_four_cpu_devices(four_device_run: FourDeviceRun) -> None:
     tmp_path, done = four_device_run
     assert done.returncode == 0, done.stdout + done.stderr
@@ -198,6 +199,7 @@ def test_sharded_run_over_four_cpu_devices(four_device_run: FourDeviceRun) -> No
     assert raw["environment"]["process"] == {"index": 0, "count": 1}
 
 
+@pytest.mark.e2e
 def test_sharded_mode_has_jits_checks_repeats_and_copy_back(
     four_device_run: FourDeviceRun,
 ) -> None:

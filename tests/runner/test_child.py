@@ -51,9 +51,10 @@ def isolated_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[object, Run]
 @pytest.mark.parametrize(
     "name",
     [
-        "isolate-healthy-case",
-        "isolate-child-aborts",
-        # It waits out its --timeout, so it is end-to-end (-m e2e), with a run of its own.
+        # Each starts child processes (a fresh interpreter and JAX per case): end-to-end
+        # (-m e2e), as is the hang, which waits out its --timeout in a run of its own.
+        pytest.param("isolate-healthy-case", marks=pytest.mark.e2e),
+        pytest.param("isolate-child-aborts", marks=pytest.mark.e2e),
         pytest.param("isolate-hang-killed-by-timeout", marks=pytest.mark.e2e),
     ],
 )
@@ -100,6 +101,7 @@ print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "scipy")
 """
 
 
+@pytest.mark.e2e
 def test_a_case_imports_nothing_heavy_after_the_warm_up() -> None:
     env = {"PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
     done = subprocess.run(
@@ -158,6 +160,7 @@ def one_core_one_thread(xp, x):
 '''
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this OS")
 def test_the_child_measures_with_the_runs_threads(tmp_path: Path) -> None:
     suite = tmp_path / "thread_check.py"
@@ -197,6 +200,7 @@ def _hang_spec() -> dict[str, object]:
     }
 
 
+@pytest.mark.e2e
 def test_a_child_past_its_timeout_is_killed() -> None:
     # The default run's check of the isolated timeout (the CLI's, with --timeout 4, is e2e).
     import multiprocessing

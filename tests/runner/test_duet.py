@@ -130,6 +130,7 @@ def test_bad_sides_are_refused_before_anything_starts(project: Path, kwargs, nee
         pass
 
 
+@pytest.mark.e2e
 def test_outside_a_git_repository_rev_says_what_to_do(tmp_path: Path) -> None:
     proc = run_cli("compare", "--rev", "main", cwd=tmp_path)
     assert proc.returncode == 2

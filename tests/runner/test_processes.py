@@ -224,6 +224,7 @@ def test_processes_must_be_a_positive_whole_number() -> None:
             RunConfig(processes=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.e2e
 def test_real_run_in_two_processes_pools_both_and_widens_nothing_it_cannot_see(
     tmp_path: Path,
 ) -> None:

@@ -760,6 +760,7 @@ def pinned(x):
 """
 
 
+@pytest.mark.e2e
 def test_two_devices_share_one_numpy_baseline(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """NumPy is host code: with two devices in one run it is measured once, in the same
     rounds as both devices' JAX modes, and each device's case records that one series.

@@ -85,11 +85,13 @@ def _processes_tagged(tag: str) -> list[int]:
     return pids
 
 
+# Real signals to a real `jitbench run` subprocess: end-to-end (-m e2e).
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("sig", "exit_code", "word", "extra"),
     [
         (signal.SIGINT, 130, "interrupted", ()),
-        pytest.param(signal.SIGTERM, 143, "terminated", ("--isolate",), marks=pytest.mark.e2e),
+        (signal.SIGTERM, 143, "terminated", ("--isolate",)),
     ],
     ids=["sigint-then-resume", "sigterm-isolated"],
 )

@@ -231,6 +231,7 @@ def test_a_real_run_measures_and_validates_every_kernel(clone: Path):
     assert dtypes["count"] == "int32" and dtypes["axpy"] == "float32"
 
 
+@pytest.mark.e2e
 def test_an_isolated_case_finds_its_kernel_in_the_child(clone: Path):
     config = RunConfig.quick_settings(isolate=True, modes=(Mode.NUMPY, Mode.JIT))
     run = jitbench.run(["smooth"], suites=[f"npbench:{clone}"], config=config)
