@@ -51,6 +51,12 @@ def unknown_name_message(
     return f"unknown {kind} {name!r}{hint} {listing}"
 
 
+def short_repr(value: object, limit: int = 60) -> str:
+    """`repr(value)`, cut to `limit` characters so that a one-line message can quote it."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def close_names(name: str, known: Iterable[str]) -> list[str]:
     """Up to three of `known` closest to `name`, closest first. A sweep label ('n=12345')
     finds the label of the same parameters nearest in value ('n=10000', not the 'n=100'

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.errors import WorkloadError
+from jitbench.errors import WorkloadError, short_repr
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
@@ -275,21 +275,16 @@ def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
     leaves = jax.tree_util.tree_leaves(output)
     if not leaves:
         raise WorkloadError(
-            f"the {mode.value} side of {wl.name!r} returned {_short_repr(output)}, "
+            f"the {mode.value} side of {wl.name!r} returned {short_repr(output, 40)}, "
             f"which holds no array; {fix}"
         )
     for leaf in leaves:
         if not isinstance(leaf, _ARRAY_LEAF_TYPES):
             raise WorkloadError(
                 f"the {mode.value} side of {wl.name!r} returned a {type(leaf).__name__} "
-                f"({_short_repr(leaf)}) where an array was expected; {fix}"
+                f"({short_repr(leaf, 40)}) where an array was expected; {fix}"
             )
     return output
-
-
-def _short_repr(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _validate(

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from jitbench.errors import ConfigError, WorkloadError, unknown_name_message
+from jitbench.errors import ConfigError, WorkloadError, short_repr, unknown_name_message
 from jitbench.suite.dtypes import conform, dtype_name, dtype_text
 from jitbench.suite.jitted import is_jitted, jit_statics, jitted_parts
 
@@ -442,7 +442,7 @@ def workload(
         if not callable(f):
             called = f" {name!r}" if isinstance(name, str) and name else ""
             raise WorkloadError(
-                f"workload{called}: {_short(f)} is not a function; pass the JAX side (or one "
+                f"workload{called}: {short_repr(f)} is not a function; pass the JAX side (or one "
                 "function of xp for both sides): workload(f, inputs=..., sizes=...) or "
                 "@workload(inputs=..., sizes=...) above `def f`."
             )
@@ -455,13 +455,14 @@ def workload(
         if not isinstance(sizes, Mapping) or not sizes:
             raise WorkloadError(
                 f"workload {wl_name!r} needs at least one size preset, as a dict such as "
-                f"{{'S': {{'n': 1000}}}}, got {_short(sizes)}."
+                f"{{'S': {{'n': 1000}}}}, got {short_repr(sizes)}."
             )
         for label, params in sizes.items():
             if not _is_params(params):
                 raise WorkloadError(
-                    f"workload {wl_name!r}: sizes[{label!r}] is {_short(params)}; map each size "
-                    "preset to the keyword arguments of its inputs, e.g. sizes={'S': {'n': 1000}}."
+                    f"workload {wl_name!r}: sizes[{label!r}] is {short_repr(params)}; map each "
+                    "size preset to the keyword arguments of its inputs, "
+                    "e.g. sizes={'S': {'n': 1000}}."
                 )
         if (
             isinstance(sweep, (str, Mapping))
@@ -471,7 +472,7 @@ def workload(
             raise WorkloadError(
                 f"workload {wl_name!r}: sweep takes a list of the keyword arguments of its "
                 f"inputs, smallest first, e.g. sweep=[{{'n': 100}}, {{'n': 1000}}], got "
-                f"{_short(sweep)}."
+                f"{short_repr(sweep)}."
             )
         if isinstance(tags, str):
             raise WorkloadError(f"workload {wl_name!r}: tags is a tuple of names, got {tags!r}.")
@@ -564,12 +565,6 @@ def workload(
     return build(fn) if fn is not None else build
 
 
-def _short(value: object) -> str:
-    """`repr(value)`, cut to a length a one-line message can hold."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def _is_params(value: object) -> bool:
     """Whether `value` is keyword arguments of an input function: a dict of names."""
     return isinstance(value, Mapping) and all(isinstance(k, str) for k in value)
@@ -582,11 +577,13 @@ def _one_or_many(value: object, kind: Any, what: str, wl_name: str) -> tuple[Any
     items = (value,) if isinstance(value, kind) else value
     if isinstance(items, str) or not isinstance(items, Sequence):
         raise WorkloadError(
-            f"workload {wl_name!r}: {what} takes one or several {names}, got {_short(value)}."
+            f"workload {wl_name!r}: {what} takes one or several {names}, got {short_repr(value)}."
         )
     for item in items:
         if not isinstance(item, kind) or isinstance(item, bool):
-            raise WorkloadError(f"workload {wl_name!r}: {what} takes {names}, got {_short(item)}.")
+            raise WorkloadError(
+                f"workload {wl_name!r}: {what} takes {names}, got {short_repr(item)}."
+            )
     return tuple(items)
 
 
