@@ -29,15 +29,8 @@ from jitbench.runner.plan import changed_settings, settings_for_resume, workload
 from jitbench.runner.scheduler import run_workloads
 from jitbench.runner.sides import comparison_sides
 from jitbench.runner.signals import signals_ignored
-from jitbench.suite.discovery import Registry, discover
+from jitbench.suite.discovery import discover
 from jitbench.suite.workload import Workload
-
-
-def select_workloads(
-    registry: Registry, names: Sequence[str] = (), keyword: str | None = None
-) -> list[Workload]:
-    """Workloads to run; raises SuiteError when nothing is left to run."""
-    return registry.select_some(names, keyword)
 
 
 def run_file(out: str | os.PathLike[str], run_id: str) -> Path:
@@ -141,7 +134,7 @@ def run(
         registry = discover(suites)
         for error in registry.errors:
             emit(SuiteSkipped(str(error)))
-        workloads = select_workloads(registry, names, keyword)
+        workloads = registry.select_some(names, keyword)
         run_id = new_run_id()
         path = run_file(root, run_id) if root is not None else None
     # Fail before measuring, not after an hour: the run file's folder and, where pages go,

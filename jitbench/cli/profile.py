@@ -228,9 +228,9 @@ def failure_summary(p: Profile) -> str | None:
     ValueError: …"), the same reasons together; None when every mode measured."""
     if not p.failures:
         return None
-    by_reason: dict[str, list[str]] = {}
-    for (reason, _hint), modes in _failures_by_reason(p).items():
-        by_reason.setdefault(reason, []).extend(modes)
+    by_reason: dict[str, list[str]] = {}  # the hints are the failed section's, not this line's
+    for m in p.failures:
+        by_reason.setdefault(m.failure_text, []).append(m.mode.value)
     every = len(p.failures) == len(p.run.measurements)
     what = "every mode" if every else _joined([m.mode.value for m in p.failures])
     if len(by_reason) == 1:
