@@ -110,14 +110,13 @@ def run_in_processes(
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
     worker: Callable[[Sequence[Selection], RunConfig], Run],
-    first_worker: int = 2,
 ) -> Run:
     """`first()` measures the run in this process; then `config.processes - 1` workers
     (`worker(selection, config)`, e.g. `run_worker` with the scheduler's target) measure
     it again, one after another, and the runs are pooled under the first run's
     id (`results.merge.pool_runs`), with the last process's machine state after it. A
-    checkpoint follows each worker. A resumed run whose `first()` already pooled some
-    workers starts at worker `first_worker` (2 to `config.processes` + 1).
+    checkpoint follows each worker. Where `first()` returns a resumed run that already
+    pooled some workers, only the workers after them run.
 
     Raises:
         RunInterrupted: on Ctrl-C or a stop signal; it carries the pooled partial run.
@@ -126,7 +125,7 @@ def run_in_processes(
     emit = on_event or (lambda _e: None)
     save = checkpoint or (lambda _r: None)
     parts = [first()]
-    for index in range(first_worker, config.processes + 1):
+    for index in range(parts[0].processes + 1, config.processes + 1):
         emit(ProcessStarted(index=index, total=config.processes))
         try:
             parts.append(worker(selection, config))

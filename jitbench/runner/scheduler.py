@@ -122,7 +122,6 @@ def run_workloads(
         # A resumed run that pooled some worker processes already holds every case of the
         # first process: only the workers it lacks are left.
         measured = 0 if resume is None else resume.processes
-        first_worker = max(2, measured + 1)
         # The workers load the programs the first process compiled (and timed) instead of
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
@@ -143,7 +142,6 @@ def run_workloads(
                 on_event=on_event,
                 checkpoint=checkpoint,
                 worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
-                first_worker=first_worker,
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every

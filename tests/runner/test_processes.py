@@ -108,7 +108,6 @@ def test_a_resumed_run_that_pooled_some_workers_measures_only_the_others() -> No
         on_event=events.append,
         checkpoint=saved.append,
         worker=worker,
-        first_worker=3,
     )
     assert calls == [2, 3] and events == [ProcessStarted(index=3, total=3)]
     assert [r.complete for r in saved] == [True]
