@@ -199,6 +199,7 @@ class _Reporter:
             RoundStarted,
             RunStarted,
             SuiteSkipped,
+            WorkloadsLeftOut,
         )
         from jitbench.runner.progress import eta_text
 
@@ -208,6 +209,12 @@ class _Reporter:
             self._print(
                 f"[yellow]suite error:[/] {escape(event.error)} "
                 "(skipped; the other suite files still run)"
+            )
+        elif isinstance(event, WorkloadsLeftOut):
+            defined = ", ".join(f"{name} ({'/'.join(sizes)})" for name, sizes in event.workloads)
+            self._print(
+                f"[yellow]left out:[/] {escape(defined)}, defining none of the sizes asked for "
+                f"({escape(','.join(event.sizes))}); add theirs to --sizes to measure them"
             )
         elif isinstance(event, RunStarted):
             done = event.done_cases

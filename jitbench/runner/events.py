@@ -18,6 +18,15 @@ class SuiteSkipped:
 
 
 @dataclass(frozen=True)
+class WorkloadsLeftOut:
+    """Workloads selected for the run that define none of the sizes it measures
+    (`--sizes`), so the run leaves them out: `(name, the sizes it defines)` each."""
+
+    workloads: tuple[tuple[str, tuple[str, ...]], ...]
+    sizes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RunStarted:
     """The run's plan, for progress and its time estimate: `total_cases` cases (this
     process), `done_cases` of them already in the file when resuming, and `redone_cases`
@@ -86,6 +95,7 @@ class ProcessStarted:
 
 RunEvent = (
     SuiteSkipped
+    | WorkloadsLeftOut
     | RunStarted
     | CaseStarted
     | CaseProgress

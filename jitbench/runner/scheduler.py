@@ -32,6 +32,7 @@ from jitbench.runner.events import (
     RunEvent,
     RunInterrupted,
     RunStarted,
+    WorkloadsLeftOut,
 )
 from jitbench.runner.executors import Executor, LiveCase, executor_for
 from jitbench.runner.plan import (
@@ -188,6 +189,14 @@ def _measure_once(
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
+        planned = {pc.workload.name for pc in cases}
+        left_out = tuple(
+            (name, tuple(w.sizes))
+            for name, w in {w.name: w for w in workloads}.items()
+            if name not in planned
+        )
+        if left_out and on_event is not None:
+            on_event(WorkloadsLeftOut(left_out, config.sizes))
         if resume is not None:
             record = resume.config
             start = replace(

@@ -286,3 +286,32 @@ def test_a_baseline_with_a_machine_format_leaves_stdout_to_the_runs_table(
         assert {len(row) for row in rows} == {len(rows[0])}
     else:
         assert lines[0].startswith("|") and all(line.startswith("|") for line in lines if line)
+
+
+def test_workloads_without_the_sizes_asked_for_are_named_as_left_out(
+    tiny_suite: Path, tmp_path: Path
+) -> None:
+    """`-s M` measures the workloads that define M; the two that define only S are left
+    out, and the run says which and what sizes they have, instead of dropping them
+    without a word."""
+    result = invoke(
+        "run", "--suite", tiny_suite, "--quick", "-m", "numpy", "-s", "M",
+        "--out", tmp_path, "--format", "csv",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    said = " ".join(result.stderr.split())
+    assert "left out: wrong_in_jit (S), value_branch (S), defining none of the sizes" in said
+    assert "asked for (M); add theirs to --sizes" in said
+    [path] = run_files(tmp_path)
+    assert set(statuses(load_run(path))) == {"double[M]"}
+
+
+def test_a_run_that_measures_every_workload_leaves_nothing_out(
+    tiny_suite: Path, tmp_path: Path
+) -> None:
+    result = invoke(
+        "run", "--suite", tiny_suite, "--quick", "-m", "numpy", "-s", "S",
+        "--out", tmp_path, "--format", "csv",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    assert "left out" not in result.stderr
