@@ -234,16 +234,32 @@ def say(text: str | Text, *, console: Console = out) -> None:
     console.file.flush()
 
 
-def print_fitted(build: Callable[[int | None], RenderableType], *, console: Console = out) -> None:
+def print_fitted(
+    build: Callable[[int | None], RenderableType],
+    *,
+    console: Console = out,
+    natural: bool = False,
+) -> None:
     """Print what `build(width)` returns, fitted to `fit_width(console)`. On a terminal with
     colour; piped, as plain text without trailing spaces, at that width or (no $COLUMNS)
-    at the renderable's natural width, so nothing is cut or padded."""
-    width = fit_width(console)
+    at the renderable's natural width, so nothing is cut or padded.
+
+    `natural` (`--wide`): at its natural width (`build(None)`) whatever the terminal's or
+    $COLUMNS: a table of every column squeezed into 80 or 120 columns would cut its
+    figures; a terminal narrower than the table wraps its lines instead (`| less -S`)."""
+    from rich.segment import Segments
+
+    from jitbench.render.layout import natural_width, plain_text
+
+    width = None if natural else fit_width(console)
     renderable = build(width)
     if console.is_terminal:
-        console.print(renderable)
+        if natural:  # rendered at its own width: rich's print caps a width at the terminal's
+            wide = max(console.width, natural_width(renderable))
+            lines = console.render(renderable, console.options.update_width(wide))
+            console.print(Segments(lines), crop=False)
+        else:
+            console.print(renderable)
         return
-    from jitbench.render.layout import plain_text
-
     console.file.write(plain_text(renderable, width))
     console.file.flush()

@@ -48,8 +48,8 @@ WideOpt = Annotated[
     bool,
     typer.Option(
         "--wide",
-        help="The full table (every column, full intervals) instead of the compact one that "
-        "fits the terminal.",
+        help="The full table (every column, full intervals) at its natural width, instead "
+        "of the compact one that fits the terminal (pipe it to `less -S`).",
     ),
 ]
 

@@ -85,9 +85,10 @@ def render_comparison(
         out.file.write(compare_render.comparison_csv(cmp))
     print_fitted(
         lambda width: compare_render.comparison_report(
-            cmp, all_rows=all_rows, width=None if wide else width, wide=wide
+            cmp, all_rows=all_rows, width=width, wide=wide
         ),
         console=console,
+        natural=wide,
     )
     if (warning := compare_render.inconclusive_warning(cmp)) is not None:
         err.print(f"[yellow]warning:[/] {escape(warning)}")
@@ -139,7 +140,8 @@ def print_run_table(
                 run_table.summary_table(run, sizes=sizes)
                 if wide
                 else run_table.compact_table(run, width, sizes=sizes)
-            )
+            ),
+            natural=wide,
         )
     out.file.flush()
 

@@ -611,7 +611,7 @@ def run_cmd(
         comparison = compare(base_run, run)
         # With --format markdown|csv stdout holds the run's table alone (a second table after
         # it would break `--format csv > run.csv`): the comparison goes to stderr as text.
-        render_comparison(comparison, stdout_taken=table_format is not TableFormat.TABLE)
+        render_comparison(comparison, wide=wide, stdout_taken=table_format is not TableFormat.TABLE)
         gate = gate_exit(comparison) if fail_on_regression else EXIT_OK
     strict_failure = strict and (failed or reporter.suite_errors > 0)
     raise typer.Exit(gate or (EXIT_FAILED if strict_failure else EXIT_OK))

@@ -315,3 +315,20 @@ def test_a_run_that_measures_every_workload_leaves_nothing_out(
     )  # fmt: skip
     assert result.exit_code == 0, result.stderr
     assert "left out" not in result.stderr
+
+
+def test_a_wide_run_against_a_baseline_shows_the_wide_comparison(tmp_path: Path) -> None:
+    """`run --wide --baseline`: the comparison after the run is the full one too (its
+    dtype column, intervals in brackets), at its natural width, nothing cut."""
+    first = invoke("run", *QUICK, "-m", "numpy,jit", "--out", tmp_path, "ok_double")
+    assert first.exit_code == 0, first.stderr
+    [base] = run_files(tmp_path)
+    result = invoke(
+        "run", *QUICK, "-m", "numpy,jit", "--out", tmp_path, "ok_double", "--wide",
+        "--baseline", base,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    compared = result.stdout[result.stdout.index("jitbench compare") :]
+    header = next(line for line in compared.splitlines() if "workload" in line)
+    assert "dtype" in header and "new/base" in header
+    assert "…" not in result.stdout
