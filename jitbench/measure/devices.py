@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import jax
@@ -81,11 +81,35 @@ def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
             chosen.append(by_label[spec])
         elif spec in platforms:
             chosen.append(next(d for d in available if d.platform == spec))
+        elif (platform := spec.partition(":")[0]) in _PLATFORMS and platform not in platforms:
+            raise ConfigError(_platform_missing_message(raw, platform, by_label))
         else:
             raise ConfigError(
                 unknown_name_message("device", raw, sorted(platforms) + sorted(by_label))
             )
     return list(dict.fromkeys(chosen))
+
+
+#: The platforms a JAX build may bring; a spec naming one this machine lacks is not a typo.
+_PLATFORMS = ("cpu", "gpu", "tpu")
+
+
+def _platform_missing_message(raw: str, platform: str, by_label: Mapping[str, object]) -> str:
+    """'unknown device 'gpu': JAX sees no GPU here, only …; what to install or unset."""
+    hidden = os.environ.get("JAX_PLATFORMS")
+    if hidden:
+        fix = f"JAX_PLATFORMS={hidden!r} hides the others: unset it"
+    elif platform == "gpu":
+        fix = (
+            'on an NVIDIA GPU install JAX\'s CUDA build (pip install "jax[cuda12]", or '
+            '"jax[cuda13]")'
+        )
+    else:
+        fix = 'on a TPU VM install JAX\'s TPU build (pip install "jax[tpu]")'
+    return (
+        f"unknown device {raw!r}: JAX sees no {platform.upper()} here, only "
+        f"{', '.join(sorted(by_label))}; {fix}, then check with `jitbench env`."
+    )
 
 
 def _no_backend_message() -> str:

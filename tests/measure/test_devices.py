@@ -36,3 +36,31 @@ def test_a_backend_start_assertion_is_the_cannot_start_error() -> None:
 def test_env_records_no_backend_when_jax_asserts() -> None:
     assert environment._default_backend() is None
     assert environment.process_record() == {"index": 0, "count": 1}
+
+
+@pytest.mark.parametrize(
+    ("spec", "fix"), [("gpu", '"jax[cuda12]"'), ("cuda", '"jax[cuda12]"'), ("tpu:3", '"jax[tpu]"')]
+)
+def test_a_platform_this_jax_lacks_says_what_to_install(
+    spec: str, fix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--devices gpu` on a CPU-only JAX is not a typo to correct to 'cpu': the error says
+    JAX sees no GPU, which devices it does see, and the build to install."""
+    monkeypatch.delenv("JAX_PLATFORMS", raising=False)  # the tests' backend is CPU only
+    with pytest.raises(ConfigError) as caught:
+        devices.resolve_devices([spec])
+    message = str(caught.value)
+    platform = "TPU" if spec.startswith("tpu") else "GPU"
+    assert message.startswith(f"unknown device {spec!r}: JAX sees no {platform} here, only cpu:0")
+    assert fix in message and "did you mean" not in message
+
+
+def test_jax_platforms_hiding_a_platform_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    with pytest.raises(ConfigError, match="JAX_PLATFORMS='cpu' hides the others: unset it"):
+        devices.resolve_devices(["gpu:1"])
+
+
+def test_a_typo_of_a_platform_jax_has_is_still_corrected() -> None:
+    with pytest.raises(ConfigError, match=r"unknown device 'cpu:5'; did you mean 'cpu:0'"):
+        devices.resolve_devices(["cpu:5"])
