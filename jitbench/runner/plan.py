@@ -105,6 +105,16 @@ def plan_cases(
     return planned
 
 
+def workloads_left_out(
+    workloads: Sequence[Workload], cases: Sequence[PlannedCase]
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The workloads `plan_cases` planned no case of (none of the sizes asked for), each
+    with the sizes it defines: what a run says it left out."""
+    planned = {pc.workload.name for pc in cases}
+    by_name = {w.name: w for w in workloads}
+    return tuple((name, tuple(w.sizes)) for name, w in by_name.items() if name not in planned)
+
+
 def group_cases(cases: Sequence[PlannedCase]) -> list[tuple[PlannedCase, ...]]:
     """The cases measured together: each workload × size × dtype with all its devices, in
     plan order. Their NumPy side is host code, the same on every device, so it is measured

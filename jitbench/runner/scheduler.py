@@ -41,6 +41,7 @@ from jitbench.runner.plan import (
     plan_cases,
     selection_of,
     workloads_for_selection,
+    workloads_left_out,
 )
 from jitbench.runner.processes import require_suite_files, run_in_processes, run_worker
 from jitbench.runner.signals import raise_if_stop_requested
@@ -189,13 +190,7 @@ def _measure_once(
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
-        planned = {pc.workload.name for pc in cases}
-        left_out = tuple(
-            (name, tuple(w.sizes))
-            for name, w in {w.name: w for w in workloads}.items()
-            if name not in planned
-        )
-        if left_out and on_event is not None:
+        if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
         if resume is not None:
             record = resume.config
