@@ -24,6 +24,7 @@ from jitbench.cli.common import (
     escape,
     handles_errors,
     out,
+    print_fitted,
     progress_console,
 )
 from jitbench.cli.options import SuiteOpt, ThreadsOpt
@@ -413,7 +414,7 @@ def profile_cmd(
         out.print_json(json.dumps(profile_to_dict(p), allow_nan=False))
         _exit_if_failed(p)
         return
-    out.print(profile_renderable(p))
+    print_fitted(lambda _width: profile_renderable(p))  # piped: plain, no trailing spaces
     if p.text_error is not None and (show_jaxpr or show_hlo):
         err.print(
             f"[red]no IR:[/] {escape(p.text_error.type)}: "

@@ -109,6 +109,9 @@ def test_cli_profile_ir_and_json() -> None:
     assert proc.exit_code == 0, proc.stderr
     assert "{ lambda" in proc.stdout and "log" in proc.stdout
     assert "HloModule jit_log2" in proc.stdout or "HloModule" in proc.stdout
+    breakdown = proc.stdout[: proc.stdout.index("{ lambda")]
+    assert "steady state" in breakdown and "compiles in first call" in breakdown
+    assert all(line == line.rstrip() for line in breakdown.splitlines())  # piped: no padding
 
     # A pitfall that is cheap to compile (unrolled_loop's 1000-equation jaxpr took 5 s of
     # the default tier; tests/test_pitfalls.py checks large-jaxpr on a run).
