@@ -375,6 +375,51 @@ def process_bias(runs: list) -> dict[str, tuple[float, float, int]]:  # type: ig
     }
 
 
+def process_disagreement(runs: list) -> dict[str, tuple[float, float, float]]:  # type: ignore[type-arg]
+    """Per JAX mode, where two processes' disagreement comes from, over runs of two
+    processes: d is a case's second-process paired log speedup minus its first's. Returns
+    the sd over runs of a run's mean d (a shift of a whole process), the sd of the cases'
+    d around their run's mean, and the median of d² over the sum of the two processes'
+    squared standard errors (1.2533 sd / √n of each one's per-round log ratios): about
+    0.45, chi-square's median on 1 df, where the processes differ by their sampling alone."""
+    from jitbench import Mode
+
+    shifts: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
+    around: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
+    scaled: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
+    for run in runs:
+        per_run: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
+        for key, mode, logs in _process_parts([run]):
+            base, other = run.get(key, Mode.NUMPY), run.get(key, Mode(mode))
+            parts = list(zip(base.run_parts, other.run_parts, strict=True))
+            if len(logs) != 2 or min(len(a) for a, _ in parts) < 3:
+                continue
+            d = logs[1] - logs[0]
+            per_run[mode].append(d)
+            variance = sum(_median_se(a, b) ** 2 for a, b in parts)
+            if variance > 0:
+                scaled[mode].append(d * d / variance)
+        for mode, ds in per_run.items():
+            if len(ds) >= 2:
+                shifts[mode].append(statistics.fmean(ds))
+                around[mode] += [d - shifts[mode][-1] for d in ds]
+    return {
+        mode: (
+            statistics.stdev(shifts[mode]),
+            statistics.stdev(around[mode]),
+            statistics.median(scaled[mode]),
+        )
+        for mode in JAX_MODES
+        if len(shifts[mode]) >= 2 and scaled[mode]
+    }
+
+
+def _median_se(base: list[float], other: list[float]) -> float:
+    """The standard error of the median of the per-round log ratios of one process."""
+    logs = [math.log(a / b) for a, b in zip(base, other, strict=True)]
+    return 1.2533 * statistics.stdev(logs) / math.sqrt(len(logs))
+
+
 def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
     from jitbench.results.model import PROCESS_PRIOR_DF
 
@@ -388,6 +433,12 @@ def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
         print(
             f"{mode}: later processes' speedups vs the first's: {math.expm1(mean):+.1%} "
             f"± {se:.1%} (mean log difference ± se, {n} pairs)"
+        )
+    for mode, (shift, cases, ratio) in process_disagreement(runs).items():
+        print(
+            f"{mode}: two processes' disagreement: sd of a whole process's shift {shift:.3f}, "
+            f"of the cases around it {cases:.3f}; squared difference over sampling's, "
+            f"median {ratio:.2f} (0.45 from sampling alone)"
         )
     median_sd, worst = spread(runs)
     print(f"run-to-run sd of log speedup: median {median_sd:.3f}; largest:")
