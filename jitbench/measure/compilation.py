@@ -167,6 +167,15 @@ def shared_subfolder(name: str) -> Iterator[None]:
         _shared = previous
 
 
+def loading_shared() -> contextlib.AbstractContextManager[None]:
+    """Within `sharing_compiles` (and the block's `shared_subfolder`), calls load the
+    programs the cold calls kept instead of compiling them again: for a case's later
+    sampling round, whose re-warm follows the other cases' `clear_caches` (eager's every
+    primitive, and jit's program, would otherwise compile again, round after round).
+    Elsewhere nothing changes."""
+    return _cold_call_cache(share=True) if _shared is not None else contextlib.nullcontext()
+
+
 def _cold_call_cache(share: bool) -> contextlib.AbstractContextManager[None]:
     """The shared folder, every program kept however small or quick to compile (JAX's
     defaults keep only those over a second), for a sharing cold call; else no cache."""

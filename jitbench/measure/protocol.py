@@ -563,12 +563,16 @@ class CaseSession:
     def _rewarm(self, plan: SamplingPlan) -> None:
         """Call each mode a few times, untimed and uncounted: another case's cold
         measurement cleared JAX's caches since this case was last warm, so its first
-        calls now recompile. That is jitbench's doing, not the workload's."""
-        for s in self.runnable:
+        calls now recompile. That is jitbench's doing, not the workload's. Where the run
+        shares its programs (`sharing_compiles`: every run of several processes or
+        rounds), they are loaded from the mode's folder instead of compiled again."""
+        for (label, mode), s in self._runnable_slots().items():
             assert s.call is not None
             try:
                 with (
                     maybe_attribute(self.capture, s.printed, timed=True),
+                    jcompile.shared_subfolder(f"{label}-{mode.value}"),
+                    jcompile.loading_shared(),
                     modes.timed_region(s.mode, nojit=s.nojit, device=s.device),
                 ):
                     for _ in range(max(1, plan.warmup_calls)):

@@ -240,7 +240,8 @@ class _LiveSession:
 
     def next_round(self, report: StepReport | None = None) -> list[Measurement]:
         def sample() -> list[Measurement]:
-            self.session.sample(self.executor.config.plan.for_round(), report=report)
+            with self.executor._sharing(self.pcs):  # its re-warm loads the kept programs
+                self.session.sample(self.executor.config.plan.for_round(), report=report)
             return self.session.measurements()
 
         return self.executor.guarded(self.pcs, sample)[0]

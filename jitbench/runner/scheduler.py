@@ -149,6 +149,11 @@ def run_workloads(
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
         # process's samples together and the run's own ratios.
         return diagnose.pooled_judgement(pooled, None if config.quick else config.plan.precision)
+    if config.plan.rounds > 1:
+        # Each later round's re-warm loads the programs the first round compiled, instead
+        # of compiling them again after the other cases cleared JAX's caches.
+        with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
+            return measure(shared_compiles=Path(shared))
     return measure()
 
 

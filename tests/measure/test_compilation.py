@@ -223,3 +223,23 @@ def test_a_call_that_raises_leaves_the_cache_flags_as_they_were(tmp_path) -> Non
     with pytest.raises(RuntimeError):
         jcompile.cold_call(boom)
     assert {name: getattr(jax.config, name) for name in names} == before
+
+
+def test_a_later_rounds_rewarm_loads_the_programs_the_first_round_compiled(
+    tiny_suite,  # type: ignore[no-untyped-def]
+) -> None:
+    """With --rounds, each case opened after another clears JAX's caches, so a case's
+    second round starts with a re-warm: it loads the programs the case's cold calls kept,
+    one process or several, instead of compiling eager's every primitive again."""
+    from dataclasses import replace
+
+    import jitbench
+    from jitbench import RunConfig
+
+    quick = RunConfig.quick_settings(sizes=("S", "M"))
+    config = replace(quick, plan=replace(quick.plan, rounds=2))
+    with jcompile.count_compiles() as events:
+        run = jitbench.run(["double"], suites=[tiny_suite], config=config)
+    assert all(m.ok for m in run.measurements)
+    assert {m.case.size for m in run.measurements} == {"S", "M"}
+    assert events.load_count > 0  # the re-warm of S's second round, after M cleared them
