@@ -167,13 +167,18 @@ def shared_subfolder(name: str) -> Iterator[None]:
         _shared = previous
 
 
-def loading_shared() -> contextlib.AbstractContextManager[None]:
-    """Within `sharing_compiles` (and the block's `shared_subfolder`), calls load the
-    programs the cold calls kept instead of compiling them again: for a case's later
+@contextmanager
+def loading_shared(name: str) -> Iterator[None]:
+    """Within `sharing_compiles`, the block's calls load the programs the cold calls of
+    `shared_subfolder(name)` kept, instead of compiling them again: for a case's later
     sampling round, whose re-warm follows the other cases' `clear_caches` (eager's every
-    primitive, and jit's program, would otherwise compile again, round after round).
-    Elsewhere nothing changes."""
-    return _cold_call_cache(share=True) if _shared is not None else contextlib.nullcontext()
+    primitive, and jit's program, would otherwise compile again). Elsewhere nothing
+    changes."""
+    if _shared is None:
+        yield
+        return
+    with shared_subfolder(name), _cold_call_cache(share=True):
+        yield
 
 
 def _cold_call_cache(share: bool) -> contextlib.AbstractContextManager[None]:

@@ -571,8 +571,11 @@ class CaseSession:
             try:
                 with (
                     maybe_attribute(self.capture, s.printed, timed=True),
-                    jcompile.shared_subfolder(f"{label}-{mode.value}"),
-                    jcompile.loading_shared(),
+                    (
+                        contextlib.nullcontext()  # host code: nothing to compile
+                        if mode is Mode.NUMPY
+                        else jcompile.loading_shared(f"{label}-{mode.value}")
+                    ),
                     modes.timed_region(s.mode, nojit=s.nojit, device=s.device),
                 ):
                     for _ in range(max(1, plan.warmup_calls)):
