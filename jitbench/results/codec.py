@@ -359,6 +359,16 @@ def _refuse_duplicates(run: Run, source: str) -> None:
     )
 
 
+def _a_folder(p: Path) -> str:
+    """Why a folder is not a run file, and the run files it holds (`jitbench run --out`
+    keeps them under runs/; a run id starts with its UTC start, so the last is newest)."""
+    runs = sorted((p / "runs").glob("*.json")) or sorted(p.glob("*.json"))
+    if not runs:
+        return f"{str(p)!r} is a folder with no run files; pass a run file (runs/<run-id>.json)."
+    many = f"it holds {len(runs)}, the newest " if len(runs) > 1 else "it holds one, "
+    return f"{str(p)!r} is a folder; pass a run file: {many}{str(runs[-1])!r}."
+
+
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load and validate a run JSON file.
 
@@ -378,9 +388,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     except FileNotFoundError:
         raise ResultsFormatError(f"results file {str(p)!r} does not exist.") from None
     except IsADirectoryError:
-        raise ResultsFormatError(
-            f"{str(p)!r} is a folder; pass a run file (runs/<run-id>.json)."
-        ) from None
+        raise ResultsFormatError(_a_folder(p)) from None
     except OSError as exc:
         raise ResultsFormatError(
             f"cannot read results file {str(p)!r}: {exc.strerror or exc}"

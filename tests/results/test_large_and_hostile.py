@@ -53,8 +53,19 @@ def test_non_utf8_and_folders_are_refused_in_one_line(tmp_path: Path) -> None:
     path.write_bytes('{"schema": "jitbench.run", "x": "caf\xe9"}'.encode("latin-1"))
     with pytest.raises(ResultsFormatError, match="not UTF-8"):
         load_run(path)
-    with pytest.raises(ResultsFormatError, match="is a folder"):
-        load_run(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ResultsFormatError, match="is a folder with no run files"):
+        load_run(out)
+    (out / "runs").mkdir()
+    for run_id in ("20261126T120000Z-aaaaaa", "20261126T130000Z-bbbbbb"):
+        (out / "runs" / f"{run_id}.json").write_text("{}")
+    newest = str(out / "runs" / "20261126T130000Z-bbbbbb.json")
+    with pytest.raises(ResultsFormatError) as caught:
+        load_run(out)  # an output folder: the runs it holds, the newest named
+    assert str(caught.value).endswith(f"pass a run file: it holds 2, the newest {newest!r}.")
+    with pytest.raises(ResultsFormatError, match=r"it holds one, .*latin1\.json"):
+        load_run(tmp_path)  # loose run files where there is no runs/
 
 
 def test_validation_is_remembered_by_file_stamp(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
