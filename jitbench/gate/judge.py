@@ -440,15 +440,16 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
         typical += ")"
     else:
         typical = f"the whole comparison's typical run-to-run spread of {spread(priors.whole)}"
+    # The unit is a measuring process: a run of --processes K brings K medians.
     text = (
-        f"run time tested run by run: a t-test on each run's median ({n_base} base vs "
-        f"{n_new} new runs), each case's spread shrunk toward {typical}, and Mann–Whitney "
-        "on the samples"
+        f"run time tested run by run: a t-test on the median of each process that measured "
+        f"it ({n_base} base vs {n_new} new; a run of --processes K gives K), each case's "
+        f"spread shrunk toward {typical}, and Mann–Whitney on the samples"
     )
     if min(n_base, n_new) < MIN_RUNS_PER_SIDE:
         text += (
-            f"; with fewer than {MIN_RUNS_PER_SIDE} runs on a side it finds only large "
-            "changes: measure 4 per side"
+            f"; with fewer than {MIN_RUNS_PER_SIDE} on a side it finds only large changes: "
+            "measure 4 per side (more runs, or --processes 4)"
         )
     return (PoolingNote(text),)
 

@@ -405,7 +405,7 @@ def test_a_slowdown_in_every_run_is_a_regression_run_by_run():
     )
     assert "t-test on the runs" in comparison_markdown(cmp)
     assert cmp.to_dict()["entries"][0]["test"] == "run t-test + mann-whitney"
-    assert "4 base vs 4 new runs" in cmp.pooling[-1].text
+    assert "(4 base vs 4 new; " in cmp.pooling[-1].text
     assert "the typical run-to-run spread of its mode (jit 2.7%)" in cmp.pooling[-1].text
     assert "measure 4 per side" not in cmp.pooling[-1].text
 

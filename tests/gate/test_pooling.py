@@ -88,7 +88,7 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
         "new: 3 runs pooled",
     ]
     # The busy run's samples are out, so base is two runs against new's three: too few.
-    assert "(2 base vs 3 new runs)" in cmp.pooling[-1].text
+    assert "(2 base vs 3 new; a run of --processes K gives K)" in cmp.pooling[-1].text
     assert "measure 4 per side" in cmp.pooling[-1].text
     assert cmp.to_dict()["pooling"][1]["left_out"] is True
     assert not cmp.environment_differences  # pooling is not a measurement difference
