@@ -49,16 +49,13 @@ from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
 
-#: The diagnostic a partial run's checkpoint puts on each measurement of a case whose
-#: sampling rounds (or repeated cold compiles) were not all taken yet: a resume measures
-#: such a case again, every round, and replaces it (`schedule`); a finished run never
-#: holds one.
-UNFINISHED_ROUNDS = diagnose.UNFINISHED_ROUNDS
-
 
 def unfinished(m: Measurement) -> bool:
-    """Whether a partial run's measurement is of a case whose rounds were cut short."""
-    return any(d.code == UNFINISHED_ROUNDS for d in m.diagnostics)
+    """Whether a partial run's measurement is of a case whose sampling rounds (or repeated
+    cold compiles) were cut short (`diagnose.UNFINISHED_ROUNDS`, put on by a checkpoint):
+    a resume measures such a case again, every round, and replaces it (`schedule`); a
+    finished run never holds one."""
+    return any(d.code == diagnose.UNFINISHED_ROUNDS for d in m.diagnostics)
 
 
 def _marked_unfinished(m: Measurement, taken: int, rounds: int) -> Measurement:
@@ -121,14 +118,13 @@ def run_workloads(
     )
     if config.processes > 1:
         require_suite_files(selection_of(workloads), config.processes)
-        # A resumed run that pooled some worker processes already holds every case of the
-        # first process: only the workers it lacks are left.
-        measured = 0 if resume is None else resume.processes
         # The workers load the programs the first process compiled (and timed) instead of
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             first: Callable[[], Run]
-            if resume is not None and measured >= 2:
+            # A resumed run that pooled some worker processes already holds every case of
+            # the first process: only the workers it lacks are left.
+            if resume is not None and resume.processes >= 2:
                 first = functools.partial(_resumed_whole, resume, clock)
             else:
                 first = functools.partial(
@@ -246,7 +242,7 @@ def schedule(
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
     A case `start` holds only some rounds of (a run stopped between its rounds marks it
-    `UNFINISHED_ROUNDS`) is measured again, every round; its old measurements stay in the
+    `diagnose.UNFINISHED_ROUNDS`) is measured again, every round; its old measurements stay in the
     checkpoints until the new ones replace them.
 
     The cases of one workload × size × dtype on several devices are measured together

@@ -17,6 +17,7 @@ import pytest
 
 from jitbench import Mode, RunConfig, Status, discover, run_workloads, workload
 from jitbench.config import ALL_MODES, SamplingPlan
+from jitbench.measure import diagnose
 from jitbench.measure.compilation import cold_first_call, count_compiles
 from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
 from jitbench.results import Measurement, Run
@@ -29,7 +30,7 @@ from jitbench.runner.events import (
     RunInterrupted,
     RunStarted,
 )
-from jitbench.runner.scheduler import UNFINISHED_ROUNDS, schedule, unfinished
+from jitbench.runner.scheduler import schedule, unfinished
 from tests.faults import FAULT_SUITE, OK, statuses
 
 
@@ -137,6 +138,23 @@ def _samples(run: Run) -> dict[str, int]:
     return {m.case.workload: len(m.samples_s) for m in run.measurements}
 
 
+#: What a three-round run of cases a and b asks of its executor, in order: each case
+#: opened (round 1), rounds 2 and 3 in case order, then the two repeated cold compiles.
+THREE_ROUNDS_OF_A_AND_B = [
+    ("prepare", ""),
+    ("measure", "a"),
+    ("measure", "b"),
+    ("round", "a"),
+    ("round", "b"),
+    ("round", "a"),
+    ("round", "b"),
+    ("compile", "a"),
+    ("compile", "b"),
+    ("compile", "a"),
+    ("compile", "b"),
+]
+
+
 def test_cases_then_later_rounds_then_compiles_in_case_order() -> None:
     executor, events, checkpoints = FakeExecutor(spreads_rounds=True), [], []
     run = schedule(
@@ -148,19 +166,7 @@ def test_cases_then_later_rounds_then_compiles_in_case_order() -> None:
         checkpoint=checkpoints.append,
         clock=FakeClock(),
     )
-    assert executor.log == [
-        ("prepare", ""),
-        ("measure", "a"),
-        ("measure", "b"),
-        ("round", "a"),
-        ("round", "b"),
-        ("round", "a"),
-        ("round", "b"),
-        ("compile", "a"),
-        ("compile", "b"),
-        ("compile", "a"),
-        ("compile", "b"),
-    ]
+    assert executor.log == THREE_ROUNDS_OF_A_AND_B
     assert [type(e) for e in events] == [
         RunStarted,
         CaseStarted,
@@ -327,7 +333,9 @@ def test_an_interrupt_in_a_later_round_carries_every_round_finished_so_far() -> 
     assert not partial.complete and partial.finished_at is None
     assert _samples(partial) == {"a": 2, "b": 1}  # a's round 2 is kept, b's was cut short
     [a, b] = partial.measurements
-    assert [d.message for m in (a, b) for d in m.diagnostics if d.code == UNFINISHED_ROUNDS] == [
+    code = diagnose.UNFINISHED_ROUNDS
+    marks = [d.message for m in (a, b) for d in m.diagnostics if d.code == code]
+    assert marks == [
         "the run stopped after 2 of 3 sampling rounds of this case",
         "the run stopped after 1 of 3 sampling rounds of this case",
     ]
@@ -365,19 +373,7 @@ def test_a_resume_measures_every_round_of_a_case_stopped_between_its_rounds() ->
         checkpoint=checkpoints.append,
         clock=FakeClock(),
     )
-    assert executor.log == [
-        ("prepare", ""),
-        ("measure", "a"),
-        ("measure", "b"),
-        ("round", "a"),
-        ("round", "b"),
-        ("round", "a"),
-        ("round", "b"),
-        ("compile", "a"),
-        ("compile", "b"),
-        ("compile", "a"),
-        ("compile", "b"),
-    ]
+    assert executor.log == THREE_ROUNDS_OF_A_AND_B
     started = events[0]
     assert (started.total_cases, started.done_cases, started.redone_cases) == (3, 1, 2)
     # The first checkpoint: a measured again (its first round), b and c as they were.
@@ -518,7 +514,6 @@ def test_cache_hit_is_not_a_compile():
 def test_a_real_guard_error_maps_to_the_implicit_transfer_diagnostic():
     # On CPU device memory is host memory, so JAX's guard never sees a device -> host
     # copy; a host -> device upload is caught on every backend.
-    from jitbench.measure import diagnose
 
     with pytest.raises(Exception) as info, jax.transfer_guard("disallow"):
         jnp.asarray(np.ones(3, np.float32)).block_until_ready()
@@ -724,7 +719,7 @@ def test_threads_none_keeps_the_libraries_defaults():
 
 
 def test_the_finished_run_gets_the_run_level_diagnostics(monkeypatch):
-    from jitbench.measure import diagnose
+
     from jitbench.runner import scheduler
 
     seen: list[Run] = []
