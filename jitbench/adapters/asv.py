@@ -44,6 +44,7 @@ from jitbench.measure.protocol import PlannedCase, open_case
 from jitbench.measure.threads import ThreadState, limited_threads
 from jitbench.results import Mode
 from jitbench.suite.discovery import Registry, SuiteLoadError
+from jitbench.suite.jitted import code_objects
 from jitbench.suite.workload import Workload
 
 PARAM_NAMES = ["size", "mode"]
@@ -336,20 +337,24 @@ def workload_version(wl: Workload) -> str:
 
 
 def _unwrapped(obj: Any) -> Any:
-    while isinstance(obj, functools.partial):
-        obj = obj.func
-    return obj
+    """The function under `functools.partial` (as `@workload` binds `xp`) and under
+    `jax.jit` or any other wrapper that keeps it as `__wrapped__`."""
+    while True:
+        if isinstance(obj, functools.partial):
+            obj = obj.func
+            continue
+        try:
+            inner = inspect.unwrap(obj)
+        except ValueError:  # a cycle of __wrapped__
+            return obj
+        if inner is obj:
+            return obj
+        obj = inner
 
 
 def _names_used(fn: types.FunctionType) -> set[str]:
     """Global names `fn`'s code reads, nested functions and comprehensions included."""
-    names: set[str] = set()
-    codes = [fn.__code__]
-    while codes:
-        code = codes.pop()
-        names.update(code.co_names)
-        codes += [c for c in code.co_consts if isinstance(c, types.CodeType)]
-    return names
+    return {name for code in code_objects(fn.__code__) for name in code.co_names}
 
 
 def _reached(roots: Sequence[Any]) -> list[Any]:
@@ -394,9 +399,8 @@ def _module_values(reached: Sequence[Any]) -> list[str]:
 
 
 def _source(obj: Any) -> str:
-    """Source text of a function (through `functools.partial`, as `@workload` binds `xp`)."""
-    while isinstance(obj, functools.partial):
-        obj = obj.func
+    """Source text of a function (through `functools.partial` and `jax.jit`)."""
+    obj = _unwrapped(obj)
     try:
         return inspect.getsource(obj)
     except (OSError, TypeError):  # no source (a builtin, a C function): its name says it

@@ -26,11 +26,12 @@ def jit_statics(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
     return tuple(int(i) for i in nums), tuple(str(n) for n in names)
 
 
-def _code_objects(code: Any) -> Iterator[Any]:
+def code_objects(code: Any) -> Iterator[Any]:
+    """`code` and the code objects nested in it (inner functions, comprehensions)."""
     yield code
     for const in code.co_consts:
         if inspect.iscode(const):
-            yield from _code_objects(const)
+            yield from code_objects(const)
 
 
 def jitted_parts(fn: Callable[..., Any]) -> list[str]:
@@ -48,7 +49,7 @@ def jitted_parts(fn: Callable[..., Any]) -> list[str]:
         return found
     helpers: list[str] = []
     scope = getattr(target, "__globals__", {})
-    for obj in _code_objects(code):
+    for obj in code_objects(code):
         for n in obj.co_names:
             if n not in helpers and is_jitted(scope.get(n)):
                 helpers.append(n)

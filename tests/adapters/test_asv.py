@@ -325,6 +325,20 @@ def test_the_asv_version_follows_the_helpers_and_constants_a_workload_reads(tmp_
     assert version("e", o="1") == original  # a function nothing reaches
 
 
+def test_the_asv_version_follows_a_jitted_helper_and_what_it_reads(tmp_path: Path):
+    """A module-level helper wrapped in jax.jit is a jitted object, not a plain function:
+    the version followed neither its body nor the constant it reads."""
+    helper = "import jax\n\nSCALE = {k}\n\n\n@jax.jit\ndef _step(x):\n    return x * SCALE + {c}\n"
+
+    def version(name: str, k: str = "0.25", c: str = "1") -> str:
+        return _suite_version(tmp_path / name, "_step(x)", module=helper.format(k=k, c=c))
+
+    original = version("a")
+    assert version("b") == original
+    assert version("c", c="2") != original  # the jitted helper's body
+    assert version("d", k="0.1") != original  # the constant it reads
+
+
 def test_a_suite_file_that_does_not_import_is_a_failing_benchmark_not_a_silence(tmp_path: Path):
     """asv's module dropped a broken suite file's workloads without a word: their history
     just stopped."""
