@@ -19,8 +19,9 @@ from jitbench.results import Measurement, Mode
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
-# is of) and each pooling note's "warns"
-COMPARISON_SCHEMA_VERSION = "1.2"
+# is of) and each pooling note's "mixed"; 1.3: that flag is "warns" (it marks every note
+# that warns, not only runs of mixed settings)
+COMPARISON_SCHEMA_VERSION = "1.3"
 
 CaseKey = tuple[str, str, str, str]
 
