@@ -82,14 +82,10 @@ def are_partners(base: Run, new: Run) -> bool:
     )
 
 
-def _parts(m: Measurement) -> tuple[int, ...]:
-    return m.run_sample_counts or (len(m.samples_s),)
-
-
 def paired_logs(base: Measurement, new: Measurement) -> list[list[float]] | None:
     """Per worker pair, the per-round log ratios new/base; None when the samples do not
     pair (a side stopped early: different counts)."""
-    if _parts(base) != _parts(new) or not base.samples_s:
+    if base.part_counts != new.part_counts or not base.samples_s:
         return None
     return [
         [math.log(n / b) for b, n in zip(b_part, n_part, strict=True)]

@@ -49,7 +49,7 @@ def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool])
     keeper = ok[timed[(len(timed) - 1) // 2][1]][0] if timed else ok[0][0]
     kept = [m for m, use in ok if use] or [m for m, _ in ok]
     samples = tuple(x for m in kept for x in m.samples_s)
-    counts = tuple(c for m in kept for c in (m.run_sample_counts or (len(m.samples_s),)))
+    counts = tuple(c for m in kept for c in m.part_counts)
     if keeper.compile is not None and timed:
         repeats = tuple(
             x

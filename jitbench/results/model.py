@@ -244,10 +244,14 @@ class Measurement:
         return tuple(statistics.median(part) for part in self.run_parts)
 
     @property
+    def part_counts(self) -> tuple[int, ...]:
+        """How many samples each pooled run (process) took; all of them as one otherwise."""
+        return self.run_sample_counts or (len(self.samples_s),)
+
+    @property
     def run_parts(self) -> list[tuple[float, ...]]:
         """The samples cut into each pooled run's (process's) share; one part otherwise."""
-        counts = self.run_sample_counts or (len(self.samples_s),)
-        ends = list(itertools.accumulate(counts))
+        ends = list(itertools.accumulate(self.part_counts))
         return [self.samples_s[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
     @cached_property
