@@ -478,18 +478,20 @@ def benchmark_classes(
     workloads = registry.workloads if isinstance(registry, Registry) else registry
     out: dict[str, type[Any]] = {}
     for wl in workloads.values():
-        name = base = class_name(wl.name)
-        n = 2
-        while name in out:
-            name, n = f"{base}_{n}", n + 1
+        name = _free_name(class_name(wl.name), out)
         out[name] = benchmark_class(wl, name=name, module=module)
     for error in registry.errors if isinstance(registry, Registry) else ():
-        name = base = "suite_error_" + class_name(Path(error.path).stem)
-        n = 2
-        while name in out:
-            name, n = f"{base}_{n}", n + 1
+        name = _free_name("suite_error_" + class_name(Path(error.path).stem), out)
         out[name] = suite_error_class(error, name=name, module=module)
     return out
+
+
+def _free_name(base: str, taken: Mapping[str, object]) -> str:
+    """`base`, or `base_2`, `base_3`, … : the first that `taken` lacks."""
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    return name
 
 
 def suite_error_class(error: SuiteLoadError, *, name: str, module: str | None) -> type[Any]:
