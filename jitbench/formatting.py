@@ -46,13 +46,32 @@ def bytes_(value: float | None, *, compact: bool = False) -> str:
     raise AssertionError("unreachable")
 
 
+def number(value: float, *, digits: int = 3) -> str:
+    """A figure to `digits` significant digits in plain notation, never an exponent and
+    without trailing zeros (as the 'g' format): ``645.2 -> '645'``, ``1234.5 -> '1,234'``,
+    ``0.000123 -> '0.000123'``, ``13.0 -> '13'``."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    magnitude = math.floor(math.log10(abs(value)))
+    decimals = digits - 1 - magnitude
+    if decimals <= 0:
+        return f"{value:,.0f}"
+    # Trailing zeros go, as with the 'g' format: '13×', not '13.0×'.
+    return f"{value:.{decimals}f}".rstrip("0").rstrip(".")
+
+
 def ratio(value: float | None, *, digits: int = 3) -> str:
-    """Format a speedup or ratio, e.g. ``12.345 -> '12.3×'``."""
+    """Format a speedup or ratio, e.g. ``12.345 -> '12.3×'``, ``1234 -> '1,234×'``."""
     if value is None or math.isnan(value):
         return "—"
     if math.isinf(value):
         return "∞"
-    return f"{value:.{digits}g}×"
+    return f"{number(value, digits=digits)}×"
+
+
+def interval(low: float, high: float, *, digits: int = 3) -> str:
+    """An interval's ends, ``'[10.9–11.1]'``."""
+    return f"[{number(low, digits=digits)}–{number(high, digits=digits)}]"
 
 
 def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
@@ -61,7 +80,17 @@ def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
         return "—"
     if low is None or high is None:
         return ratio(value)
-    return f"{ratio(value)} [{low:.3g}–{high:.3g}]"
+    return f"{ratio(value)} {interval(low, high)}"
+
+
+#: Beyond ×/÷ this an interval is lopsided enough (its upper side +25 %, its lower −20 %)
+#: that one ± figure would mislead: it is written as its two ends instead.
+PM_MAX_FACTOR = 1.25
+
+
+def pm_misleads(value: float, low: float, high: float) -> bool:
+    """Whether `ratio_pm` writes the interval as [low–high] rather than ± a percent."""
+    return max(high / value, value / low) > PM_MAX_FACTOR
 
 
 def ratio_pm(
@@ -76,8 +105,9 @@ def ratio_pm(
     """A ratio with its CI as one ± figure, for narrow tables: ``'3.16× ±8%'``.
 
     The ± is the wider side of the interval relative to the value (so it covers the
-    whole, possibly asymmetric, interval), rounded up to a whole percent. Without an
-    interval, the ratio alone.
+    whole, possibly asymmetric, interval), rounded up to a whole percent. An interval
+    wider than ×/÷ `PM_MAX_FACTOR` is written as its ends (``'13× [1.03–645]'``): never
+    a ± above 25 %. Without an interval, the ratio alone.
     """
     if value is None:
         return "—"
@@ -86,10 +116,24 @@ def ratio_pm(
         text = text.removesuffix("×")
     if low is None or high is None or not value > 0 or not math.isfinite(value):
         return text
+    if not (low > 0 and high > 0) or pm_misleads(value, low, high):
+        if not (low > 0 and math.isfinite(high)):
+            return text
+        return f"{text}{' ' if space else ''}{interval(low, high, digits=digits)}"
     wider = max(high / value - 1, 1 - low / value, 0.0)
     pct = wider * 100
     figure = max(0, math.ceil(pct - 1e-9))  # up: the figure covers the interval
     return f"{text}{' ' if space else ''}±{figure}%"
+
+
+#: The marks a speedup may carry, each explained once beside the table that shows it.
+SUSPECT_MARK = "⚠"  # it rests on a figure slower than a larger size (a stall)
+DISAGREE_MARK = "≠"  # its processes measured it clearly apart
+
+
+def marks(*, suspect: bool, disagree: bool) -> str:
+    """'⚠', '≠', both or '' for a speedup, as every table writes them."""
+    return (SUSPECT_MARK if suspect else "") + (DISAGREE_MARK if disagree else "")
 
 
 def percent(value: float | None, *, digits: int = 2) -> str:

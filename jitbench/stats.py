@@ -155,12 +155,33 @@ def summarize(samples: Sequence[float]) -> Summary:
 
 
 @dataclass(frozen=True)
-class Ratio:
-    """A ratio of medians (e.g. a speedup) with a CI; low/high are None if not estimable."""
+class Estimate:
+    """A figure (a time per call, a speedup) with its 95 % interval; low/high are None
+    where no interval can be estimated."""
 
     value: float
     low: float | None
     high: float | None
+
+    @property
+    def factor(self) -> float | None:
+        """The interval's half-width as a factor, sqrt(high / low): 1.1 is ×/÷ 1.1
+        (about ±10 %); None without an interval or with one that is not positive."""
+        if self.low is None or self.high is None or not (self.low > 0 and self.high > 0):
+            return None
+        return math.sqrt(self.high / self.low)
+
+    def scaled(self, factor: float) -> Estimate:
+        """The same estimate with the value and both ends multiplied by `factor`."""
+        return Estimate(
+            self.value * factor,
+            None if self.low is None else self.low * factor,
+            None if self.high is None else self.high * factor,
+        )
+
+
+#: A ratio of two figures (a speedup) is an Estimate too; the older name stays.
+Ratio = Estimate
 
 
 def ratio_of_medians(

@@ -46,6 +46,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from jitbench.results.analysis import analyse
+from jitbench.results.analysis.estimates import process_log_ratios
+
 REPO = Path(__file__).resolve().parents[1]
 JAX_MODES = ("eager", "jit")
 
@@ -86,7 +89,6 @@ def judge(
 ) -> dict[str, float]:
     """Coverage, median width and reproducibility of the speedups of `modes` over NumPy,
     over every ordered pair of runs; the width of the cases on `device` alone if given."""
-    from jitbench import Mode
 
     covered = total = agree = pairs = 0
     widths: list[float] = []
@@ -95,13 +97,13 @@ def judge(
             if device is not None and case.device != device:
                 continue
             for mode in modes:
-                r = run.speedup(case.key, Mode(mode))
+                r = analyse(run).speedup(case, mode)
                 if r is not None and r.low and r.high:
                     widths.append(math.sqrt(r.high / r.low))
     for a, b in itertools.permutations(runs, 2):
         for case in a.cases():
             for mode in modes:
-                ra, rb = a.speedup(case.key, Mode(mode)), b.speedup(case.key, Mode(mode))
+                ra, rb = analyse(a).speedup(case, mode), analyse(b).speedup(case, mode)
                 if ra is None or rb is None or ra.low is None or ra.high is None:
                     continue
                 total += 1
@@ -109,7 +111,7 @@ def judge(
     for a, b in itertools.combinations(runs, 2):
         for case in a.cases():
             for mode in modes:
-                ra, rb = a.speedup(case.key, Mode(mode)), b.speedup(case.key, Mode(mode))
+                ra, rb = analyse(a).speedup(case, mode), analyse(b).speedup(case, mode)
                 if ra is None or rb is None:
                     continue
                 pairs += 1
@@ -128,12 +130,11 @@ def judge(
 def _speedups(runs: list, mode: str) -> dict[object, tuple[object, list[float]]]:  # type: ignore[type-arg]
     """Per case of the first run (by key): the case and its `mode` speedup in each run
     that has one."""
-    from jitbench import Mode
 
     return {
         case.key: (
             case,
-            [r.value for run in runs if (r := run.speedup(case.key, Mode(mode))) is not None],
+            [r.value for run in runs if (r := analyse(run).speedup(case, mode)) is not None],
         )
         for case in runs[0].cases()
     }
@@ -174,7 +175,7 @@ def _process_parts(runs: list) -> Iterator[tuple[tuple[str, str, str, str], str,
                 other = run.get(case.key, Mode(mode))
                 if base is None or other is None or not (base.ok and other.ok):
                     continue
-                logs = run.process_logs(base, other)
+                logs = process_log_ratios(base, other)
                 if logs is not None:
                     yield case.key, mode, logs
 
@@ -195,7 +196,7 @@ def prior_df(runs: list) -> tuple[float, float] | None:  # type: ignore[type-arg
     logs_by_case: dict[tuple[tuple[str, str, str, str], str], list[list[float]]] = {}
     for key, mode, logs in _process_parts(runs):
         logs_by_case.setdefault((key, mode), []).append(logs)
-    # by mode and device: each has its own prior (`Run.between_process_variance`)
+    # by mode and device: each has its own prior (`RunAnalysis.ratio_prior`)
     log_variances: dict[tuple[str, str], list[float]] = {}
     dfs = []
     for (key, mode), parts in logs_by_case.items():
@@ -320,7 +321,7 @@ def _print_alternate(runs: list, folder: Path, walls: list[float]) -> None:  # t
 
 def _print_device_priors(paths: list[Path]) -> None:
     """Per run file, JAX mode and device: the run's typical between-process sd of the log
-    speedup (`Run.between_process_variance`, what each case's interval is shrunk toward)
+    speedup (`RunAnalysis.ratio_prior`, what each case's interval is shrunk toward)
     and the median width of the speedup intervals, x/÷."""
     from jitbench import Mode, load_run
 
@@ -329,7 +330,7 @@ def _print_device_priors(paths: list[Path]) -> None:
         print(f"{path.name}: {run.processes} processes")
         devices = list(dict.fromkeys(case.device for case in run.cases()))
         for mode, device in itertools.product(JAX_MODES, devices):
-            variance = run.between_process_variance(Mode.NUMPY, Mode(mode), device)
+            variance = analyse(run).ratio_prior(Mode.NUMPY, Mode(mode), device)
             median_width = judge([run], (mode,), device)["median_width"]
             sd = "-" if variance is None else f"{math.sqrt(variance):.3f}"
             width = "-" if math.isnan(median_width) else f"x/÷ {median_width:.3f}"
@@ -421,7 +422,7 @@ def _median_se(base: list[float], other: list[float]) -> float:
 
 
 def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
-    from jitbench.results.model import PROCESS_PRIOR_DF
+    from jitbench.results.analysis import PROCESS_PRIOR_DF
 
     if (estimate := prior_df(runs)) is not None:
         d0, df = estimate
@@ -455,7 +456,7 @@ def _print_machine(runs: list) -> None:  # type: ignore[type-arg]
 
     print("per run: processes apart, times · speedups (median); noise probe before · after")
     for run in runs:
-        spread = run.process_spread
+        spread = analyse(run).process_spread
         floors = [
             fmt.percent(s.noise_floor) if s is not None and s.noise_floor is not None else "—"
             for s in (

@@ -27,6 +27,7 @@ from jitbench.results import (
     Run,
     measurement_to_dict,
 )
+from jitbench.results.analysis import CaseAnalysis, ModeFigure, analyse
 from jitbench.results.model import RecordedConfig, new_run_id, utc_now
 from jitbench.stats import Ratio
 from jitbench.suite.workload import Workload
@@ -69,13 +70,30 @@ class Profile:
         eager = self.get(Mode.EAGER)
         return eager.compile if eager else None
 
+    @property
+    def figures(self) -> CaseAnalysis:
+        """The case's figures as every table shows them (`jitbench.results.analysis`)."""
+        found = analyse(self.run).case(self.case)
+        assert found is not None
+        return found
+
+    def figure(self, mode: Mode) -> ModeFigure | None:
+        return self.figures.get(mode)
+
     def speedup(self, mode: Mode) -> Ratio | None:
-        return self.run.speedup(self.case.key, mode)
+        """`mode`'s speedup over NumPy with its interval (None unless both are ok)."""
+        f = self.figures.get(mode)
+        return f.speedup if f is not None else None
+
+    def time(self, mode: Mode) -> Ratio | None:
+        """The time per call of `mode` with its interval (seconds)."""
+        f = self.figures.get(mode)
+        return f.time if f is not None else None
 
     @property
     def break_even_calls(self) -> float | None:
         """Calls to pay back jit's compile versus NumPy; inf when jit is not faster."""
-        return self.run.break_even_calls(self.case.key)
+        return self.figures.break_even_calls
 
     @property
     def transfer_s(self) -> float | None:
@@ -225,18 +243,18 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
     `break_even_calls` is null both when unknown and when jit never pays off;
     `jit_pays_off` tells the two apart (null when unknown).
     """
-    jit = profile.get(Mode.JIT)
+    jit = profile.figure(Mode.JIT)
     jc, ec = profile.jit_compile, profile.eager_compile
     be = profile.break_even_calls
     modes_d: dict[str, Any] = {}
     for m in profile.run.measurements:
-        s = m.summary
+        t = profile.time(m.mode)
         r = profile.speedup(m.mode) if m.mode is not Mode.NUMPY else None
         modes_d[m.mode.value] = {
             "status": m.status.value,
-            "median_s": s.median if s else None,
-            "ci_low_s": s.ci_low if s else None,
-            "ci_high_s": s.ci_high if s else None,
+            "time_s": t.value if t else None,
+            "time_low_s": t.low if t else None,
+            "time_high_s": t.high if t else None,
             "samples": len(m.samples_s),
             "calls_per_sample": m.calls_per_sample,
             "speedup_vs_numpy": None
@@ -286,8 +304,8 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "compile_count": ec.compile_count,
         },
         "derived": {
-            "achieved_flops_per_s": jit.achieved_flops_per_s if jit and jit.ok else None,
-            "achieved_bytes_per_s": jit.achieved_bytes_per_s if jit and jit.ok else None,
+            "achieved_flops_per_s": jit.achieved_flops_per_s if jit else None,
+            "achieved_bytes_per_s": jit.achieved_bytes_per_s if jit else None,
             "break_even_calls": _finite(be),
             "jit_pays_off": None if be is None else math.isfinite(be),
         },

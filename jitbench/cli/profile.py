@@ -95,7 +95,6 @@ def _compile_section(p: Profile) -> RenderableType:
 def _analysis_section(p: Profile) -> RenderableType:
     table = _kv_table("XLA analysis of the compiled program (jit)")
     c = p.jit_compile
-    jit = p.get(Mode.JIT)
     if c is None:
         table.add_row("—", "no compiled program")
         return table
@@ -109,13 +108,13 @@ def _analysis_section(p: Profile) -> RenderableType:
         table.add_row("arithmetic intensity", f"{c.flops / c.bytes_accessed:.3g} flop/byte")
     for key, value in (c.memory or {}).items():
         table.add_row(key.replace("_bytes", "").replace("_", " ") + " memory", fmt.bytes_(value))
-    ok = jit is not None and jit.ok
+    shown = p.figure(Mode.JIT)
     if c.has_loops:
         achieved = "— (the program loops; XLA's counts are per iteration)"
     else:
         achieved = (
-            f"{_rate(jit.achieved_flops_per_s if jit and ok else None, 'FLOP')}, "
-            f"{_rate(jit.achieved_bytes_per_s if jit and ok else None, 'B')}"
+            f"{_rate(shown.achieved_flops_per_s if shown else None, 'FLOP')}, "
+            f"{_rate(shown.achieved_bytes_per_s if shown else None, 'B')}"
         )
     table.add_row("achieved (steady state)", achieved)
     table.add_row("break-even vs NumPy", f"{fmt.count(p.break_even_calls)} calls")
@@ -159,17 +158,19 @@ def _eager_section(p: Profile) -> RenderableType:
 
 def _modes_section(p: Profile) -> RenderableType:
     table = Table(title="steady state", title_justify="left")
-    for col in ("mode", "status", "median", "95 % CI", "samples × calls", "vs NumPy"):
+    for col in ("mode", "status", "time", "95 % CI", "samples × calls", "vs NumPy"):
         table.add_column(col, justify="left" if col in ("mode", "status") else "right")
     for m in p.run.measurements:
-        s = m.summary
+        t = p.time(m.mode)
         r = p.speedup(m.mode) if m.mode is not Mode.NUMPY else None
         style = "green" if m.status is Status.OK else "bold red"
         table.add_row(
             m.mode.value,
             Text(m.status.value, style=style),
-            fmt.seconds(s.median if s else None),
-            f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
+            fmt.seconds(t.value if t else None),
+            f"{fmt.seconds(t.low)} – {fmt.seconds(t.high)}"
+            if t and t.low is not None and t.high is not None
+            else "—",
             f"{len(m.samples_s)} × {m.calls_per_sample}" if m.samples_s else "—",
             fmt.ratio_ci(r.value, r.low, r.high) if r else "—",
         )

@@ -25,6 +25,7 @@ from jitbench import stats
 from jitbench.config import ALL_MODES
 from jitbench.measure.capture import PrintTally
 from jitbench.results import Diagnostic, Measurement, Mode, Run, Severity, Status
+from jitbench.results.analysis import PROCESS_SPLIT_FACTOR, CaseAnalysis, analyse, analyse_case
 
 # Pitfall codes: each means the measurement was affected by a known JAX pitfall.
 TRACED_CONTROL_FLOW = "traced-control-flow"
@@ -113,12 +114,6 @@ SIZE_ORDER_MARGIN = 0.05
 # dispatch, eager's dispatch per operation) does not grow with the input, so where it
 # dominates, times are flat in the size and their order is the machine's drift.
 SIZE_ORDER_MIN_S = 100e-6
-# The processes of a `--processes` run measured one mode this far apart (slowest median ÷
-# fastest): the default suite's cases move by 2-5 % (sd of log) from process to process,
-# so 1.5x is many times that. `softmax` M's jit executables ran at 1.2 or 6 ms
-# (`tools/recompile_check.py`), and a run whose processes split so reported a speedup
-# between two speeds that neither process measured.
-PROCESS_SPLIT_FACTOR = 1.5
 # ... and every other mode of the case moved with it between the same processes, within
 # this factor: then the machine, not the mode's code, was slower during one process (a
 # neighbour's burst: in one default run on the noisy 2-vCPU VM all three modes of
@@ -611,41 +606,27 @@ def eager_dispatch(ratio: stats.Ratio, eager_s: float, jit_s: float) -> Diagnost
     )
 
 
-def _ratio(slow: Measurement | None, fast: Measurement | None) -> stats.Ratio | None:
-    """slow time / fast time with its CI, when both were sampled and are ok: paired round
-    by round where the samples pair and are enough for an interval (as `Run.speedup` takes
-    the speedup the table shows), else the ratio of medians with its bootstrap interval
-    (a smoke run's few rounds: the observation is still made)."""
-    if slow is None or fast is None or not (slow.ok and fast.ok):
-        return None
-    a, b = slow.samples_s, fast.samples_s
-    if len(a) == len(b) and a and min(a) > 0 and min(b) > 0:
-        paired = stats.paired_ratio(a, b)
-        if paired.low is not None and paired.high is not None:
-            return paired
-    return stats.ratio_of_medians(a, b)
-
-
 def _speed_notes(
-    numpy_m: Measurement | None,
-    eager_m: Measurement | None,
-    jit_m: Measurement | None,
-    *,
-    slower: stats.Ratio | None,
-    eager_over_jit: stats.Ratio | None,
-    eager_far_slower: float = EAGER_FAR_SLOWER,
+    c: CaseAnalysis, *, eager_far_slower: float = EAGER_FAR_SLOWER
 ) -> list[tuple[Mode, Diagnostic]]:
-    """The speed observations of one case from its ratios (jit over NumPy, eager over jit,
-    each with the interval the run shows): jit slower when `slower`'s interval lies above
-    1; eager dispatch-bound when it is `eager_far_slower` times slower than jit and surely
-    over `EAGER_SURELY_SLOWER` (not while it recompiles: then compiling, not dispatch, is
-    what makes eager slow)."""
+    """The speed observations of one case from the figures its table shows (jit over
+    NumPy, eager over jit, each with its interval): jit slower when jit's speedup lies
+    below 1 with its whole interval; eager dispatch-bound when it is `eager_far_slower`
+    times slower than jit and surely over `EAGER_SURELY_SLOWER` (not while it
+    recompiles: then compiling, not dispatch, is what makes eager slow)."""
     found: list[tuple[Mode, Diagnostic]] = []
-    if slower is not None and slower.low is not None and slower.low > 1:
-        assert jit_m is not None and numpy_m is not None
-        assert jit_m.median_s is not None and numpy_m.median_s is not None
-        found.append((Mode.JIT, jit_slower(slower.value, jit_m.median_s, numpy_m.median_s)))
-    recompiling = eager_m is not None and any(d.code == RECOMPILED for d in eager_m.diagnostics)
+    numpy_f, eager_f, jit_f = (c.get(mode) for mode in ALL_MODES)
+    speedup = jit_f.speedup if jit_f is not None else None
+    if speedup is not None and speedup.high is not None and speedup.high < 1:
+        assert jit_f is not None and numpy_f is not None
+        assert jit_f.time is not None and numpy_f.time is not None
+        found.append(
+            (Mode.JIT, jit_slower(1 / speedup.value, jit_f.time.value, numpy_f.time.value))
+        )
+    eager_over_jit = c.eager_over_jit
+    recompiling = eager_f is not None and any(
+        d.code == RECOMPILED for d in eager_f.measurement.diagnostics
+    )
     if (
         not recompiling
         and eager_over_jit is not None
@@ -653,9 +634,11 @@ def _speed_notes(
         and eager_over_jit.low is not None
         and eager_over_jit.low > EAGER_SURELY_SLOWER
     ):
-        assert eager_m is not None and jit_m is not None
-        assert eager_m.median_s is not None and jit_m.median_s is not None
-        found.append((Mode.EAGER, eager_dispatch(eager_over_jit, eager_m.median_s, jit_m.median_s)))
+        assert eager_f is not None and jit_f is not None
+        assert eager_f.time is not None and jit_f.time is not None
+        found.append(
+            (Mode.EAGER, eager_dispatch(eager_over_jit, eager_f.time.value, jit_f.time.value))
+        )
     return found
 
 
@@ -673,8 +656,7 @@ def case_diagnostics(
     slower: median ratio at least `eager_far_slower` and CI above `EAGER_SURELY_SLOWER`),
     so a noisy quick run does not report them by chance.
     """
-    by_mode = {m.mode: m for m in measurements}
-    numpy_m, eager_m, jit_m = (by_mode.get(m) for m in ALL_MODES)
+    jit_m = next((m for m in measurements if m.mode is Mode.JIT), None)
     extra: dict[Mode, list[Diagnostic]] = {m.mode: [] for m in measurements}
 
     if jit_m is not None and jit_m.status is not Status.ERROR and jit_m.compile is not None:
@@ -687,15 +669,10 @@ def case_diagnostics(
                 slow_compile(total, c.jaxpr_eqn_count, slow_compile_s, jit_m.case.platform)
             )
 
-    for mode, found in _speed_notes(
-        numpy_m,
-        eager_m,
-        jit_m,
-        slower=_ratio(jit_m, numpy_m),
-        eager_over_jit=_ratio(eager_m, jit_m),
-        eager_far_slower=eager_far_slower,
-    ):
-        extra[mode].append(found)
+    figures = analyse_case(measurements)
+    if figures is not None:
+        for mode, found in _speed_notes(figures, eager_far_slower=eager_far_slower):
+            extra[mode].append(found)
 
     return [m.with_diagnostics(extra[m.mode]) for m in measurements]
 
@@ -931,23 +908,11 @@ def pooled_judgement(run: Run, precision: float | None) -> Run:
         out.append(m)
     run = replace(run, measurements=tuple(out))
     extra: dict[tuple[tuple[str, str, str, str], Mode], list[Diagnostic]] = {}
-    for case in run.cases():
-        numpy_m, eager_m, jit_m = (run.get(case.key, mode) for mode in ALL_MODES)
-        if jit_m is None or len(jit_m.run_sample_counts) < 2:
+    for case in analyse(run):
+        jit_f = case.get(Mode.JIT)
+        if jit_f is None or len(jit_f.measurement.run_sample_counts) < 2:
             continue
-        speedup = run.speedup(case.key, Mode.JIT)  # numpy / jit, inverted below
-        slower = (
-            None
-            if speedup is None or speedup.low is None or speedup.high is None
-            else stats.Ratio(1 / speedup.value, 1 / speedup.high, 1 / speedup.low)
-        )
-        for mode, found in _speed_notes(
-            numpy_m,
-            eager_m,
-            jit_m,
-            slower=slower,
-            eager_over_jit=run.ratio(case.key, Mode.EAGER, Mode.JIT),
-        ):
+        for mode, found in _speed_notes(case):
             extra.setdefault((case.key, mode), []).append(found)
     if extra:
         run = replace(
@@ -957,15 +922,3 @@ def pooled_judgement(run: Run, precision: float | None) -> Run:
             ),
         )
     return run_diagnostics(run)
-
-
-def excluded_from_headline(m: Measurement | None) -> bool:
-    """Whether a measurement's figure is suspect enough to leave out of headline summaries
-    (the geometric-mean speedup): it carries `size-order-inverted`."""
-    return m is not None and any(d.code == SIZE_ORDER for d in m.diagnostics)
-
-
-def suspect_speedup(run: Run, case_key: tuple[str, str, str, str], mode: Mode) -> bool:
-    """Whether the speedup of `mode` over NumPy for one case rests on a suspect figure
-    (either side `excluded_from_headline`): shown and marked, never a headline."""
-    return any(excluded_from_headline(run.get(case_key, m)) for m in (Mode.NUMPY, mode))

@@ -25,7 +25,7 @@ from jitbench import formatting as fmt
 from jitbench import stats
 
 if TYPE_CHECKING:
-    from jitbench.results import ProcessSpread
+    from jitbench.results.analysis import ProcessSpread
 
 # ---------------------------------------------------------------------------------------
 # Thresholds of the verdict. Each names what it guards against.

@@ -17,6 +17,7 @@ from jitbench.render.run_table import (
     transfer_of,
 )
 from jitbench.results import Mode, Run
+from jitbench.results.analysis import analyse
 
 COLUMNS = (
     "workload",
@@ -35,6 +36,9 @@ COLUMNS = (
     "device_peak_bytes",
     "device_peak_exact",
     "notes",
+    # Appended after the first columns, so readers by position keep working:
+    *(f"{m.value}_headline" for m in JAX_MODES),
+    *(f"{m.value}_process_speedups" for m in JAX_MODES),
 )
 
 
@@ -51,15 +55,26 @@ def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(COLUMNS)
+    figures = analyse(run)
     for case in cases_of_sizes(run, sizes):
+        c = figures.case(case)
+        assert c is not None
         by_mode = {m: run.get(case.key, m) for m in ALL_MODES}
-        times = [_number(m.median_s if m is not None and m.ok else None) for m in by_mode.values()]
+        shown = {m: c.get(m) for m in ALL_MODES}
+        times = [
+            _number(f.time.value if f is not None and f.ok and f.time is not None else None)
+            for f in shown.values()
+        ]
         statuses = [m.status.value if m is not None else "" for m in by_mode.values()]
         ratios: list[str] = []
+        headline, apart = [], []
         for mode in JAX_MODES:
-            r = run.speedup(case.key, mode)
+            f = shown[mode]
+            r = f.speedup if f is not None else None
             parts = (r.value, r.low, r.high) if r is not None else (None, None, None)
             ratios += [_number(x) for x in parts]
+            headline.append("" if r is None else str(bool(f and f.headline)).lower())
+            apart.append(";".join(_number(x) for x in (f.process_speedups if f else ())))
         jit = by_mode[Mode.JIT]
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         transfer_s, transfer_bytes = transfer_of(run, case.key)
@@ -75,7 +90,7 @@ def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
                 *statuses,
                 *ratios,
                 _number(compile_s),
-                _number(run.break_even_calls(case.key)),
+                _number(c.break_even_calls),
                 _number(transfer_s),
                 _number(transfer_bytes),
                 _number(back_s),
@@ -83,6 +98,8 @@ def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
                 _number(peak[0] if peak else None),
                 "" if peak is None else str(peak[1]).lower(),
                 case_notes(by_mode.values(), skip=FOOTER_CODES),
+                *headline,
+                *apart,
             ]
         )
     return buffer.getvalue()

@@ -9,14 +9,9 @@ from collections.abc import Collection
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.measure import diagnose
-from jitbench.render.run_table import INCOMPLETE, cases_of_sizes
+from jitbench.render.run_table import INCOMPLETE, cases_of_sizes, mark_legend, speedup_marks
 from jitbench.results import Case, Mode, Run
-
-SUSPECT_NOTE = (
-    "⚠ rests on a figure slower than a larger size of the same workload "
-    "(`size-order-inverted`): probably a stall, not a speedup."
-)
+from jitbench.results.analysis import analyse
 
 HEADER = (
     "| workload | size | device | NumPy | eager | jit | eager × | jit × | jit compile "
@@ -36,25 +31,30 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
     """The run's cases as one markdown table (only `sizes` where given), one row per case.
 
     A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
-    without a trustworthy value shows `—`, a suspect one (`diagnose.suspect_speedup`) is
-    marked ⚠ and explained under the table.
+    without a trustworthy value shows `—`; a marked one (`run_table.speedup_marks`) is
+    explained under the table.
     """
     lines = [HEADER]
-    suspect = False
+    figures = analyse(run)
     for case in cases_of_sizes(run, sizes):
+        c = figures.case(case)
+        assert c is not None
         times = []
         for mode in ALL_MODES:
-            m = run.get(case.key, mode)
-            if m is None:
+            f = c.get(mode)
+            if f is None:
                 times.append("")
             else:
-                times.append(fmt.seconds(m.median_s) if m.ok else m.status.value)
+                shown = f.ok and f.time is not None
+                times.append(fmt.seconds(f.time.value) if shown else f.status.value)  # type: ignore[union-attr]
         ratios = []
         for mode in JAX_MODES:
-            r = run.speedup(case.key, mode)
-            mark = r is not None and diagnose.suspect_speedup(run, case.key, mode)
-            suspect = suspect or mark
-            ratios.append((fmt.ratio_ci(r.value, r.low, r.high) if r else "—") + " ⚠" * mark)
+            f = c.get(mode)
+            r = f.speedup if f is not None else None
+            marks = speedup_marks(f)
+            ratios.append(
+                (fmt.ratio_ci(r.value, r.low, r.high) if r else "—") + f" {marks}" * bool(marks)
+            )
         jit = run.get(case.key, Mode.JIT)
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         cells = [
@@ -64,11 +64,12 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
             *times,
             *ratios,
             fmt.seconds(compile_s),
-            fmt.count(run.break_even_calls(case.key)),
+            fmt.count(c.break_even_calls),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    if suspect:
-        lines += ["", SUSPECT_NOTE]
+    legend = mark_legend(run)
+    if legend:
+        lines += ["", fmt.md_escape(legend)]
     if not run.complete:  # a pull-request comment must not pass a partial run off as whole
         lines += ["", f"⚠ {INCOMPLETE}."]
     return "\n".join(lines) + "\n"

@@ -23,6 +23,13 @@ from jitbench.measure import diagnose, machine
 from jitbench.measure.threads import core_ranges, recorded_summary
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Case, Measurement, Mode, Run, Severity, Status
+from jitbench.results.analysis import (
+    PROCESS_SPLIT_FACTOR,
+    WIDE_FACTOR,
+    CaseAnalysis,
+    ModeFigure,
+    analyse,
+)
 from jitbench.suite.workload import Workload
 
 _STATUS_STYLE = {
@@ -34,28 +41,58 @@ _STATUS_STYLE = {
 }
 
 
-def _time_cell(m: Measurement | None) -> Text:
-    if m is None:
+def _time_cell(f: ModeFigure | None) -> Text:
+    if f is None:
         return Text("")
-    if m.status is Status.OK and m.median_s is not None:
-        return Text(fmt.seconds(m.median_s))
-    text = m.status.value
-    if m.status is Status.MISMATCH and m.median_s is not None:
-        text = f"{fmt.seconds(m.median_s)} mismatch"
-    return Text(text, style=_STATUS_STYLE[m.status])
+    if f.status is Status.OK and f.time is not None:
+        return Text(fmt.seconds(f.time.value))
+    text = f.status.value
+    if f.status is Status.MISMATCH and f.time is not None:
+        text = f"{fmt.seconds(f.time.value)} mismatch"
+    return Text(text, style=_STATUS_STYLE[f.status])
 
 
-def _speedup_cell(
-    run: Run, key: tuple[str, str, str, str], mode: Mode, r: stats.Ratio | None
-) -> Text:
-    """'11× [10.9–11.1]', marked ' ⚠' in yellow when it rests on a suspect figure
-    (size-order-inverted: see the notes and the lines under the table)."""
-    if r is None:
+SUSPECT_MARK, DISAGREE_MARK = fmt.SUSPECT_MARK, fmt.DISAGREE_MARK
+
+
+def speedup_marks(f: ModeFigure | None) -> str:
+    """The marks of a speedup (`ModeFigure.marks`); '' for none."""
+    return "" if f is None else f.marks
+
+
+def _speedup_style(f: ModeFigure) -> str:
+    """Suspect figures in yellow; figures too uncertain to headline dimmed."""
+    return "yellow" if f.suspect else ("dim" if f.uncertain else "")
+
+
+def _speedup_cell(f: ModeFigure | None) -> Text:
+    """'11× [10.9–11.1]', marked (`speedup_marks`) and styled when it is no headline."""
+    if f is None or f.speedup is None:
         return Text("—")
-    text = fmt.ratio_ci(r.value, r.low, r.high)
-    if diagnose.suspect_speedup(run, key, mode):
-        return Text(f"{text} ⚠", style="yellow")
-    return Text(text)
+    r = f.speedup
+    marks = speedup_marks(f)
+    text = fmt.ratio_ci(r.value, r.low, r.high) + (f" {marks}" if marks else "")
+    return Text(text, style=_speedup_style(f))
+
+
+def mark_legend(run: Run) -> str | None:
+    """The line under a table that says what its speedup marks mean, or None unmarked."""
+    figures = analyse(run)
+    shown = {mark for c in figures for f in c.figures.values() for mark in speedup_marks(f)}
+    parts = []
+    if SUSPECT_MARK in shown:
+        parts.append(f"{SUSPECT_MARK} slower than a larger size (a stall)")
+    if DISAGREE_MARK in shown:
+        parts.append(
+            f"{DISAGREE_MARK} its processes measured it ≥ {PROCESS_SPLIT_FACTOR:g}× apart "
+            "(each process's figure: --wide, the HTML report, the JSON)"
+        )
+    if not parts:
+        return None
+    return (
+        "; ".join(parts) + ": left out of geometric means, as are dimmed figures "
+        f"(interval wider than ×/÷ {WIDE_FACTOR:g})."
+    )
 
 
 def transfer_of(run: Run, key: tuple[str, str, str, str]) -> tuple[float | None, int | None]:
@@ -166,7 +203,7 @@ def interval_footer(run: Run) -> str:
     """What the speedup intervals of `run` claim: a repeat run (several processes), or
     this process only (paired rounds), or older unpaired files."""
     if run.processes > 1:
-        spread = run.process_spread
+        spread = analyse(run).process_spread
         return (
             f"speedup intervals: 95 % prediction intervals for a repeat run, from "
             f"{run.processes} processes"
@@ -215,7 +252,7 @@ def machine_banner(run: Run) -> Text | None:
     """The one line printed above the summary table when the machine was busy or noisy
     before or after the run, with its noise floor, or when its processes measured the same
     code far apart (`machine.run_banner`); else None."""
-    warning = machine.run_banner(run.environment, run.process_spread)
+    warning = machine.run_banner(run.environment, analyse(run).process_spread)
     return Text(f"⚠ {warning}", style="bold yellow") if warning else None
 
 
@@ -271,29 +308,44 @@ def summary_table(run: Run, *, sizes: Collection[str] = ()) -> Table:
             no_wrap=col != "notes",
             overflow="fold" if col == "notes" else "ellipsis",
         )
+    figures = analyse(run)
     for case in cases_of_sizes(run, sizes):
+        c = figures.case(case)
+        assert c is not None
         by_mode = {m: run.get(case.key, m) for m in Mode}
-        speed = {m: run.speedup(case.key, m) for m in (Mode.EAGER, Mode.JIT)}
-        jit = by_mode[Mode.JIT]
-        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
-        jit_ok = jit is not None and jit.ok
+        jit = c.get(Mode.JIT)
+        compile_s = (
+            jit.measurement.compile.total_compile_s if jit and jit.measurement.compile else None
+        )
+        notes = case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES)
+        apart = process_figures_text(c)
         table.add_row(
             case.workload,
             case.size,
             case.device,
-            _time_cell(by_mode[Mode.NUMPY]),
-            _time_cell(by_mode[Mode.EAGER]),
-            _time_cell(by_mode[Mode.JIT]),
-            *(_speedup_cell(run, case.key, m, r) for m, r in speed.items()),
+            _time_cell(c.get(Mode.NUMPY)),
+            _time_cell(c.get(Mode.EAGER)),
+            _time_cell(jit),
+            *(_speedup_cell(c.get(m)) for m in (Mode.EAGER, Mode.JIT)),
             fmt.seconds(compile_s),
-            _rate(jit.achieved_flops_per_s if jit and jit_ok else None, 1e9),
-            fmt.count(run.break_even_calls(case.key)),
+            _rate(jit.achieved_flops_per_s if jit else None, 1e9),
+            fmt.count(c.break_even_calls),
             transfer_text(*transfer_of(run, case.key)),
             *((transfer_text(*transfer_back_of(run, case.key)),) if back else ()),
-            *(_sharded_wide_cells(run, case, by_mode[Mode.SHARDED], back=back) if sharded else ()),
-            Text(case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES), style="yellow"),
+            *(_sharded_wide_cells(c, by_mode[Mode.SHARDED], back=back) if sharded else ()),
+            Text("\n".join(x for x in (notes, apart) if x), style="yellow"),
         )
     return table
+
+
+def process_figures_text(c: CaseAnalysis, sep: str = "\n") -> str:
+    """Each process's speedups where they disagree ('jit processes: 13×, 9.1×'): the
+    figures the wide table's notes and the HTML show beside a `≠` mark."""
+    return sep.join(
+        f"{f.mode.value} processes: " + ", ".join(fmt.ratio(x) for x in f.process_speedups)
+        for f in c.figures.values()
+        if f.disagree
+    )
 
 
 _SHARDED_WIDE_COLUMNS = (
@@ -306,14 +358,14 @@ _SHARDED_WIDE_COLUMNS = (
 
 
 def _sharded_wide_cells(
-    run: Run, case: Case, m: Measurement | None, *, back: bool
+    c: CaseAnalysis, m: Measurement | None, *, back: bool
 ) -> tuple[Text | str, ...]:
-    """Sharded mode's median, device count, speedup over jit on one device with its CI,
+    """Sharded mode's time, device count, speedup over jit on one device with its CI,
     scaling efficiency, the transfer to the mesh and (`back`) the gather of its output."""
-    scaling = run.scaling(case.key)
+    scaling = c.scaling
     speedup = scaling.speedup if scaling else None
     cells: tuple[Text | str, ...] = (
-        _time_cell(m),
+        _time_cell(c.get(Mode.SHARDED)),
         str(m.sharding.device_count) if m and m.sharding else "—",
         fmt.ratio_ci(*(speedup.value, speedup.low, speedup.high) if speedup else (None,) * 3),
         efficiency_text(scaling.efficiency.value if scaling else None),
@@ -405,19 +457,19 @@ def _case_label(case: Case, *, devices: bool, dtypes: bool) -> str:
     return " ".join(parts)
 
 
-def _compact_time(m: Measurement | None, layout: _Layout) -> Text:
-    if m is None:
+def _compact_time(f: ModeFigure | None, layout: _Layout) -> Text:
+    if f is None:
         return Text("")
-    if m.status is Status.OK and m.median_s is not None:
-        return Text(fmt.seconds(m.median_s, compact=not layout.spaced_units))
-    return Text(m.status.value, style=_STATUS_STYLE[m.status])
+    if f.status is Status.OK and f.time is not None:
+        return Text(fmt.seconds(f.time.value, compact=not layout.spaced_units))
+    return Text(f.status.value, style=_STATUS_STYLE[f.status])
 
 
-def _compact_speedup(run: Run, key: tuple[str, str, str, str], mode: Mode, layout: _Layout) -> Text:
-    text = _compact_ratio(run.speedup(key, mode), layout)
-    if text.plain != "—" and diagnose.suspect_speedup(run, key, mode):
-        return Text(f"{text}⚠", style="yellow")
-    return text
+def _compact_speedup(f: ModeFigure | None, layout: _Layout) -> Text:
+    text = _compact_ratio(f.speedup if f is not None else None, layout)
+    if f is None or f.speedup is None:
+        return text
+    return Text(f"{text}{speedup_marks(f)}", style=_speedup_style(f))
 
 
 def _compact_ratio(r: stats.Ratio | None, layout: _Layout) -> Text:
@@ -554,7 +606,10 @@ def _compact_layout(
         )
     notes: dict[str, int] = {}  # note text -> its mark, first seen first
     case_texts = [headers[0][0]]
+    figures = analyse(run)
     for case in cases:
+        c = figures.case(case)
+        assert c is not None
         by_mode = {m: run.get(case.key, m) for m in Mode}
         jit = by_mode[Mode.JIT]
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
@@ -566,15 +621,15 @@ def _compact_layout(
             mark = str(notes.setdefault(note, len(notes) + 1)).translate(_SUPERSCRIPT)
             label.append(mark, style="yellow")
         case_texts.append(label.plain)
-        scaling = run.scaling(case.key) if sharded else None
+        scaling = c.scaling if sharded else None
         cells: list[tuple[str, Text | str]] = [
-            ("NumPy", _compact_time(by_mode[Mode.NUMPY], layout)),
-            ("eager", _compact_time(by_mode[Mode.EAGER], layout)),
-            ("jit", _compact_time(jit, layout)),
-            ("eager ×", _compact_speedup(run, case.key, Mode.EAGER, layout)),
-            ("jit ×", _compact_speedup(run, case.key, Mode.JIT, layout)),
+            ("NumPy", _compact_time(c.get(Mode.NUMPY), layout)),
+            ("eager", _compact_time(c.get(Mode.EAGER), layout)),
+            ("jit", _compact_time(c.get(Mode.JIT), layout)),
+            ("eager ×", _compact_speedup(c.get(Mode.EAGER), layout)),
+            ("jit ×", _compact_speedup(c.get(Mode.JIT), layout)),
             ("compile", fmt.seconds(compile_s, compact=unit)),
-            ("break even", fmt.count(run.break_even_calls(case.key))),
+            ("break even", fmt.count(c.break_even_calls)),
             (
                 "transfer",
                 transfer_text(seconds, nbytes if layout.transfer_bytes else None, compact=unit),
@@ -586,7 +641,7 @@ def _compact_layout(
         ]
         if sharded:
             cells += [
-                ("sharded", _compact_time(by_mode[Mode.SHARDED], layout)),
+                ("sharded", _compact_time(c.get(Mode.SHARDED), layout)),
                 ("sharded", _compact_ratio(scaling.speedup if scaling else None, layout)),
                 ("sharded", efficiency_text(scaling.efficiency.value if scaling else None)),
             ]
@@ -647,20 +702,52 @@ def compact_table(
 #: a default run had eleven, each a paragraph telling the same story (the machine was
 #: busier during one process), which buried the rest.
 MAX_PROCESS_WARNINGS = 3
+#: A brief note is cut to this many characters: one line under an 80-column table.
+BRIEF_CHARS = 100
 
 
-def problems(run: Run) -> list[str]:
-    """One line per failed or mismatched measurement (what happened and the hint), then one
-    per warning diagnostic of the others (e.g. a large jaxpr), with its figures and hint;
-    more than `MAX_PROCESS_WARNINGS` `processes-disagree` warnings are one line naming
-    their measurements."""
+def first_clause(text: str) -> str:
+    """A message's first line up to its first ': ' or '; ' (when that leaves a clause of
+    some length): what a brief note quotes."""
+    first = text.splitlines()[0] if text else ""
+    for sep in (": ", "; "):
+        head, found, _ = first.partition(sep)
+        if found and len(head) >= 12:
+            first = head
+    return first
+
+
+def cut(text: str, limit: int = BRIEF_CHARS) -> str:
+    """`text` cut to `limit` characters, with '…' where it was cut."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def problems(run: Run, *, detailed: bool = False) -> list[str]:
+    """One line per broken case and per failed or mismatched measurement (what went
+    wrong and the hint), then one per warning diagnostic of the others (e.g. a large
+    jaxpr); more than `MAX_PROCESS_WARNINGS` `processes-disagree` warnings are one line
+    naming their measurements. Brief by default (a note's first clause, cut to fit one
+    line under the table); `detailed` gives each whole message and its hint (`--wide`;
+    the HTML and JSON keep them too)."""
     lines = []
+
+    def line(head: str, code: str, text: str, hint: str) -> str:
+        if not detailed and code:  # a note: its first clause, cut to one line
+            return cut(f"{head}: {code}: {first_clause(text)}")
+        # A failure keeps its fix, briefly: the first line of what went wrong.
+        shown = text if detailed else first_clause(text)
+        return f"{head}: {code + ': ' if code else ''}{shown}" + (
+            f" — hint: {hint}" if hint else ""
+        )
+
+    for c in analyse(run).broken:
+        lines.append(
+            f"{c.case.label}: broken workload: every mode failed, NumPy included — fix the "
+            "workload (its errors follow)"
+        )
     for m in run.measurements:
         if m.failed:
-            lines.append(
-                f"{m.case.label} {m.mode.value}: {m.failure_text}"
-                + (f" — hint: {m.hint}" if m.hint else "")
-            )
+            lines.append(line(f"{m.case.label} {m.mode.value}", "", m.failure_text, m.hint))
     warned = [
         (m, d)
         for m in run.measurements
@@ -672,19 +759,18 @@ def problems(run: Run) -> list[str]:
     grouped = len(split) > MAX_PROCESS_WARNINGS
     for m, d in warned:
         if not (grouped and d.code == diagnose.PROCESSES_DISAGREE):
-            lines.append(
-                f"{m.case.label} {m.mode.value}: {d.code}: {d.message}"
-                + (f" — hint: {d.hint}" if d.hint else "")
-            )
+            lines.append(line(f"{m.case.label} {m.mode.value}", d.code, d.message, d.hint))
     if grouped:
         names = ", ".join(f"{m.case.label} {m.mode.value}" for m in split)
-        lines.append(
+        text = (
             f"{diagnose.PROCESSES_DISAGREE}: {len(split)} measurements' processes measured "
-            f"them {diagnose.PROCESS_SPLIT_FACTOR:g}× or more apart, and their speedups "
-            f"moved: {names} — hint: the HTML report says for each how the case's other "
-            f"modes moved; measure on a quieter machine, or in more processes "
-            f"(--processes {2 * run.processes})."
+            f"them {PROCESS_SPLIT_FACTOR:g}× or more apart: {names}"
         )
+        hint = (
+            "the HTML report says for each how the case's other modes moved; measure on a "
+            f"quieter machine, or in more processes (--processes {2 * run.processes})."
+        )
+        lines.append(text + f" — hint: {hint}" if detailed else cut(text))
     return lines
 
 

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from jitbench import formatting as fmt
-from jitbench import stats
 from jitbench.config import ALL_MODES
 from jitbench.gate import Comparison, Entry, Verdict
 from jitbench.report import data, figures
 from jitbench.report.data import plot_text
 from jitbench.report.figures import Figure, trace
 from jitbench.results import Case, Measurement, Mode, Run, safe_file_stem
+from jitbench.results.analysis import Estimate, analyse
 
 #: One colour per run on side-by-side charts (the first is the baseline).
 RUN_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3")
@@ -103,6 +103,8 @@ class Row:
     mode: Mode
     measurements: tuple[Measurement | None, ...]
     changes: tuple[Change | None, ...]
+    #: each run's time per call as its own tables show it (None where it has none)
+    times: tuple[Estimate | None, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,11 @@ def align_key(case: Case, *, by_device: bool) -> AlignKey:
 
 
 def _change(
-    entry: Entry | None, base: Measurement | None, new: Measurement | None, why: str
+    entry: Entry | None,
+    base: Measurement | None,
+    new: Measurement | None,
+    why: str,
+    times: tuple[Estimate | None, Estimate | None] = (None, None),
 ) -> Change | None:
     if base is None and new is None:
         return None
@@ -162,10 +168,12 @@ def _change(
             compile_text=compile_text,
             compile_verdict=compile_verdict,
         )
-    if base is not None and new is not None and base.ok and new.ok:
-        r = stats.ratio_of_medians(list(new.samples_s), list(base.samples_s))
-        if math.isfinite(r.value) and r.value > 0:
-            return Change(r.value, r.low, r.high, None, note=why)
+    base_t, new_t = times
+    if base is not None and new is not None and base.ok and new.ok and base_t and new_t:
+        # Not judged (another device): the quotient of the two times shown beside it.
+        r = new_t.value / base_t.value if base_t.value > 0 else math.nan
+        if math.isfinite(r) and r > 0:
+            return Change(r, None, None, None, note=why)
     return Change(None, None, None, None, note=why)
 
 
@@ -205,6 +213,10 @@ def align(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> Alignment:
             ms = tuple(s.get(mode) for s in slots)
             if all(m is None for m in ms):
                 continue
+            times = tuple(
+                None if m is None or not m.ok else analyse(run).time(m.case, mode)
+                for m, run in zip(ms, runs, strict=True)
+            )
             changes = []
             for j, new in enumerate(ms[1:]):
                 entry = entries[j].get((first.key, mode)) if by_device else None
@@ -215,8 +227,8 @@ def align(runs: Sequence[Run], comparisons: Sequence[Comparison]) -> Alignment:
                             entry,
                             note="; ".join(filter(None, (f"judged on {entry.device}", entry.note))),
                         )
-                changes.append(_change(entry, ms[0], new, why))
-            rows.append(Row(k, data.case_label(first), devices, mode, ms, tuple(changes)))
+                changes.append(_change(entry, ms[0], new, why, (times[0], times[j + 1])))
+            rows.append(Row(k, data.case_label(first), devices, mode, ms, tuple(changes), times))
     present = [{key_of(c) for c in r.cases()} for r in runs]
     common = frozenset(set.intersection(*present)) if present else frozenset()
     # With other dtypes (an --x64 run beside a float32 one) 'workload[size]' is the same on
@@ -289,7 +301,7 @@ def speedup_side_by_side(alignment: Alignment, mode: Mode = Mode.JIT) -> Figure 
         xs, ys, plus, minus, hover = [], [], [], [], []
         for r in rows:
             m = r.measurements[i]
-            s = run.speedup(m.case.key, mode) if m is not None else None
+            s = analyse(run).speedup(m.case, mode) if m is not None else None
             if s is None or not (math.isfinite(s.value) and s.value > 0):
                 continue
             lo = s.low if s.low is not None and 0 < s.low <= s.value else s.value

@@ -16,12 +16,18 @@ from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from jitbench import formatting as fmt
-from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.measure import diagnose
 from jitbench.measure import machine as machine_state
 from jitbench.measure.threads import recorded_summary
 from jitbench.results import Case, Measurement, Mode, Run
+from jitbench.results.analysis import (
+    PROCESS_SPLIT_FACTOR,
+    WIDE_FACTOR,
+    GeoMeanSpeedup,
+    ModeFigure,
+    analyse,
+)
 from jitbench.suite.workload import sweep_label
 
 MAX_LABEL_CHARS = 60
@@ -153,33 +159,30 @@ def size_sort_key(case: Case) -> str:
 
 
 def speedup_value(run: Run, case: Case, mode: Mode) -> float | None:
-    """The speedup of `mode` over NumPy that the case's row shows (`Run.speedup`: paired
-    round by round, over processes), without its interval; None without one. The ratio of
-    medians it once was put the geometric means up to 1 % off the speedups they average."""
-    r = run.speedup(case.key, mode)
+    """The speedup of `mode` over NumPy that the case's row shows, without its interval;
+    None without one."""
+    r = analyse(run).speedup(case, mode)
     if r is None or not (r.value > 0 and math.isfinite(r.value)):
         return None
     return r.value
 
 
-def suspect_speedup(run: Run, case: Case, mode: Mode) -> bool:
-    """Whether the speedup of `mode` over NumPy for `case` rests on a suspect figure (a side
-    carries `size-order-inverted`): shown, marked, and left out of the geometric mean."""
-    return diagnose.suspect_speedup(run, case.key, mode)
-
-
-@dataclass(frozen=True)
-class GeoMeanSpeedup:
-    """Geometric-mean speedup of one mode on one device over `count` cases; `failed` cases
-    failed or mismatched and `suspect` ones had a size-order inversion: both left out.
-    `scope` says which cases were averaged (presets, or each sweep's largest size)."""
-
-    mode: Mode
-    value: float | None
-    count: int
-    failed: int
-    suspect: int = 0
-    scope: str = "preset sizes"
+def speedup_title(f: ModeFigure) -> str:
+    """Why a speedup is marked or faded, and each process's own figure where they differ."""
+    why = []
+    if f.suspect:
+        why.append("size-order-inverted (a stall)")
+    if f.disagree:
+        why.append(
+            "its processes measured "
+            + ", ".join(fmt.ratio(x) for x in f.process_speedups)
+            + f" (≥ {PROCESS_SPLIT_FACTOR:g}× apart)"
+        )
+    if f.wide:
+        why.append(f"its interval is wider than ×/÷ {WIDE_FACTOR:g}")
+    if not why:
+        return ""
+    return "; ".join(why) + ": left out of the geometric mean"
 
 
 def headline_cases(run: Run, device: str) -> tuple[list[Case], str]:
@@ -203,38 +206,13 @@ def headline_cases(run: Run, device: str) -> tuple[list[Case], str]:
 def geomean_speedups(
     run: Run, device: str, *, keys: frozenset[tuple[str, str, str, str]] | None = None
 ) -> list[GeoMeanSpeedup]:
-    """Geometric mean of the speedup over NumPy per JAX mode over `headline_cases`, where
-    both sides are `ok`; failed and mismatched cases are counted apart, never averaged in,
-    and so are cases whose figures are suspect (`suspect_speedup`). `keys` restricts the
-    cases (e.g. to those two runs have in common)."""
-    out = []
-    modes = {m.mode for m in run.measurements}
+    """Geometric mean of the speedup over NumPy per JAX mode over `headline_cases`
+    (`RunAnalysis.geomeans`: failed, suspect and uncertain cases counted apart, never
+    averaged in). `keys` restricts the cases (e.g. to those two runs have in common)."""
     cases, scope = headline_cases(run, device)
     if keys is not None:
         cases = [c for c in cases if c.key in keys]
-    for mode in JAX_MODES:
-        if mode not in modes:
-            continue
-        values, failed, suspect = [], 0, 0
-        for case in cases:
-            m = run.get(case.key, mode)
-            if m is None:
-                continue
-            if m.failed:
-                failed += 1
-            v = speedup_value(run, case, mode)
-            if v is None:
-                continue
-            if suspect_speedup(run, case, mode):
-                suspect += 1
-            else:
-                values.append(v)
-        out.append(
-            GeoMeanSpeedup(
-                mode, stats.geometric_mean(values), len(values), failed, suspect, scope=scope
-            )
-        )
-    return out
+    return analyse(run).geomeans(cases, scope)
 
 
 # ---------------------------------------------------------------------------------------
@@ -299,13 +277,14 @@ def sweep_cases(run: Run, device: str, workload: str) -> list[Case]:
 
 @dataclass(frozen=True)
 class SweepPoint:
-    """One mode's median time at one sweep size (`x` on the sweep's axis)."""
+    """One mode's time per call at one sweep size (`x` on the sweep's axis), as the
+    tables show it, with its interval."""
 
     size: str
     x: float
-    median_s: float
-    ci_low_s: float
-    ci_high_s: float
+    time_s: float
+    low_s: float
+    high_s: float
 
 
 @dataclass(frozen=True)
@@ -318,6 +297,8 @@ class SpeedupPoint:
     low: float
     high: float
     suspect: bool = False
+    #: processes that disagree or an interval too wide (`ModeFigure.uncertain`)
+    uncertain: bool = False
 
     @property
     def order(self) -> int:
@@ -335,16 +316,19 @@ def sweep_series(run: Run, device: str, workload: str) -> dict[Mode, list[SweepP
     cases = sweep_cases(run, device, workload)
     axis = sweep_axis(cases)
     series: dict[Mode, list[SweepPoint]] = {}
+    figures = analyse(run)
     for c in cases:
         x = axis.value(c)
         if x is None:
             continue
         for mode in ALL_MODES:
-            m = run.get(c.key, mode)
-            if m is None or not m.ok or m.summary is None:
+            f = figures.figure(c, mode)
+            t = f.time if f is not None and f.ok else None
+            if t is None:
                 continue
-            s = m.summary
-            series.setdefault(mode, []).append(SweepPoint(c.size, x, s.median, s.ci_low, s.ci_high))
+            low = t.low if t.low is not None else t.value
+            high = t.high if t.high is not None else t.value
+            series.setdefault(mode, []).append(SweepPoint(c.size, x, t.value, low, high))
     for points in series.values():
         points.sort(key=lambda p: p.x)
     return {m: series[m] for m in ALL_MODES if m in series}
@@ -356,17 +340,21 @@ def speedup_series(run: Run, device: str, workload: str) -> dict[Mode, list[Spee
     cases = sweep_cases(run, device, workload)
     axis = sweep_axis(cases)
     out: dict[Mode, list[SpeedupPoint]] = {}
+    figures = analyse(run)
     for mode in JAX_MODES:
         points = []
         for c in cases:
             x = axis.value(c)
-            r = run.speedup(c.key, mode)
-            if x is None or r is None or not (math.isfinite(r.value) and r.value > 0):
+            f = figures.figure(c, mode)
+            r = f.speedup if f is not None else None
+            if x is None or f is None or r is None or not (math.isfinite(r.value) and r.value > 0):
                 continue
             low = r.low if r.low is not None and 0 < r.low <= r.value else r.value
             high = r.high if r.high is not None and math.isfinite(r.high) else r.value
             points.append(
-                SpeedupPoint(c.size, x, r.value, low, high, suspect_speedup(run, c, mode))
+                SpeedupPoint(
+                    c.size, x, r.value, low, high, f.suspect, f.uncertain and not f.suspect
+                )
             )
         if points:
             out[mode] = sorted(points, key=lambda p: p.x)
@@ -539,7 +527,7 @@ def threads_text(run: Run) -> str | None:
 def machine_banner(run: Run) -> str | None:
     """One line when the machine was busy or noisy before or after the run, or the run's
     processes measured the same code far apart (else None)."""
-    return machine_state.run_banner(run.environment, run.process_spread)
+    return machine_state.run_banner(run.environment, analyse(run).process_spread)
 
 
 def dtypes(run: Run) -> list[str]:
@@ -600,7 +588,20 @@ def run_notes(run: Run) -> list[Note]:
                 link="problems",
             )
         )
-    suspect = [m for m in run.measurements if diagnose.excluded_from_headline(m)]
+    figures = [f for c in analyse(run) for f in c.figures.values() if f.speedup is not None]
+    uncertain = [f for f in figures if f.uncertain and not f.suspect]
+    if uncertain:
+        notes.append(
+            Note(
+                f"{len(uncertain)} speedup{'s' if len(uncertain) != 1 else ''} rest on processes "
+                f"that measured them {PROCESS_SPLIT_FACTOR:g}× or more apart (marked "
+                f"{fmt.DISAGREE_MARK}) or have an interval wider than ×/÷ {WIDE_FACTOR:g}: "
+                "drawn faded, with each process's figure, and left out of the geometric means."
+            )
+        )
+    suspect = [
+        m for m in run.measurements if any(d.code == diagnose.SIZE_ORDER for d in m.diagnostics)
+    ]
     if suspect:
         notes.append(
             Note(
@@ -615,7 +616,7 @@ def run_notes(run: Run) -> list[Note]:
 def interval_note(run: Run) -> str:
     """What the speedup intervals of `run` claim. Not escaped."""
     if run.processes > 1:
-        spread = run.process_spread
+        spread = analyse(run).process_spread
         return (
             f"Speedup intervals are 95 % prediction intervals for a repeat run, from "
             f"{run.processes} processes"

@@ -19,8 +19,9 @@ from typing import Any
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.report import data
-from jitbench.report.data import plot_text
+from jitbench.report.data import plot_text, speedup_title
 from jitbench.results import Case, Measurement, Mode, Run, Status
+from jitbench.results.analysis import analyse
 
 COLORS = {Mode.NUMPY: "#4c72b0", Mode.EAGER: "#dd8452", Mode.JIT: "#55a868"}
 SYMBOLS = {Mode.NUMPY: "square", Mode.EAGER: "circle", Mode.JIT: "diamond"}
@@ -225,9 +226,10 @@ def speedup_range(runs: Sequence[Run]) -> tuple[float, float]:
     """A y range (×, linear units) that fits every speedup, CI and 1× of `runs`."""
     values = [1.0]
     for run in runs:
+        figures = analyse(run)
         for case in run.cases():
             for mode in JAX_MODES:
-                r = run.speedup(case.key, mode)
+                r = figures.speedup(case, mode)
                 if r is not None:
                     values += [r.value, r.low or r.value, r.high or r.value]  # non-finite
                     # and non-positive values are dropped by log_range
@@ -244,8 +246,9 @@ def speedup_figure(
     """Speedup over NumPy of eager and jit per case on `device` (default: its preset
     sizes; sweeps have their own charts), log axis, 95 % CI error bars, a 1× line and a
     geometric-mean column. Failed or mismatched cases get a red note instead of a point; a
-    suspect one (`data.suspect_speedup`: size-order-inverted) is drawn hollow in another
-    colour with a note, and left out of the geometric mean.
+    suspect one (size-order-inverted) is drawn hollow in another colour with a note, an
+    uncertain one (processes that disagree, an interval too wide: `ModeFigure.uncertain`)
+    faded and hollow; both are left out of the geometric mean.
 
     Args:
         cases: the cases to show, in order (default `data.headline_cases`).
@@ -272,13 +275,16 @@ def speedup_figure(
     values: list[float] = [1.0]
     notes: dict[str, dict[str, str]] = {}  # label -> {short text: hover detail}
     geo = {g.mode: g for g in data.geomean_speedups(run, device)}
+    figures = analyse(run)
     for mode in JAX_MODES:
         if mode not in modes_present:
             continue
         xs, ys, plus, minus, hover = [], [], [], [], []
         suspect: list[int] = []  # indices into xs of points left out of the geometric mean
+        faded: list[int] = []  # ... and of those too uncertain to headline
         for case, label in zip(cases, labels, strict=True):
-            r = run.speedup(case.key, mode)
+            f = figures.figure(case, mode)
+            r = f.speedup if f is not None else None
             m = run.get(case.key, mode)
             if r is not None and not (math.isfinite(r.value) and r.value > 0):
                 notes.setdefault(label, {})[f"✗ {mode.value} no ratio"] = (
@@ -286,12 +292,15 @@ def speedup_figure(
                 )
                 continue
             if r is None:
-                failed = [
-                    x for x in (m, run.get(case.key, Mode.NUMPY)) if x is not None and x.failed
-                ]
+                numpy_m = run.get(case.key, Mode.NUMPY)
+                failed = [x for x in (m, numpy_m) if x is not None and x.failed]
                 for x in failed:
                     notes.setdefault(label, {})[f"✗ {x.mode.value} {x.status.value}"] = (
                         f"{x.mode.value}: {plot_text(x.failure_text, limit=120)}"
+                    )
+                if not failed and m is not None and m.ok and numpy_m is not None and numpy_m.ok:
+                    notes.setdefault(label, {})[f"✗ {mode.value} no ratio"] = (
+                        f"{mode.value}: no speedup can be drawn on a log axis (a time is zero)"
                     )
                 continue
             lo = r.low if r.low is not None and 0 < r.low <= r.value else r.value
@@ -302,13 +311,55 @@ def speedup_figure(
             minus.append(r.value - lo)
             values += [lo, hi]
             hover.append(f"{label}<br>{mode.value}: {fmt.ratio_ci(r.value, r.low, r.high)}")
-            if data.suspect_speedup(run, case, mode):
+            assert f is not None
+            if f.uncertain and not f.suspect:
+                faded.append(len(xs) - 1)
+                hover[-1] += f"<br>{f.marks or '?'} {plot_text(speedup_title(f), limit=160)}"
+            if f.suspect:
                 suspect.append(len(xs) - 1)
                 hover[-1] += "<br>⚠ size-order-inverted: left out of the geometric mean"
                 notes.setdefault(label, {})[f"⚠ {mode.value} size order"] = (
                     f"{mode.value}: a side is slower than at a larger size "
                     "(size-order-inverted); not in the geometric mean"
                 )
+        solid = [i for i in range(len(xs)) if i not in faded]
+
+        def pick(values: list[Any], chosen: list[int]) -> list[Any]:
+            return [values[i] for i in chosen]
+
+        if faded:
+            # Uncertain figures: faded and hollow, their error bars faded too; drawn, not
+            # headlined (never the strongest-looking point without a mark).
+            fig.add_trace(
+                trace(
+                    "scatter",
+                    x=pick(xs, faded),
+                    y=pick(ys, faded),
+                    mode="markers",
+                    name=f"{mode.value}: uncertain, left out of ★",
+                    legendgroup=mode.value,
+                    offsetgroup=mode.value,
+                    marker={
+                        "color": _rgba(COLORS[mode], 0.35),
+                        "symbol": f"{SYMBOLS[mode]}-open",
+                        "size": 10,
+                        "line": {"width": 1.5, "color": _rgba(COLORS[mode], 0.5)},
+                    },
+                    error_y={
+                        "type": "data",
+                        "symmetric": False,
+                        "array": pick(plus, faded),
+                        "arrayminus": pick(minus, faded),
+                        "color": _rgba(COLORS[mode], 0.3),
+                        "thickness": 1,
+                        "width": 3,
+                    },
+                    hovertext=pick(hover, faded),
+                    hoverinfo="text",
+                )
+            )
+        suspect = [solid.index(i) for i in suspect if i in solid]
+        xs, ys, plus, minus, hover = (pick(v, solid) for v in (xs, ys, plus, minus, hover))
         fig.add_trace(
             trace(
                 "scatter",
@@ -383,8 +434,8 @@ def speedup_figure(
                     cliponaxis=False,
                     hovertext=[
                         f"{mode.value}: geometric mean {fmt.ratio(g.value)} over "
-                        f"{g.count} case(s) at {g.scope}; {g.failed} failed or mismatched and "
-                        f"{g.suspect} suspect (size order) left out"
+                        f"{g.count} case(s) at {g.scope}; {g.failed} failed or mismatched, "
+                        f"{g.suspect} suspect (size order) and {g.uncertain} uncertain left out"
                     ],
                     hoverinfo="text",
                 )
@@ -441,12 +492,13 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
         total = c.total_compile_s if shown and c else None
         compile_s.append(total)
         first.append(c.first_call_s if shown and c else None)
-        steady.append(m.median_s if shown and m else None)
+        t = analyse(run).time(case, Mode.JIT) if shown else None
+        steady.append(t.value if t is not None else None)
         values += [v for v in (compile_s[-1], first[-1], steady[-1]) if v]
         if m is not None and not shown:
             text = f"✗ jit {m.status.value}" if m.status is not Status.OK else "no compile data"
             notes.setdefault(label, {})[text] = plot_text(m.failure_text, limit=120)
-        be = run.break_even_calls(case.key)
+        be = analyse(run).break_even_calls(case)
         split = (
             f"trace {fmt.seconds(c.trace_s)} · lower {fmt.seconds(c.lower_s)} · "
             f"XLA {fmt.seconds(c.compile_s)}"
@@ -617,12 +669,12 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> Figure:
     ys_all: list[float] = []
     for mode, points in series.items():
         xs_all += [p.x for p in points]
-        ys_all += [p.ci_low_s for p in points] + [p.ci_high_s for p in points]
+        ys_all += [p.low_s for p in points] + [p.high_s for p in points]
         fig.add_trace(
             trace(
                 "scatter",
                 x=[p.x for p in points],
-                y=[p.median_s for p in points],
+                y=[p.time_s for p in points],
                 mode="lines+markers",
                 name=mode.value,
                 marker={"color": COLORS[mode], "symbol": SYMBOLS[mode], "size": 8},
@@ -630,14 +682,14 @@ def sweep_time_figure(run: Run, device: str, workload: str) -> Figure:
                 error_y={
                     "type": "data",
                     "symmetric": False,
-                    "array": [p.ci_high_s - p.median_s for p in points],
-                    "arrayminus": [p.median_s - p.ci_low_s for p in points],
+                    "array": [p.high_s - p.time_s for p in points],
+                    "arrayminus": [p.time_s - p.low_s for p in points],
                     "color": COLORS[mode],
                     "thickness": 1,
                 },
                 hovertext=[
                     f"{plot_text(axis.name)} = {approx_value(p.x)} ({plot_text(p.size)})<br>"
-                    f"{mode.value}: {fmt.seconds(p.median_s)}"
+                    f"{mode.value}: {fmt.seconds(p.time_s)}"
                     for p in points
                 ],
                 hoverinfo="text",
@@ -686,6 +738,7 @@ def device_comparison_figure(run: Run, mode: Mode = Mode.JIT) -> Figure | None:
         labels = [f"{label} {plot_text(k[2])}" for label, k in zip(labels, groups, strict=True)]
     fig = Draft()
     values: list[float] = []
+    figures = analyse(run)
 
     def add(name: str, color: str, symbol: str, pick: Any) -> None:
         xs, ys, hover = [], [], []
@@ -694,15 +747,17 @@ def device_comparison_figure(run: Run, mode: Mode = Mode.JIT) -> Figure | None:
             if found is None:
                 continue
             m, note = found
-            summary = m.summary
-            if summary is None or not m.ok or not summary.median > 0:
+            t = figures.time(m.case, m.mode)
+            if t is None or not m.ok or not t.value > 0:
                 continue
+            low = t.low if t.low is not None else t.value
+            high = t.high if t.high is not None else t.value
             xs.append(label)
-            ys.append(summary.median)
-            values.extend((summary.ci_low, summary.ci_high))
+            ys.append(t.value)
+            values.extend((low, high))
             hover.append(
-                f"{label} · {plot_text(name)}<br>{fmt.seconds(summary.median)} "
-                f"[{fmt.seconds(summary.ci_low)}–{fmt.seconds(summary.ci_high)}]{note}"
+                f"{label} · {plot_text(name)}<br>{fmt.seconds(t.value)} "
+                f"[{fmt.seconds(low)}–{fmt.seconds(high)}]{note}"
             )
         if xs:
             fig.add_trace(
@@ -736,7 +791,7 @@ def device_comparison_figure(run: Run, mode: Mode = Mode.JIT) -> Figure | None:
             m = run.get(case.key, mode)
             if m is None:
                 return None
-            r = run.speedup(case.key, mode)
+            r = figures.speedup(case, mode)
             note = f"<br>{fmt.ratio(r.value)} vs NumPy" if r is not None else ""
             return m, note
 
@@ -817,11 +872,12 @@ def roofline_figure(run: Run, device: str) -> Figure | None:
             continue
         intensity = c.flops / c.bytes_accessed
         for mode in ALL_MODES:
+            t = analyse(run).time(case, mode)
             m = run.get(case.key, mode)
-            if m is None or not m.ok or not m.median_s:
+            if m is None or not m.ok or t is None or not t.value > 0:
                 continue
             points.setdefault(mode, []).append(
-                (intensity, c.flops / m.median_s / 1e9, plot_text(data.case_label(case)))
+                (intensity, c.flops / t.value / 1e9, plot_text(data.case_label(case)))
             )
     if Mode.JIT not in points:
         return None

@@ -31,6 +31,7 @@ from jitbench.errors import OutputError
 from jitbench.measure import diagnose, machine, threads
 from jitbench.report import data
 from jitbench.results import Run, model, write_text_atomic
+from jitbench.results.analysis import analyse, estimates, figures
 from jitbench.results.validated import Stamp, stamp_of
 from jitbench.suite import workload
 
@@ -144,16 +145,16 @@ def _interval(value: float, low: float | None, high: float | None) -> Interval |
 def case_figures(run: Run, key: CaseKey) -> CaseFigures:
     """The speedups and times of one case of `run`, as the history draws them."""
     speedups, times = {}, {}
+    case = analyse(run).case(key)
     for mode in JAX_MODES:
-        r = run.speedup(key, mode)
+        f = case.get(mode) if case is not None else None
+        r = f.speedup if f is not None else None
         if r is not None and (iv := _interval(r.value, r.low, r.high)) is not None:
             speedups[mode.value] = iv
     for mode in ALL_MODES:
-        m = run.get(key, mode)
-        if m is None or not m.ok or m.summary is None:
-            continue
-        s = m.summary
-        if (iv := _interval(s.median, s.ci_low, s.ci_high)) is not None:
+        f = case.get(mode) if case is not None else None
+        t = f.time if f is not None and f.ok else None
+        if t is not None and (iv := _interval(t.value, t.low, t.high)) is not None:
             times[mode.value] = iv
     return CaseFigures(speedups=speedups, times=times)
 
@@ -193,7 +194,7 @@ def summarize(run: Run) -> RunSummary:
         machine=data.machine(run),
         host=data.host(run),
         flags=[f for f in ("quick", "sweep", "x64") if getattr(settings, f, False)]
-        + machine.run_flags(run.environment, run.process_spread),
+        + machine.run_flags(run.environment, analyse(run).process_spread),
         devices={d: data.device_title(run, d) for d in devices},
         jax=str(data.versions(run).get("jax") or "—"),
         workloads=data.workloads(run),
@@ -212,11 +213,12 @@ def summarize(run: Run) -> RunSummary:
 @functools.cache
 def _generation() -> str:
     """Entries hold only for the code that computed them: this module, the derived data and
-    every jitbench module it computes with (statistics, model, the suspect-figure rules of
+    every jitbench module it computes with (statistics, model, the analysis layer,
     `diagnose`, sweep labels, formatting), hashed from their source, so editing any of
     them in a checkout makes old entries stale too."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    for module in (data, stats, model, threads, diagnose, machine, fmt, workload):
+    modules = (data, stats, model, estimates, figures, threads, diagnose, machine, fmt, workload)
+    for module in modules:
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]
 

@@ -19,6 +19,12 @@ from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.measure import diagnose
 from jitbench.report import data
 from jitbench.results import Case, Measurement, Mode, Run, Status
+from jitbench.results.analysis import (
+    CaseAnalysis,
+    Estimate,
+    ModeFigure,
+    analyse,
+)
 
 
 @dataclass(frozen=True)
@@ -155,37 +161,55 @@ def case_columns(run: Run) -> list[Column]:
     return cols
 
 
-def _time_cell(m: Measurement | None) -> Cell:
-    if m is None:
+def _time_cell(f: ModeFigure | None) -> Cell:
+    if f is None:
         return Cell("")
-    s = m.summary
-    if m.status is not Status.OK or s is None:
+    m, t = f.measurement, f.time
+    if m.status is not Status.OK or t is None:
         return Cell(m.status.value, None, title=m.failure_text, css=_STATUS_CSS.get(m.status, ""))
-    half = s.ci_halfwidth_rel
+    calls = f"{len(m.samples_s)} samples, each timing {m.calls_per_sample:,} back-to-back call" + (
+        "s" if m.calls_per_sample != 1 else ""
+    )
+    processes = (
+        f"; its {len(f.process_times)} processes: "
+        + ", ".join(fmt.seconds(x) for x in f.process_times)
+        + " (the time is their geometric mean)"
+        if len(f.process_times) > 1
+        else ""
+    )
+    interval = (
+        f"95 % interval {fmt.seconds(t.low)} – {fmt.seconds(t.high)}; "
+        if t.low is not None and t.high is not None
+        else ""
+    )
     return Cell(
-        fmt.seconds(s.median),
-        s.median,
-        title=(
-            f"95 % interval {fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}; "
-            f"{s.n} samples, each timing {m.calls_per_sample:,} back-to-back call"
-            f"{'s' if m.calls_per_sample != 1 else ''}"
-        ),
-        sub=f"±{fmt.percent(half)}" if half is not None and half == half else "",
+        fmt.seconds(t.value),
+        t.value,
+        title=f"{interval}{calls}{processes}",
+        sub=_pm(t),
     )
 
 
-def _speedup_cell(run: Run, case: Case, mode: Mode) -> Cell:
-    r = run.speedup(case.key, mode)
-    if r is None:
+def _pm(e: Estimate) -> str:
+    """The interval under a figure: '±3%', or '[1.03–645]' where a ± would mislead."""
+    text = fmt.ratio_pm(e.value, e.low, e.high, times=False)
+    return text.split(" ", 1)[1] if " " in text else ""
+
+
+def _speedup_cell(f: ModeFigure | None) -> Cell:
+    r = f.speedup if f is not None else None
+    if f is None or r is None:
         return Cell("—")
-    suspect = data.suspect_speedup(run, case, mode)
-    interval = f"[{r.low:.3g}–{r.high:.3g}]" if r.low is not None and r.high is not None else ""
+    marks = f.marks
+    interval = fmt.interval(r.low, r.high) if r.low is not None and r.high is not None else ""
+    if f.disagree:
+        interval += " · " + " / ".join(fmt.ratio(x) for x in f.process_speedups)
     return Cell(
-        fmt.ratio(r.value) + (" ⚠" if suspect else ""),
+        fmt.ratio(r.value) + (f" {marks}" if marks else ""),
         r.value,
-        title="size-order-inverted: left out of the geometric mean" if suspect else "",
+        title=data.speedup_title(f),
         sub=interval,
-        css="suspect" if suspect else "",
+        css="suspect" if f.suspect else ("uncertain" if f.uncertain else ""),
     )
 
 
@@ -229,19 +253,20 @@ def _copy_cell(seconds: float, nbytes: int | None, what: str) -> Cell:
     )
 
 
-def _sharded_cells(run: Run, case: Case) -> dict[str, Cell]:
+def _sharded_cells(c: CaseAnalysis) -> dict[str, Cell]:
     """The sharded time (with the mesh's size), its speedup over jit on one device and the
-    scaling efficiency (`Run.scaling`)."""
-    m = run.get(case.key, Mode.SHARDED)
-    time = _time_cell(m)
+    scaling efficiency (`CaseAnalysis.scaling`)."""
+    f = c.get(Mode.SHARDED)
+    m = f.measurement if f is not None else None
+    time = _time_cell(f)
     if m is not None and m.sharding is not None:
         devices = m.sharding.device_count
         time = replace(time, sub=" · ".join(filter(None, (time.sub, f"{devices} devices"))))
-    scaling = run.scaling(case.key)
+    scaling = c.scaling
     if scaling is None:
         return {"sharded": time, "scaling": Cell("—"), "efficiency": Cell("—")}
     r, e = scaling.speedup, scaling.efficiency
-    interval = f"[{r.low:.3g}–{r.high:.3g}]" if r.low is not None and r.high is not None else ""
+    interval = fmt.interval(r.low, r.high) if r.low is not None and r.high is not None else ""
     return {
         "sharded": time,
         "scaling": Cell(fmt.ratio(r.value), r.value, sub=interval),
@@ -287,13 +312,17 @@ def case_notes(measurements: Sequence[Measurement | None]) -> tuple[str, str]:
 def case_rows(run: Run) -> list[CaseRow]:
     """One row per case, in the run's order."""
     rows = []
+    figures = analyse(run)
     for i, case in enumerate(run.cases()):
+        shown = figures.case(case)
+        assert shown is not None
         by_mode = {m: run.get(case.key, m) for m in ALL_MODES}
         jit = by_mode[Mode.JIT]
         c = jit.compile if jit is not None else None
         compile_s = c.total_compile_s if c else None
-        be = run.break_even_calls(case.key)
-        flops = jit.achieved_flops_per_s if jit is not None and jit.ok else None
+        be = shown.break_even_calls
+        jit_f = shown.get(Mode.JIT)
+        flops = jit_f.achieved_flops_per_s if jit_f is not None else None
         short, full = case_notes(list(by_mode.values()))
         cells = {
             "workload": Cell(case.workload, case.workload, title=data.params_text(case)),
@@ -306,8 +335,8 @@ def case_rows(run: Run) -> list[CaseRow]:
             ),
             "device": Cell(case.device, case.device, title=case.device_kind),
             "dtype": Cell(case.dtype, case.dtype),
-            **{m.value: _time_cell(by_mode[m]) for m in ALL_MODES},
-            **{f"{m.value}_x": _speedup_cell(run, case, m) for m in JAX_MODES},
+            **{m.value: _time_cell(shown.get(m)) for m in ALL_MODES},
+            **{f"{m.value}_x": _speedup_cell(shown.get(m)) for m in JAX_MODES},
             "compile": Cell(
                 fmt.seconds(compile_s),
                 compile_s,
@@ -325,7 +354,7 @@ def case_rows(run: Run) -> list[CaseRow]:
                 if c is not None and c.has_loops
                 else "",
             ),
-            **_sharded_cells(run, case),
+            **_sharded_cells(shown),
             "transfer": _transfer(case, by_mode),
             "transfer_back": _transfer_back(by_mode),
             **{f"{m.value}_split": _split_cell(by_mode[m]) for m in JAX_MODES},
@@ -380,6 +409,12 @@ def heat_color(log_ratio: float, span: float) -> tuple[str, str]:
     return "#{:02x}{:02x}{:02x}".format(*rgb), "#ffffff" if luminance < 0.55 else "#1d232b"
 
 
+#: A heatmap cell whose speedup is no headline (`ModeFigure.uncertain`): grey on light grey,
+#: marked, so it never reads as the strongest result.
+UNCERTAIN_BACKGROUND = "#eeeeee"
+UNCERTAIN_TEXT = "#6b7280"
+
+
 @dataclass(frozen=True)
 class HeatCell:
     text: str
@@ -414,16 +449,19 @@ def heatmaps(run: Run) -> list[Heatmap]:
         return []
     # Preset cases only: a sweep's extreme sizes must not stretch the colour scale.
     by_key = {(c.workload, c.size, c.device): c for c in run.cases() if not data.is_sweep_case(c)}
-    speed = {
-        (mode, key): run.speedup(case.key, mode)
+    figures = analyse(run)
+    shown = {
+        (mode, key): figures.figure(case, mode)
         for mode in JAX_MODES
         if mode in modes
         for key, case in by_key.items()
     }
+    # The colour scale spans the headline figures: a speedup too uncertain to headline
+    # must not stretch it (nor be its darkest cell).
     logs = [
-        abs(math.log10(r.value))
-        for r in speed.values()
-        if r is not None and math.isfinite(r.value) and r.value > 0
+        abs(math.log10(f.speedup.value))
+        for f in shown.values()
+        if f is not None and f.speedup is not None and f.headline
     ]
     span = max([math.log10(2.0), *logs])
     ticks = [0.1, 0.5, 1, 2, 10] if span >= 1 else [0.5, 1, 2]
@@ -438,7 +476,8 @@ def heatmaps(run: Run) -> list[Heatmap]:
             cells = []
             for s, d in columns:
                 case = by_key.get((w, s, d))
-                r = speed.get((mode, (w, s, d)))
+                f = shown.get((mode, (w, s, d)))
+                r = f.speedup if f is not None else None
                 if case is None:
                     cells.append(HeatCell("", "not measured"))
                 elif r is None or not (math.isfinite(r.value) and r.value > 0):
@@ -451,14 +490,22 @@ def heatmaps(run: Run) -> list[Heatmap]:
                         HeatCell("✗" if failed else "—", ", ".join(failed) or "no speedup")
                     )
                 else:
-                    suspect = data.suspect_speedup(run, case, mode)
-                    bg, fg = heat_color(math.log10(r.value), span)
+                    assert f is not None
+                    marks = f.marks
+                    why = data.speedup_title(f)
+                    text = f"{data.case_label(case)} {case.device}: {mode.value} " + (
+                        fmt.ratio_ci(r.value, r.low, r.high)
+                    )
+                    if f.headline:
+                        bg, fg = heat_color(math.log10(r.value), span)
+                    else:  # drawn faded: the neutral colour, never a strong one
+                        bg, fg = UNCERTAIN_BACKGROUND, UNCERTAIN_TEXT
                     cells.append(
                         HeatCell(
-                            fmt.ratio(r.value) + (" ⚠" if suspect else ""),
-                            f"{data.case_label(case)} {case.device}: {mode.value} "
-                            f"{fmt.ratio_ci(r.value, r.low, r.high)}"
-                            + (" (suspect: size-order-inverted)" if suspect else ""),
+                            fmt.ratio(r.value)
+                            + (f" {marks}" if marks else "")
+                            + ("" if f.headline or marks else " ?"),
+                            text + (f" ({why})" if why else ""),
                             bg,
                             fg,
                         )
@@ -486,10 +533,11 @@ class Detail:
     messages: list[tuple[str, str, str, str]] = field(default_factory=list)  # mode, sev, text, hint
 
 
-def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
+def _mode_figures(f: ModeFigure) -> dict[str, str]:
     """Every figure of one measurement as text, by the name the detail table shows."""
-    s, c = m.summary, m.compile
-    r = run.speedup(m.case.key, m.mode) if m.mode is not Mode.NUMPY else None
+    m = f.measurement
+    s, c, t = m.summary, m.compile, f.time
+    r = f.speedup
     mem = (c.memory or {}) if c is not None else {}
     jit_c = c if m.mode is Mode.JIT else None
 
@@ -498,11 +546,19 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
 
     return {
         "status": m.status.value,
-        "median / call": fmt.seconds(m.median_s),
-        "95 % interval": f"{fmt.seconds(s.ci_low)} – {fmt.seconds(s.ci_high)}" if s else "—",
+        "time / call": fmt.seconds(t.value) if t else "—",
+        "95 % interval": f"{fmt.seconds(t.low)} – {fmt.seconds(t.high)}"
+        if t and t.low is not None and t.high is not None
+        else "—",
+        "each process's median": ", ".join(fmt.seconds(x) for x in f.process_times)
+        if len(f.process_times) > 1
+        else "—",
         "samples": f"{len(m.samples_s)} × {m.calls_per_sample:,} calls" if m.samples_s else "—",
         "min – max": f"{fmt.seconds(s.min)} – {fmt.seconds(s.max)}" if s else "—",
         "speedup over NumPy": fmt.ratio_ci(r.value, r.low, r.high) if r else "—",
+        "each process's speedup": ", ".join(fmt.ratio(x) for x in f.process_speedups)
+        if f.process_speedups
+        else "—",
         "first call (cold)": fmt.seconds(c.first_call_s) if c else "—",
         "compiles on first call": str(c.compile_count) if c else "—",
         "trace / lower / compile": " / ".join(
@@ -526,8 +582,8 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
         "XLA bytes accessed": fmt.bytes_(c.bytes_accessed)
         if c and c.bytes_accessed is not None
         else "—",
-        "achieved GFLOP/s": rate(m.achieved_flops_per_s),
-        "achieved GB/s": rate(m.achieved_bytes_per_s),
+        "achieved GFLOP/s": rate(f.achieved_flops_per_s),
+        "achieved GB/s": rate(f.achieved_bytes_per_s),
         **{
             f"memory: {name}": fmt.bytes_(mem[key]) if key in mem else "—"
             for key, name in (
@@ -543,9 +599,13 @@ def _mode_figures(run: Run, m: Measurement) -> dict[str, str]:
 def case_details(run: Run) -> list[Detail]:
     """The details of every case, in the table's order: figures no mode has are left out."""
     out = []
+    analysis = analyse(run)
     for i, case in enumerate(run.cases()):
-        ms = [m for mode in ALL_MODES if (m := run.get(case.key, mode)) is not None]
-        figures = [_mode_figures(run, m) for m in ms]
+        c = analysis.case(case)
+        assert c is not None
+        shown = [f for mode in ALL_MODES if (f := c.get(mode)) is not None]
+        ms = [f.measurement for f in shown]
+        figures = [_mode_figures(f) for f in shown]
         names = list(figures[0]) if figures else []
         rows = [(name, [f[name] for f in figures]) for name in names]
         rows = [(name, cells) for name, cells in rows if any(x != "—" for x in cells)]
@@ -567,12 +627,12 @@ def case_details(run: Run) -> list[Detail]:
 
 CSV_FIELDS = (
     "run_id", "label", "workload", "size", "params", "input_elements", "input_bytes",
-    "device", "device_kind", "dtype", "mode", "status", "median_s", "ci_low_s", "ci_high_s",
+    "device", "device_kind", "dtype", "mode", "status", "time_s", "time_low_s", "time_high_s",
     "samples", "calls_per_sample", "speedup", "speedup_low", "speedup_high", "first_call_s",
     "compile_s", "trace_s", "lower_s", "xla_compile_s", "break_even_calls", "gflop_per_s",
     "transfer_s", "transfer_bytes", "transfer_back_s", "transfer_back_bytes", "peak_bytes",
     "device_peak_bytes", "device_peak_exact", "host_dispatch_s", "device_execution_s",
-    "diagnostics", "error",
+    "diagnostics", "error", "headline", "process_times_s", "process_speedups",
 )  # fmt: skip
 
 
@@ -591,10 +651,14 @@ def run_csv(run: Run) -> str:
     writer = csv.DictWriter(buf, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
     label = data.run_label(run) or ""
+    figures = analyse(run)
     for m in run.measurements:
-        case, s, c = m.case, m.summary, m.compile
-        r = run.speedup(case.key, m.mode) if m.mode is not Mode.NUMPY else None
-        be = run.break_even_calls(case.key) if m.mode is Mode.JIT else None
+        case, c = m.case, m.compile
+        shown = figures.case(case)
+        f = shown.get(m.mode) if shown is not None else None
+        t = f.time if f is not None else None
+        r = f.speedup if f is not None else None
+        be = shown.break_even_calls if shown is not None and m.mode is Mode.JIT else None
         row = {
             "run_id": run.run_id,
             "label": label,
@@ -608,9 +672,9 @@ def run_csv(run: Run) -> str:
             "dtype": case.dtype,
             "mode": m.mode.value,
             "status": m.status.value,
-            "median_s": s.median if s else None,
-            "ci_low_s": s.ci_low if s else None,
-            "ci_high_s": s.ci_high if s else None,
+            "time_s": t.value if t else None,
+            "time_low_s": t.low if t else None,
+            "time_high_s": t.high if t else None,
             "samples": len(m.samples_s),
             "calls_per_sample": m.calls_per_sample,
             "speedup": r.value if r else None,
@@ -624,7 +688,9 @@ def run_csv(run: Run) -> str:
             # 'inf', as the terminal's CSV writes it: a break-even that never comes is not
             # an unknown one.
             "break_even_calls": be,
-            "gflop_per_s": m.achieved_flops_per_s / 1e9 if m.achieved_flops_per_s else None,
+            "gflop_per_s": f.achieved_flops_per_s / 1e9
+            if f is not None and f.achieved_flops_per_s
+            else None,
             "transfer_s": m.transfer_s,
             "transfer_bytes": m.transfer_bytes,
             "transfer_back_s": m.transfer_back_s,
@@ -636,6 +702,9 @@ def run_csv(run: Run) -> str:
             "device_execution_s": m.time_split.device_s if m.time_split else None,
             "diagnostics": " ".join(d.code for d in m.diagnostics),
             "error": f"{m.error.type}: {m.error.message}" if m.error else "",
+            "headline": "" if r is None or f is None else str(f.headline).lower(),
+            "process_times_s": ";".join(repr(x) for x in f.process_times) if f else "",
+            "process_speedups": ";".join(repr(x) for x in f.process_speedups) if f else "",
         }
         writer.writerow({k: _csv_text(v) for k, v in row.items()})
     return buf.getvalue()

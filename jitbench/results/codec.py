@@ -45,7 +45,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitbench.errors import ResultsFormatError
 from jitbench.results import validated
@@ -65,6 +65,9 @@ from jitbench.results.model import (
     Status,
     TimeSplit,
 )
+
+if TYPE_CHECKING:
+    from jitbench.results.analysis import RunAnalysis
 
 # ---------------------------------------------------------------------------------------
 # JSON form
@@ -126,11 +129,23 @@ def _sharding_to_dict(info: ShardingInfo) -> dict[str, Any]:
     }
 
 
-def _with_scaling(run: Run, m: Measurement) -> dict[str, Any]:
-    """A measurement's JSON form; a sharded one with its derived "scaling" (ignored on load,
-    recomputed from the samples by `Run.scaling`)."""
+def _with_figures(figures: RunAnalysis, m: Measurement) -> dict[str, Any]:
+    """A measurement's JSON form with the figures every reader shows of it ("figures":
+    the time per call and the speedup over NumPy with their intervals, each process's
+    own; a sharded one also "scaling"), written for readers such as jq and ignored on
+    load: they are recomputed from the samples by `jitbench.results.analysis`."""
     d = measurement_to_dict(m)
-    scaling = run.scaling(m.case.key) if m.mode is Mode.SHARDED else None
+    case = figures.case(m.case.key)
+    shown = case.get(m.mode) if case is not None else None
+    if shown is not None and shown.time is not None:
+        d["figures"] = {
+            "time_s": _ratio_dict(shown.time),
+            "process_times_s": [_finite_or_none(x) for x in shown.process_times],
+            "speedup": None if shown.speedup is None else _ratio_dict(shown.speedup),
+            "process_speedups": [_finite_or_none(x) for x in shown.process_speedups],
+            "headline": shown.headline,
+        }
+    scaling = case.scaling if case is not None and m.mode is Mode.SHARDED else None
     if scaling is not None:
         d["scaling"] = {
             "device_count": scaling.device_count,
@@ -145,6 +160,9 @@ def _ratio_dict(r: Any) -> dict[str, float | None]:
 
 
 def run_to_dict(run: Run) -> dict[str, Any]:
+    from jitbench.results.analysis import analyse
+
+    figures = analyse(run)
     return {
         "schema": run.schema,
         "schema_version": run.schema_version,
@@ -154,7 +172,7 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "complete": run.complete,
         "environment": dict(run.environment),
         "config": run.config.to_dict(),
-        "measurements": [_with_scaling(run, m) for m in run.measurements],
+        "measurements": [_with_figures(figures, m) for m in run.measurements],
     }
 
 

@@ -12,7 +12,7 @@ import itertools
 import math
 import secrets
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from typing import Any
@@ -25,14 +25,6 @@ SCHEMA_ID = "jitbench.run"
 SCHEMA_VERSION = "1.7"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
-#: Prior degrees of freedom for the between-process variance. The cases of a suite differ
-#: widely in how much they move from process to process, so the suite's typical variance
-#: (for the mode and device: `Run.between_process_variance`) is a weak prior: `tools/aa_coverage.py
-#: --judge` estimates its worth from A/A runs at 1.5-2.1 df (eight sets of default-suite
-#: runs, two or three processes, quiet and with a core hogged). With 10 df the wayward
-#: cases were overruled and 85 % of intervals held; with 2, 92-94 % on six sets
-#: (README, "Intervals that hold").
-PROCESS_PRIOR_DF = 2.0
 
 
 class Status(str, enum.Enum):
@@ -178,25 +170,6 @@ class ShardingInfo:
             )
 
 
-@dataclass(frozen=True)
-class Scaling:
-    """Sharded mode against jit mode on one device of the same platform: `speedup` (jit
-    time / sharded time, with its CI) and `efficiency`, that speedup per device (1.0: the
-    devices scale perfectly), with the interval scaled alike."""
-
-    device_count: int
-    speedup: stats.Ratio
-
-    @property
-    def efficiency(self) -> stats.Ratio:
-        n, r = self.device_count, self.speedup
-        return stats.Ratio(
-            r.value / n,
-            None if r.low is None else r.low / n,
-            None if r.high is None else r.high / n,
-        )
-
-
 @dataclass(frozen=True, kw_only=True)
 class Measurement:
     """One case × one mode: status, raw samples (seconds per call) and what was learnt."""
@@ -289,34 +262,11 @@ class Measurement:
             return self.error.hint
         return next((d.hint for d in self.diagnostics if d.hint), "")
 
-    @property
-    def achieved_flops_per_s(self) -> float | None:
-        """XLA's flop count of the compiled program over the steady-state median time.
-
-        None without a cost analysis or samples, and None for a program with while loops
-        (lax.fori_loop, scan), whose body XLA counts once: the rate would be too low.
-        """
-        c = self.compile
-        return _per_second(c.flops if c and not c.has_loops else None, self.median_s)
-
-    @property
-    def achieved_bytes_per_s(self) -> float | None:
-        """XLA's bytes-accessed estimate over the steady-state median time; None when
-        unknown or when the program has while loops (see `achieved_flops_per_s`)."""
-        c = self.compile
-        return _per_second(c.bytes_accessed if c and not c.has_loops else None, self.median_s)
-
     def with_diagnostics(self, extra: Iterable[Diagnostic]) -> Measurement:
         """Return a copy with `extra` diagnostics appended (duplicates by code dropped)."""
         seen = {d.code for d in self.diagnostics}
         added = tuple(d for d in extra if d.code not in seen)
         return replace(self, diagnostics=self.diagnostics + added) if added else self
-
-
-def _per_second(amount: float | None, seconds: float | None) -> float | None:
-    if amount is None or seconds is None or not seconds > 0:
-        return None
-    return amount / seconds
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -427,32 +377,6 @@ def _selection(value: object) -> tuple[Selection, ...] | None:
     return tuple(entries)
 
 
-@dataclass(frozen=True)
-class ProcessSpread:
-    """How far a run's processes measured the same code apart (`Run.process_spread`).
-
-    `times`: the median, over the run's measurements with two or more process parts, of
-    how far two of its processes measured it apart (the mean over pairs of processes of
-    |log ratio| of their medians, as a factor less 1: 0.1 is 10 % apart), NumPy counted
-    once per case however many devices it is filed under. `speedups`: the same of each
-    eager and jit speedup over NumPy, from the processes' paired figures (None where the
-    run holds none). A mean over pairs, not slowest ÷ fastest, so that more processes
-    (`--processes 4`) do not read as further apart. What a repeat run may differ by,
-    measured by the run itself: unlike the noise probe's few milliseconds, it spans the
-    minutes between the processes."""
-
-    processes: int
-    measurements: int
-    times: float
-    speedups: float | None
-
-
-def _apart(logs: Sequence[float]) -> float:
-    """How far values apart, on average over their pairs, as a factor less 1."""
-    pairs = list(itertools.combinations(logs, 2))
-    return math.expm1(statistics.fmean(abs(a - b) for a, b in pairs))
-
-
 def is_host_copy(m: Measurement, of: Measurement) -> bool:
     """Whether NumPy measurement `m` holds no samples but those of `of`, the same
     workload × size × dtype filed under another device: a run measures NumPy, host code,
@@ -533,54 +457,6 @@ class Run:
             return False
         return version >= PAIRED_SINCE
 
-    def speedup(self, case_key: tuple[str, str, str, str], mode: Mode) -> stats.Ratio | None:
-        """Speedup of `mode` over NumPy for one case (NumPy time / mode time) with its CI.
-
-        - Measured in several worker processes (`--processes`): the mean of each process's
-          paired log speedup, with the interval a repeat run lands in 95 % of the time
-          (`stats.repeat_interval`; the spread between processes is shrunk toward this
-          run's typical one for the mode on the case's device).
-        - One process, paired samples (schema 1.3 on): the median of the per-round ratios
-          with its order-statistic CI; it says nothing of run-to-run variation.
-        - Older files: the ratio of medians with a bootstrap CI.
-
-        None when either side is not `ok` (a mismatch is never given a headline speedup).
-        """
-        return self.ratio(case_key, Mode.NUMPY, mode)
-
-    def ratio(
-        self, case_key: tuple[str, str, str, str], base: Mode, other: Mode
-    ) -> stats.Ratio | None:
-        """`base`'s time / `other`'s time for one case, with its interval, as `speedup`
-        takes NumPy's over a JAX mode (eager's over jit: how far dispatch slows eager)."""
-        return self._ratio(self.get(case_key, base), self.get(case_key, other))
-
-    def scaling(self, case_key: tuple[str, str, str, str]) -> Scaling | None:
-        """Sharded mode's speedup over jit mode on one device of the case's platform (jit
-        time / sharded time, with its CI as `speedup` has it) and its scaling efficiency
-        (that speedup / device count). None unless both modes are `ok` and the sharded
-        measurement records its device count."""
-        sharded = self.get(case_key, Mode.SHARDED)
-        if sharded is None or sharded.sharding is None:
-            return None
-        ratio = self._ratio(self.get(case_key, Mode.JIT), sharded)
-        if ratio is None:
-            return None
-        return Scaling(device_count=sharded.sharding.device_count, speedup=ratio)
-
-    def _ratio(self, base: Measurement | None, other: Measurement | None) -> stats.Ratio | None:
-        """base time / other time with its CI (see `speedup`); None unless both are ok."""
-        if base is None or other is None or not (base.ok and other.ok):
-            return None
-        logs = self.process_logs(base, other)
-        if logs is not None:
-            prior = self.between_process_variance(base.mode, other.mode, base.case.device)
-            return stats.repeat_interval(logs, prior, PROCESS_PRIOR_DF)
-        a, b = base.samples_s, other.samples_s
-        if self.paired and len(a) == len(b) and min(a) > 0 and min(b) > 0:
-            return stats.paired_ratio(a, b)
-        return stats.ratio_of_medians(a, b)
-
     def device_peak(self, case_key: tuple[str, str, str, str]) -> tuple[int, bool] | None:
         """(bytes, exact) of the case's device allocator peak, recorded alike on each of its
         JAX modes (`Measurement.device_peak_bytes`); None where none was recorded."""
@@ -603,99 +479,10 @@ class Run:
         return max(counts, default=1)
 
     @cached_property
-    def process_spread(self) -> ProcessSpread | None:
-        """How far this run's processes measured the same code apart (`ProcessSpread`);
-        None for a run of one process or with no measurement in several."""
-        counted: list[Measurement] = []
-        numpy_by_case: dict[tuple[str, str, str], list[Measurement]] = {}
-        for m in self.measurements:
-            if not (m.ok and len(m.run_sample_counts) > 1 and min(m.run_medians_s) > 0):
-                continue
-            if m.mode is Mode.NUMPY:
-                host = numpy_by_case.setdefault((m.case.workload, m.case.size, m.case.dtype), [])
-                if any(is_host_copy(m, seen) for seen in host):
-                    continue
-                host.append(m)
-            counted.append(m)
-        if not counted:
-            return None
-        speedups = []
-        for case in self.cases():
-            base = self.get(case.key, Mode.NUMPY)
-            for mode in (Mode.EAGER, Mode.JIT):
-                other = self.get(case.key, mode)
-                if base is None or other is None or not (base.ok and other.ok):
-                    continue
-                if (logs := self.process_logs(base, other)) is not None:
-                    speedups.append(_apart(logs))
-        return ProcessSpread(
-            processes=self.processes,
-            measurements=len(counted),
-            times=statistics.median(
-                _apart([math.log(x) for x in m.run_medians_s]) for m in counted
-            ),
-            speedups=statistics.median(speedups) if speedups else None,
-        )
-
-    def process_logs(self, base: Measurement, other: Measurement) -> list[float] | None:
-        """Each process's paired log speedup (median of its per-round log ratios), or None
-        unless both measurements hold the same two or more process parts of paired samples."""
-        counts = base.run_sample_counts
-        if not self.paired or len(counts) < 2 or other.run_sample_counts != counts:
-            return None
-        if min(base.samples_s) <= 0 or min(other.samples_s) <= 0:
-            return None
-        return [
-            statistics.median(math.log(a / b) for a, b in zip(a_part, b_part, strict=True))
-            for a_part, b_part in zip(base.run_parts, other.run_parts, strict=True)
-        ]
-
-    def between_process_variance(self, base: Mode, other: Mode, device: str) -> float | None:
-        """The typical variance, over this run's cases on `device`, of the processes' log
-        ratios of `other` over `base` (e.g. jit over NumPy).
-
-        Each pair of modes has its own: eager's dispatch-bound ratios move more from process
-        to process than jit's, and one figure for both made eager's intervals too narrow and
-        jit's too wide (README, "Intervals that hold"). Each device has its own for the same
-        reason: in a run on an H200 beside its host CPU, the GPU's jit ratios moved by
-        1.6 times the CPU's (sd of log 0.071 against 0.045), so one figure for both lent
-        each device some of the other's spread (README, "On a GPU"; no A/A runs on a GPU
-        have checked the coverage either way)."""
-        key = (base, other, device)
-        if key not in self._process_variances:
-            estimates = []
-            for case in self.cases():
-                if case.device != device:
-                    continue
-                a, b = self.get(case.key, base), self.get(case.key, other)
-                if a is None or b is None or not (a.ok and b.ok):
-                    continue
-                logs = self.process_logs(a, b)
-                if logs is not None:
-                    estimates.append((statistics.variance(logs), len(logs) - 1))
-            self._process_variances[key] = stats.typical_variance(estimates)
-        return self._process_variances[key]
-
-    @cached_property
-    def _process_variances(self) -> dict[tuple[Mode, Mode, str], float | None]:
-        """`between_process_variance`'s figures, each computed once."""
+    def derived(self) -> dict[str, Any]:
+        """Figures other layers derive from this run, kept with it (a run is frozen, so
+        they never go stale): `jitbench.results.analysis.analyse` caches its result here."""
         return {}
-
-    def break_even_calls(self, case_key: tuple[str, str, str, str]) -> float | None:
-        """Calls after which jit's cold compile is paid back versus NumPy.
-
-        compile seconds / (NumPy median − jit median); `math.inf` when jit is not faster,
-        None when the figures are missing.
-        """
-        base = self.get(case_key, Mode.NUMPY)
-        jit = self.get(case_key, Mode.JIT)
-        if not (base and jit and base.ok and jit.ok and jit.compile):
-            return None
-        compile_s = jit.compile.total_compile_s
-        if compile_s is None or base.median_s is None or jit.median_s is None:
-            return None
-        saved = base.median_s - jit.median_s
-        return compile_s / saved if saved > 0 else math.inf
 
 
 def new_run_id() -> str:

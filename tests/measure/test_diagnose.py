@@ -34,6 +34,7 @@ from jitbench.results import (
     dump_run,
     run_from_dict,
 )
+from jitbench.results.analysis import analyse
 from jitbench.suite.discovery import discover
 
 CASE = Case(workload="w", size="S", device="cpu:0", dtype="float32")
@@ -405,13 +406,16 @@ def _run(ms: list[Measurement]) -> Run:
 def test_achieved_rates_and_break_even() -> None:
     c = jit_compile(10, compile_s=0.5, flops=2e6)  # total compile 0.5 s
     jit = m(Mode.JIT, [1e-3] * 5, compile=c)
-    assert jit.achieved_flops_per_s == pytest.approx(2e9)
-    assert jit.achieved_bytes_per_s == pytest.approx(4e9)
     run = _run([m(Mode.NUMPY, [3e-3] * 5), jit])
-    assert run.break_even_calls(CASE.key) == pytest.approx(0.5 / 2e-3)
+    shown = analyse(run).figure(CASE.key, Mode.JIT)
+    assert shown is not None
+    assert shown.achieved_flops_per_s == pytest.approx(2e9)
+    assert shown.achieved_bytes_per_s == pytest.approx(4e9)
+    assert analyse(run).break_even_calls(CASE.key) == pytest.approx(0.5 / 2e-3)
     slower = _run([m(Mode.NUMPY, [0.5e-3] * 5), jit])
-    assert slower.break_even_calls(CASE.key) == math.inf
-    assert m(Mode.NUMPY, [1e-3]).achieved_flops_per_s is None
+    assert analyse(slower).break_even_calls(CASE.key) == math.inf
+    numpy = analyse(run).figure(CASE.key, Mode.NUMPY)
+    assert numpy is not None and numpy.achieved_flops_per_s is None
 
 
 def test_summary_shows_codes_rates_and_warning_messages() -> None:
@@ -455,7 +459,8 @@ def test_loops_are_counted_and_their_rates_withheld() -> None:
         bytes_accessed=looped.bytes_accessed,
         while_loop_count=looped.while_loop_count,
     )
-    assert c.has_loops and m(Mode.JIT, [1e-3], compile=c).achieved_flops_per_s is None
+    shown = analyse(_run([m(Mode.JIT, [1e-3], compile=c)])).figure(CASE.key, Mode.JIT)
+    assert c.has_loops and shown is not None and shown.achieved_flops_per_s is None
 
 
 # --- run-level detectors: outliers and sizes out of order ------------------------------------
@@ -653,7 +658,7 @@ def test_jit_slower_is_judged_again_on_the_pooled_run_with_the_figures_it_shows(
     numpy_m, jit_m = slower.measurements
     assert note != first_note
     assert f"({fmt.seconds(jit_m.median_s)} vs {fmt.seconds(numpy_m.median_s)})" in note.message
-    speedup = slower.speedup(jit_m.case.key, Mode.JIT)
+    speedup = analyse(slower).speedup(jit_m.case.key, Mode.JIT)
     assert speedup is not None and speedup.high is not None and speedup.high < 1
     assert f"jit is {fmt.ratio(1 / speedup.value)} slower" in note.message
     # The processes disagree about it: the interval holds 1, so no note.
@@ -687,8 +692,10 @@ def test_the_seed_case_marks_the_smaller_size_and_names_the_larger() -> None:
     )
     assert "left out of the geometric-mean speedup" in d.message
     assert "jitbench run gemm -s S,M" in d.hint and "--threads 1" in d.hint
-    assert diagnose.excluded_from_headline(run.measurements[0])
-    assert not diagnose.excluded_from_headline(run.measurements[2])
+    figures = analyse(run)
+    s_numpy, m_numpy = run.measurements[0], run.measurements[2]
+    assert figures.figure(s_numpy.case, Mode.JIT).suspect  # type: ignore[union-attr]
+    assert not figures.figure(m_numpy.case, Mode.JIT).suspect  # type: ignore[union-attr]
     assert diagnose.run_diagnostics(run) == run  # idempotent
 
 

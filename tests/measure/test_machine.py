@@ -267,7 +267,7 @@ def test_banner_only_for_busy_or_noisy_runs_and_never_for_old_ones() -> None:
 
 
 def test_a_run_is_unstable_when_its_processes_measured_the_same_code_far_apart() -> None:
-    from jitbench.results import ProcessSpread
+    from jitbench.results.analysis import ProcessSpread
 
     assert machine.unstable(None) is None  # one process: nothing to tell
     # Judged on the figure shown, to one decimal: 9.94 % reads 9.9 %, 9.96 % reads 10.0 %.

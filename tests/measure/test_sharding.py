@@ -15,10 +15,12 @@ from jitbench import workload
 from jitbench.errors import WorkloadError
 from jitbench.measure.sharding import place_inputs
 from jitbench.results import Mode, Status, load_run
+from jitbench.results.analysis import analyse
 from tests.conftest import run_cli
 
 SUITE = """
 from jitbench import workload
+from jitbench.results.analysis import analyse
 
 def vec(rng, *, dtype, n):
     return (rng.standard_normal(n).astype(dtype),)
@@ -179,7 +181,7 @@ def test_sharded_run_over_four_cpu_devices(four_device_run: FourDeviceRun) -> No
         assert m.sharding is not None and m.sharding.device_count == 4
         assert dict(m.sharding.mesh_shape) == {"devices": 4}
         assert m.compile is not None and m.compile.total_compile_s
-        scaling = run.scaling(m.case.key)
+        scaling = analyse(run).case(m.case.key).scaling
         assert scaling is not None and scaling.device_count == 4
         assert scaling.efficiency.value == pytest.approx(scaling.speedup.value / 4)
     assert by[("double", "S", Mode.SHARDED)].sharding.split_axes == {"x": 0}  # type: ignore[union-attr]

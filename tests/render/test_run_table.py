@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from jitbench.config import RunConfig
-from jitbench.results import load_run
+from jitbench.results import Measurement, load_run
+from jitbench.results.analysis import analyse
 
 RUN_FILE = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.2.json"
 
@@ -78,8 +79,8 @@ def test_the_banner_says_a_run_is_unstable_with_or_without_a_busy_machine() -> N
     )
     from jitbench.measure.machine import run_flags
 
-    assert run_flags(both.environment, both.process_spread) == ["busy", "unstable"]
-    assert run_flags({}, run.process_spread) == []
+    assert run_flags(both.environment, analyse(both).process_spread) == ["busy", "unstable"]
+    assert run_flags({}, analyse(run).process_spread) == []
     # The HTML page says both, as the terminal does.
     from jitbench.report import pages
 
@@ -102,26 +103,36 @@ def test_many_processes_disagree_warnings_are_one_line_and_the_rest_stay_whole()
     note = replace(split, severity=Severity.INFO)  # every mode moved alike: not a problem
     other = Diagnostic(code="large-jaxpr", severity=Severity.WARNING, message="big", hint="h")
 
-    def marked(count: int) -> list[str]:
+    def ms_of(count: int) -> list[Measurement]:
         ms = [
             replace(m, diagnostics=(split,) if i < count else (note,))
             for i, m in enumerate(run.measurements)
         ]
         ms[-1] = replace(ms[-1], diagnostics=(*ms[-1].diagnostics, other))
-        return problems(replace(run, measurements=tuple(ms)))
+        return ms
+
+    def marked(count: int) -> list[str]:
+        return problems(replace(run, measurements=tuple(ms_of(count))))
 
     few = marked(MAX_PROCESS_WARNINGS)
     assert [line.split(": ")[1] for line in few] == [diagnose.PROCESSES_DISAGREE] * 3 + [
         "large-jaxpr"
     ]
     many = marked(MAX_PROCESS_WARNINGS + 1)
-    assert (
-        len(many) == 2 and many[0] == "cumulative[S] cpu:0 float32 jit: large-jaxpr: big — hint: h"
-    )
+    assert len(many) == 2 and many[0] == "cumulative[S] cpu:0 float32 jit: large-jaxpr: big"
     assert many[1].startswith(
-        "processes-disagree: 4 measurements' processes measured them 1.5× or more apart, "
-        "and their speedups moved: double[S] cpu:0 float32 numpy, double[S] cpu:0 float32 "
-        "eager, double[S] cpu:0 float32 jit, cumulative[S] cpu:0 float32 numpy — hint:"
+        "processes-disagree: 4 measurements' processes measured them 1.5× or more apart: "
+        "double[S] cpu:0 flo…"
+    )
+    assert len(many[1]) <= 100  # a note is one line under the table
+    detailed = problems(
+        replace(run, measurements=tuple(ms_of(MAX_PROCESS_WARNINGS + 1))), detailed=True
+    )
+    assert detailed[0] == "cumulative[S] cpu:0 float32 jit: large-jaxpr: big — hint: h"
+    assert detailed[1].startswith(
+        "processes-disagree: 4 measurements' processes measured them 1.5× or more apart: "
+        "double[S] cpu:0 float32 numpy, double[S] cpu:0 float32 eager, double[S] cpu:0 float32 "
+        "jit, cumulative[S] cpu:0 float32 numpy — hint:"
     )
 
 

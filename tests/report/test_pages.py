@@ -20,6 +20,7 @@ from jitbench.measure.threads import ThreadState
 from jitbench.render.run_table import machine_banner, summary_table
 from jitbench.report import assets, data, pages, write_index, write_report, write_run_page
 from jitbench.results import Diagnostic, Mode, Run, Severity, Status, safe_file_stem
+from jitbench.results.analysis import analyse
 from tests.report.builders import crafted_evil, labelled, relabelled, seed_run
 
 
@@ -141,7 +142,7 @@ def test_terminal_title_names_threads_and_carries_the_banner() -> None:
     assert lines[0] == "jitbench run seed · 1 thread (core 1; openblas 1)"
     s_row = next(line for line in lines if line.startswith("│ gemm     │ S"))
     gemm_s = next(c for c in run.cases() if c.workload == "gemm" and c.size == "S")
-    r = run.speedup(gemm_s.key, Mode.JIT)
+    r = analyse(run).speedup(gemm_s.key, Mode.JIT)
     assert r is not None
     assert f"{fmt.ratio_ci(r.value, r.low, r.high)} ⚠" in s_row
     assert "numpy: size-order-inverted" in s_row

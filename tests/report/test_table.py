@@ -11,6 +11,7 @@ from pathlib import Path
 from jitbench import formatting as fmt
 from jitbench.report import table
 from jitbench.results import Diagnostic, Mode, Run, Severity, load_run
+from jitbench.results.analysis import analyse
 from tests.report.builders import crafted_evil, seed_run
 
 
@@ -25,14 +26,16 @@ def test_one_row_per_case_with_the_terminals_columns(run: Run) -> None:
     double = next(r for r in rows if r.case.workload == "double")
     key = double.case.key
     jit = run.get(key, Mode.JIT)
-    assert jit is not None and jit.summary is not None
-    assert double.cells["jit"].text == fmt.seconds(jit.median_s)
-    assert double.cells["jit"].sub.startswith("±")
-    assert f"{jit.summary.n} samples, each timing" in double.cells["jit"].title  # explained
-    r = run.speedup(key, Mode.JIT)
-    assert r is not None and double.cells["jit_x"].text == fmt.ratio(r.value)
-    assert double.cells["jit_x"].sub == f"[{r.low:.3g}–{r.high:.3g}]"
-    assert double.cells["break_even"].text == fmt.count(run.break_even_calls(key))
+    shown = analyse(run).figure(key, Mode.JIT)
+    assert jit is not None and shown is not None and shown.time is not None
+    assert double.cells["jit"].text == fmt.seconds(shown.time.value)
+    t = shown.time
+    assert double.cells["jit"].sub == fmt.ratio_pm(t.value, t.low, t.high).partition(" ")[2]
+    assert f"{len(jit.samples_s)} samples, each timing" in double.cells["jit"].title  # explained
+    r = shown.speedup
+    assert r is not None and double.cells["jit_x"].text.startswith(fmt.ratio(r.value))
+    assert double.cells["jit_x"].sub.startswith(fmt.interval(r.low, r.high))  # type: ignore[arg-type]
+    assert double.cells["break_even"].text == fmt.count(analyse(run).break_even_calls(key))
     # transfer: the device_put the run recorded, time and bytes
     assert jit.transfer_s is not None
     assert double.cells["transfer"].text == fmt.seconds(jit.transfer_s)
@@ -59,7 +62,7 @@ def test_details_hold_every_mode_and_message(run: Run) -> None:
     d = details["double"]
     assert d.modes == [Mode.NUMPY, Mode.EAGER, Mode.JIT]
     names = [name for name, _ in d.rows]
-    for name in ("median / call", "95 % interval", "samples", "transfer (device_put)",
+    for name in ("time / call", "95 % interval", "samples", "transfer (device_put)",
                  "transfer back (first output)", "trace / lower / compile",
                  "memory: peak"):  # fmt: skip
         assert name in names, name
@@ -96,11 +99,13 @@ def test_csv_has_every_measurement_and_defuses_formulas(run: Run) -> None:
     assert list(rows[0]) == list(table.CSV_FIELDS)
     first = run.measurements[0]
     assert rows[0]["workload"] == first.case.workload
-    assert float(rows[0]["median_s"]) == first.median_s
+    assert float(rows[0]["time_s"]) == analyse(run).time(first.case, first.mode).value  # type: ignore[union-attr]
     # A break-even that never comes is 'inf', as the terminal's CSV writes it, not empty
     # (the 2026-11-23 example run has 11 such cases).
     example = load_run(EXAMPLES / "20261123T064616Z-8ae277.json")
-    never = {c.key for c in example.cases() if example.break_even_calls(c.key) == float("inf")}
+    never = {
+        c.key for c in example.cases() if analyse(example).break_even_calls(c.key) == float("inf")
+    }
     written = [
         r["break_even_calls"]
         for r in csv.DictReader(io.StringIO(table.run_csv(example)))
@@ -128,9 +133,14 @@ def test_heatmap_is_log_coloured_around_one(run: Run) -> None:
     assert [name for name, _ in jit.rows] == ["double", "wrong_in_jit", "value_branch"]
     assert jit.columns == ["S"]  # presets only: the sweep has its own charts
     double = dict(jit.rows)["double"][0]
-    r = run.speedup(next(c for c in run.cases() if c.workload == "double").key, Mode.JIT)
-    assert r is not None and double.text == fmt.ratio(r.value)
-    assert double.background == table.heat_color(math.log10(r.value), jit.span)[0]
+    f = analyse(run).figure(next(c for c in run.cases() if c.workload == "double"), Mode.JIT)
+    assert f is not None and f.speedup is not None
+    r = f.speedup
+    assert double.text.startswith(fmt.ratio(r.value))
+    if f.headline:
+        assert double.background == table.heat_color(math.log10(r.value), jit.span)[0]
+    else:  # too uncertain to headline: the neutral grey, marked
+        assert double.background == table.UNCERTAIN_BACKGROUND and double.text != fmt.ratio(r.value)
     assert dict(jit.rows)["value_branch"][0].text == "✗"
     # a diverging scale: 1× is near white, slower red, faster blue; text stays readable
     assert table.heat_color(0.0, 1.0) == ("#f7f7f7", "#1d232b")
@@ -150,7 +160,7 @@ def test_sharded_columns_show_the_mesh_the_scaling_and_the_efficiency() -> None:
     assert keys.index("jit") < keys.index("sharded") < keys.index("scaling")
     assert keys.index("scaling") < keys.index("efficiency")
     row = table.case_rows(run)[0]
-    scaling = run.scaling(row.case.key)
+    scaling = analyse(run).case(row.case.key).scaling
     assert scaling is not None
     assert row.cells["sharded"].sub.endswith("4 devices")
     assert row.cells["scaling"].sort == scaling.speedup.value

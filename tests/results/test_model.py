@@ -9,6 +9,7 @@ import pytest
 
 from jitbench import stats
 from jitbench.results import Mode, Run, Status
+from jitbench.results.analysis import analyse
 from tests.results.test_codec import make_run
 
 DRIFT = (1.0, 1.7, 0.9, 2.3, 1.1, 1.5, 0.95, 1.9, 1.2, 1.05)
@@ -32,14 +33,14 @@ def test_runs_from_schema_1_3_on_are_paired_older_ones_are_not() -> None:
 def test_a_paired_run_takes_the_speedup_round_by_round() -> None:
     run = _drifting(make_run())
     key = run.measurements[0].case.key
-    speedup = run.speedup(key, Mode.JIT)
+    speedup = analyse(run).speedup(key, Mode.JIT)
     assert speedup == stats.Ratio(pytest.approx(2.0), pytest.approx(2.0), pytest.approx(2.0))
 
 
 def test_an_older_run_keeps_the_unpaired_ratio_of_medians() -> None:
     run = _drifting(make_run(schema_version="1.2"))
     key = run.measurements[0].case.key
-    speedup = run.speedup(key, Mode.JIT)
+    speedup = analyse(run).speedup(key, Mode.JIT)
     assert speedup is not None and speedup.value == pytest.approx(2.0)
     assert speedup.low is not None and speedup.high is not None
     assert speedup.high / speedup.low > 1.2  # the drift is not cancelled without pairing
@@ -49,7 +50,7 @@ def test_unequal_sample_counts_fall_back_to_unpaired() -> None:
     run = _drifting(make_run())
     numpy_m, jit_m = run.measurements
     run = replace(run, measurements=(numpy_m, replace(jit_m, samples_s=jit_m.samples_s[:-1])))
-    speedup = run.speedup(numpy_m.case.key, Mode.JIT)
+    speedup = analyse(run).speedup(numpy_m.case.key, Mode.JIT)
     assert speedup is not None and speedup.high != speedup.low
 
 
@@ -87,9 +88,9 @@ def test_each_mode_shrinks_toward_its_own_typical_process_spread() -> None:
         alone = _two_process_run({mode: spreads})  # the same mode with no other beside it
         for i in range(len(spreads)):
             key = (f"w{i}", "S", "cpu:0", "float32")
-            assert run.speedup(key, mode) == alone.speedup(key, mode)
+            assert analyse(run).speedup(key, mode) == analyse(alone).speedup(key, mode)
     key = ("w0", "S", "cpu:0", "float32")
-    jit_r, eager_r = run.speedup(key, Mode.JIT), run.speedup(key, Mode.EAGER)
+    jit_r, eager_r = analyse(run).speedup(key, Mode.JIT), analyse(run).speedup(key, Mode.EAGER)
     assert jit_r is not None and eager_r is not None
     assert jit_r.high / jit_r.low < 1.1 < eager_r.high / eager_r.low
 
@@ -103,9 +104,11 @@ def test_each_device_shrinks_toward_its_own_typical_process_spread() -> None:
     both = make_run(measurements=alone["cpu:0"].measurements + alone["gpu:0"].measurements)
     for run in alone.values():
         for case in run.cases():
-            assert both.speedup(case.key, Mode.JIT) == run.speedup(case.key, Mode.JIT)
-    cpu_r = both.speedup(("w0", "S", "cpu:0", "float32"), Mode.JIT)
-    gpu_r = both.speedup(("w0", "S", "gpu:0", "float32"), Mode.JIT)
+            assert analyse(both).speedup(case.key, Mode.JIT) == analyse(run).speedup(
+                case.key, Mode.JIT
+            )
+    cpu_r = analyse(both).speedup(("w0", "S", "cpu:0", "float32"), Mode.JIT)
+    gpu_r = analyse(both).speedup(("w0", "S", "gpu:0", "float32"), Mode.JIT)
     assert cpu_r is not None and gpu_r is not None
     assert cpu_r.high / cpu_r.low < 1.1 < gpu_r.high / gpu_r.low
 
@@ -113,7 +116,7 @@ def test_each_device_shrinks_toward_its_own_typical_process_spread() -> None:
 def test_the_process_spread_is_the_median_distance_between_processes() -> None:
     # NumPy never moves; jit's second process is 10/20/30/40 % slower case by case.
     run = _two_process_run({Mode.JIT: [0.1, 0.2, 0.3, 0.4]})
-    spread = run.process_spread
+    spread = analyse(run).process_spread
     assert spread is not None and (spread.processes, spread.measurements) == (2, 8)
     # Times: four NumPy measurements 0 % apart and jit's 10-40 %: the median of eight.
     assert spread.times == pytest.approx(0.05)
@@ -122,7 +125,7 @@ def test_the_process_spread_is_the_median_distance_between_processes() -> None:
 
 
 def test_a_run_of_one_process_has_no_process_spread() -> None:
-    assert _drifting(make_run()).process_spread is None
+    assert analyse(_drifting(make_run())).process_spread is None
 
 
 def test_failed_measurements_are_left_out_of_the_process_spread() -> None:
@@ -131,7 +134,7 @@ def test_failed_measurements_are_left_out_of_the_process_spread() -> None:
         replace(m, status=Status.ERROR) if m.mode is Mode.JIT and m.case.workload == "w3" else m
         for m in run.measurements
     ]
-    spread = replace(run, measurements=tuple(ms)).process_spread
+    spread = analyse(replace(run, measurements=tuple(ms))).process_spread
     assert spread is not None and spread.measurements == 7
     assert spread.speedups == pytest.approx(0.2)
 
@@ -143,7 +146,7 @@ def test_the_process_spread_is_a_mean_over_pairs_of_processes_not_their_range() 
     three = replace(
         template, samples_s=(1e-3, 1e-3, 1e-3, 1e-3, 1.3e-3, 1.3e-3), run_sample_counts=(2, 2, 2)
     )
-    spread = make_run(measurements=(three,)).process_spread
+    spread = analyse(make_run(measurements=(three,))).process_spread
     assert spread is not None and spread.processes == 3
     assert spread.times == pytest.approx(math.expm1(2 / 3 * math.log(1.3)))  # 19 %, not 30 %
 
@@ -152,5 +155,5 @@ def test_numpy_filed_under_two_devices_counts_once_in_the_process_spread() -> No
     run = _two_process_run({Mode.JIT: [0.1, 0.2, 0.3, 0.4]})
     on_gpu = tuple(replace(m, case=replace(m.case, device="gpu:0")) for m in run.measurements)
     both = make_run(measurements=run.measurements + on_gpu)
-    spread = both.process_spread
+    spread = analyse(both).process_spread
     assert spread is not None and spread.measurements == 12  # 8 jit, 4 NumPy: not 8

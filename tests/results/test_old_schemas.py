@@ -8,6 +8,7 @@ import pytest
 
 from jitbench.config import ALL_MODES, KNOWN_MODES
 from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, run_from_dict
+from jitbench.results.analysis import analyse
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7")
@@ -31,7 +32,7 @@ def test_old_run_loads_and_reanalyses(version: str) -> None:
         assert m.summary is not None and m.summary.n == len(m.samples_s)
     # Derived figures come from the raw samples, so they exist for old files too.
     key = run.measurements[0].case.key
-    assert run.speedup(key, Mode.JIT) is not None
+    assert analyse(run).speedup(key, Mode.JIT) is not None
 
 
 @pytest.mark.parametrize("version", VERSIONS)
@@ -96,5 +97,5 @@ def test_the_two_process_gpu_example_loads_with_each_devices_own_prior() -> None
     run = load_run(example)
     assert run.complete and run.processes == 2
     assert run.config.settings.plan.rewarm_s == 0.004
-    jit = {d: run.between_process_variance(Mode.NUMPY, Mode.JIT, d) for d in ("cpu:0", "gpu:0")}
+    jit = {d: analyse(run).ratio_prior(Mode.NUMPY, Mode.JIT, d) for d in ("cpu:0", "gpu:0")}
     assert jit["gpu:0"] > 2 * jit["cpu:0"]  # variances: sd 0.071 against 0.045

@@ -7,6 +7,7 @@ import pytest
 
 from jitbench.errors import ResultsFormatError
 from jitbench.results import Case, Measurement, Mode, Run, ShardingInfo, Status, run_from_dict
+from jitbench.results.analysis import analyse
 from jitbench.results.codec import run_to_dict
 from jitbench.results.merge import merge_processes
 
@@ -33,7 +34,7 @@ def _run(jit_s: tuple[float, ...], sharded_s: tuple[float, ...], *, process=None
 
 def test_speedup_is_jit_over_sharded_and_efficiency_per_device() -> None:
     run = _run((4.0,) * 10, (2.0,) * 10)
-    scaling = run.scaling(CASE.key)
+    scaling = analyse(run).case(CASE.key).scaling
     assert scaling is not None and scaling.device_count == 4
     assert scaling.speedup.value == pytest.approx(2.0)
     assert scaling.efficiency.value == pytest.approx(0.5)
@@ -45,8 +46,11 @@ def test_no_scaling_without_both_modes_ok() -> None:
     skipped = Measurement(case=CASE, mode=Mode.SHARDED, status=Status.SKIPPED)
     from dataclasses import replace
 
-    assert replace(run, measurements=(run.measurements[0], skipped)).scaling(CASE.key) is None
-    assert replace(run, measurements=run.measurements[1:]).scaling(CASE.key) is None
+    assert (
+        analyse(replace(run, measurements=(run.measurements[0], skipped))).case(CASE.key).scaling
+        is None
+    )
+    assert analyse(replace(run, measurements=run.measurements[1:])).case(CASE.key).scaling is None
 
 
 def test_scaling_is_written_for_readers_and_the_sharding_round_trips() -> None:
@@ -78,7 +82,7 @@ def test_merge_processes_labels_each_process_devices() -> None:
     assert merged.run_id == "a-merged"
     assert [c.device for c in merged.cases()] == ["cpu:0@p0", "cpu:0@p1"]
     assert [p["run_id"] for p in merged.environment["processes"]] == ["a", "b"]
-    assert merged.scaling(merged.cases()[1].key).speedup.value == pytest.approx(4.0)  # type: ignore[union-attr]
+    assert analyse(merged).case(merged.cases()[1].key).scaling.speedup.value == pytest.approx(4.0)  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(

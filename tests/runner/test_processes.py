@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from jitbench import Mode, RunConfig, SamplingPlan, load_run
+from jitbench.results.analysis import analyse
 from jitbench.results.model import Selection
 from jitbench.runner.events import ProcessStarted, RunInterrupted
 from jitbench.runner.processes import run_in_processes
@@ -241,7 +242,7 @@ def test_real_run_in_two_processes_pools_both_and_widens_nothing_it_cannot_see(
     assert run.config.settings is not None and run.config.settings.processes == 2
     assert run.processes == 2
     assert all(len(m.run_sample_counts) == 2 for m in run.measurements if m.ok)
-    jit = run.speedup(run.cases()[0].key, Mode.JIT)
+    jit = analyse(run).speedup(run.cases()[0].key, Mode.JIT)
     assert jit is not None and jit.low is not None and jit.low < jit.value < jit.high
     # The worker loaded the program the first process compiled: its cold call is no
     # compile, so the compiles are the first process's three (with rounds: 1 + 2 repeats).

@@ -1,0 +1,510 @@
+"""What every reader shows of a run, computed once: `analyse(run)` → `RunAnalysis`.
+
+Per case and mode a `ModeFigure` (the time with its interval, the speedup over NumPy,
+which is the quotient of the shown times, each process's own figures, and whether the
+figure is trusted as a headline); per case a `CaseAnalysis` (break-even from the shown
+times, eager over jit, sharded scaling, a broken workload); per run the geometric means
+and the processes' spread. The terminal table, CSV, markdown, the HTML pages, `compare`,
+`profile`, asv and the Python API all format these objects and never recompute them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from jitbench import formatting as fmt
+from jitbench import stats
+from jitbench.config import JAX_MODES, Mode
+from jitbench.results.analysis import estimates
+from jitbench.results.analysis.estimates import Estimate
+from jitbench.results.model import Case, Measurement, Run, Status, is_host_copy
+
+CaseKey = tuple[str, str, str, str]
+
+#: Processes whose figures of one case lie this far apart (slowest ÷ fastest: medians of
+#: one mode, `processes-disagree`, or speedups, `ModeFigure.disagree`) measured the same
+#: code at clearly different speeds: the default suite's cases move by 2-5 % (sd of log)
+#: from process to process on a quiet machine, so 1.5× is many times that. `softmax` M's
+#: jit executables ran at 1.2 or 6 ms, and a run whose processes split so reported a
+#: speedup between two speeds neither process measured.
+PROCESS_SPLIT_FACTOR = 1.5
+#: A speedup interval wider than ×/÷ this (±50 %) is no figure to headline: drawn faded and
+#: left out of the geometric means. Quiet default runs have a median width of ×/÷ 1.07; in
+#: five A/A runs at a load average of 7 the median was ×/÷ 1.17, 18 % were wider than 1.5
+#: (the interval [1.03–645] of one `ema S` run among them), 38 % wider than 1.25: a
+#: tighter bound would empty a busy run's headline rather than mark its broken figures.
+WIDE_FACTOR = 1.5
+#: The diagnostic code that marks a figure as suspect (a stall: slower than a larger
+#: input of the same workload), recorded by `jitbench.measure.diagnose`.
+SIZE_ORDER = "size-order-inverted"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModeFigure:
+    """What every reader shows for one case × mode.
+
+    Attributes:
+        measurement: the recorded measurement.
+        time: the time per call shown, with its 95 % interval (seconds); None when
+            nothing was sampled. For a JAX mode beside NumPy, NumPy's time ÷ the speedup
+            (so the row's figures agree), with the interval of its own time; sharded
+            mode's likewise beside jit's. A mismatched measurement keeps its own time.
+        own_time: the mode's own time (the geometric mean of its processes' medians, or
+            its median), which `time` agrees with to a percent or two.
+        process_times: each process's median (one for a one-process run).
+        speedup: NumPy time / this mode's time, taken round by round (the geometric mean
+            over processes of each one's median per-round ratio) with the interval a
+            repeat run lands in; the quotient of the two shown `time` values by
+            construction. None unless both modes are ok (and for NumPy itself).
+        process_speedups: each process's own speedup (empty for one process).
+        time_disagree: the processes' medians lie `PROCESS_SPLIT_FACTOR` or more apart.
+        disagree: the processes' speedups lie `PROCESS_SPLIT_FACTOR` or more apart.
+        wide: the speedup's interval is wider than ×/÷ `WIDE_FACTOR`.
+        suspect: this mode or NumPy ran slower than a larger size (`size-order-inverted`).
+    """
+
+    measurement: Measurement
+    time: Estimate | None
+    own_time: Estimate | None = None
+    process_times: tuple[float, ...] = ()
+    speedup: Estimate | None = None
+    process_speedups: tuple[float, ...] = ()
+    time_disagree: bool = False
+    disagree: bool = False
+    wide: bool = False
+    suspect: bool = False
+
+    @property
+    def mode(self) -> Mode:
+        return self.measurement.mode
+
+    @property
+    def status(self) -> Status:
+        return self.measurement.status
+
+    @property
+    def ok(self) -> bool:
+        return self.measurement.ok
+
+    @property
+    def uncertain(self) -> bool:
+        """A speedup shown but not believed enough to headline: processes that disagree,
+        an interval too wide, or a suspect figure."""
+        return self.disagree or self.wide or self.suspect
+
+    @property
+    def headline(self) -> bool:
+        """Whether the speedup goes into geometric means and is drawn at full strength."""
+        return self.speedup is not None and not self.uncertain
+
+    @property
+    def marks(self) -> str:
+        """The marks its speedup carries in every table ('⚠' suspect, '≠' processes that
+        disagree: `formatting.marks`); '' without a speedup."""
+        if self.speedup is None:
+            return ""
+        return fmt.marks(suspect=self.suspect, disagree=self.disagree)
+
+    @property
+    def achieved_flops_per_s(self) -> float | None:
+        """XLA's flop count of the compiled program over the shown time per call. None
+        without a cost analysis or a time, for a failed mode, and for a program with
+        while loops (lax.fori_loop, scan), whose body XLA counts once: the rate would be
+        too low."""
+        c = self.measurement.compile
+        return self._per_call(c.flops if c is not None and not c.has_loops else None)
+
+    @property
+    def achieved_bytes_per_s(self) -> float | None:
+        """XLA's bytes-accessed estimate over the shown time per call (None as
+        `achieved_flops_per_s`)."""
+        c = self.measurement.compile
+        return self._per_call(c.bytes_accessed if c is not None and not c.has_loops else None)
+
+    def _per_call(self, amount: float | None) -> float | None:
+        if amount is None or self.time is None or not self.ok or not self.time.value > 0:
+            return None
+        return amount / self.time.value
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """Sharded mode against jit mode on one device of the same platform: `speedup` (jit
+    time / sharded time, with its interval) and `efficiency`, that speedup per device."""
+
+    device_count: int
+    speedup: Estimate
+
+    @property
+    def efficiency(self) -> Estimate:
+        return self.speedup.scaled(1 / self.device_count)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaseAnalysis:
+    """One case's figures: each mode's `ModeFigure` and what needs several modes."""
+
+    case: Case
+    figures: Mapping[Mode, ModeFigure]
+    #: Calls after which jit's cold compile is paid back versus NumPy, from the shown
+    #: times: compile s / (NumPy time − jit time); inf when jit is not faster.
+    break_even_calls: float | None = None
+    #: eager time / jit time (how far dispatch slows eager), from the shown times.
+    eager_over_jit: Estimate | None = None
+    scaling: Scaling | None = None
+
+    @property
+    def key(self) -> CaseKey:
+        return self.case.key
+
+    def get(self, mode: Mode | str) -> ModeFigure | None:
+        return self.figures.get(Mode(mode))
+
+    @property
+    def broken(self) -> bool:
+        """Every mode measured failed, NumPy included: the workload is broken, which is
+        no finding about JAX."""
+        ms = [f.measurement for f in self.figures.values() if f.status is not Status.SKIPPED]
+        return bool(ms) and Mode.NUMPY in self.figures and all(m.failed for m in ms)
+
+
+@dataclass(frozen=True)
+class GeoMeanSpeedup:
+    """Geometric-mean speedup of one mode on one device over `count` cases. Left out and
+    counted apart: `failed` (failed or mismatched), `suspect` (a size-order inversion)
+    and `uncertain` (processes that disagree or an interval too wide). `scope` says which
+    cases were averaged (presets, or each sweep's largest size)."""
+
+    mode: Mode
+    value: float | None
+    count: int
+    failed: int
+    suspect: int = 0
+    uncertain: int = 0
+    scope: str = "preset sizes"
+
+
+@dataclass(frozen=True)
+class ProcessSpread:
+    """How far a run's processes measured the same code apart.
+
+    `times`: the median, over the run's measurements with two or more processes, of how
+    far two of its processes measured it apart (the mean over pairs of |log ratio| of
+    their medians, as a factor less 1: 0.1 is 10 % apart), NumPy counted once per case
+    however many devices it is filed under. `speedups`: the same of each eager and jit
+    speedup over NumPy (None where the run holds none). A mean over pairs, so that more
+    processes do not read as further apart."""
+
+    processes: int
+    measurements: int
+    times: float
+    speedups: float | None
+
+
+def _apart(logs: Sequence[float]) -> float:
+    """How far values lie apart, on average over their pairs, as a factor less 1."""
+    return math.expm1(statistics.fmean(abs(a - b) for a, b in itertools.combinations(logs, 2)))
+
+
+def _split(values: Sequence[float]) -> float:
+    """Largest / smallest of positive values (1.0 for fewer than two)."""
+    return max(values) / min(values) if len(values) > 1 and min(values) > 0 else 1.0
+
+
+class RunAnalysis:
+    """Every figure a reader shows of `run`. Build it with `analyse(run)` (cached)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self._time_priors: dict[tuple[Mode, str], float | None] = {}
+        self._ratio_priors: dict[tuple[Mode, Mode, str], float | None] = {}
+        self._cases: dict[CaseKey, CaseAnalysis] = {}
+        for case in run.cases():
+            self._cases[case.key] = self._analyse_case(case)
+
+    # -- access -------------------------------------------------------------------------
+
+    @property
+    def cases(self) -> list[CaseAnalysis]:
+        return list(self._cases.values())
+
+    def __iter__(self) -> Iterator[CaseAnalysis]:
+        return iter(self._cases.values())
+
+    def case(self, case: Case | CaseKey) -> CaseAnalysis | None:
+        """The figures of one case (a `Case` or its key); None when the run has none."""
+        return self._cases.get(case.key if isinstance(case, Case) else tuple(case))  # type: ignore[arg-type]
+
+    def figure(self, case: Case | CaseKey, mode: Mode | str) -> ModeFigure | None:
+        c = self.case(case)
+        return None if c is None else c.get(mode)
+
+    def time(self, case: Case | CaseKey, mode: Mode | str) -> Estimate | None:
+        """The time per call shown for one case and mode, with its interval."""
+        f = self.figure(case, mode)
+        return None if f is None else f.time
+
+    def speedup(self, case: Case | CaseKey, mode: Mode | str) -> Estimate | None:
+        """NumPy time / `mode` time for one case with its interval (None unless both ok)."""
+        f = self.figure(case, mode)
+        return None if f is None else f.speedup
+
+    def break_even_calls(self, case: Case | CaseKey) -> float | None:
+        c = self.case(case)
+        return None if c is None else c.break_even_calls
+
+    @property
+    def broken(self) -> list[CaseAnalysis]:
+        """Cases that failed in every mode, NumPy included."""
+        return [c for c in self._cases.values() if c.broken]
+
+    # -- per case -----------------------------------------------------------------------
+
+    def _analyse_case(self, case: Case) -> CaseAnalysis:
+        run = self.run
+        measured = {mode: m for mode in Mode if (m := run.get(case.key, mode)) is not None}
+        own = {mode: self._time(m) for mode, m in measured.items()}
+        numpy_m = measured.get(Mode.NUMPY)
+        # Each speedup is taken round by round; the time shown for its mode is the one
+        # that agrees with it beside NumPy's (`_anchored`), and sharded mode's agrees
+        # with its speedup over jit beside jit's.
+        speedups = {mode: self._ratio(numpy_m, measured.get(mode)) for mode in JAX_MODES}
+        shown = dict(own)
+        for mode, r in speedups.items():
+            shown[mode] = _anchored(own.get(mode), shown.get(Mode.NUMPY), r)
+        jit_m, sharded_m = measured.get(Mode.JIT), measured.get(Mode.SHARDED)
+        scaling = None
+        over_jit = self._ratio(jit_m, sharded_m)
+        if over_jit is not None and sharded_m is not None and sharded_m.sharding is not None:
+            shown[Mode.SHARDED] = _anchored(own.get(Mode.SHARDED), shown.get(Mode.JIT), over_jit)
+            scaling = Scaling(sharded_m.sharding.device_count, over_jit)
+        numpy_suspect = _suspect(numpy_m)
+        figures: dict[Mode, ModeFigure] = {}
+        for mode, m in measured.items():
+            speedup = speedups.get(mode)
+            logs = (
+                estimates.process_log_ratios(numpy_m, m, paired=run.paired)
+                if speedup is not None and numpy_m is not None
+                else None
+            )
+            per_process = tuple(math.exp(x) for x in logs) if logs else ()
+            medians = estimates.process_medians(m)
+            factor = speedup.factor if speedup is not None else None
+            figures[mode] = ModeFigure(
+                measurement=m,
+                time=shown.get(mode),
+                own_time=own.get(mode),
+                process_times=medians,
+                speedup=speedup,
+                process_speedups=per_process,
+                time_disagree=_split(medians) >= PROCESS_SPLIT_FACTOR,
+                disagree=_split(per_process) >= PROCESS_SPLIT_FACTOR,
+                wide=factor is not None and factor > WIDE_FACTOR,
+                suspect=_suspect(m) or (mode is not Mode.NUMPY and numpy_suspect),
+            )
+        eager_t, jit_t = shown.get(Mode.EAGER), shown.get(Mode.JIT)
+        eager_over_jit = self._ratio(measured.get(Mode.EAGER), jit_m)
+        if eager_over_jit is not None and eager_t is not None and jit_t is not None:
+            # The quotient of the two times shown, with the interval of its own ratio.
+            eager_over_jit = eager_over_jit.scaled(
+                eager_t.value / jit_t.value / eager_over_jit.value
+            )
+        return CaseAnalysis(
+            case=case,
+            figures=figures,
+            break_even_calls=_break_even(jit_m, shown.get(Mode.NUMPY), jit_t),
+            eager_over_jit=eager_over_jit,
+            scaling=scaling,
+        )
+
+    def _time(self, m: Measurement) -> Estimate | None:
+        if not m.samples_s or m.status not in (Status.OK, Status.MISMATCH):
+            return None
+        return estimates.time_estimate(m, self.time_prior(m.mode, m.case.device))
+
+    def _ratio(self, base: Measurement | None, other: Measurement | None) -> Estimate | None:
+        """base time / other time, round by round, with its interval; None unless both
+        are ok."""
+        if base is None or other is None or not (base.ok and other.ok):
+            return None
+        return estimates.ratio_estimate(
+            base,
+            other,
+            paired=self.run.paired,
+            prior_variance=lambda: self.ratio_prior(base.mode, other.mode, base.case.device),
+        )
+
+    # -- what the whole run says of its cases -------------------------------------------
+
+    def time_prior(self, mode: Mode, device: str) -> float | None:
+        """The run's typical between-process variance of log times of `mode` on `device`."""
+        key = (mode, device)
+        if key not in self._time_priors:
+            logs = (
+                estimates.process_log_times(m)
+                for m in self.run.measurements
+                if m.mode is mode and m.case.device == device and m.ok
+            )
+            self._time_priors[key] = estimates.typical_variance([x for x in logs if x])
+        return self._time_priors[key]
+
+    def ratio_prior(self, base: Mode, other: Mode, device: str) -> float | None:
+        """The run's typical between-process variance of the log ratio `base` / `other`
+        on `device`. Each pair of modes and each device has its own: eager's
+        dispatch-bound ratios move more between processes than jit's, and a GPU's more
+        than its host CPU's."""
+        key = (base, other, device)
+        if key not in self._ratio_priors:
+            found = []
+            for case in self.run.cases():
+                if case.device != device:
+                    continue
+                a, b = self.run.get(case.key, base), self.run.get(case.key, other)
+                if a is None or b is None or not (a.ok and b.ok):
+                    continue
+                if logs := estimates.process_log_ratios(a, b, paired=self.run.paired):
+                    found.append(logs)
+            self._ratio_priors[key] = estimates.typical_variance(found)
+        return self._ratio_priors[key]
+
+    def geomeans(self, cases: Iterable[Case], scope: str = "preset sizes") -> list[GeoMeanSpeedup]:
+        """Geometric mean of the speedup over NumPy per JAX mode the run measured, over
+        `cases` whose speedup is a headline; the failed, suspect and uncertain ones are
+        counted apart, never averaged in."""
+        chosen = [c for case in cases if (c := self.case(case)) is not None]
+        measured = {m.mode for m in self.run.measurements}
+        out = []
+        for mode in JAX_MODES:
+            if mode not in measured:
+                continue
+            values, failed, suspect, uncertain = [], 0, 0, 0
+            for c in chosen:
+                f = c.get(mode)
+                if f is None:
+                    continue
+                failed += f.measurement.failed
+                if f.speedup is None:
+                    continue
+                if f.suspect:
+                    suspect += 1
+                elif f.uncertain:
+                    uncertain += 1
+                else:
+                    values.append(f.speedup.value)
+            out.append(
+                GeoMeanSpeedup(
+                    mode,
+                    stats.geometric_mean(values),
+                    len(values),
+                    failed,
+                    suspect,
+                    uncertain,
+                    scope=scope,
+                )
+            )
+        return out
+
+    @cached_property
+    def process_spread(self) -> ProcessSpread | None:
+        """How far this run's processes measured the same code apart; None for a run of
+        one process or with no measurement in several."""
+        counted: list[Measurement] = []
+        host: dict[tuple[str, str, str], list[Measurement]] = {}
+        for m in self.run.measurements:
+            if not (m.ok and estimates.process_log_times(m)):
+                continue
+            if m.mode is Mode.NUMPY:
+                seen = host.setdefault((m.case.workload, m.case.size, m.case.dtype), [])
+                if any(is_host_copy(m, s) for s in seen):
+                    continue
+                seen.append(m)
+            counted.append(m)
+        if not counted:
+            return None
+        speedups = [
+            _apart([math.log(x) for x in f.process_speedups])
+            for c in self
+            for mode in JAX_MODES
+            if (f := c.get(mode)) is not None and f.process_speedups
+        ]
+        return ProcessSpread(
+            processes=self.run.processes,
+            measurements=len(counted),
+            times=statistics.median(
+                _apart(estimates.process_log_times(m) or [0.0]) for m in counted
+            ),
+            speedups=statistics.median(speedups) if speedups else None,
+        )
+
+
+def _anchored(
+    own: Estimate | None, anchor: Estimate | None, ratio: Estimate | None
+) -> Estimate | None:
+    """The time that agrees with `ratio` beside `anchor`'s shown time (anchor / ratio),
+    with the relative interval of the mode's `own` time; `own` where there is no ratio.
+
+    The ratio is taken round by round, the times are each mode's own medians: the two
+    differ by how the rounds' disturbances fell (a percent or two on a quiet machine).
+    Showing the time that agrees makes every row's figures agree by construction; the
+    mode's own median stays in `ModeFigure.own_time` (the HTML's tooltip, the JSON)."""
+    if own is None or anchor is None or ratio is None or not ratio.value > 0:
+        return own
+    return own.scaled(anchor.value / ratio.value / own.value)
+
+
+def _suspect(m: Measurement | None) -> bool:
+    return m is not None and any(d.code == SIZE_ORDER for d in m.diagnostics)
+
+
+def _break_even(
+    jit: Measurement | None, numpy_t: Estimate | None, jit_t: Estimate | None
+) -> float | None:
+    if jit is None or numpy_t is None or jit_t is None or not jit.ok or jit.compile is None:
+        return None
+    compile_s = jit.compile.total_compile_s
+    if compile_s is None:
+        return None
+    saved = numpy_t.value - jit_t.value
+    return compile_s / saved if saved > 0 else math.inf
+
+
+def analyse_case(measurements: Sequence[Measurement]) -> CaseAnalysis | None:
+    """The figures of one case's measurements before there is a run (the observations
+    made while a case is measured), as `analyse` will give them for a one-process run."""
+    if not measurements:
+        return None
+    run = Run(
+        run_id="",
+        started_at="",
+        finished_at=None,
+        complete=False,
+        environment={},
+        measurements=tuple(measurements),
+    )
+    return RunAnalysis(run).case(measurements[0].case)
+
+
+def analyse(run: Run) -> RunAnalysis:
+    """The figures of `run`, computed once per run object (runs are frozen)."""
+    memo = run.derived
+    found = memo.get("analysis")
+    if not isinstance(found, RunAnalysis):
+        found = memo["analysis"] = RunAnalysis(run)
+    return found
+
+
+__all__ = [
+    "CaseAnalysis",
+    "Estimate",
+    "GeoMeanSpeedup",
+    "ModeFigure",
+    "ProcessSpread",
+    "RunAnalysis",
+    "Scaling",
+    "analyse",
+]
