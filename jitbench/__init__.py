@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         load_run,
         save_run,
     )
+    from jitbench.results.analysis import Estimate, RunAnalysis, analyse
     from jitbench.runner.scheduler import run_workloads
     from jitbench.suite.discovery import Registry, discover
     from jitbench.suite.workload import Workload, workload
@@ -62,6 +63,9 @@ _EXPORTS: dict[str, str] = {
     "Run": "jitbench.results",
     "Status": "jitbench.results",
     "load_run": "jitbench.results",
+    "analyse": "jitbench.results.analysis",
+    "RunAnalysis": "jitbench.results.analysis",
+    "Estimate": "jitbench.results.analysis",
     "save_run": "jitbench.results",
     "run_workloads": "jitbench.runner.scheduler",
     "Registry": "jitbench.suite.discovery",
@@ -77,6 +81,7 @@ __all__ = [
     "CompileInfo",
     "ConfigError",
     "Diagnostic",
+    "Estimate",
     "JitbenchError",
     "Measurement",
     "Mode",
@@ -84,6 +89,7 @@ __all__ = [
     "Registry",
     "ResultsFormatError",
     "Run",
+    "RunAnalysis",
     "RunConfig",
     "SamplingPlan",
     "Status",
@@ -92,6 +98,7 @@ __all__ = [
     "Workload",
     "WorkloadError",
     "__version__",
+    "analyse",
     "compare",
     "discover",
     "load_run",
