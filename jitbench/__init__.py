@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         WorkloadError,
     )
     from jitbench.gate import Comparison, Thresholds, compare, load_side
+    from jitbench.interactive import BenchResult, bench
     from jitbench.results import (
         Case,
         CompileInfo,
@@ -63,6 +64,8 @@ _EXPORTS: dict[str, str] = {
     "Run": "jitbench.results",
     "Status": "jitbench.results",
     "load_run": "jitbench.results",
+    "bench": "jitbench.interactive",
+    "BenchResult": "jitbench.interactive",
     "analyse": "jitbench.results.analysis",
     "RunAnalysis": "jitbench.results.analysis",
     "Estimate": "jitbench.results.analysis",
@@ -76,6 +79,7 @@ _EXPORTS: dict[str, str] = {
 
 # Written out (not derived from _EXPORTS) so tools can read it; a test keeps them equal.
 __all__ = [
+    "BenchResult",
     "Case",
     "Comparison",
     "CompileInfo",
@@ -99,6 +103,7 @@ __all__ = [
     "WorkloadError",
     "__version__",
     "analyse",
+    "bench",
     "compare",
     "discover",
     "load_run",

@@ -25,6 +25,11 @@ class WorkloadError(JitbenchError):
     """A workload definition is invalid (bad preset, bad static name, bad inputs)."""
 
 
+class NoNumpySide(WorkloadError):
+    """Raised by the NumPy side of a workload that has none (`bench` without `numpy=`):
+    its JAX modes are measured and compared with each other, not with NumPy."""
+
+
 class ConfigError(JitbenchError):
     """A run option is invalid (unknown mode, size or device, bad budget)."""
 

@@ -136,6 +136,16 @@ def marks(*, suspect: bool, disagree: bool) -> str:
     return (SUSPECT_MARK if suspect else "") + (DISAGREE_MARK if disagree else "")
 
 
+def seconds_pm(value: float, low: float | None, high: float | None) -> str:
+    """A time's interval beside it: '±3%', or its ends where a ± would mislead
+    ('[14.5 µs–71.7 µs]', as `ratio_pm`); '' without one."""
+    if low is None or high is None or not (value > 0 and low > 0 and high > 0):
+        return ""
+    if pm_misleads(value, low, high):
+        return f"[{seconds(low)}–{seconds(high)}]"
+    return ratio_pm(value, low, high, times=False).partition(" ")[2]
+
+
 def percent(value: float | None, *, digits: int = 2) -> str:
     """Format a fraction as a percentage, e.g. ``0.0312 -> '3.1 %'``, ``0.0004 -> '0.04 %'``."""
     if value is None or math.isnan(value):

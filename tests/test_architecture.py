@@ -30,6 +30,7 @@ RANKS: dict[str, int] = {
     "report": 7,
     "adapters": 7,
     "api": 8,
+    "interactive": 8,
     "cli": 9,
     "__main__": 10,
 }

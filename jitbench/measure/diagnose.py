@@ -363,6 +363,14 @@ def replicated(notes: Sequence[str], device_count: int) -> Diagnostic:
 def unvalidated(reason: str = "") -> Diagnostic:
     """`unvalidated`: no NumPy reference to check this output against (`reason` says why;
     by default its side failed)."""
+    if reason.startswith(NO_NUMPY_SIDE):
+        return Diagnostic(
+            code="unvalidated",
+            severity=Severity.INFO,
+            message=f"{reason}: eager's output is not checked (jit's is checked against it)",
+            hint="give a NumPy twin (bench(f, x, numpy=f_np)) or write f(xp, ...) to compare "
+            "with NumPy and check the outputs.",
+        )
     if reason:
         return Diagnostic(
             code="unvalidated",
@@ -377,6 +385,10 @@ def unvalidated(reason: str = "") -> Diagnostic:
         message="no NumPy reference (its side failed), so this output was not checked",
         hint="fix the NumPy side; the timing stands, but not its correctness.",
     )
+
+
+#: How the NumPy side of a workload without one says so (`errors.NoNumpySide`).
+NO_NUMPY_SIDE = "no NumPy side"
 
 
 def no_finite_output() -> Diagnostic:

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from jitbench.config import RunConfig, SamplingPlan
-from jitbench.errors import WorkloadError, short_repr
+from jitbench.errors import NoNumpySide, WorkloadError, short_repr
 from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
@@ -828,6 +828,8 @@ def _numpy_reference(
             wide = diagnose.find_wide_scalars(_named_arguments(wl, host), dtype)
             if wide:
                 numpy_state.diagnostics.append(diagnose.scalar_promotion(wide, dtype))
+    except NoNumpySide as exc:
+        no_reference = str(exc)
     except Exception as exc:
         if numpy_state:
             numpy_state.fail(exc)

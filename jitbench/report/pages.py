@@ -134,8 +134,8 @@ def _env() -> jinja2.Environment:
     env.filters["ratio"] = fmt.ratio
     env.filters["seconds"] = fmt.seconds
     env.filters["percent"] = fmt.percent
-    # '±3%' (or '[low–high]' where a ± would mislead) of [value, low, high]
-    env.filters["interval"] = lambda e: fmt.ratio_pm(*e, times=False).partition(" ")[2]
+    # '±3%' (or '[low–high]' where a ± would mislead) of a time's [value, low, high]
+    env.filters["interval"] = lambda e: fmt.seconds_pm(*e)
     env.filters["count"] = fmt.count
     return env
 

@@ -21,7 +21,6 @@ from jitbench.report import data
 from jitbench.results import Case, Measurement, Mode, Run, Status
 from jitbench.results.analysis import (
     CaseAnalysis,
-    Estimate,
     ModeFigure,
     analyse,
 )
@@ -186,14 +185,8 @@ def _time_cell(f: ModeFigure | None) -> Cell:
         fmt.seconds(t.value),
         t.value,
         title=f"{interval}{calls}{processes}",
-        sub=_pm(t),
+        sub=fmt.seconds_pm(t.value, t.low, t.high),
     )
-
-
-def _pm(e: Estimate) -> str:
-    """The interval under a figure: '±3%', or '[1.03–645]' where a ± would mislead."""
-    text = fmt.ratio_pm(e.value, e.low, e.high, times=False)
-    return text.split(" ", 1)[1] if " " in text else ""
 
 
 def _speedup_cell(f: ModeFigure | None) -> Cell:

@@ -311,8 +311,9 @@ def _describe(exc: BaseException) -> tuple[str, str]:
     return type(exc).__name__, str(exc)
 
 
-#: Suites that are not Python files, by scheme (`--suite npbench:PATH`).
-SUITE_SCHEMES = ("npbench",)
+#: Suites that are not Python files, by scheme: `npbench:PATH` (`--suite`), and
+#: `shipped:PATH`, workloads defined interactively and pickled for worker processes.
+SUITE_SCHEMES = ("npbench", "shipped")
 
 
 def split_scheme(spec: str | Path) -> tuple[str, str] | None:
@@ -323,8 +324,10 @@ def split_scheme(spec: str | Path) -> tuple[str, str] | None:
 
 def _load_scheme(scheme: str, path: str) -> tuple[list[Workload], list[SuiteLoadError]]:
     """The workloads of a scheme suite, and its kernels that failed to load."""
-    from jitbench.suite import npbench
+    from jitbench.suite import npbench, shipped
 
+    if scheme == shipped.SCHEME:
+        return shipped.load(path), []
     assert scheme == npbench.SCHEME, scheme
     suite = npbench.load(path)
     errors = [

@@ -1,0 +1,329 @@
+"""`bench(fn, *args)`: one function measured in NumPy, eager and jit, in one call.
+
+The function becomes a workload (`@workload`) whose inputs are the arguments given, and
+`run_workloads` measures it under the protocol every `jitbench run` follows (staging,
+warm-up, cold compile apart, interleaved rounds, validation against NumPy, diagnostics,
+worker processes). Functions defined in a notebook or `__main__` reach the worker
+processes pickled by value (`suite.shipped`); where that fails the run stays in one
+process and the result says why. The result formats the analysis layer's figures.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitbench.config import JAX_MODES, Mode, RunConfig, SamplingPlan
+from jitbench.errors import ConfigError, NoNumpySide, SuiteError
+from jitbench.measure.diagnose import NO_NUMPY_SIDE
+from jitbench.results import Run, dump_run
+from jitbench.results.analysis import CaseAnalysis, Estimate, RunAnalysis, analyse
+from jitbench.suite import shipped
+from jitbench.suite.workload import workload
+
+#: The size label of a call measured with the arguments given (no `sizes=` or `sweep=`).
+GIVEN = "given"
+
+ArgumentFactory = Callable[[], Any]
+
+
+def _host(value: Any) -> Any:
+    """A JAX array as a NumPy array (the protocol stages inputs from the host)."""
+    if hasattr(value, "__jax_array__") or type(value).__module__.startswith("jax"):
+        return np.asarray(value)
+    return value
+
+
+def _bound(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any], *, xp: bool
+) -> tuple[Any, ...] | dict[str, Any]:
+    """The call's arguments as a workload's inputs return them: by keyword where the
+    signature allows (so keyword and static arguments keep their names), else as a
+    tuple of positional arguments."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin or a C function: positional only
+        sig = None
+    params = list(sig.parameters.values()) if sig else []
+    if xp and params:
+        params = params[1:]
+    positional = any(p.kind is p.VAR_POSITIONAL for p in params) or any(
+        p.kind is p.POSITIONAL_ONLY for p in params
+    )
+    if sig is None or positional:
+        if kwargs:
+            raise ConfigError(
+                f"{getattr(fn, '__name__', 'the function')} takes positional-only or *args "
+                "parameters: pass every argument positionally to bench()"
+            )
+        return tuple(_host(a) for a in args)
+    try:
+        bound = sig.replace(parameters=params).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ConfigError(f"bench(): the arguments do not fit {fn.__name__}{sig}: {exc}") from exc
+    return {k: _host(v) for k, v in bound.arguments.items()}
+
+
+def _takes_xp(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` takes the array namespace first (`f(xp, ...)`), serving both sides."""
+    try:
+        first = next(iter(inspect.signature(fn).parameters), None)
+    except (TypeError, ValueError):
+        return False
+    return first == "xp"
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """What `bench` measured: the run, and the figures every jitbench reader shows.
+
+    Print it (or leave it last in a notebook cell) for a summary like `%timeit`'s; the
+    accessors give the figures themselves. A case is a size: `"given"` for the arguments
+    given, else the label of a `sizes=` preset or a `sweep=` point.
+    """
+
+    run: Run
+    name: str
+    notes: tuple[str, ...] = ()
+    sizes: tuple[str, ...] = field(default=(GIVEN,))
+
+    @property
+    def analysis(self) -> RunAnalysis:
+        return analyse(self.run)
+
+    def case(self, size: str | None = None) -> CaseAnalysis:
+        """The figures of one size (default: the first, or the only one)."""
+        label = size if size is not None else self.sizes[0]
+        for c in self.analysis:
+            if c.case.size == label:
+                return c
+        raise KeyError(f"no size {label!r}; this result has {', '.join(self.sizes)}")
+
+    def time(self, mode: Mode | str = Mode.JIT, size: str | None = None) -> Estimate | None:
+        """Seconds per call of `mode`, with its 95 % interval (None where not measured)."""
+        f = self.case(size).get(mode)
+        return f.time if f is not None else None
+
+    def speedup(
+        self, mode: Mode | str = Mode.JIT, *, over: Mode | str = Mode.NUMPY, size: str | None = None
+    ) -> Estimate | None:
+        """How many times faster `mode` is than `over` (NumPy by default, or "eager"),
+        with its 95 % interval; the quotient of the two times shown."""
+        c = self.case(size)
+        mode, over = Mode(mode), Mode(over)
+        if over is Mode.NUMPY:
+            f = c.get(mode)
+            return f.speedup if f is not None else None
+        if (over, mode) == (Mode.EAGER, Mode.JIT):
+            return c.eager_over_jit
+        a, b = self.time(over, size), self.time(mode, size)
+        if a is None or b is None:
+            return None
+        return Estimate(a.value / b.value, None, None)
+
+    def compile_s(self, size: str | None = None) -> float | None:
+        """jit's cold compile (trace + lower + XLA compile), seconds."""
+        f = self.case(size).get(Mode.JIT)
+        c = f.measurement.compile if f is not None else None
+        return c.total_compile_s if c is not None else None
+
+    def break_even_calls(self, size: str | None = None) -> float | None:
+        """Calls after which jit's compile is paid back versus NumPy (inf: never)."""
+        return self.case(size).break_even_calls
+
+    @property
+    def diagnostics(self) -> list[tuple[str, str, str, str]]:
+        """(mode, code, message, hint) of every diagnostic and error, in mode order."""
+        out = []
+        for m in self.run.measurements:
+            if m.error is not None:
+                out.append((m.mode.value, m.error.type, m.error.message, m.error.hint))
+            out += [(m.mode.value, d.code, d.message, d.hint) for d in m.diagnostics]
+        return out
+
+    def to_json(self) -> str:
+        """The run as the JSON text `jitbench run` writes (`report` and `compare` read it)."""
+        return dump_run(self.run)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the run JSON to `path` (a file, or a folder that gets `<run id>.json`)."""
+        from jitbench.results import save_run
+
+        target = Path(path)
+        if target.is_dir():
+            target = target / f"{self.run.run_id}.json"
+        save_run(self.run, target)
+        return target
+
+    def __str__(self) -> str:
+        from jitbench.render.bench_summary import summary_text
+
+        return summary_text(self)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        from jitbench.render.bench_summary import summary_html
+
+        return summary_html(self)
+
+    def __rich__(self) -> Any:
+        from jitbench.render.bench_summary import summary_renderable
+
+        return summary_renderable(self)
+
+
+def bench(
+    fn: Callable[..., Any],
+    *args: Any,
+    numpy: Callable[..., Any] | None = None,
+    static_argnames: str | Sequence[str] = (),
+    static_argnums: int | Sequence[int] = (),
+    sizes: Mapping[str, ArgumentFactory] | None = None,
+    sweep: Mapping[float, ArgumentFactory] | None = None,
+    modes: Sequence[Mode | str] | None = None,
+    budget: float | None = None,
+    processes: int | None = None,
+    x64: bool = False,
+    devices: Sequence[str] | None = None,
+    rtol: float | None = None,
+    atol: float | None = None,
+    name: str | None = None,
+    config: RunConfig | None = None,
+    **kwargs: Any,
+) -> BenchResult:
+    """Measure `fn` in NumPy, JAX eager and JAX jit under jitbench's protocol.
+
+    ``bench(f, x)`` times ``f(x)``: eagerly and under ``jax.jit`` on JAX, and on NumPy
+    when there is a NumPy side: `numpy=` (a twin taking the same arguments), or `fn`
+    itself when its first parameter is ``xp`` (``def f(xp, x): return xp.tanh(x)``, called
+    with ``numpy`` and ``jax.numpy``). Without one, eager and jit are measured and
+    compared with each other. Outputs are checked against NumPy's; the run keeps every
+    sample and diagnostic, as `jitbench run` does.
+
+    Args:
+        args, kwargs: the call's arguments (NumPy or JAX arrays, Python values). Float
+            arrays run in float32 (float64 with `x64`), on both sides alike.
+        numpy: the NumPy implementation, same arguments.
+        static_argnames, static_argnums: arguments that are Python values, static under
+            jit, as in `jax.jit`.
+        sizes: size label -> a function of no arguments returning the call's arguments (a
+            tuple, or one array): each is a case, instead of `args`.
+        sweep: x value (e.g. the element count) -> such a function: a size sweep, for the
+            crossover chart (`result.run` into `jitbench report`).
+        modes: the modes to measure (default: numpy, eager and jit; eager and jit without
+            a NumPy side).
+        budget, processes, x64, devices: as `jitbench run` (`RunConfig`); `processes`
+            defaults to 2, so the intervals hold from run to run.
+        rtol, atol: validation tolerances (default: dtype-aware).
+        name: the workload's name in the run (default: the function's).
+        config: a whole `RunConfig` instead of the settings above.
+
+    Returns:
+        A `BenchResult`: print it for a summary; `.time("jit")`, `.speedup("jit")`,
+        `.compile_s()`, `.break_even_calls()`, `.run`, `.save(path)`.
+
+    Raises:
+        ConfigError: arguments that do not fit `fn`, or settings out of range.
+        WorkloadError: what `@workload` refuses (e.g. a static name `fn` lacks).
+    """
+    xp = numpy is None and _takes_xp(fn)
+    has_numpy = numpy is not None or xp
+    cases: dict[str, Callable[[], Any]]
+    params: dict[str, dict[str, Any]]
+    sweep_params: list[dict[str, Any]] = []
+    if sizes is not None or sweep is not None:
+        if args or kwargs:
+            raise ConfigError("bench(): give the arguments, or sizes=/sweep= factories, not both")
+        cases = dict(sizes or {})
+        params = {label: {"case": label} for label in cases}
+        for x, factory in (sweep or {}).items():
+            if not (isinstance(x, (int, float)) and math.isfinite(x)):
+                raise ConfigError(f"bench(): sweep keys are numbers (the x axis), got {x!r}")
+            cases[f"n={x:g}"] = factory
+            sweep_params.append({"n": x})
+    else:
+        given = (args, kwargs)
+        cases = {GIVEN: lambda: given}
+        params = {GIVEN: {}}
+
+    def call_args(made: Any) -> tuple[Any, ...] | dict[str, Any]:
+        if isinstance(made, tuple) and len(made) == 2 and isinstance(made[1], dict):
+            a, k = made
+        elif isinstance(made, tuple):
+            a, k = made, {}
+        else:
+            a, k = (made,), {}
+        return _bound(fn, tuple(a), k, xp=xp)
+
+    if GIVEN in cases:
+        call_args(cases[GIVEN]())  # arguments that do not fit are refused now, not measured
+
+    def inputs(rng: Any, *, dtype: Any, case: str | None = None, n: float | None = None) -> Any:
+        label = case if case is not None else (GIVEN if n is None else f"n={n:g}")
+        return call_args(cases[label]())
+
+    # A sweep measures its points, not presets; @workload still wants one preset.
+    presets = params or {f"n={sweep_params[0]['n']:g}": dict(sweep_params[0])}
+    wl = workload(
+        fn,
+        inputs=inputs,
+        sizes=presets,
+        sweep=sweep_params,
+        numpy=numpy if numpy is not None else (None if xp else _no_numpy),
+        static_argnames=static_argnames,
+        static_argnums=static_argnums,
+        rtol=rtol,
+        atol=atol,
+        name=name or _name_of(fn),
+    )
+    if config is None:
+        chosen = tuple(Mode(m) for m in modes) if modes else None
+        if chosen is None:
+            chosen = (Mode.NUMPY, *JAX_MODES) if has_numpy else JAX_MODES
+        settings: dict[str, Any] = {
+            "modes": chosen,
+            "x64": x64,
+            "sizes": tuple(presets),
+            "sweep": bool(sweep_params),
+        }
+        if devices is not None:
+            settings["devices"] = tuple(devices)
+        if processes is not None:
+            settings["processes"] = processes
+        if budget is not None:
+            settings["plan"] = SamplingPlan(budget_s=budget)
+        config = RunConfig(**settings)
+    notes: list[str] = []
+    if config.processes > 1:
+        try:
+            [wl] = shipped.ship([wl])
+        except SuiteError as exc:
+            notes.append(
+                f"measured in one process: {wl.name} could not be shipped to worker processes "
+                f"({exc}), so its intervals describe this process only"
+            )
+            config = replace(config, processes=1)
+    from jitbench.runner.scheduler import run_workloads
+
+    run = run_workloads([wl], config)
+    labels = tuple(dict.fromkeys(c.size for c in run.cases())) or (GIVEN,)
+    return BenchResult(run=run, name=wl.name, notes=tuple(notes), sizes=labels)
+
+
+def _name_of(fn: Callable[..., Any]) -> str:
+    name = str(getattr(fn, "__name__", "") or "function")
+    return name if name.isidentifier() else "function"
+
+
+def _no_numpy(*args: Any, **kwargs: Any) -> Any:
+    raise NoNumpySide(f"{NO_NUMPY_SIDE} was given")
+
+
+__all__ = ["GIVEN", "BenchResult", "bench"]
