@@ -452,7 +452,7 @@ def _print_machine(runs: list) -> None:  # type: ignore[type-arg]
     """Per run: how far its processes measured the same code apart (what the banner calls
     unstable) beside its noise probes, which see only a few milliseconds."""
     from jitbench import formatting as fmt
-    from jitbench.measure import machine
+    from jitbench.results.analysis import machine
 
     print("per run: processes apart, times · speedups (median); noise probe before · after")
     for run in runs:

@@ -45,8 +45,8 @@ print(json.dumps({"median_s": statistics.median(per_call), "number": number}))
 
 def jitbench_median(threads: str) -> tuple[float, str | None, str]:
     """NumPy's median for gemm[M] from `jitbench run`, its machine banner, its thread line."""
-    from jitbench.measure import machine
     from jitbench.measure.threads import recorded_summary
+    from jitbench.results.analysis import machine
 
     with tempfile.TemporaryDirectory() as out:
         cmd = [sys.executable, "-m", "jitbench", "run", "gemm", "-s", "M", "-m", "numpy"]

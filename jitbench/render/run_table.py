@@ -19,7 +19,7 @@ from rich.text import Text
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.errors import ConfigError, unknown_name_message
-from jitbench.measure import diagnose, machine
+from jitbench.measure import diagnose
 from jitbench.measure.threads import core_ranges, recorded_summary
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Case, Measurement, Mode, Run, Severity, Status
@@ -29,6 +29,7 @@ from jitbench.results.analysis import (
     CaseAnalysis,
     ModeFigure,
     analyse,
+    machine,
 )
 from jitbench.suite.workload import Workload
 
@@ -252,7 +253,7 @@ def machine_banner(run: Run) -> Text | None:
     """The one line printed above the summary table when the machine was busy or noisy
     before or after the run, with its noise floor, or when its processes measured the same
     code far apart (`machine.run_banner`); else None."""
-    warning = machine.run_banner(run.environment, analyse(run).process_spread)
+    warning = analyse(run).machine_banner
     return Text(f"⚠ {warning}", style="bold yellow") if warning else None
 
 

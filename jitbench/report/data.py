@@ -18,7 +18,6 @@ from typing import Any, Protocol, TypeVar
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.measure import diagnose
-from jitbench.measure import machine as machine_state
 from jitbench.measure.threads import recorded_summary
 from jitbench.results import Case, Measurement, Mode, Run
 from jitbench.results.analysis import (
@@ -28,6 +27,7 @@ from jitbench.results.analysis import (
     ModeFigure,
     analyse,
 )
+from jitbench.results.analysis import machine as machine_state
 from jitbench.suite.workload import sweep_label
 
 MAX_LABEL_CHARS = 60
@@ -527,7 +527,7 @@ def threads_text(run: Run) -> str | None:
 def machine_banner(run: Run) -> str | None:
     """One line when the machine was busy or noisy before or after the run, or the run's
     processes measured the same code far apart (else None)."""
-    return machine_state.run_banner(run.environment, analyse(run).process_spread)
+    return analyse(run).machine_banner
 
 
 def dtypes(run: Run) -> list[str]:

@@ -28,10 +28,10 @@ from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.errors import OutputError
-from jitbench.measure import diagnose, machine, threads
+from jitbench.measure import diagnose, threads
 from jitbench.report import data
 from jitbench.results import Run, model, write_text_atomic
-from jitbench.results.analysis import analyse, estimates, figures
+from jitbench.results.analysis import analyse, estimates, figures, machine
 from jitbench.results.validated import Stamp, stamp_of
 from jitbench.suite import workload
 
@@ -194,7 +194,7 @@ def summarize(run: Run) -> RunSummary:
         machine=data.machine(run),
         host=data.host(run),
         flags=[f for f in ("quick", "sweep", "x64") if getattr(settings, f, False)]
-        + machine.run_flags(run.environment, analyse(run).process_spread),
+        + analyse(run).machine_flags,
         devices={d: data.device_title(run, d) for d in devices},
         jax=str(data.versions(run).get("jax") or "—"),
         workloads=data.workloads(run),

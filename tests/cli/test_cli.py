@@ -223,7 +223,7 @@ def test_command_modules_import_only_common_and_options_from_the_cli(repo):
 def test_run_threads_1_records_the_thread_state_and_the_banner_follows_the_machine(
     double_run,
 ):
-    from jitbench.measure import machine
+    from jitbench.results.analysis import machine
 
     tmp_path, result = double_run
     assert result.returncode == 0, result.stderr

@@ -11,15 +11,16 @@ from pathlib import Path
 import pytest
 
 from jitbench.measure import machine
-from jitbench.measure.machine import (
+from jitbench.measure.machine import CpuTimes
+from jitbench.measure.threads import choose_cores
+from jitbench.results.analysis import machine as verdict
+from jitbench.results.analysis.machine import (
     BUSY_OTHERS_MARGIN_CORES,
     BUSY_STEAL,
     NOISY_CV,
-    CpuTimes,
     MachineState,
     NoiseProbe,
 )
-from jitbench.measure.threads import choose_cores
 
 PROC_STAT = """\
 cpu  1000 10 300 5000 40 0 5 50 0 0
@@ -252,15 +253,15 @@ def test_a_real_snapshot_is_quick_and_complete_on_linux() -> None:
 
 
 def test_banner_only_for_busy_or_noisy_runs_and_never_for_old_ones() -> None:
-    assert machine.banner({}) is None  # a run from before the snapshots
+    assert verdict.banner({}) is None  # a run from before the snapshots
     calm = {"machine_before": quiet().to_dict(), "machine_after": quiet().to_dict()}
-    assert machine.banner(calm) is None
+    assert verdict.banner(calm) is None
     noisy_probe = NoiseProbe(samples_s=(0.9, 0.95, 1.0, 1.05, 1.1))
     env = {
         "machine_before": quiet().to_dict(),
         "machine_after": quiet(load_avg=(4.5, 3.0, 2.0), probe=noisy_probe).to_dict(),
     }
-    assert machine.banner(env) == (
+    assert verdict.banner(env) == (
         "busy and noisy machine (after the run): load 4.50 on 2 cores · "
         "noise floor ±0 % before, ±7.4 % after"
     )
@@ -269,17 +270,17 @@ def test_banner_only_for_busy_or_noisy_runs_and_never_for_old_ones() -> None:
 def test_a_run_is_unstable_when_its_processes_measured_the_same_code_far_apart() -> None:
     from jitbench.results.analysis import ProcessSpread
 
-    assert machine.unstable(None) is None  # one process: nothing to tell
+    assert verdict.unstable(None) is None  # one process: nothing to tell
     # Judged on the figure shown, to one decimal: 9.94 % reads 9.9 %, 9.96 % reads 10.0 %.
     below = ProcessSpread(processes=2, measurements=120, times=0.0994, speedups=0.05)
-    assert machine.unstable(below) is None
+    assert verdict.unstable(below) is None
     at = ProcessSpread(processes=2, measurements=120, times=0.0996, speedups=0.1)
-    assert machine.unstable(at) == (
+    assert verdict.unstable(at) == (
         "its 2 processes measured the same code a median 10.0 % apart (speedups 10.0 %): "
         "a repeat run may differ as much"
     )
     unpaired = ProcessSpread(processes=3, measurements=9, times=1.25, speedups=None)
-    assert machine.spread_text(unpaired) == "measured the same code a median 125.0 % apart"
+    assert verdict.spread_text(unpaired) == "measured the same code a median 125.0 % apart"
 
 
 def test_choose_cores_takes_the_least_busy_then_rotates_ties_by_start() -> None:

@@ -67,7 +67,7 @@ def test_the_banner_says_a_run_is_unstable_with_or_without_a_busy_machine() -> N
         "which measured the same code a median 25.0 % apart (speedups 0.0 %)."
     )
     # On a busy machine as well: one line, the machine's reasons first.
-    from jitbench.measure.machine import MachineState
+    from jitbench.results.analysis.machine import MachineState
 
     busy = MachineState(cores_total=2, cores_used=1, load_avg=(4.5, 3.0, 2.0)).to_dict()
     both = replace(slower, environment={"machine_before": busy, "machine_after": busy})
@@ -77,7 +77,7 @@ def test_the_banner_says_a_run_is_unstable_with_or_without_a_busy_machine() -> N
     assert " · unstable: its 2 processes measured the same code a median 25.0 % apart" in (
         banner.plain
     )
-    from jitbench.measure.machine import run_flags
+    from jitbench.results.analysis.machine import run_flags
 
     assert run_flags(both.environment, analyse(both).process_spread) == ["busy", "unstable"]
     assert run_flags({}, analyse(run).process_spread) == []

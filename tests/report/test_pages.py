@@ -15,12 +15,12 @@ import pytest
 from jitbench import formatting as fmt
 from jitbench import load_run, save_run
 from jitbench.errors import OutputError
-from jitbench.measure.machine import MachineState, NoiseProbe
 from jitbench.measure.threads import ThreadState
 from jitbench.render.run_table import machine_banner, summary_table
 from jitbench.report import assets, data, pages, write_index, write_report, write_run_page
 from jitbench.results import Diagnostic, Mode, Run, Severity, Status, safe_file_stem
 from jitbench.results.analysis import analyse
+from jitbench.results.analysis.machine import MachineState, NoiseProbe
 from tests.report.builders import crafted_evil, labelled, relabelled, seed_run
 
 

@@ -693,8 +693,8 @@ def test_a_case_failing_in_a_later_round_keeps_the_others_going():
 
 
 def test_a_run_records_its_threads_and_the_machine_before_and_after(tiny_run):
-    from jitbench.measure.machine import MachineState
     from jitbench.measure.threads import ThreadState
+    from jitbench.results.analysis.machine import MachineState
 
     env = tiny_run.environment
     threads = ThreadState.from_dict(env["threads"])

@@ -13,12 +13,12 @@ from jitbench.results.analysis.figures import (
     CaseAnalysis,
     GeoMeanSpeedup,
     ModeFigure,
-    ProcessSpread,
     RunAnalysis,
     Scaling,
     analyse,
     analyse_case,
 )
+from jitbench.results.analysis.machine import ProcessSpread
 
 __all__ = [
     "PROCESS_PRIOR_DF",

@@ -20,8 +20,9 @@ from functools import cached_property
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import JAX_MODES, Mode
-from jitbench.results.analysis import estimates
+from jitbench.results.analysis import estimates, machine
 from jitbench.results.analysis.estimates import Estimate
+from jitbench.results.analysis.machine import ProcessSpread
 from jitbench.results.model import Case, Measurement, Run, Status, is_host_copy
 
 CaseKey = tuple[str, str, str, str]
@@ -187,23 +188,6 @@ class GeoMeanSpeedup:
     suspect: int = 0
     uncertain: int = 0
     scope: str = "preset sizes"
-
-
-@dataclass(frozen=True)
-class ProcessSpread:
-    """How far a run's processes measured the same code apart.
-
-    `times`: the median, over the run's measurements with two or more processes, of how
-    far two of its processes measured it apart (the mean over pairs of |log ratio| of
-    their medians, as a factor less 1: 0.1 is 10 % apart), NumPy counted once per case
-    however many devices it is filed under. `speedups`: the same of each eager and jit
-    speedup over NumPy (None where the run holds none). A mean over pairs, so that more
-    processes do not read as further apart."""
-
-    processes: int
-    measurements: int
-    times: float
-    speedups: float | None
 
 
 def _apart(logs: Sequence[float]) -> float:
@@ -408,6 +392,17 @@ class RunAnalysis:
                 )
             )
         return out
+
+    @property
+    def machine_banner(self) -> str | None:
+        """One line when the machine was busy or noisy around the run, or its processes
+        measured the same code far apart (`machine.run_banner`); None otherwise."""
+        return machine.run_banner(self.run.environment, self.process_spread)
+
+    @property
+    def machine_flags(self) -> list[str]:
+        """'busy', 'noisy', 'unstable': the run's machine verdict as tags."""
+        return machine.run_flags(self.run.environment, self.process_spread)
 
     @cached_property
     def process_spread(self) -> ProcessSpread | None:
