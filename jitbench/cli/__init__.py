@@ -7,11 +7,12 @@ imported below, and none of them imports this package, so there is no import cyc
 from __future__ import annotations
 
 from jitbench.cli import compare, info, profile, report, run  # noqa: F401  (register commands)
-from jitbench.cli.common import app
+from jitbench.cli.common import app, guard_std_streams
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
     """The `jitbench` console script."""
+    guard_std_streams()
     app()

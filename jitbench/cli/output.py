@@ -4,12 +4,11 @@ printed and written the same way by `compare` and `run --baseline`."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jitbench.cli.common import err, escape, out, print_fitted, say
+from jitbench.cli.common import err, escape, out, print_fitted, say, write_plain
 from jitbench.cli.options import TableFormat
 from jitbench.errors import OutputError
 
@@ -45,8 +44,7 @@ def check_output_file(path: Path | None) -> None:
 def write_output(path: Path, text: str) -> None:
     """Write `text` to `path`, or to stdout when path is '-'."""
     if str(path) == "-":
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+        write_plain(text if text.endswith("\n") else text + "\n")
         return
     check_output_file(path)
     from jitbench.results import write_text_atomic
@@ -80,9 +78,9 @@ def render_comparison(
     if stdout_taken:
         table_format = TableFormat.TABLE
     if table_format is TableFormat.MARKDOWN:
-        out.file.write(compare_render.comparison_markdown(cmp))
+        write_plain(compare_render.comparison_markdown(cmp))
     elif table_format is TableFormat.CSV:
-        out.file.write(compare_render.comparison_csv(cmp))
+        write_plain(compare_render.comparison_csv(cmp))
     print_fitted(
         lambda width: compare_render.comparison_report(
             cmp, all_rows=all_rows, width=width, wide=wide
@@ -129,11 +127,11 @@ def print_run_table(
     if table_format is TableFormat.MARKDOWN:
         from jitbench.render.run_markdown import run_markdown
 
-        out.file.write(run_markdown(run, sizes=sizes))
+        write_plain(run_markdown(run, sizes=sizes))
     elif table_format is TableFormat.CSV:
         from jitbench.render.run_csv import run_csv
 
-        out.file.write(run_csv(run, sizes=sizes))
+        write_plain(run_csv(run, sizes=sizes))
     else:
         print_fitted(
             lambda width: (

@@ -23,6 +23,7 @@ from jitbench.cli.common import (
     err,
     escape,
     handles_errors,
+    kept,
     out,
     progress_console,
     say,
@@ -587,6 +588,9 @@ def run_cmd(
             err.print(f"run saved to {escape(shown_path(path))}; its pages were not written:")
             raise
 
+    kept(f"run saved to {shown_path(path)}")
+    if page is not None:
+        kept(f"report written to {shown_path(page)}")
     # With --format markdown or csv, stdout holds the table alone; the rest goes to stderr.
     notes = out if table_format is TableFormat.TABLE else err
     print_run_table(run, wide=wide, table_format=table_format)
