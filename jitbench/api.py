@@ -139,10 +139,10 @@ def run(
         path = run_file(root, run_id) if root is not None else None
     # Fail before measuring, not after an hour: the run file's folder and, where pages go,
     # the output folder (index.html, history.html, plotly.min.js, runs/, the run's page).
+    if root is not None:  # first: runs/ must not be a link before a file goes there
+        OutputLayout(root).ensure_writable(run_id)
     if path is not None:
         ensure_writable_dir(path.parent)
-    if root is not None:
-        OutputLayout(root).ensure_writable(run_id)
 
     def save_partial(partial: Run) -> None:
         if path is not None:
@@ -228,6 +228,7 @@ def compare_revisions(
     thresholds = thresholds or Thresholds(threshold=INTERLEAVED_THRESHOLD)
     matcher = compile_keyword(keyword) if keyword else None
     layout = OutputLayout(ensure_writable_dir(out))
+    layout.check_runs_folder()
     ensure_writable_dir(layout.runs_dir)
 
     def select(name: str, tags: Sequence[str]) -> bool:

@@ -14,7 +14,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar, cast
 
 import typer
 import typer.core
@@ -325,7 +325,7 @@ def progress_console() -> Iterator[Console | None]:
     )
     try:
         yield SafeConsole(
-            file=GuardedStream(stream, "stderr"), highlight=False, force_terminal=True
+            file=cast(TextIO, GuardedStream(stream, "stderr")), highlight=False, force_terminal=True
         )
     finally:
         stream.close()

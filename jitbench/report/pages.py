@@ -39,6 +39,7 @@ from jitbench.results import (
     Mode,
     OutputLayout,
     Run,
+    check_replaceable,
     check_run_copy,
     load_run,
     save_run,
@@ -156,7 +157,9 @@ def _render(template: str, **context: Any) -> str:
 
 
 def _write(path: Path, text: str) -> Path:
-    """Write a page, index or plotly.js atomically (temp file + rename) and return its path."""
+    """Write a page, index or plotly.js atomically (temp file + rename) and return its path;
+    never over a file jitbench did not write, a link or a folder (`check_replaceable`)."""
+    check_replaceable(path)
     write_text_atomic(path, text)
     return path
 

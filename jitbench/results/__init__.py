@@ -19,6 +19,7 @@ from jitbench.results.codec import (
 )
 from jitbench.results.files import (
     OutputLayout,
+    check_replaceable,
     check_run_copies,
     check_run_copy,
     ensure_writable_dir,
@@ -62,6 +63,7 @@ __all__ = [
     "ShardingInfo",
     "Status",
     "TimeSplit",
+    "check_replaceable",
     "check_run_copies",
     "check_run_copy",
     "dump_run",

@@ -65,6 +65,7 @@ from jitbench.results.model import (
     Status,
     TimeSplit,
 )
+from jitbench.results.safe_io import FileTooBig, NotRegularFile, read_regular
 
 # ---------------------------------------------------------------------------------------
 # JSON form
@@ -369,6 +370,11 @@ def _a_folder(p: Path) -> str:
     return f"{str(p)!r} is a folder; pass a run file: {many}{str(runs[-1])!r}."
 
 
+#: The largest run file `load_run` reads (parsed, a run takes several times its size in
+#: memory; the biggest real runs are tens of MB).
+MAX_RUN_FILE_BYTES = 512 * 2**20
+
+
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load and validate a run JSON file.
 
@@ -382,13 +388,22 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            stamp = validated.stamp_of(os.fstat(fh.fileno()))
-            raw = fh.read()
+        raw, st = read_regular(p, limit=MAX_RUN_FILE_BYTES)
+        stamp = validated.stamp_of(st)
     except FileNotFoundError:
         raise ResultsFormatError(f"results file {str(p)!r} does not exist.") from None
     except IsADirectoryError:
         raise ResultsFormatError(_a_folder(p)) from None
+    except NotRegularFile as exc:
+        raise ResultsFormatError(
+            f"{str(p)!r} is {exc.kind}, not a run file; pass a file written by `jitbench run`."
+        ) from None
+    except FileTooBig as exc:
+        raise ResultsFormatError(
+            f"{str(p)!r} holds {exc.size / 2**20:,.0f} MiB, more than a run file may "
+            f"({exc.limit / 2**20:,.0f} MiB: reading it would take many times that in "
+            "memory); is it a run file? Split a huge run by workload (`-k`) when measuring."
+        ) from None
     except OSError as exc:
         raise ResultsFormatError(
             f"cannot read results file {str(p)!r}: {exc.strerror or exc}"
