@@ -7,6 +7,7 @@ measuring; measure; write the run file as it goes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +21,7 @@ from jitbench.results import (
     check_run_copy,
     ensure_writable_dir,
     load_run,
+    run_file_lock,
     save_run,
 )
 from jitbench.results.model import new_run_id
@@ -115,59 +117,65 @@ def run(
         raise ConfigError(f"allow_changed_suites is True or False, got {allow_changed_suites!r}.")
     # Absolute now: a suite file may change the working folder when it is imported.
     root = Path(out).absolute() if out is not None else None
-    previous: Run | None = None
-    path: Path | None
-    if resume is not None:
-        given = [
-            flag
-            for flag, value in (("NAMES", names), ("--suite", suites), ("-k", keyword))
-            if value
-        ]
-        path = Path(resume).absolute()
-        previous, config, workloads = _resumable(
-            path, config, given=given, allow_changed_suites=allow_changed_suites
-        )
-        run_id = previous.run_id
-        if root is not None:  # its page's copy of the run must not replace another file
-            check_run_copy(previous, root, source=path)
-    else:
-        registry = discover(suites)
-        for error in registry.errors:
-            emit(SuiteSkipped(str(error)))
-        workloads = registry.select_some(names, keyword)
-        run_id = new_run_id()
-        path = run_file(root, run_id) if root is not None else None
-    # Fail before measuring, not after an hour: the run file's folder and, where pages go,
-    # the output folder (index.html, history.html, plotly.min.js, runs/, the run's page).
-    if root is not None:  # first: runs/ must not be a link before a file goes there
-        OutputLayout(root).ensure_writable(run_id)
-    if path is not None:
-        ensure_writable_dir(path.parent)
-
-    def save_partial(partial: Run) -> None:
+    with contextlib.ExitStack() as held:  # the run file's lock, until it is saved
+        previous: Run | None = None
+        path: Path | None
+        if resume is not None:
+            given = [
+                flag
+                for flag, value in (("NAMES", names), ("--suite", suites), ("-k", keyword))
+                if value
+            ]
+            path = Path(resume).absolute()
+            # Before reading it: a run still writing this file (or another resume of it)
+            # is refused at once, not raced.
+            held.enter_context(run_file_lock(path))
+            previous, config, workloads = _resumable(
+                path, config, given=given, allow_changed_suites=allow_changed_suites
+            )
+            run_id = previous.run_id
+            if root is not None:  # its page's copy of the run must not replace another file
+                check_run_copy(previous, root, source=path)
+        else:
+            registry = discover(suites)
+            for error in registry.errors:
+                emit(SuiteSkipped(str(error)))
+            workloads = registry.select_some(names, keyword)
+            run_id = new_run_id()
+            path = run_file(root, run_id) if root is not None else None
+        # Fail before measuring, not after an hour: the run file's folder and, where pages go,
+        # the output folder (index.html, history.html, plotly.min.js, runs/, the run's page).
+        if root is not None:  # first: runs/ must not be a link before a file goes there
+            OutputLayout(root).ensure_writable(run_id)
         if path is not None:
-            save_run(partial, path)
-        if checkpoint is not None:
-            checkpoint(partial)
+            ensure_writable_dir(path.parent)
+            if previous is None:
+                held.enter_context(run_file_lock(path))
 
-    try:
-        result = run_workloads(
-            workloads,
-            config,
-            on_event=emit,
-            checkpoint=save_partial,
-            run_id=run_id,
-            resume=previous,
-        )
-    except RunInterrupted as exc:
-        if path is None:
+        def save_partial(partial: Run) -> None:
+            if path is not None:
+                save_run(partial, path)
+            if checkpoint is not None:
+                checkpoint(partial)
+
+        try:
+            result = run_workloads(
+                workloads,
+                config,
+                on_event=emit,
+                checkpoint=save_partial,
+                run_id=run_id,
+                resume=previous,
+            )
+        except RunInterrupted as exc:
+            if path is None:
+                raise
+            _save_shielded(exc.partial, path)
+            exc.saved_to = path
             raise
-        _save_shielded(exc.partial, path)
-        exc.saved_to = path
-        raise
-    if path is not None:
-        _save_shielded(result, path)
-    return result
+        if path is not None:
+            _save_shielded(result, path)
+        return result
 
 
 def _resumable(

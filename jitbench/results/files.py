@@ -19,11 +19,13 @@ followed), and refuses to replace a file it did not write (a hand-written index.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,6 +59,61 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise OutputError(
             f"cannot write {str(path)!r}: {exc.strerror or exc}; choose another folder with --out."
         ) from None
+
+
+def lock_path(run_file: Path) -> Path:
+    """The lock beside a run file that a run writing it holds: `.NAME.lock`."""
+    return run_file.with_name(f".{run_file.name}.lock")
+
+
+@contextlib.contextmanager
+def run_file_lock(run_file: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the run file's lock (`fcntl.flock` on `lock_path`) while the block writes it,
+    so two jitbench processes never measure into one file: a second `--resume` of a run,
+    or a resume of a run still measuring, is refused at once. The lock goes with the
+    process (a killed run leaves none held); the lock file is removed on the way out.
+
+    Where no lock file can be made (the folder is missing or read-only), the block runs
+    unlocked: the checks that follow say what is wrong with the folder.
+
+    Raises:
+        OutputError: another process holds the lock; names its process id.
+    """
+    lock = lock_path(Path(run_file))
+    fd = -1
+    while fd < 0:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise OutputError(
+                f"{str(run_file)!r} is being written by another jitbench process (pid "
+                f"{holder}) right now; wait for it to finish, or stop it (its partial run is "
+                "kept) and resume then with `jitbench run --resume`."
+            ) from None
+        # The holder before us may have removed the file between our open and our lock:
+        # then what we hold is no longer the lock; take the one at the path again.
+        try:
+            current = os.stat(lock, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = -1
+        if current != os.fstat(fd).st_ino:
+            os.close(fd)
+            fd = -1
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
 
 
 def ensure_writable_dir(folder: str | os.PathLike[str]) -> Path:
