@@ -195,6 +195,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_WORKLOAD = 3  # a case failed in every mode, NumPy included: the workload's bug
+EXIT_INCONCLUSIVE = 4  # the gate cannot vouch for the new run (and was not told to accept it)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
 EXIT_HUNG_UP = 129  # 128 + SIGHUP: the terminal or session went away

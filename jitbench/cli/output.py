@@ -88,8 +88,8 @@ def render_comparison(
         console=console,
         natural=wide,
     )
-    if (warning := compare_render.inconclusive_warning(cmp)) is not None:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    for line in cmp.inconclusive:  # a partial run, changes too few samples could test
+        err.print(f"[yellow]warning:[/] {escape(line)}")
     for line in cmp.warnings:  # a run compared with itself, or runs on both sides
         err.print(f"[yellow]warning:[/] {escape(line)}")
     if (reason := cmp.nothing_compared) is not None:
@@ -100,15 +100,25 @@ def render_comparison(
         write_output(json_path, cmp.to_json())
 
 
-def gate_exit(cmp: Comparison) -> int:
+def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:
     """The exit code of a gate: 2 when nothing was compared (it checked nothing: a
-    baseline of other workloads, sizes or dtypes), 1 on a regression, else 0."""
-    from jitbench.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+    baseline of other workloads, sizes or dtypes), 1 on a regression, 4 when it is
+    inconclusive (`Comparison.inconclusive`) unless `allow_inconclusive`, else 0."""
+    from jitbench.cli.common import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 
     if cmp.nothing_compared is not None:
         err.print("[red]error:[/] the gate compared nothing, so it checked nothing (exit 2).")
         return EXIT_USAGE
-    return EXIT_FAILED if cmp.has_regression else EXIT_OK
+    if cmp.has_regression:
+        return EXIT_FAILED
+    if cmp.inconclusive and not allow_inconclusive:
+        err.print(
+            f"[red]error:[/] the gate is inconclusive, so it does not pass (exit "
+            f"{EXIT_INCONCLUSIVE}): {escape(cmp.inconclusive[0])} --allow-inconclusive "
+            "accepts it."
+        )
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
 
 
 def print_run_table(

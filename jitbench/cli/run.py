@@ -30,6 +30,7 @@ from jitbench.cli.common import (
     split_list,
 )
 from jitbench.cli.options import (
+    AllowInconclusiveOpt,
     FormatOpt,
     KeywordOpt,
     SuiteOpt,
@@ -474,8 +475,13 @@ def run_cmd(
         ),
     ] = None,
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="With --baseline: exit 1 on a regression.")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="With --baseline: exit 1 on a regression, 4 when the gate is inconclusive.",
+        ),
     ] = False,
+    allow_inconclusive: AllowInconclusiveOpt = False,
     wide: WideOpt = False,
     table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
@@ -616,6 +622,10 @@ def run_cmd(
         # With --format markdown|csv stdout holds the run's table alone (a second table after
         # it would break `--format csv > run.csv`): the comparison goes to stderr as text.
         render_comparison(comparison, wide=wide, stdout_taken=table_format is not TableFormat.TABLE)
-        gate = gate_exit(comparison) if fail_on_regression else EXIT_OK
+        gate = (
+            gate_exit(comparison, allow_inconclusive=allow_inconclusive)
+            if fail_on_regression
+            else EXIT_OK
+        )
     strict_failure = strict and (failed or reporter.suite_errors > 0)
     raise typer.Exit(gate or (EXIT_FAILED if strict_failure else EXIT_OK))

@@ -20,8 +20,9 @@ from jitbench.results import Measurement, Mode
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
 # is of) and each pooling note's "mixed"; 1.3: that flag is "warns" (it marks every note
-# that warns, not only runs of mixed settings)
-COMPARISON_SCHEMA_VERSION = "1.3"
+# that warns, not only runs of mixed settings); 1.4: "inconclusive", why the gate could not
+# vouch for the new run (untestable changes, a partial run on either side)
+COMPARISON_SCHEMA_VERSION = "1.4"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -302,6 +303,9 @@ class Comparison:
     base_commit: str | None = None
     new_commit: str | None = None
     pooling: tuple[PoolingNote, ...] = ()  # how folders of runs were pooled (`merge_runs`)
+    #: A side that is a partial run (interrupted: `complete` false), one line each: the
+    #: cases it did not measure were not checked.
+    incomplete: tuple[str, ...] = ()
 
     @property
     def failures(self) -> tuple[Entry, ...]:
@@ -353,6 +357,19 @@ class Comparison:
         )
 
     @property
+    def inconclusive(self) -> tuple[str, ...]:
+        """Why the gate cannot vouch for the new run, one line each (empty when it can): a
+        partial run on either side, large changes too few samples could test. A CI gate
+        must not read such a comparison as a pass (the CLI exits 4)."""
+        found = list(self.incomplete)
+        if untested := self.count(Verdict.INCONCLUSIVE):
+            found.append(
+                f"{untested} large change(s) could not be tested with so few samples; rerun "
+                "both sides with more samples (--min-samples)."
+            )
+        return tuple(found)
+
+    @property
     def compile_regressions(self) -> tuple[Entry, ...]:
         return tuple(
             e for e in self.entries if e.compile and e.compile.verdict is Verdict.REGRESSION
@@ -389,6 +406,7 @@ class Comparison:
                 {"text": n.text, "left_out": n.left_out, "warns": n.warns} for n in self.pooling
             ],
             "has_regression": self.has_regression,
+            "inconclusive": list(self.inconclusive),
             "warnings": [*self.warnings, *filter(None, [self.nothing_compared])],
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},

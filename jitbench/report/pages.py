@@ -346,6 +346,7 @@ def _gate_summary(cmp: Comparison) -> dict[str, Any]:
     return {
         "fails": cmp.has_regression,
         "nothing_compared": cmp.nothing_compared,
+        "inconclusive": list(cmp.inconclusive),
         "failures": len(cmp.failures),
         "counts": counts,
         "compile_regressions": len(cmp.compile_regressions),

@@ -312,7 +312,7 @@ def run_from_dict(data: Any, *, source: str = "<data>", validated: bool = False)
             started_at=data["started_at"],
             finished_at=data.get("finished_at"),
             complete=bool(data.get("complete", False)),
-            environment=data.get("environment") or {},
+            environment=readable_environment(data.get("environment") or {}),
             config=RecordedConfig.from_dict(data.get("config") or {}),
             measurements=measurements,
         )
@@ -323,6 +323,42 @@ def run_from_dict(data: Any, *, source: str = "<data>", validated: bool = False)
         raise ResultsFormatError(f"{source} is not a valid jitbench run: {exc}") from None
     _refuse_duplicates(run, source)
     return run
+
+
+#: The environment fields jitbench writes as containers, with the type of their items
+#: (None: any JSON value). The schema lets `environment` hold anything (it is free-form),
+#: so a run file may carry these as other types; readers rely on the shapes below.
+_ENVIRONMENT_SHAPES: dict[str, tuple[type, type | tuple[type, ...] | None]] = {
+    "versions": (dict, (str, type(None))),
+    "env": (dict, (str, type(None))),
+    "devices": (list, dict),
+    "process": (dict, None),
+    "git": (dict, None),
+    "threads": (dict, None),
+    "machine_before": (dict, None),
+    "machine_after": (dict, None),
+}
+
+
+def readable_environment(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's environment as its readers expect it: a container field of another type
+    than jitbench writes (versions as a number, devices as a string) is left out, as if
+    not recorded, and so are the items of a container that are not what it holds (a
+    device that is no object, a version that is a list). The rest, free-form fields
+    included, is kept as it is. Comparing and reporting such a run then works; the
+    file itself is not changed."""
+    env = dict(raw)
+    for key, (container, item) in _ENVIRONMENT_SHAPES.items():
+        if key not in env:
+            continue
+        value = env[key]
+        if not isinstance(value, container):
+            del env[key]
+        elif item is not None and isinstance(value, dict):
+            env[key] = {str(k): v for k, v in value.items() if isinstance(v, item)}
+        elif item is not None and isinstance(value, list):
+            env[key] = [v for v in value if isinstance(v, item)]
+    return env
 
 
 def _measurements(items: list[Any]) -> tuple[Measurement, ...]:
