@@ -5,8 +5,11 @@ Only renderers (console, HTML, markdown) call this module; the data keeps raw fl
 
 from __future__ import annotations
 
+import csv
 import math
 import re
+from collections.abc import Iterable
+from typing import Any
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
@@ -146,6 +149,17 @@ def csv_cell(value: object) -> object:
     ):
         return "'" + value
     return value
+
+
+class SafeCsvWriter:
+    """`csv.writer` whose rows pass `csv_cell` cell by cell: the one rule for every CSV
+    jitbench writes (`--format csv`, runs/*.csv, `compare --format csv`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._writer = csv.writer(stream, lineterminator="\n")
+
+    def writerow(self, row: Iterable[object]) -> Any:
+        return self._writer.writerow([csv_cell(cell) for cell in row])
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")

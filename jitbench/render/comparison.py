@@ -8,7 +8,6 @@ the CLI's job.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.formatting import md_escape
+from jitbench.formatting import SafeCsvWriter, md_escape
 from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Mode
@@ -606,7 +605,7 @@ def comparison_csv(cmp: Comparison) -> str:
     """Every comparison as CSV (`CSV_COLUMNS`, raw numbers in seconds), one row per
     case × mode."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = SafeCsvWriter(buffer)
     writer.writerow(CSV_COLUMNS)
     for e in cmp.entries:
         sides = [e.base, e.new]

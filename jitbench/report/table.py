@@ -576,14 +576,6 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def _csv_text(value: object) -> object:
-    """Text cells that a spreadsheet would read as a formula get a leading apostrophe
-    (results files may come from untrusted CI artifacts)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def run_csv(run: Run) -> str:
     """Every measurement of `run` as CSV: one row per case × mode, SI units (seconds,
     bytes), empty where a figure is missing."""
@@ -637,5 +629,5 @@ def run_csv(run: Run) -> str:
             "diagnostics": " ".join(d.code for d in m.diagnostics),
             "error": f"{m.error.type}: {m.error.message}" if m.error else "",
         }
-        writer.writerow({k: _csv_text(v) for k, v in row.items()})
+        writer.writerow({k: fmt.csv_cell(v) for k, v in row.items()})
     return buf.getvalue()
