@@ -277,8 +277,8 @@ def test_a_baseline_with_a_machine_format_leaves_stdout_to_the_runs_table(
     assert result.exit_code == 0, result.stderr
     assert "jitbench compare" not in result.stdout and "inconclusive" not in result.stdout
     assert "jitbench compare" in result.stderr
-    assert re.search(r"^(pass|FAIL): ", result.stderr, re.MULTILINE)  # the verdict
-    assert not re.search(r"^(pass|FAIL): ", result.stdout, re.MULTILINE)
+    assert re.search(r"^(pass|FAIL|INCONCLUSIVE): ", result.stderr, re.MULTILINE)  # the verdict
+    assert not re.search(r"^(pass|FAIL|INCONCLUSIVE): ", result.stdout, re.MULTILINE)
     lines = result.stdout.splitlines()
     if table_format == "csv":
         rows = list(csv.reader(lines))
