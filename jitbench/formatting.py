@@ -91,6 +91,8 @@ def ratio_pm(
         return text
     wider = max(high / value - 1, 1 - low / value, 0.0)
     pct = wider * 100
+    if not math.isfinite(pct):  # an interval of zeros or infinities: no ± to print
+        return text
     figure = max(0, math.ceil(pct - 1e-9))  # up: the figure covers the interval
     return f"{text}{' ' if space else ''}±{figure}%"
 

@@ -213,6 +213,14 @@ def _sharding_from_dict(d: Mapping[str, Any]) -> ShardingInfo:
 _NUMBER_TYPES = frozenset({float, int})
 
 
+#: The range of a sample (seconds per call) a run file may hold, besides 0: a femtosecond
+#: is below one clock cycle, a million seconds is eleven days a call. Beyond it a value is
+#: no measurement, and the statistics it would enter (logs, products of ratios) overflow
+#: or underflow.
+MIN_SAMPLE_S = 1e-15
+MAX_SAMPLE_S = 1e6
+
+
 def _samples(values: Any) -> tuple[float, ...]:
     """`samples_s`, checked in bulk: numbers (not booleans), 0 or more, finite. The
     schema's rule for its items is left to this check (`_validator`): samples are most of
@@ -222,9 +230,20 @@ def _samples(values: Any) -> tuple[float, ...]:
     if not set(map(type, values)) <= _NUMBER_TYPES:
         raise ValueError("samples_s holds a value that is not a number")
     samples = tuple(map(float, values))
+    if not samples:
+        return samples
     # sum: one C loop; NaN, Infinity or an overflowing 1e999 make it non-finite.
-    if samples and (min(samples) < 0 or not math.isfinite(sum(samples))):
+    if min(samples) < 0 or not math.isfinite(sum(samples)):
         raise ValueError("samples_s holds a value that is not a finite number of seconds ≥ 0")
+    low, high = min(samples), max(samples)
+    if low == 0:  # zeros are refused by nothing else; the smallest other value is checked
+        low = min((x for x in samples if x > 0), default=MIN_SAMPLE_S)
+    if high > MAX_SAMPLE_S or low < MIN_SAMPLE_S:
+        odd = high if high > MAX_SAMPLE_S else low
+        raise ValueError(
+            f"samples_s holds {odd!r} s, not a time per call anything measures (0, or "
+            f"{MIN_SAMPLE_S:g} to {MAX_SAMPLE_S:g} s); was the file edited?"
+        )
     return samples
 
 
