@@ -13,9 +13,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jitbench.config import RunConfig
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, OutputError
 from jitbench.gate import INTERLEAVED_THRESHOLD, Comparison, Thresholds, compare_interleaved
 from jitbench.results import (
+    Case,
+    Measurement,
+    Mode,
     OutputLayout,
     Run,
     check_run_copy,
@@ -152,9 +155,19 @@ def run(
             if previous is None:
                 held.enter_context(run_file_lock(path))
 
+        saved: list[int] = []  # the cases of the last partial run saved
+
+        def save(run: Run) -> None:
+            assert path is not None
+            try:
+                save_run(run, path)
+            except OutputError as exc:
+                raise OutputError(_unsaved_message(exc, path, saved)) from None
+            saved[:] = [len(run.cases())]
+
         def save_partial(partial: Run) -> None:
             if path is not None:
-                save_run(partial, path)
+                save(partial)
             if checkpoint is not None:
                 checkpoint(partial)
 
@@ -170,12 +183,42 @@ def run(
         except RunInterrupted as exc:
             if path is None:
                 raise
-            _save_shielded(exc.partial, path)
+            with signals_ignored():  # a second Ctrl-C must not cut the save short
+                save(exc.partial)
             exc.saved_to = path
             raise
         if path is not None:
-            _save_shielded(result, path)
+            with signals_ignored():
+                save(result)
         return result
+
+
+def _unsaved_message(exc: OutputError, path: Path, saved: list[int]) -> str:
+    """The one line for a run file that could no longer be written (a full disk): the
+    write's own cause, then what is kept and how to go on."""
+    cause = str(exc).split(";")[0]
+    if not saved:
+        return f"{cause}; nothing of the run was saved: free space, then run it again."
+    return (
+        f"{cause}; the partial run as last saved ({saved[0]} case(s)) is kept in "
+        f"{str(path)!r}: free space, then finish it with `jitbench run --resume {path}`."
+    )
+
+
+def broken_cases(run: Run) -> list[Case]:
+    """The cases of `run` that failed in every mode measured, NumPy included (an error, a
+    timeout): a workload that breaks on NumPy too is broken itself, which is no finding
+    about JAX. In the run's order."""
+    by_case: dict[tuple[str, ...], list[Measurement]] = {}
+    cases: dict[tuple[str, ...], Case] = {}
+    for m in run.measurements:
+        by_case.setdefault(m.case.key, []).append(m)
+        cases.setdefault(m.case.key, m.case)
+    return [
+        cases[key]
+        for key, ms in by_case.items()
+        if all(m.failed for m in ms) and any(m.mode is Mode.NUMPY for m in ms)
+    ]
 
 
 def _resumable(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from jitbench.cli.common import (
+    EXIT_BROKEN_WORKLOAD,
     EXIT_FAILED,
     EXIT_OK,
     app,
@@ -489,7 +490,8 @@ def run_cmd(
 
     The run file is rewritten atomically after every case, so Ctrl-C (exit 130) or SIGTERM
     (exit 143) leaves a valid partial run that `--resume` finishes. The summary table goes
-    to stdout, progress and problems to stderr.
+    to stdout, progress and problems to stderr. A case that fails in every mode, NumPy
+    included, is a broken workload: the run is saved and exits 3.
 
     Examples:
 
@@ -616,6 +618,14 @@ def run_cmd(
             soft_wrap=True,
         )
     failed = any(m.failed for m in run.measurements)
+    if broken := api.broken_cases(run):
+        labels = ", ".join(escape(case.label) for case in broken)
+        err.print(
+            f"[bold red]broken workload:[/] {labels} failed in every mode, NumPy included: a "
+            f"bug in the workload, not a finding (exit {EXIT_BROKEN_WORKLOAD}; the errors are "
+            "above, everything measured is saved).",
+            soft_wrap=True,
+        )
     gate = EXIT_OK
     if base_run is not None:
         comparison = compare(base_run, run)
@@ -628,4 +638,5 @@ def run_cmd(
             else EXIT_OK
         )
     strict_failure = strict and (failed or reporter.suite_errors > 0)
-    raise typer.Exit(gate or (EXIT_FAILED if strict_failure else EXIT_OK))
+    outcome = EXIT_BROKEN_WORKLOAD if broken else EXIT_FAILED if strict_failure else EXIT_OK
+    raise typer.Exit(gate or outcome)
