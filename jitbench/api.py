@@ -21,6 +21,7 @@ from jitbench.results import (
     Mode,
     OutputLayout,
     Run,
+    Status,
     check_run_copy,
     ensure_writable_dir,
     load_run,
@@ -206,9 +207,10 @@ def _unsaved_message(exc: OutputError, path: Path, saved: list[int]) -> str:
 
 
 def broken_cases(run: Run) -> list[Case]:
-    """The cases of `run` that failed in every mode measured, NumPy included (an error, a
-    timeout): a workload that breaks on NumPy too is broken itself, which is no finding
-    about JAX. In the run's order."""
+    """The cases of `run` that raised an error in every mode measured, NumPy included: a
+    workload that breaks on NumPy too is broken itself, which is no finding about JAX.
+    Timeouts are left out (they depend on --timeout as much as on the workload). In the
+    run's order."""
     by_case: dict[tuple[str, ...], list[Measurement]] = {}
     cases: dict[tuple[str, ...], Case] = {}
     for m in run.measurements:
@@ -217,7 +219,7 @@ def broken_cases(run: Run) -> list[Case]:
     return [
         cases[key]
         for key, ms in by_case.items()
-        if all(m.failed for m in ms) and any(m.mode is Mode.NUMPY for m in ms)
+        if all(m.status is Status.ERROR for m in ms) and any(m.mode is Mode.NUMPY for m in ms)
     ]
 
 

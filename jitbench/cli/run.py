@@ -490,8 +490,8 @@ def run_cmd(
 
     The run file is rewritten atomically after every case, so Ctrl-C (exit 130) or SIGTERM
     (exit 143) leaves a valid partial run that `--resume` finishes. The summary table goes
-    to stdout, progress and problems to stderr. A case that fails in every mode, NumPy
-    included, is a broken workload: the run is saved and exits 3.
+    to stdout, progress and problems to stderr. A case that raises an error in every
+    mode, NumPy included, is a broken workload: the run is saved and exits 3.
 
     Examples:
 
@@ -621,7 +621,7 @@ def run_cmd(
     if broken := api.broken_cases(run):
         labels = ", ".join(escape(case.label) for case in broken)
         err.print(
-            f"[bold red]broken workload:[/] {labels} failed in every mode, NumPy included: a "
+            f"[bold red]broken workload:[/] {labels} raised in every mode, NumPy included: a "
             f"bug in the workload, not a finding (exit {EXIT_BROKEN_WORKLOAD}; the errors are "
             "above, everything measured is saved).",
             soft_wrap=True,
