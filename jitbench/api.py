@@ -7,19 +7,22 @@ measuring; measure; write the run file as it goes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from jitbench.config import RunConfig
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, OutputError
 from jitbench.gate import INTERLEAVED_THRESHOLD, Comparison, Thresholds, compare_interleaved
 from jitbench.results import (
+    Case,
     OutputLayout,
     Run,
     check_run_copy,
     ensure_writable_dir,
     load_run,
+    run_file_lock,
     save_run,
 )
 from jitbench.results.model import new_run_id
@@ -115,59 +118,97 @@ def run(
         raise ConfigError(f"allow_changed_suites is True or False, got {allow_changed_suites!r}.")
     # Absolute now: a suite file may change the working folder when it is imported.
     root = Path(out).absolute() if out is not None else None
-    previous: Run | None = None
-    path: Path | None
-    if resume is not None:
-        given = [
-            flag
-            for flag, value in (("NAMES", names), ("--suite", suites), ("-k", keyword))
-            if value
-        ]
-        path = Path(resume).absolute()
-        previous, config, workloads = _resumable(
-            path, config, given=given, allow_changed_suites=allow_changed_suites
-        )
-        run_id = previous.run_id
-        if root is not None:  # its page's copy of the run must not replace another file
-            check_run_copy(previous, root, source=path)
-    else:
-        registry = discover(suites)
-        for error in registry.errors:
-            emit(SuiteSkipped(str(error)))
-        workloads = registry.select_some(names, keyword)
-        run_id = new_run_id()
-        path = run_file(root, run_id) if root is not None else None
-    # Fail before measuring, not after an hour: the run file's folder and, where pages go,
-    # the output folder (index.html, history.html, plotly.min.js, runs/, the run's page).
-    if path is not None:
-        ensure_writable_dir(path.parent)
-    if root is not None:
-        OutputLayout(root).ensure_writable(run_id)
-
-    def save_partial(partial: Run) -> None:
+    with contextlib.ExitStack() as held:  # the run file's lock, until it is saved
+        previous: Run | None = None
+        path: Path | None
+        if resume is not None:
+            given = [
+                flag
+                for flag, value in (("NAMES", names), ("--suite", suites), ("-k", keyword))
+                if value
+            ]
+            path = Path(resume).absolute()
+            # Before reading it: a run still writing this file (or another resume of it)
+            # is refused at once, not raced.
+            held.enter_context(run_file_lock(path))
+            previous, config, workloads = _resumable(
+                path, config, given=given, allow_changed_suites=allow_changed_suites
+            )
+            run_id = previous.run_id
+            if root is not None:  # its page's copy of the run must not replace another file
+                check_run_copy(previous, root, source=path)
+        else:
+            registry = discover(suites)
+            for error in registry.errors:
+                emit(SuiteSkipped(str(error)))
+            workloads = registry.select_some(names, keyword)
+            run_id = new_run_id()
+            path = run_file(root, run_id) if root is not None else None
+        # Fail before measuring, not after an hour: the run file's folder and, where pages go,
+        # the output folder (index.html, history.html, plotly.min.js, runs/, the run's page).
+        if root is not None:  # first: runs/ must not be a link before a file goes there
+            OutputLayout(root).ensure_writable(run_id)
         if path is not None:
-            save_run(partial, path)
-        if checkpoint is not None:
-            checkpoint(partial)
+            ensure_writable_dir(path.parent)
+            if previous is None:
+                held.enter_context(run_file_lock(path))
 
-    try:
-        result = run_workloads(
-            workloads,
-            config,
-            on_event=emit,
-            checkpoint=save_partial,
-            run_id=run_id,
-            resume=previous,
-        )
-    except RunInterrupted as exc:
-        if path is None:
+        saved: list[int] = []  # the cases of the last partial run saved
+
+        def save(run: Run) -> None:
+            assert path is not None
+            try:
+                save_run(run, path)
+            except OutputError as exc:
+                raise OutputError(_unsaved_message(exc, path, saved)) from None
+            saved[:] = [len(run.cases())]
+
+        def save_partial(partial: Run) -> None:
+            if path is not None:
+                save(partial)
+            if checkpoint is not None:
+                checkpoint(partial)
+
+        try:
+            result = run_workloads(
+                workloads,
+                config,
+                on_event=emit,
+                checkpoint=save_partial,
+                run_id=run_id,
+                resume=previous,
+            )
+        except RunInterrupted as exc:
+            if path is None:
+                raise
+            with signals_ignored():  # a second Ctrl-C must not cut the save short
+                save(exc.partial)
+            exc.saved_to = path
             raise
-        _save_shielded(exc.partial, path)
-        exc.saved_to = path
-        raise
-    if path is not None:
-        _save_shielded(result, path)
-    return result
+        if path is not None:
+            with signals_ignored():
+                save(result)
+        return result
+
+
+def _unsaved_message(exc: OutputError, path: Path, saved: list[int]) -> str:
+    """The one line for a run file that could no longer be written (a full disk): the
+    write's own cause, then what is kept and how to go on."""
+    cause = str(exc).split(";")[0]
+    if not saved:
+        return f"{cause}; nothing of the run was saved: free space, then run it again."
+    return (
+        f"{cause}; the partial run as last saved ({saved[0]} case(s)) is kept in "
+        f"{str(path)!r}: free space, then finish it with `jitbench run --resume {path}`."
+    )
+
+
+def broken_cases(run: Run) -> list[Case]:
+    """The cases of `run` that raised an error in every mode measured, NumPy included
+    (`CaseAnalysis.broken`), in the run's order."""
+    from jitbench.results.analysis import analyse
+
+    return [c.case for c in analyse(run).broken]
 
 
 def _resumable(
@@ -228,6 +269,7 @@ def compare_revisions(
     thresholds = thresholds or Thresholds(threshold=INTERLEAVED_THRESHOLD)
     matcher = compile_keyword(keyword) if keyword else None
     layout = OutputLayout(ensure_writable_dir(out))
+    layout.check_runs_folder()
     ensure_writable_dir(layout.runs_dir)
 
     def select(name: str, tags: Sequence[str]) -> bool:

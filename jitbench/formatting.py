@@ -5,8 +5,11 @@ Only renderers (console, HTML, markdown) call this module; the data keeps raw fl
 
 from __future__ import annotations
 
+import csv
 import math
 import re
+from collections.abc import Iterable
+from typing import Any
 
 _TIME_UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
@@ -122,6 +125,8 @@ def ratio_pm(
         return f"{text}{' ' if space else ''}{interval(low, high, digits=digits)}"
     wider = max(high / value - 1, 1 - low / value, 0.0)
     pct = wider * 100
+    if not math.isfinite(pct):  # an interval of zeros or infinities: no ± to print
+        return text
     figure = max(0, math.ceil(pct - 1e-9))  # up: the figure covers the interval
     return f"{text}{' ' if space else ''}±{figure}%"
 
@@ -162,6 +167,55 @@ def count(value: float | None) -> str:
     if math.isinf(value):
         return "never"
     return f"{math.ceil(value):,}"
+
+
+#: What a terminal would act on instead of showing: C0 controls but tab and newline (ESC
+#: starts screen clears, OSC 52 clipboard writes, cursor moves), DEL, C1 controls (8-bit
+#: CSI and OSC), and the bidirectional overrides that reorder what is shown.
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every character a terminal would act on shown as an escape instead:
+    ``'a\x1b[2Jb' -> 'a\\x1b[2Jb'``. Names and labels come from run files, which may
+    come from untrusted CI artifacts; the CLI applies this to everything it prints."""
+    return _TERMINAL_CONTROL.sub(_visible_control, text)
+
+
+def _visible_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+#: First characters that make a spreadsheet read a cell as a formula (or, for tab and
+#: carriage return, that some spreadsheets strip before they look).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet cannot run: text that would start a formula gets a
+    leading apostrophe (results files may come from untrusted CI artifacts); a number,
+    or text that is a plain number ('-0.5'), is left as it is. Every CSV jitbench writes
+    goes through this."""
+    if (
+        isinstance(value, str)
+        and value[:1] in _FORMULA_START
+        and not _PLAIN_NUMBER.fullmatch(value)
+    ):
+        return "'" + value
+    return value
+
+
+class SafeCsvWriter:
+    """`csv.writer` whose rows pass `csv_cell` cell by cell: the one rule for every CSV
+    jitbench writes (`--format csv`, runs/*.csv, `compare --format csv`)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._writer = csv.writer(stream, lineterminator="\n")
+
+    def writerow(self, row: Iterable[object]) -> Any:
+        return self._writer.writerow([csv_cell(cell) for cell in row])
 
 
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")

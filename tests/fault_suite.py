@@ -178,3 +178,47 @@ def all_nan(xp, x):
 @workload(inputs=vec, sizes=TINY)
 def returns_generator(xp, x):
     return (v for v in (x, x))
+
+
+@workload(inputs=vec, sizes=TINY)
+def ignores_sigint(xp, x):
+    """Sets SIGINT to ignored, as some libraries do, and is slow enough to be stopped."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    time.sleep(0.02)
+    return x + 1
+
+
+@workload(inputs=vec, sizes=TINY)
+def exits_hard(xp, x):
+    """Ends the process at once, with exit code 0, skipping every cleanup."""
+    os._exit(0)
+
+
+@workload(inputs=vec, sizes=TINY)
+def spawns_and_hangs(xp, x):
+    """Starts a process of its own (a `sleep`), then hangs; writes the sleeper's pid to
+    $JITBENCH_SLEEPER_PID first, so a test can check it is gone after the timeout."""
+    import subprocess
+
+    sleeper = subprocess.Popen(["sleep", "300"])
+    marker = os.environ.get("JITBENCH_SLEEPER_PID")
+    if marker:
+        with open(marker, "a") as fh:
+            fh.write(f"{sleeper.pid}\n")
+    while True:
+        time.sleep(0.01)
+
+
+_left: list[object] = []
+
+
+@workload(inputs=vec, sizes=TINY)
+def leaves_a_thread(xp, x):
+    """Leaves a non-daemon thread that never ends (it would keep a process from exiting)."""
+    import threading
+
+    if not _left:
+        thread = threading.Thread(target=time.sleep, args=(3600,), name="left-behind")
+        thread.start()
+        _left.append(thread)
+    return x + 1

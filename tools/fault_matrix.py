@@ -5,7 +5,11 @@ a container runtime does: bad option values, corrupt, huge, duplicated or hostil
 files, SIGINT/SIGTERM/SIGHUP/SIGKILL (with `--isolate` and a hung case too), suites that
 exit or fail at import, workloads that crash, hang, return the wrong thing or run out of
 memory, resumes of changed or moved runs, a read-only or full disk, a closed stdin or
-stdout, a non-UTF-8 locale, no HOME, concurrent runs into one folder, … and checks the
+stdout, a non-UTF-8 locale, no HOME, concurrent runs into one folder, broken or full
+stdout/stderr, links and hand-written pages in the output folder, named pipes and devices
+as run files, two resumes at once, partial or untestable runs at the gate, escape
+sequences and formulas in names, odd floats, workloads that take Ctrl-C away, call
+os._exit, start processes or leave threads, … and checks the
 exit code, the one-line message and the files on disk. One line per case, PASS or FAIL
 with what was checked, then a total; exit 1 on any failure.
 
@@ -703,12 +707,16 @@ def _workload_fault(
     (or the statuses `modes`), and `expect` is recorded."""
     out = ctx.tmp / "out"
     r = ctx.jb("run", *QUICK, "--out", out, "ok_double", name, *extra)
-    check(r.returncode == 0, f"exit {r.returncode}: {r.stderr[-300:]}")
+    wanted = modes or {status}
+    # A case raising in every mode, NumPy included, is a broken workload: exit 3.
+    code = 3 if wanted == {"error"} else 0
+    check(r.returncode == code, f"exit {r.returncode}, expected {code}: {r.stderr[-300:]}")
+    if code == 3:
+        check(f"broken workload: {name}[{size}]" in r.flat_err, "no broken-workload line")
     [path] = run_files(out)
     found = statuses(path)
     check(found.get("ok_double[S]") == {"ok"}, f"the healthy case: {found}")
     faulty = {k: v for k, v in found.items() if k == f"{name}[{size}]"}
-    wanted = modes or {status}
     check(faulty and all(v == wanted for v in faulty.values()), f"statuses {found}")
     text = json.dumps(load(path)["measurements"]) + r.stderr
     check(expect in text, f"{expect!r} not recorded")
@@ -987,14 +995,16 @@ def _(ctx: Ctx) -> str:
     return "warned"
 
 
-@case("compare-nothing-common", "compare two runs with no case in common: a warning")
+@case(
+    "compare-nothing-common", "compare two runs with no case in common: exit 2, it checked nothing"
+)
 def _(ctx: Ctx) -> str:
     out = ctx.tmp / "other"
     check(ctx.jb("run", *QUICK, "all_nan", "--out", out).returncode == 0, "run failed")
     [base] = run_files(ctx.shared["base"])
     r = ctx.jb("compare", base, run_files(out)[0])
-    check(r.returncode == 0 and "no case and mode in common" in r.flat_err, r.flat_err[-300:])
-    return "warned"
+    check(r.returncode == 2 and "no case and mode in common" in r.flat_err, r.flat_err[-300:])
+    return "exit 2, warned"
 
 
 @case("unknown-platform", "JAX_PLATFORMS=tpu on a CPU machine: exit 2, one line")
@@ -1002,6 +1012,522 @@ def _(ctx: Ctx) -> str:
     r = ctx.jb("run", *QUICK, "ok_double", "--out", ctx.tmp / "out", env={"JAX_PLATFORMS": "tpu"})
     one_line_error(r)
     return r.flat_err[7:100]
+
+
+# --- issue 38: broken streams, links, locks, a gate that fails closed, hostile text -----
+
+
+def _shell(ctx: Ctx, command: str, *, env: dict[str, str] | None = None) -> Result:
+    """`bash -c COMMAND` in the case's folder; the exit status is the first command's of a
+    pipeline (PIPESTATUS), as `set -o pipefail` would not give it alone."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["bash", "-c", f"{command}; exit ${{PIPESTATUS[0]}}"],
+        cwd=ctx.tmp,
+        env={**ENV, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+
+def _jb_line(*args: object) -> str:
+    return " ".join([sys.executable, "-m", "jitbench", *map(str, args)])
+
+
+def _whole_run(out: Path, cases: int = 2) -> Path:
+    [path] = run_files(out)
+    data = load(path)
+    check(data["complete"], "the run file is not complete")
+    found = {(m["case"]["workload"], m["case"]["size"]) for m in data["measurements"]}
+    check(len(found) == cases, f"{len(found)} case(s) in the run file, expected {cases}")
+    check(path.with_suffix(".html").is_file() and (out / "index.html").is_file(), "no page")
+    return path
+
+
+def _stream_case(redirect: str, code: int) -> Callable[[Ctx], str]:
+    def fn(ctx: Ctx) -> str:
+        out = ctx.tmp / "out"
+        r = _shell(
+            ctx, f"{_jb_line('run', *QUICK, 'ok_double', 'ok_sleepy', '--out', out)} {redirect}"
+        )
+        check(r.returncode == code, f"exit {r.returncode}, expected {code}: {r.stderr[-300:]}")
+        check("Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr[-300:])
+        _whole_run(out)
+        return f"exit {code}, run whole, page written"
+
+    return fn
+
+
+for _name, _redirect, _code in [
+    ("stderr-closed-reader", "2>&1 | head -1", 141),
+    ("stderr-full", "2>/dev/full", 74),
+    ("stdout-full", ">/dev/full", 74),
+    ("both-full", ">/dev/full 2>&1", 74),
+]:
+    case(f"stream-{_name}", f"run {_redirect}: the run measured and saved whole, exit {_code}")(
+        _stream_case(_redirect, _code)
+    )
+
+
+@case("stream-stdout-full-says-where", ">/dev/full: one line on stderr naming the run file, 74")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    r = _shell(ctx, f"{_jb_line('run', *QUICK, 'ok_double', '--out', out)} >/dev/full")
+    check(r.returncode == 74, f"exit {r.returncode}")
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    check(len(errors) == 1 and "run saved to" in errors[0], f"{errors}")
+    return errors[0][:110]
+
+
+@case(
+    "stream-report-csv-full", "report --format csv >/dev/full: exit 74, one line, no internal error"
+)
+def _(ctx: Ctx) -> str:
+    [path] = run_files(ctx.shared["base"])
+    r = _shell(ctx, f"{_jb_line('report', path, '--format', 'csv')} >/dev/full")
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    check(r.returncode == 74, f"exit {r.returncode}: {r.stderr[-300:]}")
+    check(len(errors) == 1 and errors[0].startswith("error: cannot write to stdout"), r.stderr)
+    check("internal error" not in r.stderr, r.stderr[-300:])
+    return errors[0][:100]
+
+
+@case("stream-compare-closed", "compare 2>&1 | head -0: exit 141, no traceback")
+def _(ctx: Ctx) -> str:
+    [path] = run_files(ctx.shared["base"])
+    r = _shell(ctx, f"{_jb_line('compare', path, path)} 2>&1 | (exec 0<&-; sleep 0.01)")
+    check(r.returncode in (0, 141), f"exit {r.returncode}")
+    return f"exit {r.returncode}"
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@case("link-index-cache", "runs/.index-cache links outside: run and report leave that folder alone")
+def _(ctx: Ctx) -> str:
+    elsewhere = ctx.tmp / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("keep")
+    (elsewhere / "x.json").write_text("{}")
+    out = ctx.tmp / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / ".index-cache").symlink_to(elsewhere)
+    before = _tree(elsewhere)
+    r = ctx.jb("run", *QUICK, "ok_double", "--out", out)
+    check(r.returncode == 0, r.stderr[-300:])
+    [path] = run_files(out)
+    r = ctx.jb("report", path, "--out", out)
+    check(r.returncode == 0, r.stderr[-300:])
+    check(_tree(elsewhere) == before, "the linked folder changed")
+    return "outside folder untouched"
+
+
+@case("link-runs", "runs/ links outside: exit 2 before measuring, nothing written there")
+def _(ctx: Ctx) -> str:
+    elsewhere = ctx.tmp / "elsewhere"
+    elsewhere.mkdir()
+    out = ctx.tmp / "out"
+    out.mkdir()
+    (out / "runs").symlink_to(elsewhere)
+    r = ctx.jb("run", *QUICK, "ok_double", "--out", out)
+    one_line_error(r)
+    check("symbolic link" in r.flat_err and "case(s)" not in r.stderr, r.flat_err[-200:])
+    check(list(elsewhere.iterdir()) == [], "written through the link")
+    return r.flat_err[7:100]
+
+
+@case("link-index-html", "index.html is a link to a file elsewhere: refused, the target kept")
+def _(ctx: Ctx) -> str:
+    target = ctx.tmp / "theirs.html"
+    target.write_text("theirs")
+    out = ctx.tmp / "out"
+    out.mkdir()
+    (out / "index.html").symlink_to(target)
+    [path] = run_files(ctx.shared["base"])
+    r = ctx.jb("report", path, "--out", out)
+    one_line_error(r)
+    check(target.read_text() == "theirs", "the target was written")
+    return "refused"
+
+
+def _hand_written(name: str) -> Callable[[Ctx], str]:
+    def fn(ctx: Ctx) -> str:
+        out = ctx.tmp / "out"
+        out.mkdir()
+        (out / name).write_text("<html><title>my site</title></html>")
+        r = ctx.jb("run", *QUICK, "ok_double", "--out", out)
+        one_line_error(r)
+        check("not written by jitbench" in r.flat_err and "case(s)" not in r.stderr, r.flat_err)
+        [path] = run_files(ctx.shared["base"])
+        one_line_error(ctx.jb("report", path, "--out", out))
+        check((out / name).read_text() == "<html><title>my site</title></html>", "replaced")
+        return "refused before measuring, kept"
+
+    return fn
+
+
+for _page in ("index.html", "history.html", "plotly.min.js"):
+    case(f"hand-written-{_page}", f"--out holding a hand-written {_page}: refused, kept")(
+        _hand_written(_page)
+    )
+
+
+@case("page-is-a-fifo", "out/index.html is a named pipe: refused, never opened")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    out.mkdir()
+    os.mkfifo(out / "index.html")
+    r = ctx.jb("run", *QUICK, "ok_double", "--out", out, timeout=120)
+    one_line_error(r)
+    return r.flat_err[7:100]
+
+
+@case("resume-twice", "two --resume of one file at once: the second refused at once, exit 2")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", *QUICK, "ok_double", "hangs", "--timeout", "1", "--out", out)
+    check(r.returncode == 0, r.stderr[-300:])
+    [path] = run_files(out)
+    data = load(path)
+    data["complete"], data["finished_at"] = False, None
+    data["measurements"] = [m for m in data["measurements"] if m["case"]["workload"] == "ok_double"]
+    path.write_text(json.dumps(data))
+    tag = f"{os.getpid()}-{ctx.tmp.name}"
+    # The first resume measures `hangs` again, which hangs until its 8 s --timeout.
+    first = ctx.start("run", "--resume", path, "--timeout", "8", tag=tag)
+    wait_for_hang(ctx.tmp)
+    second = ctx.jb("run", "--resume", path)
+    _out, err = first.communicate(timeout=240)
+    one_line_error(second)
+    check("being written by another jitbench process" in second.flat_err, second.flat_err)
+    check(second.seconds < 30, f"the second took {second.seconds:.1f} s")
+    check(first.returncode == 0 and load(path)["complete"], f"first: {err[-300:]}")
+    check(not path.with_name(f".{path.name}.lock").exists(), "the lock file was left behind")
+    return f"second refused in {second.seconds:.1f} s; first finished"
+
+
+def _gate_runs(ctx: Ctx, *, factor: float = 1.0, samples: int = 30, cut: bool = False):
+    [path] = run_files(ctx.shared["base"])
+    base, new = load(path), load(path)
+    for data, f, name in ((base, 1.0, "base"), (new, factor, "new")):
+        data["run_id"] = name
+        for m in data["measurements"]:
+            if m["samples_s"]:
+                center = m["samples_s"][0]
+                m["samples_s"] = [center * f * (1 + 0.01 * i / samples) for i in range(samples)]
+                m.pop("summary", None)
+                m.pop("part_counts", None)
+    if cut:
+        new["complete"], new["finished_at"] = False, None
+        new["measurements"] = [m for m in new["measurements"] if m["case"]["size"] == "S"]
+    paths = []
+    for data in (base, new):
+        p = ctx.tmp / f"{data['run_id']}.json"
+        p.write_text(json.dumps(data))
+        paths.append(p)
+    return paths
+
+
+@case("gate-partial-new", "partial new run vs complete base: exit 4; --allow-inconclusive: 0")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx, cut=True)
+    r = ctx.jb("compare", base, new)
+    check(
+        r.returncode == 4 and "partial" in r.flat_err, f"exit {r.returncode}: {r.flat_err[-200:]}"
+    )
+    check("pass:" not in r.stdout, "reads as a pass")
+    r2 = ctx.jb("compare", base, new, "--allow-inconclusive")
+    check(r2.returncode == 0, f"exit {r2.returncode}")
+    return "exit 4, accepted with the option"
+
+
+@case("gate-inconclusive-100x", "100x slower measured with 3 samples: exit 4, not 0")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx, factor=100.0, samples=3)
+    r = ctx.jb("compare", base, new)
+    check(r.returncode == 4, f"exit {r.returncode}: {r.flat_err[-200:]}")
+    check("could not be tested" in r.flat_err, r.flat_err[-200:])
+    return "exit 4"
+
+
+@case(
+    "gate-env-odd-types", "environment fields of other types (versions: 3, devices: 'x'): no crash"
+)
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx)
+    data = load(new)
+    data["environment"].update(
+        {"versions": 3, "devices": "x", "env": [1], "git": "abc", "threads": 2.5, "host": {"a": 1}}
+    )
+    new.write_text(json.dumps(data))
+    commands: list[tuple[object, ...]] = [("compare", base, new), ("compare", new, base)]
+    commands += [("report", new, "--format", "table"), ("report", new, "--out", ctx.tmp / "o")]
+    for args in commands:
+        r = ctx.jb(*args)
+        check(r.returncode == 0, f"{args[0]}: exit {r.returncode}: {r.flat_err[-200:]}")
+    return "compare and report ok"
+
+
+@case("gate-million-samples", "compare of runs with 10^6 samples a measurement: memory bounded")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx, factor=1.02, samples=10**6)
+    budget = limit(120) + 60
+    r = python(_WITH_PEAK_RSS, "compare", str(base), str(new), timeout=budget)
+    check(r.returncode in (0, 1), f"exit {r.returncode}: {r.stderr[-300:]}")
+    peak = _peak_mb(r)
+    size = base.stat().st_size / 1e6
+    check(peak < 2048, f"peak {peak:.0f} MB")
+    return f"two runs of {size:.0f} MB: peak {peak:.0f} MB, {r.seconds:.0f} s"
+
+
+_HOSTILE = "=HYPERLINK(1)\x1b]52;c;aGVsbG8=\x07\x1b[2J\x9b31m"
+
+
+def _hostile_runs(ctx: Ctx) -> list[Path]:
+    base, new = _gate_runs(ctx)
+    for p in (base, new):
+        data = load(p)
+        for m in data["measurements"]:
+            m["case"]["workload"] = _HOSTILE + m["case"]["workload"]
+        data["config"]["label"] = "@SUM(1)\x1b[2J"
+        p.write_text(json.dumps(data))
+    return [base, new]
+
+
+@case("hostile-text", "OSC 52 / screen clear in names and labels: never raw on stdout/stderr")
+def _(ctx: Ctx) -> str:
+    base, new = _hostile_runs(ctx)
+    runs: list[tuple[object, ...]] = [
+        ("report", base, "--format", f) for f in ("table", "markdown", "csv")
+    ]
+    runs += [("compare", base, new, "--format", f) for f in ("table", "markdown", "csv")]
+    for args in runs:
+        r = ctx.jb(*args)
+        check(r.returncode in (0, 4), f"{args}: exit {r.returncode}: {r.stderr[-200:]}")
+        for raw in ("\x1b", "\x07", "\x9b"):
+            check(raw not in r.stdout + r.stderr, f"{args[0]} {args[-1]}: {raw!r} printed raw")
+    return f"{len(runs)} outputs clean"
+
+
+@case("csv-formulas", "cells starting =, +, -, @ in every CSV get an apostrophe")
+def _(ctx: Ctx) -> str:
+    import csv
+    import io
+
+    base, new = _hostile_runs(ctx)
+    texts = [ctx.jb("report", base, "--format", "csv").stdout]
+    texts.append(ctx.jb("compare", base, new, "--format", "csv").stdout)
+    r = ctx.jb("report", base, "--out", ctx.tmp / "o")
+    check(r.returncode == 0, r.stderr[-200:])
+    texts += [p.read_text() for p in (ctx.tmp / "o" / "runs").glob("*.csv")]
+    for text in texts:
+        cells = [c for row in list(csv.reader(io.StringIO(text)))[1:] for c in row]
+        bad = [c for c in cells if c and (c[0] in "=+@" or (c[0] == "-" and not c[1:2].isdigit()))]
+        check(cells and not bad, f"formula cells: {bad[:3]}")
+    return f"{len(texts)} CSVs clean"
+
+
+def _special_run_file(kind: str) -> Callable[[Ctx], str]:
+    def fn(ctx: Ctx) -> str:
+        path = ctx.tmp / "run.json"
+        if kind == "fifo":
+            os.mkfifo(path)
+        elif kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+        elif kind == "link-loop":
+            path.symlink_to(path)
+        elif kind == "dir-link":
+            path.symlink_to(ctx.tmp)
+        for args in (("report", path, "--out", ctx.tmp / "o"), ("compare", path, path)):
+            try:
+                r = ctx.jb(*args, timeout=60)
+            except subprocess.TimeoutExpired:
+                raise Failed(f"{args[0]} of a {kind} hung") from None
+            one_line_error(r)
+        return r.flat_err[7:100]
+
+    return fn
+
+
+for _kind in ("fifo", "dev-zero", "link-loop", "dir-link"):
+    case(f"run-file-{_kind}", f"a run file that is a {_kind}: exit 2 at once, one line")(
+        _special_run_file(_kind)
+    )
+
+
+@case(
+    "runs-odd-entries", "runs/ holding a FIFO, /dev/zero, a folder, a loop, half a file as *.json"
+)
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    runs = out / "runs"
+    runs.mkdir(parents=True)
+    os.mkfifo(runs / "pipe.json")
+    (runs / "zero.json").symlink_to("/dev/zero")
+    (runs / "folder.json").mkdir()
+    (runs / "loop.json").symlink_to(runs / "loop.json")
+    [base] = run_files(ctx.shared["base"])
+    (runs / "half.json").write_bytes(base.read_bytes()[:300])
+    os.mkfifo(runs / ".jitbench-validated")
+    (runs / ".index-cache").write_text("not a folder")
+    try:
+        r = ctx.jb("report", base, "--out", out, timeout=120)
+    except subprocess.TimeoutExpired:
+        raise Failed("the index refresh hung") from None
+    check(r.returncode == 0, r.stderr[-300:])
+    index = (out / "index.html").read_text()
+    listed = [n for n in ("pipe", "zero", "folder", "loop", "half") if f"{n}.json" in index]
+    check(len(listed) == 5, f"listed as broken: {listed}")
+    return "each listed as broken, none read"
+
+
+def _odd_samples(samples: list[float], code: int) -> Callable[[Ctx], str]:
+    def fn(ctx: Ctx) -> str:
+        [path] = run_files(ctx.shared["base"])
+        data = load(path)
+        for m in data["measurements"]:
+            if m["samples_s"]:
+                m["samples_s"] = samples
+                m.pop("summary", None)
+                m.pop("part_counts", None)
+        odd = ctx.tmp / "odd.json"
+        odd.write_text(json.dumps(data))
+        for args in (("report", odd, "--format", "table"), ("compare", odd, path)):
+            r = ctx.jb(*args)
+            if code == 2:
+                one_line_error(r)
+            else:
+                check(r.returncode in (0, 1, 4), f"exit {r.returncode}: {r.stderr[-300:]}")
+                check("internal error" not in r.stderr, r.stderr[-200:])
+        return f"exit {r.returncode}"
+
+    return fn
+
+
+for _name, _samples, _code in [
+    ("1e308", [1e308, 1e308], 2),
+    ("max-float", [1.7976931348623157e308], 2),
+    ("denormal", [5e-324, 1e-6], 2),
+    ("zero-and-tiny", [0.0, 1e-300], 2),
+    ("negative", [-1e-6], 2),
+    ("zeros", [0.0, 0.0, 1e-15], 0),
+    ("one-sample", [1e-6], 0),
+]:
+    case(f"samples-{_name}", f"samples {_samples}: {'refused' if _code else 'shown'}, no crash")(
+        _odd_samples(_samples, _code)
+    )
+
+
+@case("file-odd-json", "BOM, a top-level list, 1e400, a 200 kB run id: one line or contained")
+def _(ctx: Ctx) -> str:
+    [path] = run_files(ctx.shared["base"])
+    text = path.read_text()
+    one_line_error(_bad_file(ctx, b"\xef\xbb\xbf" + text.encode()))
+    one_line_error(_bad_file(ctx, b"[1, 2]"))
+    data = load(path)
+    data["measurements"][0]["samples_s"][0] = "@@"
+    one_line_error(_bad_file(ctx, json.dumps(data).replace('"@@"', "1e400").encode()))
+    data = load(path)
+    data["run_id"] = "x" * 200_000
+    long = ctx.tmp / "long.json"
+    long.write_text(json.dumps(data))
+    r = ctx.jb("report", long, "--out", ctx.tmp / "o")
+    check(r.returncode == 0, r.stderr[-300:])
+    names = [p.name for p in (ctx.tmp / "o" / "runs").iterdir()]
+    check(all(len(n) < 200 for n in names), "a file name as long as the run id")
+    return "refused x3, long id contained"
+
+
+@case("sigint-ignored-by-workload", "a workload setting SIGINT to ignored: Ctrl-C still stops, 130")
+def _(ctx: Ctx) -> str:
+    args = ("ignores_sigint", "ok_sleepy", "-s", "S,M", "--processes", "1", "--budget", "3")
+    return _stop(ctx, signal.SIGINT, args, 130, isolate=False)
+
+
+@case("timeout-kills-workload-process", "--isolate --timeout ends the workload's own subprocess")
+def _(ctx: Ctx) -> str:
+    marker = ctx.tmp / "sleeper"
+    r = ctx.jb(
+        "run", *QUICK, "ok_double", "spawns_and_hangs", "--isolate", "--timeout", "3",
+        "--out", ctx.tmp / "out", env={"JITBENCH_SLEEPER_PID": str(marker)},
+    )  # fmt: skip
+    check("timeout" in r.stderr, r.stderr[-300:])
+    pid = int(marker.read_text().split()[0])
+    stat = Path(f"/proc/{pid}/stat")
+    alive = stat.exists() and stat.read_text().rsplit(") ", 1)[1][0] != "Z"
+    check(not alive, f"the workload's sleep (pid {pid}) survived the timeout")
+    return f"exit {r.returncode}, its subprocess gone"
+
+
+@case("os-exit-in-process", "os._exit(0) in a workload: its case fails, the run ends whole, exit 3")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", *QUICK, "ok_double", "exits_hard", "--processes", "1", "--out", out)
+    check(r.returncode == 3, f"exit {r.returncode}: {r.stderr[-300:]}")
+    _whole_run(out)
+    check(statuses(run_files(out)[0]).get("exits_hard[S]") == {"error"}, "not recorded")
+    return "exit 3, run and page written"
+
+
+@case("thread-left-behind", "a workload leaving a non-daemon thread: jitbench still exits")
+def _(ctx: Ctx) -> str:
+    try:
+        r = ctx.jb("run", *QUICK, "leaves_a_thread", "--processes", "1", "--out", ctx.tmp / "o",
+                   timeout=120)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        raise Failed("jitbench did not exit") from None
+    check(r.returncode == 0, r.stderr[-300:])
+    return f"exit 0 in {r.seconds:.1f} s"
+
+
+@case(
+    "disk-full-partial",
+    "the disk fills mid-run: the message says the partial run is kept, --resume",
+)
+def _(ctx: Ctx) -> str:
+    def small() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (12000, 12000))
+
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", *QUICK, "ok_double", "ok_sleepy", "all_nan", "-s", "S,M", "--out", out,
+               preexec=small)  # fmt: skip
+    one_line_error(r)
+    check("partial run" in r.flat_err and "--resume" in r.flat_err, r.flat_err[-300:])
+    [path] = run_files(out)
+    check(load(path)["measurements"], "nothing kept")
+    return r.flat_err[r.flat_err.index("error:") :][:120]
+
+
+@case("broken-workload", "a case failing in every mode, NumPy included: exit 3, one line, saved")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", *QUICK, "ok_double", "inputs_raise", "returns_string", "--out", out)
+    check(r.returncode == 3, f"exit {r.returncode}")
+    lines = [line for line in r.stderr.splitlines() if line.startswith("broken workload:")]
+    check(len(lines) == 1 and "inputs_raise[S]" in lines[0] and "returns_string[S]" in lines[0],
+          f"{lines}")  # fmt: skip
+    _whole_run(out, 3)
+    return lines[0][:100]
+
+
+@case("out-is-a-fifo", "--out names a named pipe: exit 2, never opened")
+def _(ctx: Ctx) -> str:
+    os.mkfifo(ctx.tmp / "pipe")
+    one_line_error(ctx.jb("run", *QUICK, "ok_double", "--out", ctx.tmp / "pipe", timeout=120))
+    return "refused"
+
+
+@case("label-enormous", "--label of 100 kB with control characters: runs, printed escaped")
+def _(ctx: Ctx) -> str:
+    label = "\x1b[2J" + "L" * 100_000
+    r = ctx.jb("run", *QUICK, "ok_double", "--label", label, "--out", ctx.tmp / "o")
+    check(r.returncode in (0, 2), f"exit {r.returncode}: {r.stderr[-200:]}")
+    check("\x1b[2J" not in r.stdout + r.stderr, "the screen clear was printed raw")
+    check("Traceback" not in r.stderr, r.stderr[-300:])
+    return f"exit {r.returncode}"
 
 
 # ---------------------------------------------------------------------------------------

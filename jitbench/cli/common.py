@@ -13,15 +13,17 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TextIO, TypeVar, cast
 
 import typer
 import typer.core
 from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
 
 from jitbench.errors import JitbenchError
+from jitbench.formatting import terminal_safe
 from jitbench.runner.signals import Terminated, exit_status
 
 
@@ -58,12 +60,123 @@ def _usable_std_streams() -> None:
 _usable_std_streams()
 
 
-class _Console(Console):
+class SafeConsole(Console):
+    """A rich console that shows, never sends, what a terminal would act on.
+
+    Names, labels and messages come from run files (an OSC 52 clipboard write or a screen
+    clear in a workload name); every text rich renders passes `formatting.terminal_safe`
+    here, at the output edge, so no command has to remember it. rich's own escape codes
+    (colours, the progress bar's cursor moves) are control segments and pass as they are.
+    """
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        return super()._render_buffer(
+            segment if segment.control else Segment(terminal_safe(segment.text), segment.style)
+            for segment in buffer
+        )
+
     def on_broken_pipe(self) -> None:
-        """The reader closed stdout (`jitbench … | head`): stop quietly with 141, as
-        command-line tools do (rich's own choice, 1, would read as a regression)."""
+        """The reader closed the stream (`jitbench … | head`): stop quietly with 141, as
+        command-line tools do (rich's own choice, 1, would read as a regression). Only
+        reached where the stream is not a `GuardedStream`."""
         _drop_stdout()
         raise SystemExit(EXIT_BROKEN_PIPE)
+
+
+class GuardedStream:
+    """stdout or stderr, where a write that fails (the reader went away: `2>&1 | head -1`;
+    a full disk: `2>/dev/full`; an I/O error) never reaches the command: the failure is
+    recorded (`stream_failures`), the stream is pointed at /dev/null, and the command goes
+    on, so a run still measures, saves and writes its pages. The error boundary then
+    picks the exit code (`EXIT_BROKEN_PIPE`, `EXIT_STREAM_FAILED`) and says what was lost.
+    """
+
+    def __init__(self, stream: TextIO, name: str) -> None:
+        self._stream = stream
+        self.name = name
+
+    def write(self, text: str) -> int:
+        if self.name not in _stream_failures:
+            try:
+                return self._stream.write(text)
+            except OSError as exc:  # BrokenPipeError is one
+                self._failed(exc)
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if self.name not in _stream_failures:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self._failed(exc)
+
+    def _failed(self, exc: OSError) -> None:
+        _stream_failures.setdefault(self.name, exc)
+        # What is still buffered, and whatever writes the descriptor later (a child
+        # process, Python's flush at exit), goes to /dev/null instead of failing again.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+#: The standard streams whose writes failed, by name ("stdout", "stderr"), and why.
+_stream_failures: dict[str, OSError] = {}
+#: What the command kept on disk ("run saved to X"), for the message when its stdout
+#: could not be written.
+_kept: list[str] = []
+
+
+def guard_std_streams() -> None:
+    """Wrap sys.stdout and sys.stderr in `GuardedStream` (the console script does this
+    before running a command; tests that invoke the app in-process keep their own)."""
+    for name in ("stdout", "stderr"):
+        stream = getattr(sys, name)
+        if not isinstance(stream, GuardedStream):
+            setattr(sys, name, GuardedStream(stream, name))
+
+
+def kept(line: str) -> None:
+    """Note a file the command wrote ("run saved to X"): said again on stderr when stdout,
+    where the command said it first, could not be written."""
+    _kept.append(line)
+
+
+def _exit_after_streams(code: int) -> int:
+    """The exit code once the command is over: a failed stdout or stderr turns success
+    into 141 (a reader went away) or 74 (a write failed: full disk, I/O error), with a
+    line on stderr, when it still works, saying what was lost and what was not. Any
+    other code (a regression, an interrupt) says more and is kept."""
+    if not _stream_failures:
+        return code
+    failures = dict(_stream_failures)
+    stdout_failure = failures.get("stdout")
+    if stdout_failure is not None and "stderr" not in failures:
+        lost = "the rest of its output was lost"
+        if _kept:
+            lost += f", not the files: {'; '.join(_kept)}"
+        if isinstance(stdout_failure, BrokenPipeError):
+            if _kept:
+                err.print(f"note: stdout was closed by its reader; {escape(lost)}.")
+        else:
+            why = stdout_failure.strerror or str(stdout_failure)
+            err.print(
+                f"[bold red]error:[/] cannot write to stdout ({escape(why)}); {escape(lost)}. "
+                "Free space where stdout goes, or send it elsewhere."
+            )
+    if code != EXIT_OK:
+        return code
+    broken = all(isinstance(e, BrokenPipeError) for e in failures.values())
+    return EXIT_BROKEN_PIPE if broken else EXIT_STREAM_FAILED
 
 
 if TYPE_CHECKING:
@@ -74,18 +187,21 @@ if TYPE_CHECKING:
 #: else printed at their natural width (`print_fitted`).
 PIPED_WIDTH = 250
 
-out = _Console(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
-err = Console(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPED_WIDTH)
+out = SafeConsole(highlight=False, width=None if sys.stdout.isatty() else PIPED_WIDTH)
+err = SafeConsole(stderr=True, highlight=False, width=None if sys.stderr.isatty() else PIPED_WIDTH)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_BROKEN_WORKLOAD = 3  # a case failed in every mode, NumPy included: the workload's bug
+EXIT_INCONCLUSIVE = 4  # the gate cannot vouch for the new run (and was not told to accept it)
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports a process ended by SIGTERM
 EXIT_HUNG_UP = 129  # 128 + SIGHUP: the terminal or session went away
-EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout or stderr went away
+EXIT_STREAM_FAILED = 74  # sysexits' EX_IOERR: stdout or stderr could not be written
 
 _debug = False
 
@@ -136,8 +252,10 @@ def handles_errors(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
-        except (typer.Exit, typer.Abort):
+            fn(*args, **kwargs)
+        except typer.Exit as exc:
+            raise typer.Exit(_exit_after_streams(exc.exit_code)) from None
+        except typer.Abort:
             raise
         except JitbenchError as exc:
             if _debug:
@@ -161,6 +279,7 @@ def handles_errors(fn: F) -> F:
                 "(rerun with --debug for the traceback, and please report it)"
             )
             raise typer.Exit(EXIT_USAGE) from None
+        raise typer.Exit(_exit_after_streams(EXIT_OK))
 
     return wrapper  # type: ignore[return-value]
 
@@ -207,7 +326,9 @@ def progress_console() -> Iterator[Console | None]:
         os.dup(sys.stderr.fileno()), "w", buffering=1, encoding="utf-8", errors="replace"
     )
     try:
-        yield Console(file=stream, highlight=False, force_terminal=True)
+        yield SafeConsole(
+            file=cast(TextIO, GuardedStream(stream, "stderr")), highlight=False, force_terminal=True
+        )
     finally:
         stream.close()
 
@@ -230,8 +351,7 @@ def say(text: str | Text, *, console: Console = out) -> None:
         return
     from jitbench.render.layout import plain_text
 
-    console.file.write(plain_text(line))
-    console.file.flush()
+    write_plain(plain_text(line), console)
 
 
 def print_fitted(
@@ -261,5 +381,11 @@ def print_fitted(
         else:
             console.print(renderable)
         return
-    console.file.write(plain_text(renderable, width))
+    write_plain(plain_text(renderable, width), console)
+
+
+def write_plain(text: str, console: Console = out) -> None:
+    """Write text that rich does not render (piped tables, markdown, CSV) to the console's
+    stream, with what a terminal would act on shown instead (`terminal_safe`)."""
+    console.file.write(terminal_safe(text))
     console.file.flush()

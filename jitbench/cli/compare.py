@@ -10,6 +10,7 @@ import typer
 from jitbench.cli.common import app, err, escape, handles_errors, split_list
 from jitbench.cli.common import out as stdout
 from jitbench.cli.options import (
+    AllowInconclusiveOpt,
     FormatOpt,
     KeywordOpt,
     SuiteOpt,
@@ -199,11 +200,17 @@ def compare_cmd(
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
+    allow_inconclusive: AllowInconclusiveOpt = False,
     wide: WideOpt = False,
     table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
-    """Compare two runs, or measure two revisions interleaved: exit 1 on a regression, 0
-    otherwise, 2 on bad input.
+    """Compare two runs, or measure two revisions interleaved: exit 1 on a regression, 4
+    when the gate is inconclusive, 2 on bad input, 0 otherwise.
+
+    Inconclusive means the gate cannot vouch for the new run: a large change that too few
+    samples could test (verdict "inconclusive"), or a partial (interrupted) run on either
+    side, whose missing cases were never checked. That never reads as a pass: it exits 4
+    unless --allow-inconclusive accepts it (exit 0 then, the warning still printed).
 
     With --rev BASE (or --python-base/--python-new) both sides are measured now, in the
     same time window: a worker process per side, both on one core, sampled round by round
@@ -303,7 +310,7 @@ def compare_cmd(
         (err if str(markdown) == "-" or str(json_path) == "-" else stdout).print(
             f"comparison page written to {page}"
         )
-    raise typer.Exit(gate_exit(cmp))
+    raise typer.Exit(gate_exit(cmp, allow_inconclusive=allow_inconclusive))
 
 
 def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:

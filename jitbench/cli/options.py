@@ -73,3 +73,13 @@ FormatOpt = Annotated[
         case_sensitive=False,
     ),
 ]
+
+AllowInconclusiveOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-inconclusive",
+        help="Pass the gate (exit 0) even when it is inconclusive: a large change too few "
+        "samples could test, or a partial (interrupted) run on either side. Without it an "
+        "inconclusive gate exits 4, never 0.",
+    ),
+]

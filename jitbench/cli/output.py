@@ -4,12 +4,11 @@ printed and written the same way by `compare` and `run --baseline`."""
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jitbench.cli.common import err, escape, out, print_fitted, say
+from jitbench.cli.common import err, escape, out, print_fitted, say, write_plain
 from jitbench.cli.options import TableFormat
 from jitbench.errors import OutputError
 
@@ -45,8 +44,7 @@ def check_output_file(path: Path | None) -> None:
 def write_output(path: Path, text: str) -> None:
     """Write `text` to `path`, or to stdout when path is '-'."""
     if str(path) == "-":
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+        write_plain(text if text.endswith("\n") else text + "\n")
         return
     check_output_file(path)
     from jitbench.results import write_text_atomic
@@ -80,9 +78,9 @@ def render_comparison(
     if stdout_taken:
         table_format = TableFormat.TABLE
     if table_format is TableFormat.MARKDOWN:
-        out.file.write(compare_render.comparison_markdown(cmp))
+        write_plain(compare_render.comparison_markdown(cmp))
     elif table_format is TableFormat.CSV:
-        out.file.write(compare_render.comparison_csv(cmp))
+        write_plain(compare_render.comparison_csv(cmp))
     print_fitted(
         lambda width: compare_render.comparison_report(
             cmp, all_rows=all_rows, width=width, wide=wide
@@ -90,8 +88,8 @@ def render_comparison(
         console=console,
         natural=wide,
     )
-    if (warning := compare_render.inconclusive_warning(cmp)) is not None:
-        err.print(f"[yellow]warning:[/] {escape(warning)}")
+    for line in cmp.inconclusive:  # a partial run, changes too few samples could test
+        err.print(f"[yellow]warning:[/] {escape(line)}")
     for line in cmp.warnings:  # a run compared with itself, or runs on both sides
         err.print(f"[yellow]warning:[/] {escape(line)}")
     if (reason := cmp.nothing_compared) is not None:
@@ -102,15 +100,25 @@ def render_comparison(
         write_output(json_path, cmp.to_json())
 
 
-def gate_exit(cmp: Comparison) -> int:
+def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:
     """The exit code of a gate: 2 when nothing was compared (it checked nothing: a
-    baseline of other workloads, sizes or dtypes), 1 on a regression, else 0."""
-    from jitbench.cli.common import EXIT_FAILED, EXIT_OK, EXIT_USAGE
+    baseline of other workloads, sizes or dtypes), 1 on a regression, 4 when it is
+    inconclusive (`Comparison.inconclusive`) unless `allow_inconclusive`, else 0."""
+    from jitbench.cli.common import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
 
     if cmp.nothing_compared is not None:
         err.print("[red]error:[/] the gate compared nothing, so it checked nothing (exit 2).")
         return EXIT_USAGE
-    return EXIT_FAILED if cmp.has_regression else EXIT_OK
+    if cmp.has_regression:
+        return EXIT_FAILED
+    if cmp.inconclusive and not allow_inconclusive:
+        err.print(
+            f"[red]error:[/] the gate is inconclusive, so it does not pass (exit "
+            f"{EXIT_INCONCLUSIVE}): {escape(cmp.inconclusive[0])} --allow-inconclusive "
+            "accepts it."
+        )
+        return EXIT_INCONCLUSIVE
+    return EXIT_OK
 
 
 def print_run_table(
@@ -129,11 +137,11 @@ def print_run_table(
     if table_format is TableFormat.MARKDOWN:
         from jitbench.render.run_markdown import run_markdown
 
-        out.file.write(run_markdown(run, sizes=sizes))
+        write_plain(run_markdown(run, sizes=sizes))
     elif table_format is TableFormat.CSV:
         from jitbench.render.run_csv import run_csv
 
-        out.file.write(run_csv(run, sizes=sizes))
+        write_plain(run_csv(run, sizes=sizes))
     else:
         print_fitted(
             lambda width: (

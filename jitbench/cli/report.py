@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, escape, handles_errors, out, say
+from jitbench.cli.common import app, escape, handles_errors, kept, out, say
 from jitbench.cli.options import OutOpt, TableFormat, WideOpt
 from jitbench.cli.output import console_footers, print_run_table, write_output
 from jitbench.errors import ConfigError
@@ -129,5 +129,6 @@ def report_cmd(
     sources: list[Path | None] = [None] if merge_processes else list(runs)
     check_run_copies(list(zip(loaded, sources, strict=True)), out_dir)
     page = write_report(loaded, out_dir)
+    kept(f"report written to {page}")
     out.print(f"report written to {escape(str(page))}", soft_wrap=True)
     out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)

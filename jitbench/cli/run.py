@@ -17,18 +17,21 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from jitbench.cli.common import (
+    EXIT_BROKEN_WORKLOAD,
     EXIT_FAILED,
     EXIT_OK,
     app,
     err,
     escape,
     handles_errors,
+    kept,
     out,
     progress_console,
     say,
     split_list,
 )
 from jitbench.cli.options import (
+    AllowInconclusiveOpt,
     FormatOpt,
     KeywordOpt,
     SuiteOpt,
@@ -473,8 +476,13 @@ def run_cmd(
         ),
     ] = None,
     fail_on_regression: Annotated[
-        bool, typer.Option("--fail-on-regression", help="With --baseline: exit 1 on a regression.")
+        bool,
+        typer.Option(
+            "--fail-on-regression",
+            help="With --baseline: exit 1 on a regression, 4 when the gate is inconclusive.",
+        ),
     ] = False,
+    allow_inconclusive: AllowInconclusiveOpt = False,
     wide: WideOpt = False,
     table_format: FormatOpt = TableFormat.TABLE,
 ) -> None:
@@ -482,7 +490,8 @@ def run_cmd(
 
     The run file is rewritten atomically after every case, so Ctrl-C (exit 130) or SIGTERM
     (exit 143) leaves a valid partial run that `--resume` finishes. The summary table goes
-    to stdout, progress and problems to stderr.
+    to stdout, progress and problems to stderr. A case that raises an error in every
+    mode, NumPy included, is a broken workload: the run is saved and exits 3.
 
     Examples:
 
@@ -587,6 +596,9 @@ def run_cmd(
             err.print(f"run saved to {escape(shown_path(path))}; its pages were not written:")
             raise
 
+    kept(f"run saved to {shown_path(path)}")
+    if page is not None:
+        kept(f"report written to {shown_path(page)}")
     # With --format markdown or csv, stdout holds the table alone; the rest goes to stderr.
     notes = out if table_format is TableFormat.TABLE else err
     print_run_table(run, wide=wide, table_format=table_format)
@@ -594,7 +606,7 @@ def run_cmd(
         say(f"[dim]{escape(line)}[/]", console=notes)
     from jitbench.render import run_table
 
-    for line in run_table.problems(run):
+    for line in run_table.problems(run, detailed=wide):
         say(f"[red]•[/] {escape(line)}", console=err)
     notes.print(f"run saved to {escape(shown_path(path))}", soft_wrap=True)
     if page is not None:
@@ -606,12 +618,25 @@ def run_cmd(
             soft_wrap=True,
         )
     failed = any(m.failed for m in run.measurements)
+    if broken := api.broken_cases(run):
+        labels = ", ".join(escape(case.label) for case in broken)
+        err.print(
+            f"[bold red]broken workload:[/] {labels} raised in every mode, NumPy included: a "
+            f"bug in the workload, not a finding (exit {EXIT_BROKEN_WORKLOAD}; the errors are "
+            "above, everything measured is saved).",
+            soft_wrap=True,
+        )
     gate = EXIT_OK
     if base_run is not None:
         comparison = compare(base_run, run)
         # With --format markdown|csv stdout holds the run's table alone (a second table after
         # it would break `--format csv > run.csv`): the comparison goes to stderr as text.
         render_comparison(comparison, wide=wide, stdout_taken=table_format is not TableFormat.TABLE)
-        gate = gate_exit(comparison) if fail_on_regression else EXIT_OK
+        gate = (
+            gate_exit(comparison, allow_inconclusive=allow_inconclusive)
+            if fail_on_regression
+            else EXIT_OK
+        )
     strict_failure = strict and (failed or reporter.suite_errors > 0)
-    raise typer.Exit(gate or (EXIT_FAILED if strict_failure else EXIT_OK))
+    outcome = EXIT_BROKEN_WORKLOAD if broken else EXIT_FAILED if strict_failure else EXIT_OK
+    raise typer.Exit(gate or outcome)

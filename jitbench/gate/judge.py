@@ -577,4 +577,19 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
         + pooling_notes(new, "new")
         + _numpy_copies_note(copies)
         + _run_test_notes(result, priors),
+        incomplete=incomplete_sides(base, new),
     )
+
+
+def incomplete_sides(base: Run, new: Run) -> tuple[str, ...]:
+    """One line per side that is a partial run (interrupted, `complete` false): its missing
+    cases read as removed or new, so the gate cannot vouch for them."""
+    found = []
+    for side, run in (("new", new), ("base", base)):
+        if not run.complete:
+            found.append(
+                f"the {side} run {run.run_id} is partial (interrupted, {len(run.cases())} "
+                "case(s) measured), so the cases it lacks were not checked; finish it with "
+                "`jitbench run --resume RUN.json`."
+            )
+    return tuple(found)

@@ -13,15 +13,16 @@ import numbers
 from dataclasses import dataclass
 from typing import Any
 
-from jitbench import stats
 from jitbench.errors import ConfigError
 from jitbench.results import Measurement, Mode
+from jitbench.results.analysis.estimates import time_estimate
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
 # is of) and each pooling note's "mixed"; 1.3: that flag is "warns" (it marks every note
-# that warns, not only runs of mixed settings)
-COMPARISON_SCHEMA_VERSION = "1.3"
+# that warns, not only runs of mixed settings); 1.4: "inconclusive", why the gate could not
+# vouch for the new run (untestable changes, a partial run on either side)
+COMPARISON_SCHEMA_VERSION = "1.4"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -225,20 +226,15 @@ class Entry:
         return self._side_s(self.new)
 
     def _side_s(self, m: Measurement | None) -> float | None:
-        """Tested run by run: the geometric mean of the side's (positive) run medians, as
-        the ratio is; else its median. A pooled sample median beside a ratio of run means
-        put the two columns and the change on opposite sides of 1 in 19 of the 200 rows
-        comparing the two example runs. Paired rounds (`compare --rev`) take the ratio
-        round by round, which no pair of times matches: the medians are shown, with a note
-        where they moved the other way (`gate.paired`). None for a side that is missing or
-        not ok."""
+        """The side's own time per call (`analysis.estimates.time_estimate`): the geometric
+        mean of its processes' (runs') medians, as the ratio of a test run by run is; one
+        median otherwise. Paired rounds (`compare --rev`) take the ratio round by round,
+        which no pair of times matches: the times are shown, with a note where they moved
+        the other way (`gate.paired`). None for a side that is missing or not ok."""
         if m is None or not m.ok:
             return None
-        if self.test is SignificanceTest.RUNS:
-            mean = stats.geometric_mean(list(m.run_medians_s))
-            if mean is not None:
-                return mean
-        return m.median_s
+        t = time_estimate(m, None)
+        return t.value if t is not None else None
 
     @property
     def fails_gate(self) -> bool:
@@ -302,6 +298,9 @@ class Comparison:
     base_commit: str | None = None
     new_commit: str | None = None
     pooling: tuple[PoolingNote, ...] = ()  # how folders of runs were pooled (`merge_runs`)
+    #: A side that is a partial run (interrupted: `complete` false), one line each: the
+    #: cases it did not measure were not checked.
+    incomplete: tuple[str, ...] = ()
 
     @property
     def failures(self) -> tuple[Entry, ...]:
@@ -353,6 +352,19 @@ class Comparison:
         )
 
     @property
+    def inconclusive(self) -> tuple[str, ...]:
+        """Why the gate cannot vouch for the new run, one line each (empty when it can): a
+        partial run on either side, large changes too few samples could test. A CI gate
+        must not read such a comparison as a pass (the CLI exits 4)."""
+        found = list(self.incomplete)
+        if untested := self.count(Verdict.INCONCLUSIVE):
+            found.append(
+                f"{untested} large change(s) could not be tested with so few samples; rerun "
+                "both sides with more samples (--min-samples)."
+            )
+        return tuple(found)
+
+    @property
     def compile_regressions(self) -> tuple[Entry, ...]:
         return tuple(
             e for e in self.entries if e.compile and e.compile.verdict is Verdict.REGRESSION
@@ -389,6 +401,7 @@ class Comparison:
                 {"text": n.text, "left_out": n.left_out, "warns": n.warns} for n in self.pooling
             ],
             "has_regression": self.has_regression,
+            "inconclusive": list(self.inconclusive),
             "warnings": [*self.warnings, *filter(None, [self.nothing_compared])],
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},

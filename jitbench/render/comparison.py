@@ -8,7 +8,6 @@ the CLI's job.
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.formatting import md_escape
+from jitbench.formatting import SafeCsvWriter, md_escape
 from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Mode
@@ -70,11 +69,14 @@ def compile_cell(e: Entry) -> str:
 
 
 def summary_line(cmp: Comparison) -> str:
-    """One sentence: how many of each verdict, and whether the gate fails."""
+    """One sentence: how many of each verdict, and whether the gate fails (FAIL), cannot
+    vouch for the new run (INCONCLUSIVE: a partial run, untestable changes) or passes."""
     parts = [f"{cmp.count(v)} {v.value}" for v in Verdict if cmp.count(v)]
     if cmp.compile_regressions:
         parts.append(f"{len(cmp.compile_regressions)} compile-time regression(s)")
-    verdict = "FAIL" if cmp.has_regression else "pass"
+    if cmp.incomplete:
+        parts.append("a partial run")
+    verdict = "FAIL" if cmp.has_regression else "INCONCLUSIVE" if cmp.inconclusive else "pass"
     return f"{verdict}: " + (", ".join(parts) if parts else "nothing to compare")
 
 
@@ -373,7 +375,8 @@ def pooling_lines(cmp: Comparison) -> list[Text]:
 def verdict_lines(cmp: Comparison) -> list[Text]:
     """The summary line (pass / FAIL and the counts) and, on failure, the regressed
     workloads."""
-    lines = [Text(summary_line(cmp), style="bold red" if cmp.has_regression else "green")]
+    style = "bold red" if cmp.has_regression else "yellow" if cmp.inconclusive else "green"
+    lines = [Text(summary_line(cmp), style=style)]
     if cmp.has_regression:
         regressed = ", ".join(cmp.regressed_workloads)
         lines.append(Text.assemble(("regressed:", "bold red"), f" {regressed}"))
@@ -393,14 +396,9 @@ def comparison_report(
 
 
 def inconclusive_warning(cmp: Comparison) -> str | None:
-    """A warning when large changes could not be tested for want of samples, else None."""
-    inconclusive = cmp.count(Verdict.INCONCLUSIVE)
-    if not inconclusive:
-        return None
-    return (
-        f"{inconclusive} large change(s) could not be tested with so few samples; "
-        "rerun both sides with more samples (--min-samples)."
-    )
+    """Why the gate cannot vouch for the new run (a partial run, large changes too few
+    samples could test), one line, else None."""
+    return " ".join(cmp.inconclusive) or None
 
 
 def _plain(value: object) -> str:
@@ -607,7 +605,7 @@ def comparison_csv(cmp: Comparison) -> str:
     """Every comparison as CSV (`CSV_COLUMNS`, raw numbers in seconds), one row per
     case × mode."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = SafeCsvWriter(buffer)
     writer.writerow(CSV_COLUMNS)
     for e in cmp.entries:
         sides = [e.base, e.new]

@@ -3,12 +3,12 @@ or pandas. `jitbench run --format csv` prints it."""
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Collection
 
 from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.formatting import SafeCsvWriter
 from jitbench.render.run_table import (
     FOOTER_CODES,
     case_notes,
@@ -53,7 +53,7 @@ def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
     """The run's cases (only those of `sizes` where given) as CSV text with a header row
     (`COLUMNS`)."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    writer = SafeCsvWriter(buffer)
     writer.writerow(COLUMNS)
     figures = analyse(run)
     for case in cases_of_sizes(run, sizes):

@@ -724,7 +724,7 @@ def cut(text: str, limit: int = BRIEF_CHARS) -> str:
 
 
 def problems(run: Run, *, detailed: bool = False) -> list[str]:
-    """One line per broken case and per failed or mismatched measurement (what went
+    """One line per failed or mismatched measurement (what went
     wrong and the hint), then one per warning diagnostic of the others (e.g. a large
     jaxpr); more than `MAX_PROCESS_WARNINGS` `processes-disagree` warnings are one line
     naming their measurements. Brief by default (a note's first clause, cut to fit one
@@ -741,11 +741,6 @@ def problems(run: Run, *, detailed: bool = False) -> list[str]:
             f" — hint: {hint}" if hint else ""
         )
 
-    for c in analyse(run).broken:
-        lines.append(
-            f"{c.case.label}: broken workload: every mode failed, NumPy included — fix the "
-            "workload (its errors follow)"
-        )
     for m in run.measurements:
         if m.failed:
             lines.append(line(f"{m.case.label} {m.mode.value}", "", m.failure_text, m.hint))

@@ -39,6 +39,7 @@ from jitbench.results import (
     Mode,
     OutputLayout,
     Run,
+    check_replaceable,
     check_run_copy,
     load_run,
     save_run,
@@ -158,7 +159,9 @@ def _render(template: str, **context: Any) -> str:
 
 
 def _write(path: Path, text: str) -> Path:
-    """Write a page, index or plotly.js atomically (temp file + rename) and return its path."""
+    """Write a page, index or plotly.js atomically (temp file + rename) and return its path;
+    never over a file jitbench did not write, a link or a folder (`check_replaceable`)."""
+    check_replaceable(path)
     write_text_atomic(path, text)
     return path
 
@@ -345,6 +348,7 @@ def _gate_summary(cmp: Comparison) -> dict[str, Any]:
     return {
         "fails": cmp.has_regression,
         "nothing_compared": cmp.nothing_compared,
+        "inconclusive": list(cmp.inconclusive),
         "failures": len(cmp.failures),
         "counts": counts,
         "compile_regressions": len(cmp.compile_regressions),

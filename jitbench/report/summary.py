@@ -19,6 +19,7 @@ import hashlib
 import json
 import math
 import os
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,14 +31,15 @@ from jitbench.config import ALL_MODES, JAX_MODES
 from jitbench.errors import OutputError
 from jitbench.measure import diagnose, threads
 from jitbench.report import data
-from jitbench.results import Run, model, write_text_atomic
+from jitbench.results import OutputLayout, Run, model, write_text_atomic
 from jitbench.results.analysis import analyse, estimates, figures, machine
+from jitbench.results.safe_io import lstat_or_none, read_regular
 from jitbench.results.validated import Stamp, stamp_of
 from jitbench.suite import workload
 
 #: The folder in `runs/` that holds one summary per run file (a dot folder: readers glob
 #: runs/*.json for runs, and it is no run).
-CACHE_FOLDER = ".index-cache"
+CACHE_FOLDER = OutputLayout(Path()).index_cache.name
 
 CaseKey = tuple[str, str, str, str]
 #: (value, low, high) of a speedup or a time per call with its 95 % interval as measured
@@ -227,11 +229,26 @@ def cache_path(run_file: Path) -> Path:
     return run_file.parent / CACHE_FOLDER / run_file.name
 
 
+def _usable_folder(runs_dir: Path) -> bool:
+    """Whether the cache folder in `runs_dir` may be used: a folder of its own or not there
+    yet. A link there (an artifact restored in CI can carry one) is never followed: the
+    cache is then neither read, written nor pruned, and every run is summarised afresh."""
+    st = lstat_or_none(runs_dir / CACHE_FOLDER)
+    return st is None or stat.S_ISDIR(st.st_mode)
+
+
+#: The biggest cache entry read (a summary is a few kB a workload).
+_ENTRY_LIMIT = 64 * 2**20
+
+
 def cached(run_file: Path, stamp: Stamp) -> RunSummary | None:
     """The summary stored for this version (`stamp`) of `run_file`, or None (none stored,
     stale, or unreadable: all mean "summarise the run again")."""
+    if not _usable_folder(run_file.parent):
+        return None
     try:
-        raw = json.loads(cache_path(run_file).read_text("utf-8"))
+        entry, _ = read_regular(cache_path(run_file), limit=_ENTRY_LIMIT, follow_links=False)
+        raw = json.loads(entry.decode("utf-8"))
         if raw["generation"] != _generation() or tuple(raw["stamp"]) != stamp:
             return None
         return RunSummary.from_json(raw["summary"])
@@ -242,6 +259,8 @@ def cached(run_file: Path, stamp: Stamp) -> RunSummary | None:
 def store(run_file: Path, stamp: Stamp, summary: RunSummary) -> None:
     """Keep `summary` for this version of `run_file` (best effort: a folder that cannot be
     written only means summarising again next time)."""
+    if not _usable_folder(run_file.parent):
+        return
     entry = {"generation": _generation(), "stamp": list(stamp), "summary": summary.to_json()}
     with contextlib.suppress(OutputError):
         write_text_atomic(cache_path(run_file), json.dumps(entry, separators=(",", ":")))
@@ -251,12 +270,16 @@ def prune(runs_dir: Path, keep: Iterable[str]) -> None:
     """Drop the entries of run files no longer in `runs_dir`, so the cache stays as small
     as the folder (best effort)."""
     wanted = set(keep)
+    if not _usable_folder(runs_dir):
+        return
     try:
-        for entry in (runs_dir / CACHE_FOLDER).iterdir():
-            if entry.name not in wanted:
-                entry.unlink(missing_ok=True)
+        entries = list((runs_dir / CACHE_FOLDER).iterdir())
     except OSError:
-        pass
+        return
+    for entry in entries:
+        if entry.name not in wanted:
+            with contextlib.suppress(OSError):  # a folder put there, say: left alone
+                entry.unlink(missing_ok=True)
 
 
 def stamp_of_file(path: Path) -> Stamp:

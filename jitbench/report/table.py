@@ -629,14 +629,6 @@ CSV_FIELDS = (
 )  # fmt: skip
 
 
-def _csv_text(value: object) -> object:
-    """Text cells that a spreadsheet would read as a formula get a leading apostrophe
-    (results files may come from untrusted CI artifacts)."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def run_csv(run: Run) -> str:
     """Every measurement of `run` as CSV: one row per case × mode, SI units (seconds,
     bytes), empty where a figure is missing."""
@@ -699,5 +691,5 @@ def run_csv(run: Run) -> str:
             "process_times_s": ";".join(repr(x) for x in f.process_times) if f else "",
             "process_speedups": ";".join(repr(x) for x in f.process_speedups) if f else "",
         }
-        writer.writerow({k: _csv_text(v) for k, v in row.items()})
+        writer.writerow({k: fmt.csv_cell(v) for k, v in row.items()})
     return buf.getvalue()

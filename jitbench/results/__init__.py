@@ -19,9 +19,11 @@ from jitbench.results.codec import (
 )
 from jitbench.results.files import (
     OutputLayout,
+    check_replaceable,
     check_run_copies,
     check_run_copy,
     ensure_writable_dir,
+    run_file_lock,
     safe_file_stem,
     save_run,
     write_text_atomic,
@@ -58,6 +60,7 @@ __all__ = [
     "ShardingInfo",
     "Status",
     "TimeSplit",
+    "check_replaceable",
     "check_run_copies",
     "check_run_copy",
     "dump_run",
@@ -66,6 +69,7 @@ __all__ = [
     "load_run",
     "measurement_from_dict",
     "measurement_to_dict",
+    "run_file_lock",
     "run_from_dict",
     "run_to_dict",
     "safe_file_stem",

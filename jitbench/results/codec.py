@@ -65,6 +65,7 @@ from jitbench.results.model import (
     Status,
     TimeSplit,
 )
+from jitbench.results.safe_io import FileTooBig, NotRegularFile, read_regular
 
 if TYPE_CHECKING:
     from jitbench.results.analysis import RunAnalysis
@@ -230,6 +231,14 @@ def _sharding_from_dict(d: Mapping[str, Any]) -> ShardingInfo:
 _NUMBER_TYPES = frozenset({float, int})
 
 
+#: The range of a sample (seconds per call) a run file may hold, besides 0: a femtosecond
+#: is below one clock cycle, a million seconds is eleven days a call. Beyond it a value is
+#: no measurement, and the statistics it would enter (logs, products of ratios) overflow
+#: or underflow.
+MIN_SAMPLE_S = 1e-15
+MAX_SAMPLE_S = 1e6
+
+
 def _samples(values: Any) -> tuple[float, ...]:
     """`samples_s`, checked in bulk: numbers (not booleans), 0 or more, finite. The
     schema's rule for its items is left to this check (`_validator`): samples are most of
@@ -239,9 +248,20 @@ def _samples(values: Any) -> tuple[float, ...]:
     if not set(map(type, values)) <= _NUMBER_TYPES:
         raise ValueError("samples_s holds a value that is not a number")
     samples = tuple(map(float, values))
+    if not samples:
+        return samples
     # sum: one C loop; NaN, Infinity or an overflowing 1e999 make it non-finite.
-    if samples and (min(samples) < 0 or not math.isfinite(sum(samples))):
+    if min(samples) < 0 or not math.isfinite(sum(samples)):
         raise ValueError("samples_s holds a value that is not a finite number of seconds ≥ 0")
+    low, high = min(samples), max(samples)
+    if low == 0:  # zeros are refused by nothing else; the smallest other value is checked
+        low = min((x for x in samples if x > 0), default=MIN_SAMPLE_S)
+    if high > MAX_SAMPLE_S or low < MIN_SAMPLE_S:
+        odd = high if high > MAX_SAMPLE_S else low
+        raise ValueError(
+            f"samples_s holds {odd!r} s, not a time per call anything measures (0, or "
+            f"{MIN_SAMPLE_S:g} to {MAX_SAMPLE_S:g} s); was the file edited?"
+        )
     return samples
 
 
@@ -329,7 +349,7 @@ def run_from_dict(data: Any, *, source: str = "<data>", validated: bool = False)
             started_at=data["started_at"],
             finished_at=data.get("finished_at"),
             complete=bool(data.get("complete", False)),
-            environment=data.get("environment") or {},
+            environment=readable_environment(data.get("environment") or {}),
             config=RecordedConfig.from_dict(data.get("config") or {}),
             measurements=measurements,
         )
@@ -340,6 +360,42 @@ def run_from_dict(data: Any, *, source: str = "<data>", validated: bool = False)
         raise ResultsFormatError(f"{source} is not a valid jitbench run: {exc}") from None
     _refuse_duplicates(run, source)
     return run
+
+
+#: The environment fields jitbench writes as containers, with the type of their items
+#: (None: any JSON value). The schema lets `environment` hold anything (it is free-form),
+#: so a run file may carry these as other types; readers rely on the shapes below.
+_ENVIRONMENT_SHAPES: dict[str, tuple[type, type | tuple[type, ...] | None]] = {
+    "versions": (dict, (str, type(None))),
+    "env": (dict, (str, type(None))),
+    "devices": (list, dict),
+    "process": (dict, None),
+    "git": (dict, None),
+    "threads": (dict, None),
+    "machine_before": (dict, None),
+    "machine_after": (dict, None),
+}
+
+
+def readable_environment(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's environment as its readers expect it: a container field of another type
+    than jitbench writes (versions as a number, devices as a string) is left out, as if
+    not recorded, and so are the items of a container that are not what it holds (a
+    device that is no object, a version that is a list). The rest, free-form fields
+    included, is kept as it is. Comparing and reporting such a run then works; the
+    file itself is not changed."""
+    env = dict(raw)
+    for key, (container, item) in _ENVIRONMENT_SHAPES.items():
+        if key not in env:
+            continue
+        value = env[key]
+        if not isinstance(value, container):
+            del env[key]
+        elif item is not None and isinstance(value, dict):
+            env[key] = {str(k): v for k, v in value.items() if isinstance(v, item)}
+        elif item is not None and isinstance(value, list):
+            env[key] = [v for v in value if isinstance(v, item)]
+    return env
 
 
 def _measurements(items: list[Any]) -> tuple[Measurement, ...]:
@@ -387,6 +443,11 @@ def _a_folder(p: Path) -> str:
     return f"{str(p)!r} is a folder; pass a run file: {many}{str(runs[-1])!r}."
 
 
+#: The largest run file `load_run` reads (parsed, a run takes several times its size in
+#: memory; the biggest real runs are tens of MB).
+MAX_RUN_FILE_BYTES = 512 * 2**20
+
+
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load and validate a run JSON file.
 
@@ -400,13 +461,22 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """
     p = Path(path)
     try:
-        with p.open("rb") as fh:
-            stamp = validated.stamp_of(os.fstat(fh.fileno()))
-            raw = fh.read()
+        raw, st = read_regular(p, limit=MAX_RUN_FILE_BYTES)
+        stamp = validated.stamp_of(st)
     except FileNotFoundError:
         raise ResultsFormatError(f"results file {str(p)!r} does not exist.") from None
     except IsADirectoryError:
         raise ResultsFormatError(_a_folder(p)) from None
+    except NotRegularFile as exc:
+        raise ResultsFormatError(
+            f"{str(p)!r} is {exc.kind}, not a run file; pass a file written by `jitbench run`."
+        ) from None
+    except FileTooBig as exc:
+        raise ResultsFormatError(
+            f"{str(p)!r} holds {exc.size / 2**20:,.0f} MiB, more than a run file may "
+            f"({exc.limit / 2**20:,.0f} MiB: reading it would take many times that in "
+            "memory); is it a run file? Split a huge run by workload (`-k`) when measuring."
+        ) from None
     except OSError as exc:
         raise ResultsFormatError(
             f"cannot read results file {str(p)!r}: {exc.strerror or exc}"

@@ -8,23 +8,31 @@ An output folder (`jitbench run --out`, `jitbench report --out`, default `report
     runs/<run-id>.json    run data
     runs/<run-id>.html    one page per run
     runs/<run-id>.csv     its measurements as CSV
+    runs/.index-cache/    what the index shows of each run file (`report.summary`)
     report-<digest>.html  several runs side by side
 
-`OutputLayout` is the one place that knows these names.
+`OutputLayout` is the one place that knows these names. Whatever else the folder holds
+stays as it is: jitbench writes only files it wrote before, inside the folder, never
+through a symbolic link (a link at runs/ is refused, a link at runs/.index-cache is not
+followed), and refuses to replace a file it did not write (a hand-written index.html).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
+import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from jitbench.errors import JitbenchError, OutputError
 from jitbench.results.codec import dump_run, load_run
 from jitbench.results.model import Run
+from jitbench.results.safe_io import describe, lstat_or_none
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -51,6 +59,61 @@ def write_text_atomic(path: Path, text: str) -> None:
         raise OutputError(
             f"cannot write {str(path)!r}: {exc.strerror or exc}; choose another folder with --out."
         ) from None
+
+
+def lock_path(run_file: Path) -> Path:
+    """The lock beside a run file that a run writing it holds: `.NAME.lock`."""
+    return run_file.with_name(f".{run_file.name}.lock")
+
+
+@contextlib.contextmanager
+def run_file_lock(run_file: str | os.PathLike[str]) -> Iterator[None]:
+    """Hold the run file's lock (`fcntl.flock` on `lock_path`) while the block writes it,
+    so two jitbench processes never measure into one file: a second `--resume` of a run,
+    or a resume of a run still measuring, is refused at once. The lock goes with the
+    process (a killed run leaves none held); the lock file is removed on the way out.
+
+    Where no lock file can be made (the folder is missing or read-only), the block runs
+    unlocked: the checks that follow say what is wrong with the folder.
+
+    Raises:
+        OutputError: another process holds the lock; names its process id.
+    """
+    lock = lock_path(Path(run_file))
+    fd = -1
+    while fd < 0:
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+        except OSError:
+            yield
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise OutputError(
+                f"{str(run_file)!r} is being written by another jitbench process (pid "
+                f"{holder}) right now; wait for it to finish, or stop it (its partial run is "
+                "kept) and resume then with `jitbench run --resume`."
+            ) from None
+        # The holder before us may have removed the file between our open and our lock:
+        # then what we hold is no longer the lock; take the one at the path again.
+        try:
+            current = os.stat(lock, follow_symlinks=False).st_ino
+        except FileNotFoundError:
+            current = -1
+        if current != os.fstat(fd).st_ino:
+            os.close(fd)
+            fd = -1
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(lock)
+        os.close(fd)
 
 
 def ensure_writable_dir(folder: str | os.PathLike[str]) -> Path:
@@ -119,6 +182,10 @@ class OutputLayout:
     def plotly_js(self) -> Path:
         return self.root / "plotly.min.js"
 
+    @property
+    def index_cache(self) -> Path:
+        return self.runs_dir / ".index-cache"
+
     def run_json(self, run_id: str) -> Path:
         return self.runs_dir / f"{safe_file_stem(run_id)}.json"
 
@@ -151,17 +218,77 @@ class OutputLayout:
                 a folder.
         """
         ensure_writable_dir(self.root)
+        self.check_runs_folder()
         ensure_writable_dir(self.runs_dir)
         pages = [self.index, self.history, self.plotly_js]
         if run_id is not None:
             pages += [self.run_page(run_id), self.run_csv(run_id)]
         for path in pages:
-            if path.is_dir():
-                raise OutputError(
-                    f"{str(path)!r} is a folder, so the report cannot be written there; "
-                    "remove it or choose another folder with --out."
-                )
+            check_replaceable(path)
         return self
+
+    def check_runs_folder(self) -> None:
+        """runs/ is a folder of this output folder, or not there yet.
+
+        Raises:
+            OutputError: runs/ is a symbolic link (what jitbench writes there would land
+                wherever it points) or something else than a folder.
+        """
+        st = lstat_or_none(self.runs_dir)
+        if st is None or stat.S_ISDIR(st.st_mode):
+            return
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputError(
+                f"{str(self.runs_dir)!r} is a symbolic link; jitbench writes runs inside "
+                "the output folder, never through a link: replace the link with a copy of "
+                "the folder, or choose another folder with --out."
+            )
+        raise OutputError(
+            f"{str(self.runs_dir)!r} is {describe(st.st_mode)}, where the output folder "
+            "keeps its runs; move it away, or choose another folder with --out."
+        )
+
+
+#: What the first bytes of each kind of file jitbench writes in an output folder hold
+#: (any one of them): its pages' titles start with "jitbench", plotly.js names itself, the
+#: CSV's header starts with run_id, a run file names its schema.
+_SIGNATURES = {
+    ".html": (b"<title>jitbench", b'<meta name="generator" content="jitbench'),
+    ".js": (b"plotly.js",),
+    ".csv": (b"run_id,",),
+    ".json": (b'"jitbench.run"',),
+}
+
+
+def check_replaceable(path: Path) -> None:
+    """Refuse to replace `path` unless nothing is there or it is a file jitbench wrote (a
+    page, plotly.js, a run's CSV or JSON, by their first bytes). A hand-written index.html,
+    a link, a folder or a named pipe under a name jitbench uses is never replaced.
+
+    Raises:
+        OutputError: what is there, and how to proceed.
+    """
+    st = lstat_or_none(path)
+    if st is None:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(
+            f"{str(path)!r} is {describe(st.st_mode)}, where jitbench writes a file of its "
+            "own; remove it, or choose another folder with --out."
+        )
+    signatures = _SIGNATURES.get(path.suffix)
+    if signatures is None:
+        return
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+    except OSError:
+        head = b""
+    if not any(s in head for s in signatures):
+        raise OutputError(
+            f"{str(path)!r} was not written by jitbench, so it is not replaced; move it "
+            "away (jitbench then writes its own), or choose another folder with --out."
+        )
 
 
 def check_run_copies(runs: Sequence[tuple[Run, Path | None]], root: str | os.PathLike[str]) -> None:
@@ -195,6 +322,12 @@ def check_run_copy(run: Run, root: str | os.PathLike[str], *, source: Path | Non
             is there and what to do.
     """
     target = OutputLayout(Path(root)).run_json(run.run_id)
+    st = lstat_or_none(target)
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OutputError(
+            f"{str(target)!r} is {describe(st.st_mode)}, where run {run.run_id!r} would be "
+            "stored; remove it, or report into another folder with --out."
+        )
     try:
         if not target.exists() or (source is not None and target.samefile(source)):
             return

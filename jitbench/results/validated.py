@@ -21,12 +21,16 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from jitbench.results.safe_io import read_regular
+
 #: The cache file in a runs/ folder (not *.json: readers glob runs/*.json for runs).
 CACHE_NAME = ".jitbench-validated"
 #: Only files in a folder of this name get an on-disk entry (an output folder's runs/).
 RUNS_FOLDER = "runs"
 
 Stamp = tuple[int, int, int]
+
+_CACHE_LIMIT = 64 * 2**20  # a stamp per run file: far more than any folder's
 
 _seen: set[tuple[str, Stamp]] = set()  # this process: (absolute path, stamp)
 
@@ -53,8 +57,9 @@ def _cache_file(path: Path) -> Path | None:
 
 
 def _read_cache(cache: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(cache.read_text("utf-8"))
+    try:  # a link or a named pipe put there is no cache: never followed, never waited on
+        raw, _ = read_regular(cache, limit=_CACHE_LIMIT, follow_links=False)
+        data = json.loads(raw.decode("utf-8"))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or data.get("generation") != _generation():

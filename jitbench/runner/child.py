@@ -61,6 +61,10 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
     # The parent decides what a Ctrl-C means (it kills this process); a terminal SIGINT
     # reaches the whole process group, so ignore it here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A process group of its own: whatever the workload starts (a `subprocess`, a pool)
+    # is in it, and the parent ends the whole group with the case (`_end_group`).
+    with suppress(OSError):
+        os.setsid()
     die_with_parent()
     try:
         from jitbench import results
@@ -322,7 +326,21 @@ def run_in_child(
             ),
         )
     finally:
+        _end_group(proc.pid)  # first: nothing has reaped the child yet
         if proc.is_alive():
             proc.kill()
         proc.join(10)
         receiver.close()
+
+
+def _end_group(pid: int | None) -> None:
+    """Kill what is left of the process group the child `pid` leads (`_child_main` made
+    it): processes the workload started, which would outlive the case's timeout, a stop,
+    or the child's own end (the child too, when it is still there). Called before
+    anything reaps the child, so its id is still its own; a child that never made its
+    group leaves none to kill."""
+    if pid is None:
+        return
+    with suppress(ProcessLookupError, PermissionError):
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGKILL)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import jax
 
@@ -39,6 +41,7 @@ from jitbench.measure.protocol import (
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
 from jitbench.runner import child
 from jitbench.runner.deadline import CaseTimeout, deadline
+from jitbench.runner.signals import keep_stop_handlers
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import suite_of
 
@@ -129,6 +132,52 @@ def _timeout_error(seconds: float | None, cases: int = 1) -> ErrorInfo:
     )
 
 
+def _keeping_stop_handlers(report: StepReport | None) -> StepReport:
+    """`report`, putting back the stop handlers first (`signals.keep_stop_handlers`): it
+    is called between samples, so a workload that sets SIGINT to ignored loses Ctrl-C for
+    one sample at most, not for the case."""
+
+    def step(what: str, fraction: float | None) -> None:
+        keep_stop_handlers()
+        if report is not None:
+            report(what, fraction)
+
+    return step
+
+
+class ProcessExitRefused(SystemExit):
+    """A workload measured in jitbench's own process called `os._exit`, which would end the
+    process at once, with its code (0 reads as success) and without the run file's last
+    cases, the page or the table. Raised instead, it costs that case only."""
+
+
+@contextlib.contextmanager
+def exits_refused() -> Iterator[None]:
+    """While the block runs, `os._exit` called from this process's main thread raises
+    `ProcessExitRefused` instead of ending jitbench. A process forked meanwhile (a
+    workload's own multiprocessing) or another thread still exits for real: the
+    refusal is only for the process and thread that measure."""
+    real_exit = os._exit
+    pid, main = os.getpid(), threading.main_thread()
+
+    def refused(status: int) -> NoReturn:
+        if os.getpid() != pid or threading.current_thread() is not main:
+            real_exit(status)
+        exc = ProcessExitRefused(f"the workload called os._exit({status})")
+        add_hint(
+            exc,
+            "os._exit ends the whole process at once, jitbench and the run with it; "
+            "return a value instead (with --isolate it ends only that case's child).",
+        )
+        raise exc
+
+    os._exit = refused
+    try:
+        yield
+    finally:
+        os._exit = real_exit
+
+
 class InProcessExecutor:
     """Measures cases in this process, each step under the case's deadline
     (`config.timeout_s`, see `run.deadline`)."""
@@ -171,6 +220,7 @@ class InProcessExecutor:
         self, pcs: Sequence[PlannedCase], report: StepReport | None = None
     ) -> tuple[list[Measurement], LiveCase | None]:
         config = self.config
+        report = _keeping_stop_handlers(report)
         split_calls = timeline.SPLIT_CALLS if config.time_split else 0
         if not self.spreads_rounds:
 
@@ -209,8 +259,11 @@ class InProcessExecutor:
         result, True), or the failure recorded on every case and mode, and False."""
         config = self.config
         try:
-            with deadline(group_timeout(config.timeout_s, len(pcs))) as limit:
-                result = work()
+            with deadline(group_timeout(config.timeout_s, len(pcs))) as limit, exits_refused():
+                try:
+                    result = work()
+                finally:
+                    keep_stop_handlers()  # a workload may have set SIGINT to ignored
             if not limit.expired:
                 return result, True
             # The alarm fired but native code swallowed the CaseTimeout.
@@ -219,7 +272,7 @@ class InProcessExecutor:
         except ConfigError:
             raise
         except (Exception, SystemExit) as exc:  # a fault the per-mode handlers did not catch
-            if isinstance(exc, SystemExit):
+            if isinstance(exc, SystemExit) and not isinstance(exc, ProcessExitRefused):
                 add_hint(exc, "the workload called sys.exit(); return a value instead.")
             return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
         timeout = _timeout_error(config.timeout_s, len(pcs))

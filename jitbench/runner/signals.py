@@ -108,13 +108,32 @@ def stop_signals() -> Iterator[None]:
         previous_hook(unraisable)
 
     sys.unraisablehook = quiet_recorded_interrupts
+    _installed.clear()
+    _installed.update({sig: signal.getsignal(sig) for sig in previous})
     try:
         yield
     finally:
+        _installed.clear()
         sys.unraisablehook = previous_hook
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         _stop_requested.clear()
+
+
+#: The handlers `stop_signals` installed, by signal, while it is active.
+_installed: dict[int, Any] = {}
+
+
+def keep_stop_handlers() -> None:
+    """Put back the stop handlers `stop_signals` installed where something replaced them
+    (a workload that sets SIGINT to ignored, or to its own handler, would take Ctrl-C away
+    from the user for the rest of the run). Called between a workload's calls; a no-op
+    outside `stop_signals` and off the main thread."""
+    if not _installed or not _on_main_thread():
+        return
+    for sig, handler in _installed.items():
+        if signal.getsignal(sig) is not handler:
+            signal.signal(sig, handler)
 
 
 @contextmanager

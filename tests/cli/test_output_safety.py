@@ -167,3 +167,116 @@ def test_python_api_checks_its_arguments_before_measuring(tmp_path: Path) -> Non
         "ok_double", suites=str(FAULT_SUITE), config=RunConfig.quick_settings(), out=tmp_path
     )
     assert {m.case.workload for m in run.measurements} == {"ok_double"}
+
+
+# --- links and files jitbench did not write -------------------------------------------
+
+FIXTURE = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.7.json"
+
+
+def _tree(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_link_at_the_index_cache_is_never_followed(tmp_path: Path) -> None:
+    """An artifact tarball restored in CI can carry runs/.index-cache as a link: every
+    report used to delete the files of the folder it pointed to."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "precious.txt").write_text("keep me")
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / ".index-cache").symlink_to(elsewhere)
+    before = _tree(elsewhere)
+    for _ in range(2):  # the second refresh would read and prune the cache
+        result = invoke("report", FIXTURE, "--out", out)
+        assert result.exit_code == 0, result.stderr
+    assert _tree(elsewhere) == before
+    assert (out / "runs" / ".index-cache").is_symlink()
+
+
+def test_a_link_at_runs_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "runs").symlink_to(elsewhere)
+    result = invoke("report", FIXTURE, "--out", out)
+    assert result.exit_code == 2
+    assert "is a symbolic link" in result.stderr and "--out" in result.stderr
+    assert list(elsewhere.iterdir()) == []
+    result = invoke("run", *QUICK, "--out", out, "ok_double")
+    assert result.exit_code == 2 and "symbolic link" in result.stderr
+    assert "case(s)" not in result.stderr and list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.parametrize("name", ["index.html", "history.html", "plotly.min.js"])
+def test_a_hand_written_page_is_not_replaced(tmp_path: Path, name: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / name).write_text("<html><title>my project</title></html>")
+    result = invoke("report", FIXTURE, "--out", out)
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert "was not written by jitbench" in message and "move it away" in message
+    assert (out / name).read_text() == "<html><title>my project</title></html>"
+    assert not (out / "runs").exists() or run_files(out) == []
+    # A run checks it before measuring.
+    result = invoke("run", *QUICK, "--out", out, "ok_double")
+    assert result.exit_code == 2 and "case(s)" not in result.stderr
+
+
+def test_pages_jitbench_wrote_are_replaced_as_before(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    for _ in range(2):
+        result = invoke("report", FIXTURE, "--out", out)
+        assert result.exit_code == 0, result.stderr
+
+
+def test_a_link_at_index_html_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    target = tmp_path / "target.html"
+    target.write_text("theirs")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "index.html").symlink_to(target)
+    result = invoke("report", FIXTURE, "--out", out)
+    assert result.exit_code == 2 and "symbolic link" in result.stderr
+    assert target.read_text() == "theirs" and (out / "index.html").is_symlink()
+
+
+def test_odd_files_in_runs_are_listed_as_broken_never_read(tmp_path: Path) -> None:
+    """A named pipe, a link to /dev/zero, a folder and a truncated file under runs/*.json:
+    the index lists each as broken with why; none hangs or fills memory."""
+    import os
+
+    out = tmp_path / "out"
+    runs = out / "runs"
+    runs.mkdir(parents=True)
+    os.mkfifo(runs / "pipe.json")
+    (runs / "zero.json").symlink_to("/dev/zero")
+    (runs / "folder.json").mkdir()
+    (runs / "cut.json").write_text(FIXTURE.read_text()[:100])
+    os.mkfifo(runs / ".jitbench-validated")
+    result = invoke("report", FIXTURE, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    index = (out / "index.html").read_text()
+    for name in ("pipe.json", "zero.json", "folder.json", "cut.json"):
+        assert name in index
+    assert "named pipe" in index and "character device" in index
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder-link"])
+def test_a_run_file_that_is_no_file_is_refused_in_one_line(tmp_path: Path, kind: str) -> None:
+    import os
+
+    path = tmp_path / "run.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "device":
+        path.symlink_to("/dev/zero")
+    else:
+        path.symlink_to(tmp_path)
+    for command in (["report", path, "--format", "table"], ["compare", path, path]):
+        result = invoke(*command)
+        assert result.exit_code == 2, result.stderr
+        assert result.stderr.startswith("error:") and "internal error" not in result.stderr

@@ -239,3 +239,25 @@ def test_resume_into_a_folder_holding_another_version_of_the_run_is_refused(
     assert result.exit_code == 2
     assert "refusing to replace" in " ".join(result.stderr.split())
     assert stored.read_bytes() == finished_run.read_bytes() and path.read_bytes() == before
+
+
+def test_a_second_resume_of_one_file_is_refused_at_once(finished_run: Path, tmp_path: Path) -> None:
+    """Two `--resume` of one file used to both measure everything and race for the file.
+    The lock is the real one (fcntl), held here as the first resume would hold it."""
+    from jitbench.results import run_file_lock
+    from jitbench.results.files import lock_path
+
+    path = partial_copy(finished_run, tmp_path / "partial.json")
+    before = path.read_bytes()
+    with run_file_lock(path):
+        result = invoke("run", "--resume", path)
+        assert lock_path(path).read_text().strip() == str(__import__("os").getpid())
+    assert result.exit_code == 2
+    message = " ".join(result.stderr.split())
+    assert "is being written by another jitbench process" in message, message
+    assert "resuming run" not in result.stderr and path.read_bytes() == before
+    assert not lock_path(path).exists()  # the holder removed it on the way out
+    # Once the holder is gone, the resume goes ahead and leaves no lock file behind.
+    result = invoke("run", "--resume", path)
+    assert result.exit_code == 0, result.stderr
+    assert load_run(path).complete and not lock_path(path).exists()

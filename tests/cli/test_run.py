@@ -27,13 +27,13 @@ class Fault:
 IN_PROCESS_FAULTS = {
     "input-function-raises": Fault(
         ("ok_double", "inputs_raise"),
-        0,
+        3,  # a broken workload: it fails in NumPy too
         {"ok_double[S]": OK, "inputs_raise[S]": all_modes("error")},
         "raised by the input function of 'inputs_raise'",
     ),
     "output-is-a-string": Fault(
         ("ok_double", "returns_string"),
-        0,
+        3,  # a broken workload: it fails in NumPy too
         {"ok_double[S]": OK, "returns_string[S]": all_modes("error")},
         "returned a str ('not an array') where an array was expected",
     ),
@@ -53,7 +53,7 @@ IN_PROCESS_FAULTS = {
     ),
     "size-does-not-fit-numpy": Fault(
         ("ok_double", "too_big", "-s", "S,XXL"),
-        0,
+        3,  # a broken workload: it fails in NumPy too
         {"ok_double[S]": OK, "too_big[S]": OK, "too_big[XXL]": all_modes("error")},
         "does not fit in memory",
     ),
@@ -65,19 +65,19 @@ IN_PROCESS_FAULTS = {
     ),
     "output-is-a-generator": Fault(
         ("ok_double", "returns_generator"),
-        0,
+        3,  # a broken workload: it fails in NumPy too
         {"ok_double[S]": OK, "returns_generator[S]": all_modes("error")},
         "generator",
     ),
     "negative-size": Fault(
         ("ok_double", "too_big", "-s", "S,NEG"),
-        0,
+        3,  # a broken workload: it fails in NumPy too
         {"ok_double[S]": OK, "too_big[S]": OK, "too_big[NEG]": all_modes("error")},
         "negative",
     ),
     "workload-calls-sys-exit": Fault(
         ("ok_double", "calls_exit", "ok_double", "-s", "S,M"),
-        0,
+        3,  # a broken workload: it fails in NumPy too
         {"ok_double[S]": OK, "ok_double[M]": OK, "calls_exit[S]": all_modes("error")},
         "called sys.exit()",
     ),
@@ -137,7 +137,9 @@ def test_fault_matrix_in_process(name: str, tmp_path: Path) -> None:
 
 def test_failed_cases_carry_a_hint(tmp_path: Path) -> None:
     result = invoke("run", *QUICK, "--out", tmp_path, "too_big", "-s", "XXL", "calls_exit")
-    assert result.exit_code == 0
+    assert result.exit_code == 3  # a broken workload, said so in one line
+    broken = [line for line in result.stderr.splitlines() if "broken workload:" in line]
+    assert len(broken) == 1 and "too_big[XXL]" in broken[0]
     run = load_run(run_files(tmp_path)[0])
     for m in run.measurements:
         assert m.error is not None and m.error.hint, m
@@ -277,8 +279,8 @@ def test_a_baseline_with_a_machine_format_leaves_stdout_to_the_runs_table(
     assert result.exit_code == 0, result.stderr
     assert "jitbench compare" not in result.stdout and "inconclusive" not in result.stdout
     assert "jitbench compare" in result.stderr
-    assert re.search(r"^(pass|FAIL): ", result.stderr, re.MULTILINE)  # the verdict
-    assert not re.search(r"^(pass|FAIL): ", result.stdout, re.MULTILINE)
+    assert re.search(r"^(pass|FAIL|INCONCLUSIVE): ", result.stderr, re.MULTILINE)  # the verdict
+    assert not re.search(r"^(pass|FAIL|INCONCLUSIVE): ", result.stdout, re.MULTILINE)
     lines = result.stdout.splitlines()
     if table_format == "csv":
         rows = list(csv.reader(lines))

@@ -147,3 +147,63 @@ def test_get_finds_every_measurement_of_a_large_run() -> None:
         m = many.get((f"w{i}", "S", "cpu:0", "float32"), run.measurements[1].mode)
         assert m is not None and m.case.workload == f"w{i}"
     assert many.get(("nope", "S", "cpu:0", "float32"), run.measurements[0].mode) is None
+
+
+@pytest.mark.parametrize(
+    ("samples", "refused"),
+    [
+        ([1e308, 1e308], "not a finite number"),  # their sum overflows
+        ([1.7976931348623157e308], "not a time per call"),
+        ([5e-324, 1e-6], "not a time per call"),  # a denormal
+        ([0.0, 1e-300], "not a time per call"),
+        ([2e6], "not a time per call"),
+        ([-1e-6], "not a finite number"),
+        ([0.0, 1e-6, 1e6], None),  # zero and the ends of the range are accepted
+        ([1e-15] * 3, None),
+    ],
+)
+def test_samples_outside_what_anything_measures_are_refused(
+    tmp_path: Path, samples: list[float], refused: str | None
+) -> None:
+    path = save_run(make_run(), tmp_path / "run.json")
+    data = json.loads(path.read_text())
+    data["measurements"][0]["samples_s"] = samples
+    data["measurements"][0].pop("summary", None)
+    data["measurements"][0].pop("part_counts", None)
+    path.write_text(json.dumps(data))
+    if refused is None:
+        load_run(path)
+        return
+    with pytest.raises(ResultsFormatError, match=refused) as err:
+        load_run(path)
+    assert "\n" not in str(err.value)
+
+
+def test_a_run_file_beyond_the_size_limit_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = save_run(make_run(), tmp_path / "run.json")
+    monkeypatch.setattr(codec, "MAX_RUN_FILE_BYTES", 1000)
+    with pytest.raises(ResultsFormatError, match="more than a run file may"):
+        load_run(path)
+
+
+def test_a_run_of_zero_times_prints_in_every_format(tmp_path: Path) -> None:
+    """Zero is a valid sample (a clock that did not tick); an interval of zeros and
+    infinities used to crash the table's ± figure."""
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    path = save_run(make_run(), tmp_path / "run.json")
+    data = json.loads(path.read_text())
+    for m in data["measurements"]:
+        m["samples_s"] = [0.0, 0.0, 1e-15]
+        m.pop("summary", None)
+        m.pop("part_counts", None)
+    path.write_text(json.dumps(data))
+    for fmt in ("table", "markdown", "csv"):
+        result = CliRunner().invoke(app, ["report", str(path), "--format", fmt])
+        assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(app, ["compare", str(path), str(path)])
+    assert result.exit_code in (0, 4), result.output

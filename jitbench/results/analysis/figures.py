@@ -168,10 +168,11 @@ class CaseAnalysis:
 
     @property
     def broken(self) -> bool:
-        """Every mode measured failed, NumPy included: the workload is broken, which is
-        no finding about JAX."""
+        """Every mode measured raised an error, NumPy included: the workload is broken,
+        which is no finding about JAX. Timeouts are left out (they depend on --timeout as
+        much as on the workload)."""
         ms = [f.measurement for f in self.figures.values() if f.status is not Status.SKIPPED]
-        return bool(ms) and Mode.NUMPY in self.figures and all(m.failed for m in ms)
+        return bool(ms) and Mode.NUMPY in self.figures and all(m.status is Status.ERROR for m in ms)
 
 
 @dataclass(frozen=True)
