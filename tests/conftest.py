@@ -34,6 +34,30 @@ def repo() -> Path:
     return REPO
 
 
+@pytest.fixture(scope="session", autouse=True)
+def every_run_written_agrees(tmp_path_factory: pytest.TempPathFactory):
+    """After the session, every run file the tests wrote (under runs/ of their temporary
+    folders) shows figures that agree in every format (`tests/agreement.py`). Files a test
+    made unreadable on purpose are skipped: they are the fault tests' business."""
+    yield
+    from jitbench.errors import JitbenchError
+    from jitbench.results import load_run
+    from tests.agreement import CHECKS
+
+    checked = 0
+    for path in sorted(tmp_path_factory.getbasetemp().rglob("runs/*.json")):
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 20_000_000:
+            continue
+        try:
+            run = load_run(path)
+        except (JitbenchError, OSError, ValueError):
+            continue
+        for check in CHECKS:
+            check(run)
+        checked += 1
+    os.environ["JITBENCH_TESTS_RUNS_CHECKED"] = str(checked)
+
+
 def run_cli(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
