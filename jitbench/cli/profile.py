@@ -89,6 +89,14 @@ def _compile_section(p: Profile) -> RenderableType:
     table.add_row("compiles during timing", str(c.timed_compile_count))
     table.add_row("jaxpr equations", _number(c.jaxpr_eqn_count))
     table.add_row("HLO fingerprint", c.hlo_fingerprint or "—")
+    table.add_row("program fingerprint (names aside)", c.program_fingerprint or "—")
+    if c.hlo_opcodes is not None:
+        table.add_row(
+            "fusions · custom calls · collectives",
+            f"{c.fusion_count} · {c.custom_call_count} · {c.collective_count}",
+        )
+        table.add_row("HLO instructions", f"{sum(c.hlo_opcodes.values()):,}")
+    table.add_row("generated code", fmt.bytes_(c.code_bytes))
     return table
 
 

@@ -359,6 +359,56 @@ def hlo_fingerprint(text: str) -> str:
     return hashlib.sha256(normalised_hlo(text).encode()).hexdigest()[:16]
 
 
+_NAME_RE = re.compile(r"%([A-Za-z_][\w.\-]*)")
+_MODULE_RE = re.compile(r"^HloModule\s+[^,\s]+", re.M)
+#: An instruction: '%name = type opcode(' (a tuple type may hold spaces).
+_INSTRUCTION_RE = re.compile(
+    r"^\s*(?:ROOT\s+)?%[\w.\-]+\s*=\s*(?:\([^=]*?\)|\S+)\s+([a-z][\w\-]*)\(", re.M
+)
+
+
+def program_text(text: str) -> str:
+    """Optimised HLO modulo names and metadata: the module's name dropped, every
+    instruction and computation renamed by order of first appearance (%v0, %v1, …), so a
+    renamed function or a moved source line leaves the program text unchanged."""
+    body = _MODULE_RE.sub("HloModule m", normalised_hlo(text))
+    names: dict[str, str] = {}
+    for name in _NAME_RE.findall(body):
+        names.setdefault(name, f"v{len(names)}")
+    if not names:
+        return body
+    pattern = re.compile(
+        r"(?<![\w.\-])%?("
+        + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+        + r")(?![\w.\-])"
+    )
+    return pattern.sub(lambda m: f"%{names[m.group(1)]}", body)
+
+
+def program_fingerprint(text: str) -> str:
+    """A short hash of `program_text`: equal for the same program whatever its names."""
+    return hashlib.sha256(program_text(text).encode()).hexdigest()[:16]
+
+
+def opcode_counts(text: str) -> dict[str, int]:
+    """How many instructions of each opcode the optimised HLO holds (every computation,
+    fused ones included), by opcode name."""
+    counts: dict[str, int] = {}
+    for opcode in _INSTRUCTION_RE.findall(normalised_hlo(text)):
+        counts[opcode] = counts.get(opcode, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def generated_code_bytes(compiled: Any) -> int | None:
+    """Bytes of machine code the backend generated for the program; None where it does
+    not say (the CPU backend of JAX 0.10 reports 0, read as unknown)."""
+    try:
+        size = int(compiled.runtime_executable().size_of_generated_code_in_bytes())
+    except Exception:
+        return None
+    return size if size > 0 else None
+
+
 _WHILE_RE = re.compile(r"\swhile\(")
 
 
@@ -395,6 +445,9 @@ class ProgramAnalysis:
     memory: dict[str, int] | None = None
     hlo_fingerprint: str | None = None
     while_loop_count: int | None = None
+    program_fingerprint: str | None = None
+    hlo_opcodes: dict[str, int] | None = None
+    code_bytes: int | None = None
     hlo_text: str | None = None
     jaxpr_text: str | None = None
 
@@ -415,6 +468,9 @@ def analyse(traced: Any, compiled: Any, *, keep_text: bool = False) -> ProgramAn
         memory=memory_figures(compiled),
         hlo_fingerprint=hlo_fingerprint(hlo) if hlo else None,
         while_loop_count=while_loop_count(hlo) if hlo else None,
+        program_fingerprint=program_fingerprint(hlo) if hlo else None,
+        hlo_opcodes=opcode_counts(hlo) if hlo else None,
+        code_bytes=generated_code_bytes(compiled),
         hlo_text=hlo if keep_text else None,
         jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
     )

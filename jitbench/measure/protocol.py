@@ -217,6 +217,9 @@ def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMod
             memory=analysis.memory,
             hlo_fingerprint=analysis.hlo_fingerprint,
             while_loop_count=analysis.while_loop_count,
+            program_fingerprint=analysis.program_fingerprint,
+            hlo_opcodes=analysis.hlo_opcodes,
+            code_bytes=analysis.code_bytes,
         ),
     )
 

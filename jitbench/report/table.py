@@ -560,6 +560,10 @@ def _mode_figures(f: ModeFigure) -> dict[str, str]:
         if jit_c
         else "—",
         "jaxpr equations": str(c.jaxpr_eqn_count) if c and c.jaxpr_eqn_count is not None else "—",
+        "program fingerprint": c.program_fingerprint or "—" if c else "—",
+        "fusions · custom calls": f"{c.fusion_count} · {c.custom_call_count}"
+        if c and c.hlo_opcodes is not None
+        else "—",
         "transfer (device_put)": f"{fmt.seconds(m.transfer_s)} · {fmt.bytes_(m.transfer_bytes)}"
         if m.transfer_s is not None
         else "—",

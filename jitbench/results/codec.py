@@ -20,6 +20,9 @@ Schema changelog (bump MINOR for additive changes, MAJOR when old readers would 
 - 1.7: measurement.device_peak_bytes and device_peak_exact (the device allocator's
   high-water mark over the case, above what was resident before it; exact false: an
   upper bound; null on CPU and in older files).
+- 1.8: compile.program_fingerprint (the optimised HLO modulo names and metadata, hashed),
+  compile.hlo_opcodes (its instructions by opcode) and compile.code_bytes (generated
+  machine code, where the backend says): what `compare` judges a program by.
 
 Keys added inside the free-form "environment" and "config" objects are not versioned (the
 schema does not constrain them, and every reader takes them as optional): environment

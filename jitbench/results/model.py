@@ -22,7 +22,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 
 SCHEMA_ID = "jitbench.run"
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 #: From this schema version on, the modes of a case are sampled in lockstep rounds.
 PAIRED_SINCE = (1, 3)
 
@@ -91,6 +91,17 @@ class ErrorInfo:
     hint: str = ""
 
 
+#: HLO opcodes (and their -start/-done halves) that move data between devices.
+COLLECTIVES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+)
+
+
 @dataclass(frozen=True, kw_only=True)
 class CompileInfo:
     """Cold compilation figures of one JAX mode. Fields a backend cannot give are None.
@@ -121,6 +132,30 @@ class CompileInfo:
     timed_compile_count: int = 0
     while_loop_count: int | None = None
     compile_repeats_s: tuple[float, ...] = ()
+    #: The optimised HLO modulo names and metadata, hashed: equal for the same program
+    #: whatever its function, variables or source lines are called (schema 1.8 on).
+    program_fingerprint: str | None = None
+    #: Instructions of the optimised HLO by opcode (every computation, fused ones too).
+    hlo_opcodes: Mapping[str, int] | None = None
+    #: Machine code the backend generated, where it says (None on JAX's CPU backend).
+    code_bytes: int | None = None
+
+    @property
+    def fusion_count(self) -> int | None:
+        """Fusions in the optimised program (each a kernel on a GPU)."""
+        return None if self.hlo_opcodes is None else self.hlo_opcodes.get("fusion", 0)
+
+    @property
+    def custom_call_count(self) -> int | None:
+        """Custom calls (library kernels: cuBLAS, LAPACK, …) in the optimised program."""
+        return None if self.hlo_opcodes is None else self.hlo_opcodes.get("custom-call", 0)
+
+    @property
+    def collective_count(self) -> int | None:
+        """Collectives (all-reduce, all-gather, …; sharded mode) in the optimised program."""
+        if self.hlo_opcodes is None:
+            return None
+        return sum(n for op, n in self.hlo_opcodes.items() if op.startswith(COLLECTIVES))
 
     @property
     def has_loops(self) -> bool:

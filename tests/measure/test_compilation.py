@@ -243,3 +243,28 @@ def test_a_later_rounds_rewarm_loads_the_programs_the_first_round_compiled(
     assert all(m.ok for m in run.measurements)
     assert {m.case.size for m in run.measurements} == {"S", "M"}
     assert events.load_count > 0  # the re-warm of S's second round, after M cleared them
+
+
+def test_the_program_fingerprint_ignores_names_and_lines_not_the_program() -> None:
+    """A renamed function (with a comment and a moved line) compiles to the same program
+    text; a float16 round trip is another program, with two more converts."""
+
+    def selu(x, alpha=1.67, lmbda=1.05):
+        return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+    def renamed(y, alpha=1.67, lmbda=1.05):
+        # the same program, written under another name
+        return lmbda * jnp.where(y > 0, y, alpha * jnp.exp(y) - alpha)
+
+    def narrowed(x, alpha=1.67, lmbda=1.05):
+        h = x.astype(jnp.float16)
+        return (lmbda * jnp.where(h > 0, h, alpha * jnp.exp(h) - alpha)).astype(jnp.float32)
+
+    x = jnp.ones(64)
+    texts = [jax.jit(f).trace(x).lower().compile().as_text() for f in (selu, renamed, narrowed)]
+    prints = [jcompile.program_fingerprint(t) for t in texts]
+    assert prints[0] == prints[1] != prints[2]
+    assert jcompile.hlo_fingerprint(texts[0]) != jcompile.hlo_fingerprint(texts[1])
+    ops = [jcompile.opcode_counts(t) for t in texts]
+    assert ops[0] == ops[1] and ops[2].get("convert", 0) == ops[0].get("convert", 0) + 2
+    assert ops[0]["fusion"] >= 1 and "HloModule m" in jcompile.program_text(texts[0])

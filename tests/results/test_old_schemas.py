@@ -11,7 +11,7 @@ from jitbench.results import SCHEMA_VERSION, Mode, Status, dump_run, load_run, r
 from jitbench.results.analysis import analyse
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7")
+VERSIONS = ("1.0", "1.1", "1.2", "1.3", "1.4", "1.5", "1.6", "1.7", "1.8")
 
 
 def test_there_is_a_fixture_for_the_current_version() -> None:
@@ -49,6 +49,7 @@ def test_only_lockstep_runs_are_paired() -> None:
         False,
         False,
         False,
+        True,
         True,
         True,
         True,
