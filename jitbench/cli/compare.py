@@ -197,6 +197,16 @@ def compare_cmd(
             help="Whether a compile-time regression fails the gate (it is reported either way).",
         ),
     ] = _DEFAULTS.compile_gates,
+    fail_on: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--fail-on",
+            metavar="WHAT",
+            help="Also fail on 'program': a compiled program that moved past the tolerances "
+            "(bytes accessed or flops +5 %, temp or peak memory +10 %, a new recompile, "
+            "more fusions); program changes are reported either way.",
+        ),
+    ] = None,
     changes_only: Annotated[
         bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
     ] = False,
@@ -266,6 +276,7 @@ def compare_cmd(
         compile_floor_s=compile_floor,
         compile_gates=compile_gate,
         p_adjust=p_adjust,
+        program_gates=_fails_on_program(fail_on or []),
     )
     if interleaved:
         plan = DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
@@ -346,3 +357,21 @@ def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:
         f"under {escape(str(kwargs['out']))}"
     )
     return cmp, (result.base, result.new)
+
+
+#: What `--fail-on` takes besides the timing and compile verdicts that always gate.
+FAIL_ON_CHOICES = ("program",)
+
+
+def _fails_on_program(fail_on: list[str]) -> bool:
+    """Whether `--fail-on` asks the program verdict to gate.
+
+    Raises:
+        ConfigError: a value it does not know, with those it does.
+    """
+    from jitbench.errors import ConfigError, unknown_name_message
+
+    for value in fail_on:
+        if value not in FAIL_ON_CHOICES:
+            raise ConfigError(unknown_name_message("--fail-on value", value, FAIL_ON_CHOICES))
+    return "program" in fail_on

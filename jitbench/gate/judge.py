@@ -34,6 +34,7 @@ from jitbench.gate.model import (
     Verdict,
 )
 from jitbench.gate.pooling import pooling_notes
+from jitbench.gate.program import explain, program_change_of
 from jitbench.results import Measurement, Mode, Run, is_host_copy
 from jitbench.results.merge import judged_compile_s
 
@@ -272,6 +273,7 @@ def compare_measurements(
         "base": base,
         "new": new,
         "compile_gates": thresholds.compile_gates,
+        "program_gates": thresholds.program_gates,
     }
     if base is None:
         return Entry(verdict=Verdict.NEW, **common)
@@ -302,8 +304,18 @@ def compare_measurements(
         timing = compare_runs(base, new, spread, run_prior_variance, thresholds)
     else:
         timing = compare_timing(base.samples_s, new.samples_s, thresholds)
-    notes = [n for n in (timing.note, _params_note(base, new)) if n]
+    program = program_change_of(
+        base,
+        new,
+        tolerance=thresholds.program_tolerance,
+        memory_tolerance=thresholds.memory_tolerance,
+    )
+    said = explain(
+        timing.verdict is Verdict.REGRESSION, timing.verdict is Verdict.IMPROVEMENT, program
+    )
+    notes = [n for n in (timing.note, _params_note(base, new), said) if n]
     return Entry(
+        program=program,
         verdict=timing.verdict,
         ratio=timing.ratio,
         ratio_low=timing.low,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jitbench.errors import ConfigError
+from jitbench.gate.program import ProgramChange
 from jitbench.results import Measurement, Mode
 from jitbench.results.analysis.estimates import time_estimate
 
@@ -21,8 +22,9 @@ COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
 # is of) and each pooling note's "mixed"; 1.3: that flag is "warns" (it marks every note
 # that warns, not only runs of mixed settings); 1.4: "inconclusive", why the gate could not
-# vouch for the new run (untestable changes, a partial run on either side)
-COMPARISON_SCHEMA_VERSION = "1.4"
+# vouch for the new run (untestable changes, a partial run on either side); 1.5: each
+# entry's "program" (changed, moved, regressed) and the program thresholds
+COMPARISON_SCHEMA_VERSION = "1.5"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -76,6 +78,10 @@ class Thresholds:
         compile_threshold: compile-time factor (jit trace + lower + compile seconds).
         compile_floor_s: a compile change must also exceed this many seconds in absolute terms.
         compile_gates: whether a compile-time regression fails the gate (it is always reported).
+        program_gates: whether a compiled-program regression fails the gate (`--fail-on
+            program`; always reported): more bytes accessed or flops than
+            `program_tolerance` allows, more temp or peak memory than `memory_tolerance`,
+            new recompiles during timing, or more fusions.
 
     Raises:
         ConfigError: an option of the wrong type, out of range, NaN or infinite; the message
@@ -88,6 +94,9 @@ class Thresholds:
     compile_floor_s: float = 0.020
     compile_gates: bool = True
     p_adjust: str = "bh"
+    program_gates: bool = False
+    program_tolerance: float = 0.05
+    memory_tolerance: float = 0.10
 
     def __post_init__(self) -> None:
         if not (isinstance(self.p_adjust, str) and self.p_adjust in P_ADJUST_METHODS):
@@ -121,6 +130,14 @@ class Thresholds:
                 "--compile-floor is a finite number of seconds >= 0 such as 0.02, "
                 f"got {self.compile_floor_s!r}."
             )
+        for name, tol in (
+            ("program_tolerance", self.program_tolerance),
+            ("memory_tolerance", self.memory_tolerance),
+        ):
+            if not (_is_real(tol) and tol >= 0 and math.isfinite(tol)):
+                raise ConfigError(f"{name} is a fraction >= 0 such as 0.05, got {tol!r}.")
+        if not isinstance(self.program_gates, bool):
+            raise ConfigError(f"program_gates is True or False, got {self.program_gates!r}.")
         if not isinstance(self.compile_gates, bool):
             raise ConfigError(
                 "--compile-gate/--no-compile-gate is on or off (compile_gates=True or False), "
@@ -193,6 +210,9 @@ class Entry:
     compile: CompileChange | None = None
     note: str = ""
     compile_gates: bool = True
+    #: the compiled program's verdict (jit and sharded modes, schema 1.8 on), else None
+    program: ProgramChange | None = None
+    program_gates: bool = False
 
     @property
     def key(self) -> CaseKey:
@@ -239,10 +259,14 @@ class Entry:
     @property
     def fails_gate(self) -> bool:
         """True for a run-time regression, a case now failing, or a compile regression."""
-        return self.verdict in FAILING_VERDICTS or (
-            self.compile_gates
-            and self.compile is not None
-            and self.compile.verdict is Verdict.REGRESSION
+        return (
+            self.verdict in FAILING_VERDICTS
+            or (self.program_gates and self.program is not None and self.program.regressed)
+            or (
+                self.compile_gates
+                and self.compile is not None
+                and self.compile.verdict is Verdict.REGRESSION
+            )
         )
 
 
@@ -396,6 +420,9 @@ class Comparison:
                 "compile_floor_s": self.thresholds.compile_floor_s,
                 "compile_gates": self.thresholds.compile_gates,
                 "p_adjust": self.thresholds.p_adjust,
+                "program_gates": self.thresholds.program_gates,
+                "program_tolerance": self.thresholds.program_tolerance,
+                "memory_tolerance": self.thresholds.memory_tolerance,
             },
             "pooling": [
                 {"text": n.text, "left_out": n.left_out, "warns": n.warns} for n in self.pooling
@@ -462,4 +489,11 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
             "p_value": e.compile.p_value,
         },
         "note": e.note,
+        "program": None
+        if e.program is None
+        else {
+            "changed": e.program.changed,
+            "moved": list(e.program.moved),
+            "regressed": e.program.regressed,
+        },
     }

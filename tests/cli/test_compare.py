@@ -439,3 +439,39 @@ def test_stored_runs_of_one_interleaved_comparison_are_judged_on_their_pairs(
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout[result.stdout.index("{") :])
     assert data["entries"][0]["test"] == "paired rounds: signed-rank"
+
+
+def test_fail_on_program_gates_a_changed_program(tmp_path: Path) -> None:
+    """The 1.8 fixture against itself with jit's programs recompiled differently (more
+    bytes accessed): reported by default, a failure with --fail-on program."""
+    fixtures = Path(__file__).resolve().parents[1] / "results" / "fixtures"
+    base = load_run(fixtures / "run-schema-1.8.json")
+    changed = replace(
+        base,
+        run_id="changed",
+        measurements=tuple(
+            replace(
+                m,
+                compile=replace(
+                    m.compile,
+                    program_fingerprint="0" * 16,
+                    bytes_accessed=(m.compile.bytes_accessed or 1.0) * 2,
+                ),
+            )
+            if m.mode is Mode.JIT and m.compile is not None
+            else m
+            for m in base.measurements
+        ),
+    )
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(dump_run(base))
+    b.write_text(dump_run(changed))
+    runner = CliRunner()
+    reported = runner.invoke(app, ["compare", str(a), str(b), "--wide", "--allow-inconclusive"])
+    assert "program changed: bytes accessed +100 %" in reported.output, reported.output
+    gated = runner.invoke(
+        app, ["compare", str(a), str(b), "--fail-on", "program", "--allow-inconclusive"]
+    )
+    assert gated.exit_code == 1, gated.output
+    bad = runner.invoke(app, ["compare", str(a), str(b), "--fail-on", "programs"])
+    assert bad.exit_code == 2 and "did you mean 'program'" in bad.output
