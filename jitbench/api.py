@@ -10,11 +10,18 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, OutputError
-from jitbench.gate import INTERLEAVED_THRESHOLD, Comparison, Thresholds, compare_interleaved
+from jitbench.gate import (
+    INTERLEAVED_THRESHOLD,
+    Comparison,
+    Thresholds,
+    compare,
+    compare_interleaved,
+)
 from jitbench.results import (
     Case,
     OutputLayout,
@@ -251,12 +258,15 @@ def compare_revisions(
     out: str | os.PathLike[str] = "reports/compare",
     on_event: Callable[[DuetEvent], None] | None = None,
     cwd: str | os.PathLike[str] = ".",
+    programs_only: bool = False,
 ) -> tuple[Comparison, DuetResult]:
     """Everything `jitbench compare --rev` does below the command line: check the options
     and the output folder, prepare both sides (a worktree per revision, or two Pythons),
     measure them interleaved (`runner.duet`), save both runs under `out` after every case
     (an interrupted comparison keeps what it measured), and judge them on their paired
-    rounds (`gate.compare_interleaved`).
+    rounds (`gate.compare_interleaved`). With `programs_only` (`--metrics-only`) the
+    samples a plan of one round took (enough to count compiles during calls) are not
+    judged: the comparison is of the compiled programs alone.
 
     Raises:
         ConfigError: bad options, not a git repository, an unknown revision, …
@@ -296,6 +306,12 @@ def compare_revisions(
             on_event=on_event,
             checkpoint=checkpoint,
         )
+    if programs_only:
+        base_run, new_run = (
+            replace(r, measurements=tuple(replace(m, samples_s=()) for m in r.measurements))
+            for r in (result.base, result.new)
+        )
+        return compare(base_run, new_run, thresholds=thresholds), result
     return compare_interleaved(result.base, result.new, thresholds=thresholds), result
 
 

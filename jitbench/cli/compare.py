@@ -19,7 +19,7 @@ from jitbench.cli.options import (
     WideOpt,
 )
 from jitbench.cli.output import check_output_file, gate_exit, render_comparison
-from jitbench.config import RunConfig, parse_threads
+from jitbench.config import Mode, RunConfig, parse_threads
 from jitbench.errors import ConfigError
 from jitbench.gate import (
     DISTURBED_FACTOR,
@@ -167,6 +167,15 @@ def compare_cmd(
     compiles: Annotated[
         int, typer.Option("--compiles", help="Interleaved: cold jit compiles per side and pair.")
     ] = _DUET.compiles,
+    metrics_only: Annotated[
+        bool,
+        typer.Option(
+            "--metrics-only",
+            help="Interleaved: compile each case's jit program on both sides and compare the "
+            "programs only, without sampling (a fast gate that noise cannot fool; implies "
+            "--fail-on program).",
+        ),
+    ] = False,
     threads: ThreadsOpt = "1",
     x64: Annotated[bool, typer.Option("--x64", help="Interleaved: float64 on both sides.")] = False,
     out: Annotated[
@@ -276,15 +285,28 @@ def compare_cmd(
         compile_floor_s=compile_floor,
         compile_gates=compile_gate,
         p_adjust=p_adjust,
-        program_gates=_fails_on_program(fail_on or []),
+        program_gates=metrics_only or _fails_on_program(fail_on or []),
     )
+    if metrics_only and not interleaved:
+        raise ConfigError(
+            "--metrics-only compiles two revisions' programs: give --rev BASE (or "
+            "--python-base/--python-new); stored runs already hold theirs (plain compare "
+            "reports program changes)."
+        )
     if interleaved:
-        plan = DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
+        plan = (
+            # One worker a side, each case opened (its cold compile) and given one round,
+            # which counts compiles during calls; its samples are not judged.
+            DuetPlan(budget_s=0.0, min_rounds=1, max_rounds=1, compiles=1, pairs=1)
+            if metrics_only
+            else DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
+        )
         config = RunConfig(
             sizes=tuple(split_list(sizes)) or ("S",),
             x64=x64,
             threads=parse_threads(threads),
             processes=1,  # the duet's worker pairs are its processes (`DuetPlan.pairs`)
+            modes=(Mode.EAGER, Mode.JIT) if metrics_only else RunConfig().modes,
         )
         cmp, sides = _measure_interleaved(
             rev=rev,
@@ -297,6 +319,7 @@ def compare_cmd(
             plan=plan,
             thresholds=thresholds,
             out=out,
+            programs_only=metrics_only,
         )
     else:
         assert base is not None and new is not None
@@ -369,7 +392,7 @@ def _fails_on_program(fail_on: list[str]) -> bool:
     Raises:
         ConfigError: a value it does not know, with those it does.
     """
-    from jitbench.errors import ConfigError, unknown_name_message
+    from jitbench.errors import unknown_name_message
 
     for value in fail_on:
         if value not in FAIL_ON_CHOICES:

@@ -290,13 +290,27 @@ def compare_measurements(
         return Entry(
             verdict=Verdict.FIXED, compile=compile_change, note=f"was {base.status.value}", **common
         )
+    program = program_change_of(
+        base,
+        new,
+        tolerance=thresholds.program_tolerance,
+        memory_tolerance=thresholds.memory_tolerance,
+    )
     if not (base.ok and new.ok):
         side = "base" if not base.ok else "new"
         m = base if not base.ok else new
+        unsampled = not (base.samples_s or new.samples_s) and base.status is new.status
+        note = (
+            "timing not measured (programs only)"
+            if unsampled
+            else f"{side} is {m.status.value} with {len(m.samples_s)} samples"
+        )
+        said = explain(False, False, program, timed=not unsampled)
         return Entry(
             verdict=Verdict.NOT_COMPARED,
             compile=compile_change,
-            note=f"{side} is {m.status.value} with {len(m.samples_s)} samples",
+            program=program,
+            note="; ".join(n for n in (note, said) if n),
             **common,
         )
     spread = run_spread_of(base, new)
@@ -304,12 +318,6 @@ def compare_measurements(
         timing = compare_runs(base, new, spread, run_prior_variance, thresholds)
     else:
         timing = compare_timing(base.samples_s, new.samples_s, thresholds)
-    program = program_change_of(
-        base,
-        new,
-        tolerance=thresholds.program_tolerance,
-        memory_tolerance=thresholds.memory_tolerance,
-    )
     said = explain(
         timing.verdict is Verdict.REGRESSION, timing.verdict is Verdict.IMPROVEMENT, program
     )

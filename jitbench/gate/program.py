@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from jitbench import formatting as fmt
-from jitbench.results import CompileInfo, Measurement
+from jitbench.results import CompileInfo, Measurement, Mode
 
 #: Memory-analysis figures judged, and how each is named.
 _MEMORY = (("temp_bytes", "temp memory"), ("peak_bytes", "peak memory"))
@@ -79,12 +79,18 @@ def program_change_of(
     base: Measurement, new: Measurement, *, tolerance: float = 0.05, memory_tolerance: float = 0.10
 ) -> ProgramChange | None:
     """The program verdict of two measurements of one case and mode; None where either
-    side recorded no program fingerprint (eager and NumPy modes, files before schema 1.8,
-    a failed compile)."""
+    side recorded no compile (NumPy, a failed mode). Eager mode has no one program to
+    fingerprint (one per primitive): its verdict is its compiles during calls alone, as
+    it is for files before schema 1.8."""
     b, n = base.compile, new.compile
-    if b is None or n is None or not (b.program_fingerprint and n.program_fingerprint):
+    if b is None or n is None:
         return None
     recompiles = n.timed_compile_count - b.timed_compile_count
+    if not (b.program_fingerprint and n.program_fingerprint):
+        if recompiles <= 0:
+            return ProgramChange(changed=False) if base.mode is Mode.EAGER else None
+        many = f"{recompiles} new recompile{'s' if recompiles != 1 else ''}"
+        return ProgramChange(changed=True, moved=(many,), regressed=True)
     same = b.program_fingerprint == n.program_fingerprint
     if same and recompiles <= 0:
         return ProgramChange(changed=False)
@@ -108,10 +114,19 @@ def program_change_of(
     )
 
 
-def explain(timing_regressed: bool, timing_improved: bool, program: ProgramChange | None) -> str:
-    """What the timing and the program verdicts say together, for the entry's note."""
+def explain(
+    timing_regressed: bool,
+    timing_improved: bool,
+    program: ProgramChange | None,
+    *,
+    timed: bool = True,
+) -> str:
+    """What the timing and the program verdicts say together, for the entry's note
+    (`timed` False: only the programs were compared)."""
     if program is None:
         return ""
+    if not timed:
+        return program.text if program.changed else ""
     if timing_regressed:
         if program.changed:
             return f"slower, and the {program.text} (why it is slower)"

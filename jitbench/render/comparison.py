@@ -74,6 +74,14 @@ def summary_line(cmp: Comparison) -> str:
     parts = [f"{cmp.count(v)} {v.value}" for v in Verdict if cmp.count(v)]
     if cmp.compile_regressions:
         parts.append(f"{len(cmp.compile_regressions)} compile-time regression(s)")
+    programs = [e.program for e in cmp.entries if e.program is not None]
+    if programs:
+        changed = [p for p in programs if p.changed]
+        regressed = [p for p in changed if p.regressed]
+        parts.append(
+            f"{len(programs) - len(changed)} program(s) unchanged, {len(changed)} changed"
+            + (f" ({len(regressed)} past the tolerances)" if regressed else "")
+        )
     if cmp.incomplete:
         parts.append("a partial run")
     verdict = "FAIL" if cmp.has_regression else "INCONCLUSIVE" if cmp.inconclusive else "pass"

@@ -475,3 +475,17 @@ def test_fail_on_program_gates_a_changed_program(tmp_path: Path) -> None:
     assert gated.exit_code == 1, gated.output
     bad = runner.invoke(app, ["compare", str(a), str(b), "--fail-on", "programs"])
     assert bad.exit_code == 2 and "did you mean 'program'" in bad.output
+
+
+@pytest.mark.e2e
+def test_metrics_only_flags_a_changed_program_and_passes_renamed_code(tmp_path: Path) -> None:
+    """Two revisions of the default suite compiled, not sampled: selu through float16 fails
+    the gate naming what moved; selu with renamed parameters and a comment passes."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from program_gate_check import scratch_repository, trial
+
+    repo = scratch_repository(tmp_path)
+    code, _, moved = trial(repo, "defeat", tmp_path / "defeat")
+    assert code == 1 and moved == ["selu jit: +2 convert, flops +40 %"]
+    code, _, moved = trial(repo, "names", tmp_path / "names")
+    assert code == 0 and moved == []
