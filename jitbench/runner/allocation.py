@@ -1,0 +1,68 @@
+"""Where a run in several processes spends more: the cases another process should measure.
+
+A run of `--processes K` measures every case in K processes, one after another, and the
+speedup's interval comes from how far those processes' paired estimates spread
+(`Run.speedup`). Most cases agree from process to process; a few do not (a burst on a
+shared host during one process's window, an executable that runs slow), and their
+intervals are wide. Rather than spreading the budget evenly, the run measures those cases
+again in further processes (`runner.processes.run_in_processes`): each one more process
+narrows the interval (a t quantile on more degrees of freedom, and √(2/K) in its
+half-width) where narrowing is needed. `cases_for_another_process` is the one rule that
+picks them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from jitbench.config import Mode
+from jitbench.measure.diagnose import PROCESS_SPLIT_FACTOR
+from jitbench.results import Run
+from jitbench.results.model import Measurement
+
+CaseKey = tuple[str, str, str, str]
+
+#: A speedup interval wider than this (×/÷, √(high / low)) asks for another process: the
+#: width a default run aims at for jit. Narrower intervals are left as they are; a case's
+#: processes that measured a mode `PROCESS_SPLIT_FACTOR` apart ask for one whatever the
+#: width, since the case's time then rests on two processes that disagree.
+WIDE_INTERVAL = 1.10
+
+
+def processes_of(ms: list[Measurement]) -> int:
+    """How many processes measured a case: the most parts of its measurements."""
+    return max((len(m.part_counts) for m in ms), default=0)
+
+
+def cases_for_another_process(run: Run, *, most: int) -> list[CaseKey]:
+    """The cases of `run` (every process pooled so far) that one more process should
+    measure, the neediest first: those whose speedup interval over NumPy (any JAX mode,
+    `Run.speedup`) is wider than `WIDE_INTERVAL`, or whose processes measured a mode
+    `PROCESS_SPLIT_FACTOR` or more apart (first, widest next).
+
+    Left out: cases measured in fewer than two processes (no spread to judge) or in `most`
+    already, and cases with a failed measurement (a failure in any process is the case's
+    result: more processes would not change it).
+    """
+    by_case: dict[CaseKey, list[Measurement]] = {}
+    for m in run.measurements:
+        by_case.setdefault(m.case.key, []).append(m)
+    needs: list[tuple[float, CaseKey]] = []
+    for key, ms in by_case.items():
+        if any(m.failed for m in ms) or not 2 <= processes_of(ms) < most:
+            continue
+        need = 1.0
+        for m in ms:
+            medians = m.run_medians_s if m.ok and len(m.part_counts) > 1 else ()
+            if medians and min(medians) > 0 and max(medians) >= PROCESS_SPLIT_FACTOR * min(medians):
+                need = math.inf
+        for m in ms:
+            if m.mode is Mode.NUMPY:
+                continue
+            r = run.speedup(key, m.mode)
+            if r is not None and r.low is not None and r.high is not None and r.low > 0:
+                need = max(need, math.sqrt(r.high / r.low))
+        if need > WIDE_INTERVAL:
+            needs.append((need, key))
+    needs.sort(key=lambda pair: -pair[0])  # stable: plan order among equals
+    return [key for _, key in needs]
