@@ -36,9 +36,9 @@ def processes_of(ms: list[Measurement]) -> int:
 
 def cases_for_another_process(run: Run, *, most: int) -> list[CaseKey]:
     """The cases of `run` (every process pooled so far) that one more process should
-    measure, the neediest first: those whose speedup interval over NumPy (any JAX mode,
-    `Run.speedup`) is wider than `WIDE_INTERVAL`, or whose processes measured a mode
-    `PROCESS_SPLIT_FACTOR` or more apart (first, widest next).
+    measure, the neediest first: those whose processes measured a mode
+    `PROCESS_SPLIT_FACTOR` or more apart, then those whose speedup interval over NumPy (any
+    JAX mode, `Run.speedup`) is wider than `WIDE_INTERVAL`, each group widest first.
 
     Left out: cases measured in fewer than two processes (no spread to judge) or in `most`
     already, and cases with a failed measurement (a failure in any process is the case's
@@ -47,22 +47,31 @@ def cases_for_another_process(run: Run, *, most: int) -> list[CaseKey]:
     by_case: dict[CaseKey, list[Measurement]] = {}
     for m in run.measurements:
         by_case.setdefault(m.case.key, []).append(m)
-    needs: list[tuple[float, CaseKey]] = []
+    needs: list[tuple[bool, float, CaseKey]] = []
     for key, ms in by_case.items():
         if any(m.failed for m in ms) or not 2 <= processes_of(ms) < most:
             continue
-        need = 1.0
-        for m in ms:
-            medians = m.run_medians_s if m.ok and len(m.part_counts) > 1 else ()
-            if medians and min(medians) > 0 and max(medians) >= PROCESS_SPLIT_FACTOR * min(medians):
-                need = math.inf
-        for m in ms:
-            if m.mode is Mode.NUMPY:
-                continue
-            r = run.speedup(key, m.mode)
-            if r is not None and r.low is not None and r.high is not None and r.low > 0:
-                need = max(need, math.sqrt(r.high / r.low))
-        if need > WIDE_INTERVAL:
-            needs.append((need, key))
-    needs.sort(key=lambda pair: -pair[0])  # stable: plan order among equals
-    return [key for _, key in needs]
+        split = any(_apart(m) for m in ms)
+        widest = max(
+            (_width(run, key, m.mode) for m in ms if m.mode is not Mode.NUMPY), default=1.0
+        )
+        if split or widest > WIDE_INTERVAL:
+            needs.append((split, widest, key))
+    needs.sort(key=lambda need: (not need[0], -need[1]))  # stable: plan order among equals
+    return [key for _, _, key in needs]
+
+
+def _apart(m: Measurement) -> bool:
+    """Whether `m`'s processes measured it `PROCESS_SPLIT_FACTOR` or more apart."""
+    medians = m.run_medians_s if m.ok and len(m.part_counts) > 1 else ()
+    return (
+        bool(medians) and min(medians) > 0 and max(medians) >= PROCESS_SPLIT_FACTOR * min(medians)
+    )
+
+
+def _width(run: Run, key: CaseKey, mode: Mode) -> float:
+    """The speedup interval's width over NumPy as a factor (×/÷), 1 where there is none."""
+    r = run.speedup(key, mode)
+    if r is None or r.low is None or r.high is None or r.low <= 0:
+        return 1.0
+    return math.sqrt(r.high / r.low)
