@@ -22,11 +22,18 @@ from jitbench.results.model import Measurement
 
 CaseKey = tuple[str, str, str, str]
 
-#: A speedup interval wider than this (×/÷, √(high / low)) asks for another process: the
-#: width a default run aims at for jit. Narrower intervals are left as they are; a case's
-#: processes that measured a mode `PROCESS_SPLIT_FACTOR` apart ask for one whatever the
-#: width, since the case's time then rests on two processes that disagree.
+#: A jit speedup interval wider than this (×/÷, √(high / low)) asks for another process:
+#: the width a default run aims at for jit. Narrower intervals are left as they are; a
+#: case's processes that measured a mode `PROCESS_SPLIT_FACTOR` apart ask for one whatever
+#: the width, since the case's time then rests on processes that disagree.
 WIDE_INTERVAL = 1.10
+#: The speedups whose width is judged: jit's (and sharded mode's, jit on several devices),
+#: the headline. Eager's are not: at small sizes they are dispatch-bound Python that moves
+#: more from process to process (×/÷ 1.07-1.10 where jit's are 1.05 on a quiet 2-vCPU VM),
+#: so about half of a default run's cases would ask for more for eager alone, and their
+#: extra processes would take the time the jit intervals need. An extra process measures
+#: every mode of its case, so eager's intervals narrow with jit's.
+JUDGED_MODES = (Mode.JIT, Mode.SHARDED)
 
 
 def processes_of(ms: list[Measurement]) -> int:
@@ -37,8 +44,9 @@ def processes_of(ms: list[Measurement]) -> int:
 def cases_for_another_process(run: Run, *, most: int) -> list[CaseKey]:
     """The cases of `run` (every process pooled so far) that one more process should
     measure, the neediest first: those whose processes measured a mode
-    `PROCESS_SPLIT_FACTOR` or more apart, then those whose speedup interval over NumPy (any
-    JAX mode, `Run.speedup`) is wider than `WIDE_INTERVAL`, each group widest first.
+    `PROCESS_SPLIT_FACTOR` or more apart, then those whose speedup interval over NumPy
+    (`JUDGED_MODES`, `Run.speedup`) is wider than `WIDE_INTERVAL`, each group widest
+    first.
 
     Left out: cases measured in fewer than two processes (no spread to judge) or in `most`
     already, and cases with a failed measurement (a failure in any process is the case's
@@ -52,9 +60,7 @@ def cases_for_another_process(run: Run, *, most: int) -> list[CaseKey]:
         if any(m.failed for m in ms) or not 2 <= processes_of(ms) < most:
             continue
         split = any(_apart(m) for m in ms)
-        widest = max(
-            (_width(run, key, m.mode) for m in ms if m.mode is not Mode.NUMPY), default=1.0
-        )
+        widest = max((_width(run, key, m.mode) for m in ms if m.mode in JUDGED_MODES), default=1.0)
         if split or widest > WIDE_INTERVAL:
             needs.append((split, widest, key))
     needs.sort(key=lambda need: (not need[0], -need[1]))  # stable: plan order among equals

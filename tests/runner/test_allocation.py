@@ -119,15 +119,21 @@ def test_one_process_failed_cases_and_cases_without_an_interval_get_none() -> No
     assert cases_for_another_process(run, most=4) == [case("wild").key]
 
 
-def test_eager_counts_as_jit_does() -> None:
-    c = case("dispatch")
+def test_a_wide_eager_interval_alone_asks_for_none() -> None:
+    dispatch, both = case("dispatch"), case("both")
     run = run_of(
-        measured(c, Mode.NUMPY, [2.0, 2.0]),
-        measured(c, Mode.EAGER, [1.0, 1.3]),
-        measured(c, Mode.JIT, [1.0, 1.0]),
+        measured(dispatch, Mode.NUMPY, [2.0, 2.0]),
+        measured(dispatch, Mode.EAGER, [1.0, 1.3]),
+        measured(dispatch, Mode.JIT, [1.0, 1.0]),
+        measured(both, Mode.NUMPY, [2.0, 2.0]),
+        measured(both, Mode.EAGER, [1.0, 1.3]),
+        measured(both, Mode.JIT, [1.0, 1.3]),
         *calm_suite(),
     )
-    assert cases_for_another_process(run, most=4) == [c.key]
+    eager = run.speedup(dispatch.key, Mode.EAGER)
+    assert eager is not None and eager.low and eager.high
+    assert math.sqrt(eager.high / eager.low) > WIDE_INTERVAL
+    assert cases_for_another_process(run, most=4) == [both.key]
 
 
 def test_cases_measured_in_different_numbers_of_processes_are_judged_each_on_its_own() -> None:
