@@ -160,7 +160,16 @@ def jit_cached(x):
 _calls = {"count": 0}
 
 
-@workload(inputs=vector, sizes=SIZES, tags=("pitfall", "impure"))
+def vector_counting_from_zero(rng, *, dtype, n):
+    # Each case starts the counter at 0, so the NumPy reference (x + 1) and the value jit
+    # froze (x + 2) differ by 1 in every run, and in a second run in the same process too
+    # (suite modules stay imported): from a counter left at N, x + N + 1 against x + N would
+    # pass float32's tolerance and the pitfall would go unseen.
+    _calls["count"] = 0
+    return vector(rng, dtype=dtype, n=n)
+
+
+@workload(inputs=vector_counting_from_zero, sizes=SIZES, tags=("pitfall", "impure"))
 def impure_global(xp, x):
     """Reads and bumps a global call counter: jit freezes the value seen when tracing."""
     _calls["count"] += 1

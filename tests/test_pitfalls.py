@@ -110,6 +110,17 @@ def test_impure_global_differs_under_jit(pitfalls_run: Run) -> None:
     assert "trace time" in d.hint
 
 
+def test_impure_global_differs_under_jit_in_every_run_of_a_process() -> None:
+    # Suite modules stay imported, so a second run (a notebook, the Python API, another
+    # test before this one) starts from the counter the first one left.
+    impure = discover([PITFALLS]).get("impure_global")
+    for attempt in (1, 2):
+        run = run_workloads([impure], quick_config())
+        (jit,) = [m for m in run.measurements if m.mode is Mode.JIT]
+        codes = [d.code for d in jit.diagnostics]
+        assert "output-mismatch" in codes, f"run {attempt}: {codes}\n" + describe(run)
+
+
 def test_without_a_numpy_reference_jit_is_checked_against_eager() -> None:
     import numpy as np
 

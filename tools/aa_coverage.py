@@ -8,8 +8,10 @@ other) and judges every ordered pair of runs (A, B), case by case, for eager and
 - width: the interval's half-width as a factor, sqrt(high / low) (x/÷ 1.10 means ±10 %).
 - reproducibility: the two runs' speedups agree within 10 % (|log ratio| <= log 1.1).
 
-Also prints each run's wall time. With `--hog`, a busy loop keeps one core busy for the
-whole measurement (a noisy neighbour). `--judge DIR` re-judges runs already on disk.
+Also prints each run's wall time. With `--hog`, two busy loops keep both cores of a 2-vCPU
+machine busy for the whole measurement (noisy neighbours; `--hog N` starts N): jitbench
+pins the measured code to one core, so a single loop mostly lands on the other core and
+barely moves the figures. `--judge DIR` re-judges runs already on disk.
 
 `--alternate CHECKOUT` runs another version of jitbench (a `git worktree` of an earlier
 commit, say) after each run of this one, into OUT/alternate: the two versions' figures
@@ -20,7 +22,7 @@ was the wider, and in how many cases its speedups moved more from run to run (`-
 DIR` prints the same where DIR/alternate holds the other version's runs).
 
     python tools/aa_coverage.py --runs 10 --out /tmp/aa            # quiet machine
-    python tools/aa_coverage.py --runs 10 --out /tmp/aa-hog --hog  # one core busy
+    python tools/aa_coverage.py --runs 10 --out /tmp/aa-hog --hog  # two busy loops
     python tools/aa_coverage.py --judge /tmp/aa
     git worktree add /tmp/before HEAD~1
     python tools/aa_coverage.py --runs 6 --out /tmp/aa-ab --alternate /tmp/before
@@ -248,7 +250,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10, help="runs in a row (>= 2)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/jitbench_aa"))
-    parser.add_argument("--hog", action="store_true", help="keep one core busy meanwhile")
+    parser.add_argument(
+        "--hog",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        metavar="N",
+        help="keep N busy loops running meanwhile (2 without N)",
+    )
     parser.add_argument("--judge", type=Path, help="only judge the runs under this folder")
     parser.add_argument(
         "--alternate",
@@ -279,9 +289,9 @@ def main() -> int:
     if args.runs < 2:
         parser.error("--runs must be at least 2")
     args.out.mkdir(parents=True, exist_ok=True)
-    hog = None
-    if args.hog:
-        hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    if args.hog < 0:
+        parser.error("--hog takes a count of busy loops, 0 or more")
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(args.hog)]
     walls: list[float] = []
     other_walls: list[float] = []
     try:
@@ -299,8 +309,9 @@ def main() -> int:
             )
             print(f"{line}, load {load}", flush=True)
     finally:
-        if hog is not None:
+        for hog in hogs:
             hog.kill()
+            hog.wait()
     runs = _load(args.out)
     _print(runs, walls)
     _print_spread(runs)

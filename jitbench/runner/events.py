@@ -87,10 +87,13 @@ class RoundStarted:
 @dataclass(frozen=True)
 class ProcessStarted:
     """Worker process `index` of `total` (`index` >= 2) starts measuring every case again
-    (`--processes`); the first process is this one, reported by the other events."""
+    (`--processes`); the first process is this one, reported by the other events. An
+    extra process (`index` > the run's `--processes`, `total` = `index`) measures only
+    `cases` of them, those whose intervals are widest (`runner.allocation`)."""
 
     index: int
     total: int
+    cases: int | None = None
 
 
 RunEvent = (

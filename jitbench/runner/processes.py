@@ -9,12 +9,22 @@ single processes contained another process's speedup 47 % of the time). With
 every case again; the pooled run keeps each process's share of the samples
 (`run_sample_counts`), and `Run.speedup` turns the spread between processes into the
 interval (`stats.repeat_interval`).
+
+Then the run spends more where its intervals are widest: the cases that
+`allocation.cases_for_another_process` picks from the pooled run (a wide speedup interval,
+processes that disagree) are measured again in a further worker process, with the same
+share of the budget as every other process, and again, up to `EXTRA_PROCESSES` more than
+K, while the time the extra processes take stays within `EXTRA_TIME_SHARE` of what the
+K processes took. A case's measurements record how many processes measured it
+(`Measurement.run_sample_counts`, one count each).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from multiprocessing.connection import Connection
@@ -25,6 +35,7 @@ from jitbench.errors import ConfigError, JitbenchError
 from jitbench.results import Run, run_from_dict
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
+from jitbench.runner.allocation import CaseKey, cases_for_another_process
 from jitbench.runner.child import receive, spawning_quietly
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted
 
@@ -34,10 +45,21 @@ class WorkerError(JitbenchError):
 
 
 #: What a worker process runs: (connection, selection as dicts, config as a dict, the
-#: folder of the programs the first process compiled or None). It measures the selection
-#: and sends ("ok", the run's JSON text), ("refused", a JitbenchError's message) or
-#: ("error", text) back.
-WorkerTarget = Callable[[Connection, list[dict[str, Any]], dict[str, Any], str | None], None]
+#: folder of the programs the first process compiled or None, the keys of the cases to
+#: measure or None for all). It measures the selection and sends ("ok", the run's JSON
+#: text), ("refused", a JitbenchError's message) or ("error", text) back.
+WorkerTarget = Callable[
+    [Connection, list[dict[str, Any]], dict[str, Any], str | None, list[list[str]] | None], None
+]
+
+#: Further processes a case may get beyond the run's `--processes` (where its interval is
+#: wide: `allocation.cases_for_another_process`).
+EXTRA_PROCESSES = 2
+#: The extra processes together take at most this share of the wall time the run's own
+#: processes took (measured in this session; each extra process's time estimated from the
+#: last worker's time per case): a default run that takes 35 s on a quiet machine may take
+#: 45 s on a busy one, where its intervals are wide everywhere, not twice as long.
+EXTRA_TIME_SHARE = 0.3
 
 
 def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
@@ -61,9 +83,11 @@ def run_worker(
     *,
     target: WorkerTarget,
     shared_compiles: str | None = None,
+    cases: Sequence[CaseKey] | None = None,
 ) -> Run:
-    """Measure the selected workloads in a fresh (spawned) process running `target` (a
-    module-level function, so the child can import it) and return its run.
+    """Measure the selected workloads (only the `cases` of them, if given) in a fresh
+    (spawned) process running `target` (a module-level function, so the child can import
+    it) and return its run.
 
     Raises:
         WorkerError: the worker failed or died.
@@ -73,7 +97,13 @@ def run_worker(
     payload = [s.to_dict() for s in selection]
     proc = ctx.Process(
         target=target,
-        args=(sender, payload, config.to_dict(), shared_compiles),
+        args=(
+            sender,
+            payload,
+            config.to_dict(),
+            shared_compiles,
+            None if cases is None else [list(key) for key in cases],
+        ),
         name="jitbench-worker",
     )
     with spawning_quietly():
@@ -109,7 +139,8 @@ def run_in_processes(
     *,
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
-    worker: Callable[[Sequence[Selection], RunConfig], Run],
+    worker: Callable[..., Run],
+    clock: Callable[[], float] = time.monotonic,
 ) -> Run:
     """`first()` measures the run in this process; then `config.processes - 1` workers
     (`worker(selection, config)`, e.g. `run_worker` with the scheduler's target) measure
@@ -118,23 +149,71 @@ def run_in_processes(
     checkpoint follows each worker. Where `first()` returns a resumed run that already
     pooled some workers, only the workers after them run.
 
+    Then, unless the run is a smoke run (`config.quick`), extra workers (`worker(selection,
+    config, cases=keys)`) measure the cases `allocation.cases_for_another_process` picks
+    from the pooled run, up to `EXTRA_PROCESSES` more per case, within `EXTRA_TIME_SHARE`
+    of the time the workers before took (`clock`); the checkpoint of the last process is
+    the complete run. A resumed run goes on with the extra processes it lacks (without a
+    time limit where its first processes ran in another session).
+
     Raises:
         RunInterrupted: on Ctrl-C or a stop signal; it carries the pooled partial run.
         WorkerError: a worker failed (after the processes before it were checkpointed).
     """
     emit = on_event or (lambda _e: None)
     save = checkpoint or (lambda _r: None)
+    started = clock()
     parts = [first()]
-    for index in range(parts[0].processes + 1, config.processes + 1):
-        emit(ProcessStarted(index=index, total=config.processes))
+    own_s = clock() - started  # the run's own processes' time, in this session
+    per_case_s: float | None = None  # the last worker's seconds per case
+    # A smoke run, or one process asked for: no extra processes.
+    extra = 0 if config.quick or config.processes < 2 else EXTRA_PROCESSES
+    most = config.processes + extra
+
+    def measure(index: int, total: int, cases: Sequence[CaseKey] | None) -> Run:
+        emit(ProcessStarted(index=index, total=total, cases=None if cases is None else len(cases)))
         try:
-            parts.append(worker(selection, config))
+            if cases is None:
+                return worker(selection, config)
+            return worker(selection, config, cases=cases)
         except KeyboardInterrupt as exc:
             partial = replace(_pooled(parts), complete=False)
             save(partial)
             raise RunInterrupted(partial, exc) from None
-        save(replace(_pooled(parts), complete=index == config.processes))
-    return _pooled(parts)
+
+    def wanted(pooled: Run, spent_s: float) -> list[CaseKey]:
+        keys = cases_for_another_process(pooled, most=most)
+        if not keys or per_case_s is None or not started_here:
+            return keys
+        left = EXTRA_TIME_SHARE * own_s - spent_s
+        return keys[: max(0, math.floor(left / per_case_s))] if per_case_s > 0 else keys
+
+    started_here = parts[0].processes < config.processes
+    pooled = parts[0]
+    index = parts[0].processes
+    for index in range(parts[0].processes + 1, config.processes + 1):
+        began = clock()
+        parts.append(measure(index, config.processes, None))
+        own_s = clock() - started
+        per_case_s = (clock() - began) / max(1, len(parts[-1].cases()))
+        pooled = _pooled(parts)
+        if index < config.processes:
+            save(replace(pooled, complete=False))
+    extra_s = 0.0
+    keys = wanted(pooled, extra_s)
+    if started_here:
+        save(replace(pooled, complete=not keys))
+    while keys:
+        index += 1
+        began = clock()
+        parts.append(measure(index, index, keys))
+        took = clock() - began
+        extra_s += took
+        per_case_s = took / len(keys)
+        pooled = _pooled(parts)
+        keys = wanted(pooled, extra_s)
+        save(replace(pooled, complete=not keys))
+    return replace(pooled, complete=all(p.complete for p in parts))
 
 
 def _pooled(parts: Sequence[Run]) -> Run:

@@ -61,6 +61,7 @@ class ProgressEstimate:
     _process_started_at: float | None = None
     _held_cases: int = 0  # cases a resumed run's file held: this process measures the rest
     _first_process_s: float | None = None
+    _process_cases: int | None = None  # cases an extra process measures (None: all)
     _case_key: object = None
     _case_started_at: float | None = None
     _case_count: int = 1
@@ -122,9 +123,15 @@ class ProgressEstimate:
             if self._process_started_at is not None and self._first_process_s is None:
                 self._first_process_s = self._worker_s(now - self._process_started_at)
             self.process = event.index
+            self._process_cases = event.cases
             self._process_started_at = now
             self._case_started_at = None
-            self.step = f"worker process {event.index}/{event.total}: every case again"
+            self.step = (
+                f"worker process {event.index}/{event.total}: every case again"
+                if event.cases is None
+                else f"extra process {event.index}: {event.cases} case(s) whose intervals "
+                "are widest, again"
+            )
             self.label = ""
 
     def _start_case(self, now: float, key: object, label: str, count: int) -> None:
@@ -204,6 +211,9 @@ class ProgressEstimate:
             return left + (self.processes - 1) * self._worker_s(this_process)
         per_process = self._first_process_s or 0.0
         into = now - (self._process_started_at or now)
+        if self._process_cases is not None:  # an extra process: its share of the cases
+            share = self._process_cases / max(1, self.total_cases)
+            return max(0.0, per_process * share - into)
         return max(0.0, per_process - into) + (self.processes - self.process) * per_process
 
     def fraction(self) -> float:

@@ -23,6 +23,7 @@ from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_reco
 from jitbench.measure.threads import limited_threads
 from jitbench.results import Case, Measurement, Run, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
+from jitbench.runner.allocation import CaseKey
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
     CaseFinished,
@@ -178,8 +179,10 @@ def _measure_once(
     plan: SamplingPlan | None = None,
     check_outputs: bool = True,
     processes: int = 1,
+    only: Sequence[CaseKey] | None = None,
 ) -> Run:
-    """Every case of the run measured once, in this process (see `run_workloads`), the
+    """Every case of the run (or the `only` ones) measured once, in this process (see
+    `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
     without `repeat_compiles`, no cold compile is measured again (`schedule`), and without
     `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
@@ -191,6 +194,9 @@ def _measure_once(
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
+        if only is not None:  # an extra process of a --processes run: the cases it picked
+            picked = set(only)
+            cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
         if resume is not None:
@@ -366,10 +372,12 @@ def worker_main(
     selection: list[dict[str, Any]],
     config: dict[str, Any],
     shared_compiles: str | None = None,
+    cases: list[list[str]] | None = None,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
-    them all once in this fresh process (loading the programs the first process left in
-    `shared_compiles`), send the run back."""
+    them all once (or only the `cases`, by key: an extra process) in this fresh process
+    (loading the programs the first process left in `shared_compiles`), send the run
+    back."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -395,6 +403,7 @@ def worker_main(
             # checks the outputs of the programs it compiled, which the worker loads.
             repeat_compiles=not shared_compiles,
             check_outputs=not shared_compiles,
+            only=None if cases is None else [_case_key(key) for key in cases],
         )
         if shared_compiles:
             # Its cold calls loaded the first process's programs: those are no compiles.
@@ -408,3 +417,9 @@ def worker_main(
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
+
+
+def _case_key(key: list[str]) -> CaseKey:
+    """A case key as a worker receives it (a list) as `Case.key` has it (a tuple)."""
+    workload, size, device, dtype = key
+    return (workload, size, device, dtype)

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from jitbench import Mode, RunConfig, SamplingPlan, load_run
+from jitbench.results import dump_run, run_from_dict
 from jitbench.results.analysis import analyse
+from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
 from jitbench.runner.events import ProcessStarted, RunInterrupted
 from jitbench.runner.processes import run_in_processes
@@ -39,7 +41,8 @@ def test_parts_are_pooled_with_each_process_share_checkpointed_and_announced() -
 
     def worker(selection, config):  # type: ignore[no-untyped-def]
         calls.append((selection, config.processes))
-        return _part(1.5, run_id="worker")
+        # (Its speedups are the first's, its times 1.2x: no case asks for an extra process.)
+        return _part(1.2, run_id="worker")
 
     run = run_in_processes(
         lambda: _part(1.0),
@@ -66,7 +69,7 @@ def test_the_pooled_run_says_how_the_machine_was_after_the_last_process() -> Non
         lambda: first,
         SELECTION,
         RunConfig(processes=2),
-        worker=lambda selection, config: with_load(_part(1.5, run_id="worker"), 7.0),
+        worker=lambda selection, config: with_load(_part(1.2, run_id="worker"), 7.0),
     )
     assert run.run_id == "r1"
     assert run.environment["machine_after"] == {"load_1min": 7.0}
@@ -98,7 +101,7 @@ def test_a_resumed_run_that_pooled_some_workers_measures_only_the_others() -> No
 
     def worker(selection, config):  # type: ignore[no-untyped-def]
         calls.append(config.processes)
-        return _part(1.5, run_id="worker")
+        return _part(1.2, run_id="worker")
 
     run = run_in_processes(
         lambda: run_in_processes(
@@ -132,11 +135,12 @@ def _resumable_processes(
         budgets.append(plan.budget_s)
         return real_schedule(cases, *args, plan=plan, **kwargs)
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
         workers.append(config.processes)
         stop()
         conn = _Conn()
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        keys = None if cases is None else [list(key) for key in cases]
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
         [(kind, body)] = conn.sent
         assert kind == "ok", body
         return run_from_dict(json.loads(body))
@@ -478,3 +482,143 @@ def test_a_guarded_scripts_top_level_runs_in_the_worker_as_spawn_does(tmp_path: 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["processes 2"]
     assert marker.read_text().splitlines() == ["imported", "imported"]
+
+
+class _Clock:
+    """A fake clock the fake workers advance: each process takes `per_case` seconds a case."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _processes(wild_jit: list[float]):  # type: ignore[no-untyped-def]
+    """One run per process of a suite whose "wild" case's jit time is `wild_jit[i]` in
+    process i (its other cases steady), and the keys of "wild" and a calm case."""
+    from tests.runner.test_allocation import case, pair, run_of, steady
+
+    runs = []
+    for i, jit in enumerate(wild_jit):
+        calm = [m for n in range(5) for m in steady(f"calm{n}", 1)]
+        # steady(..., 1) is one process: the runs pool into the processes' parts
+        runs.append(run_of(*calm, *pair("wild", [2.0], [jit])))
+        runs[-1] = replace(runs[-1], run_id=f"p{i}", complete=True)
+    return runs, case("wild").key, case("calm0").key
+
+
+def _only(run, keys):  # type: ignore[no-untyped-def]
+    return replace(run, measurements=tuple(m for m in run.measurements if m.case.key in keys))
+
+
+def test_cases_with_wide_intervals_are_measured_in_extra_processes_up_to_the_most() -> None:
+    """The wild case's two processes disagree by 30 %: extra processes 3 and 4 measure it
+    alone (each announced with its case count), the calm cases keep two; the checkpoint
+    after the last process is the complete run, and each case records its processes."""
+    runs, wild, calm = _processes([1.0, 1.3, 1.15, 1.15])
+    clock = _Clock()
+    events: list[object] = []
+    saved: list[object] = []
+    calls: list[object] = []
+
+    def first():  # type: ignore[no-untyped-def]
+        clock.now += 6.0
+        return runs[0]
+
+    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
+        part = runs[len(calls)]
+        clock.now += 1.0 * (len(part.cases()) if cases is None else len(cases))
+        return part if cases is None else _only(part, set(cases))
+
+    run = run_in_processes(
+        first,
+        SELECTION,
+        RunConfig(processes=2),
+        on_event=events.append,
+        checkpoint=saved.append,
+        worker=worker,
+        clock=clock,
+    )
+    assert calls == [None, [wild], [wild]]
+    assert events == [
+        ProcessStarted(index=2, total=2),
+        ProcessStarted(index=3, total=3, cases=1),
+        ProcessStarted(index=4, total=4, cases=1),
+    ]
+    assert [r.complete for r in saved] == [False, False, True] and run.complete
+    counts = {m.case.key: len(m.run_sample_counts) for m in run.measurements}
+    assert counts[wild] == 4 and counts[calm] == 2 and run.processes == 4
+    # The run file keeps each case's count of processes (`run_sample_counts`).
+    again = run_from_dict(json.loads(dump_run(run)))
+    assert {m.case.key: len(m.run_sample_counts) for m in again.measurements} == counts
+
+
+def test_extra_processes_stay_within_their_share_of_the_runs_time() -> None:
+    """The first two processes took 12 s (the worker 1 s a case): the extra processes may
+    take `EXTRA_TIME_SHARE` of that, 3.6 s: the wild case once more, which took 5 s, and
+    then no more; a run whose intervals are all wide would otherwise double its time."""
+    runs, wild, _ = _processes([1.0, 1.3, 1.15, 1.15])
+    clock = _Clock()
+    calls: list[object] = []
+
+    def first():  # type: ignore[no-untyped-def]
+        clock.now += 6.0
+        return runs[0]
+
+    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
+        part = runs[len(calls)]
+        clock.now += 5.0 if cases is not None else len(part.cases())
+        return part if cases is None else _only(part, set(cases))
+
+    run = run_in_processes(first, SELECTION, RunConfig(processes=2), worker=worker, clock=clock)
+    assert calls == [None, [wild]]
+    assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {3}
+
+
+def test_a_smoke_run_gets_no_extra_process() -> None:
+    runs, _, _ = _processes([1.0, 1.3])
+    calls: list[object] = []
+
+    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
+        return runs[1]
+
+    config = replace(RunConfig.quick_settings(), processes=2)
+    run = run_in_processes(lambda: runs[0], SELECTION, config, worker=worker, clock=_Clock())
+    assert calls == [None] and run.processes == 2
+
+
+def test_a_resumed_run_goes_on_with_the_extra_processes_it_lacks() -> None:
+    """Stopped after its two processes, before the extra ones: the resume pools them."""
+    runs, wild, _ = _processes([1.0, 1.3, 1.15, 1.15])
+    both = pool_runs(runs[:2])
+    calls: list[object] = []
+
+    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
+        return _only(runs[1 + len(calls)], set(cases))
+
+    run = run_in_processes(lambda: both, SELECTION, RunConfig(processes=2), worker=worker)
+    assert calls == [[wild], [wild]] and run.complete
+    assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {4}
+
+
+def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -> None:
+    """`worker_main` with case keys measures those alone (double at S, not at M)."""
+    from jitbench.results import run_from_dict
+    from jitbench.runner.plan import selection_of
+    from jitbench.runner.scheduler import worker_main
+    from jitbench.suite.discovery import discover
+
+    [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
+    quick = RunConfig.quick_settings(sizes=("S", "M"))
+    conn = _Conn()
+    key = ["double", "S", "cpu:0", "float32"]
+    worker_main(conn, [s.to_dict() for s in selection_of([double])], quick.to_dict(), None, [key])
+    [(kind, body)] = conn.sent
+    assert kind == "ok", body
+    run = run_from_dict(json.loads(body))
+    assert [c.key for c in run.cases()] == [tuple(key)]

@@ -95,6 +95,25 @@ def test_worker_processes_take_as_long_as_the_first() -> None:
     assert "worker process 2/3" in est.description()
 
 
+def test_an_extra_process_takes_its_share_of_the_cases_time() -> None:
+    """An extra process measures the cases whose intervals are widest: 1 of 4 here, so a
+    quarter of what the first process took, and nothing after it is foreseen."""
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=4, budget_s=0.5, processes=2))
+    for i in range(4):
+        c = _case(f"c{i}")
+        est.update(CaseStarted(c, i, 4))
+        clock.now += 2.0
+        est.update(CaseFinished(c, i, 4, ()))
+    est.update(ProcessStarted(2, 2))
+    clock.now += 8.0
+    est.update(ProcessStarted(3, 3, cases=1))
+    clock.now += 0.5
+    assert est.eta_s() == pytest.approx(2.0 - 0.5)
+    assert "extra process 3: 1 case(s) whose intervals are widest" in est.description()
+
+
 def test_a_resumed_runs_workers_are_taken_to_measure_every_case() -> None:
     """Resumed with 3 of 4 cases in the file, the first process measures one; each worker
     measures all four again, so it takes four times as long, not as long as the first."""
