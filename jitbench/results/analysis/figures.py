@@ -493,14 +493,3 @@ def analyse(run: Run) -> RunAnalysis:
         found = memo["analysis"] = RunAnalysis(run)
     return found
 
-
-__all__ = [
-    "CaseAnalysis",
-    "Estimate",
-    "GeoMeanSpeedup",
-    "ModeFigure",
-    "ProcessSpread",
-    "RunAnalysis",
-    "Scaling",
-    "analyse",
-]
