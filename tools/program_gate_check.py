@@ -112,15 +112,17 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="jitbench-program-gate-") as tmp:
             repo = scratch_repository(Path(tmp))
             for rev, expected in EXPECTED.items():
-                right, walls, said = 0, [], set()
+                codes, walls, said = [], [], set()
                 for _ in range(args.trials):
                     code, wall, moved = trial(repo, rev, Path(tmp) / "out")
-                    right += code == expected
+                    codes.append(code)
                     walls.append(wall)
                     said.update(moved)
                     loads.append(os.getloadavg()[0])
+                others = sorted({c for c in codes if c != expected})
                 print(
-                    f"{rev:<10} expected exit {expected}: {right} of {args.trials}; "
+                    f"{rev:<10} expected exit {expected}: {codes.count(expected)} of "
+                    f"{args.trials}{f' (others exited {others})' if others else ''}; "
                     f"median {statistics.median(walls):.1f} s a comparison"
                 )
                 for line in sorted(said):

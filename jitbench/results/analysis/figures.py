@@ -492,4 +492,3 @@ def analyse(run: Run) -> RunAnalysis:
     if not isinstance(found, RunAnalysis):
         found = memo["analysis"] = RunAnalysis(run)
     return found
-
