@@ -23,6 +23,8 @@ from jitbench.results import Mode, Run
 #: One colour per size preset series (sizes beyond these cycle).
 SIZE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
 MODE_DASH = {Mode.NUMPY: "dot", Mode.EAGER: "dash", Mode.JIT: "solid"}
+#: The marker of a run whose compiled program of the mode changed since the run before.
+PROGRAM_CHANGED_SYMBOL = "star-diamond"
 
 
 def environment_changes(before: Mapping[str, str], after: Mapping[str, str]) -> list[str]:
@@ -121,9 +123,14 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
         for panel, modes in ((1, JAX_MODES), (2, ALL_MODES)):
             for mode in modes:
                 cats, dates, ys, plus, minus, hover = [], [], [], [], [], []
+                symbols: list[str] = []
                 key = (workload, size, device, dtype)
+                program = None  # the mode's program in the run before
                 for h in hruns:
                     figs = h.cases.get(key)
+                    now = figs.programs.get(mode.value) if figs else None
+                    moved = program is not None and now is not None and now != program
+                    program = now or program
                     found = (figs.speedups if panel == 1 else figs.times) if figs else {}
                     if mode.value not in found:
                         continue
@@ -140,7 +147,13 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                     hover.append(
                         f"{plot_text(h.name, limit=40)}<br>{plot_text(h.commit or 'no commit')}"
                         f"<br>{label} {mode.value}: {text}"
+                        + (
+                            "<br>◆ the compiled program changed since the run before"
+                            if moved
+                            else ""
+                        )
                     )
+                    symbols.append(PROGRAM_CHANGED_SYMBOL if moved else str(figures.SYMBOLS[mode]))
                 if not ys:
                     continue
                 fig.add_trace(
@@ -152,7 +165,11 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                         name=f"{mode.value} {'×' if panel == 1 else 'time'} {label}",
                         legendgroup=label,
                         line={"color": color, "dash": MODE_DASH[mode], "width": 1.5},
-                        marker={"color": color, "symbol": figures.SYMBOLS[mode], "size": 7},
+                        marker={
+                            "color": color,
+                            "symbol": symbols,
+                            "size": [11 if s == PROGRAM_CHANGED_SYMBOL else 7 for s in symbols],
+                        },
                         error_y={
                             "type": "data",
                             "symmetric": False,

@@ -54,6 +54,8 @@ class CaseFigures:
 
     speedups: dict[str, Interval] = field(default_factory=dict)
     times: dict[str, Interval] = field(default_factory=dict)
+    #: each JAX mode's compiled-program fingerprint (modulo names; schema 1.8 on)
+    programs: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,8 +98,13 @@ class RunSummary:
         for *key, figs in raw["cases"]:
             if len(key) != 4 or not all(isinstance(k, str) for k in key):
                 raise ValueError(f"bad case key {key!r}")
+            programs = figs.get("programs", {})
+            if not all(isinstance(k, str) and isinstance(v, str) for k, v in programs.items()):
+                raise ValueError("bad program fingerprints")
             cases[(key[0], key[1], key[2], key[3])] = CaseFigures(
-                speedups=_intervals(figs["speedups"]), times=_intervals(figs["times"])
+                speedups=_intervals(figs["speedups"]),
+                times=_intervals(figs["times"]),
+                programs=dict(programs),
             )
         geomeans = {
             str(device): [(str(mode), None if v is None else float(v)) for mode, v in values]
@@ -158,7 +165,12 @@ def case_figures(run: Run, key: CaseKey) -> CaseFigures:
         t = f.time if f is not None and f.ok else None
         if t is not None and (iv := _interval(t.value, t.low, t.high)) is not None:
             times[mode.value] = iv
-    return CaseFigures(speedups=speedups, times=times)
+    programs = {}
+    for mode in JAX_MODES:
+        m = run.get(key, mode)
+        if m is not None and m.compile is not None and m.compile.program_fingerprint:
+            programs[mode.value] = m.compile.program_fingerprint
+    return CaseFigures(speedups=speedups, times=times, programs=programs)
 
 
 def environment_fingerprint(run: Run) -> dict[str, str]:

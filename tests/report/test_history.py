@@ -68,3 +68,32 @@ def test_workload_figure_has_both_panels_and_both_axes(run: Run) -> None:
     # the 1× line stays on the speedup panel whichever axis is chosen
     for button in (by_commit, by_date):
         assert any(s["yref"] == "y" and s["y0"] == 1 for s in button.args[1]["shapes"])
+
+
+def test_a_run_whose_compiled_program_changed_is_marked() -> None:
+    """The 1.8 fixture twice, the second with jit's programs fingerprinted differently:
+    its jit points are drawn with the program-changed marker and say so on hover."""
+    from pathlib import Path
+
+    from jitbench.config import Mode
+    from jitbench.results import load_run
+
+    fixture = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.8.json"
+    first = load_run(fixture)
+    second = replace(
+        first,
+        run_id="later",
+        started_at="2026-12-01T00:00:00+00:00",
+        measurements=tuple(
+            replace(m, compile=replace(m.compile, program_fingerprint="0" * 16))
+            if m.mode is Mode.JIT and m.compile is not None
+            else m
+            for m in first.measurements
+        ),
+    )
+    fig = checked(history.workload_figure(history.history_runs([first, second]), "double"))
+    jit = next(t for t in fig.data if t.name.startswith("jit ×"))
+    assert list(jit.marker.symbol) == ["diamond", history.PROGRAM_CHANGED_SYMBOL]
+    assert "compiled program changed" in jit.hovertext[1]
+    eager = next(t for t in fig.data if t.name.startswith("eager ×"))
+    assert history.PROGRAM_CHANGED_SYMBOL not in list(eager.marker.symbol)
