@@ -19,6 +19,7 @@ from jitbench.report.data import plot_text
 from jitbench.report.figures import Figure, trace
 from jitbench.report.summary import CaseFigures, CaseKey, RunSummary, summarize
 from jitbench.results import Mode, Run
+from jitbench.results.analysis.changes import find_steps
 
 #: One colour per size preset series (sizes beyond these cycle).
 SIZE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
@@ -88,6 +89,38 @@ def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
     return list(dict.fromkeys(k[0] for h in hruns for k in h.cases))
 
 
+def _steps(
+    cats: Sequence[str],
+    hruns: Sequence[HistoryRun],
+    key: CaseKey,
+    mode: Mode,
+    speedups: Sequence[float],
+    label: str,
+) -> list[tuple[HistoryRun, float, str, str]]:
+    """Each step the series took (`analysis.changes.find_steps`): the first run after it,
+    its speedup there, a short label, and the hover text: the step's size with its
+    interval, the two runs around it and the command that compares their revisions."""
+    by_cat = {h.category: h for h in hruns}
+    out = []
+    for step in find_steps(speedups):
+        before, after = by_cat[cats[step.at - 1]], by_cat[cats[step.at]]
+        r = step.ratio
+        commits = [(h.commit or "").split(" ")[0] for h in (before, after)]
+        command = (
+            f"jitbench compare --rev {commits[0]} --rev-new {commits[1]} -k {key[0]} -s {key[1]}"
+            if all(commits)
+            else "no commits recorded: jitbench compare the two runs"
+        )
+        hover = (
+            f"{label} {mode.value}: the speedup stepped {fmt.ratio_ci(r.value, r.low, r.high)} "
+            f"between {before.name} and {after.name} (p {step.p_value:.2g}); {command}"
+        )
+        out.append(
+            (after, speedups[step.at], f"step {fmt.ratio(r.value)}", plot_text(hover, limit=400))
+        )
+    return out
+
+
 def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None:
     """Two panels over the runs: eager and jit speedup over NumPy (top) and time per call
     of every mode (bottom), one series per size × device, log axes with 95 % intervals.
@@ -117,6 +150,7 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
     x_date: list[list[str | None]] = []
     speedups: list[float] = [1.0]
     times: list[float] = []
+    steps: list[tuple[HistoryRun, float, str, str]] = []  # change points of the top panel
     for k, (size, device, dtype) in enumerate(keys):
         color = SIZE_COLORS[k % len(SIZE_COLORS)]
         label = series_name(size, device, dtype)
@@ -156,6 +190,8 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                     symbols.append(PROGRAM_CHANGED_SYMBOL if moved else str(figures.SYMBOLS[mode]))
                 if not ys:
                     continue
+                if panel == 1:
+                    steps += _steps(cats, hruns, key, mode, ys, label)
                 fig.add_trace(
                     trace(
                         "scatter",
@@ -237,6 +273,25 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                     "showarrow": False,
                     "font": {"size": 10, "color": "#6e7781"},
                     "hovertext": plot_text("; ".join(h.changes), limit=400),
+                }
+            )
+        for after, y, text, hover in steps:
+            x = after.date if by_date else after.category
+            if x is None:
+                continue
+            notes.append(
+                {
+                    "x": x,
+                    "y": math.log10(y),
+                    "xref": "x",
+                    "yref": "y",
+                    "text": text,
+                    "hovertext": hover,
+                    "showarrow": True,
+                    "arrowhead": 2,
+                    "ax": 0,
+                    "ay": -28,
+                    "font": {"size": 11, "color": figures.SUSPECT_COLOR},
                 }
             )
         return shapes, notes

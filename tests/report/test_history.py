@@ -97,3 +97,38 @@ def test_a_run_whose_compiled_program_changed_is_marked() -> None:
     assert "compiled program changed" in jit.hovertext[1]
     eager = next(t for t in fig.data if t.name.startswith("eager ×"))
     assert history.PROGRAM_CHANGED_SYMBOL not in list(eager.marker.symbol)
+
+
+def test_a_series_that_stepped_is_annotated_with_the_command_that_compares() -> None:
+    """Eight runs of the 1.8 fixture, jit 30 % slower from the fifth: the top panel marks a
+    step at the fifth run, with its size and the compare command for the two commits."""
+    from pathlib import Path
+
+    from jitbench.config import Mode
+    from jitbench.results import load_run
+
+    fixture = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.8.json"
+    base = load_run(fixture)
+    runs = []
+    for i in range(8):
+        slower = 1.3 if i >= 4 else 1.0
+        runs.append(
+            replace(
+                base,
+                run_id=f"r{i}",
+                started_at=f"2026-12-0{i + 1}T00:00:00+00:00",
+                environment={**base.environment, "git": {"commit": f"c{i}", "dirty": False}},
+                measurements=tuple(
+                    replace(m, samples_s=tuple(x * slower for x in m.samples_s))
+                    if m.mode is Mode.JIT
+                    else m
+                    for m in base.measurements
+                ),
+            )
+        )
+    hruns = history.history_runs(runs)
+    fig = checked(history.workload_figure(hruns, "double"))
+    steps = [a for a in fig.layout.annotations if (a.text or "").startswith("step")]
+    assert [a.x for a in steps] == [hruns[4].category]
+    assert steps[0].text == "step 0.769×"
+    assert "jitbench compare --rev c3 --rev-new c4 -k double -s S" in steps[0].hovertext
