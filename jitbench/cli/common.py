@@ -218,6 +218,32 @@ class _OrderedGroup(typer.core.TyperGroup):
         return sorted(names, key=lambda n: rank.get(n, len(rank)))
 
 
+class PanelledCommand(typer.core.TyperCommand):
+    """A command whose plain `--help` lists its options in the panels their
+    `rich_help_panel` names (the rest under "Options"), as typer's rich help would."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args: list[tuple[str, str]] = []
+        panels: dict[str, list[tuple[str, str]]] = {}
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            if param.param_type_name == "argument":
+                args.append(record)
+            else:
+                panel = getattr(param, "rich_help_panel", None) or "Options"
+                panels.setdefault(panel, []).append(record)
+        if args:
+            with formatter.section("Arguments"):
+                formatter.write_dl(args)
+        others = panels.pop("Options", [])
+        for name, records in [*panels.items(), ("Options", others)]:
+            if records:
+                with formatter.section(name):
+                    formatter.write_dl(records)
+
+
 app = typer.Typer(
     name="jitbench",
     help="Benchmark NumPy vs JAX eager vs JAX jit under one honest measurement protocol.\n\n"

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from jitbench.cli.common import app, err, escape, handles_errors, split_list
+from jitbench.cli.common import PanelledCommand, app, err, escape, handles_errors, split_list
 from jitbench.cli.common import out as stdout
 from jitbench.cli.options import (
     AllowInconclusiveOpt,
@@ -41,6 +41,8 @@ AlphaOpt = Annotated[
     float,
     typer.Option(
         "--alpha",
+        metavar="P",
+        rich_help_panel="Gate",
         help="Significance level of the Mann–Whitney U test on the samples and, when a "
         "side is a folder of runs, of the t-test on the runs' medians (both must pass).",
     ),
@@ -49,6 +51,8 @@ PAdjustOpt = Annotated[
     str,
     typer.Option(
         "--p-adjust",
+        metavar="METHOD",
+        rich_help_panel="Gate",
         help="bh: adjust p-values for the number of timing tests (Benjamini–Hochberg), so a "
         "large suite does not cry wolf; none: test each case on its own.",
     ),
@@ -57,22 +61,37 @@ DisturbedOpt = Annotated[
     float,
     typer.Option(
         "--disturbed-factor",
+        metavar="FACTOR",
+        rich_help_panel="Gate",
         help="In a folder of runs, leave out a run this many times slower across the suite "
         "than its fastest sibling (the machine was disturbed), fewer than half the runs at "
         "most; 0 keeps every run.",
     ),
 ]
 CompileThresholdOpt = Annotated[
-    float, typer.Option("--compile-threshold", help="Jit compile-time factor.")
+    float,
+    typer.Option(
+        "--compile-threshold",
+        metavar="FACTOR",
+        rich_help_panel="Gate",
+        help="Jit compile-time factor.",
+    ),
 ]
 CompileFloorOpt = Annotated[
     float,
-    typer.Option("--compile-floor", help="Seconds a compile-time change must also exceed."),
+    typer.Option(
+        "--compile-floor",
+        metavar="SECONDS",
+        rich_help_panel="Gate",
+        help="Seconds a compile-time change must also exceed.",
+    ),
 ]
 MarkdownOpt = Annotated[
     Path | None,
     typer.Option(
         "--markdown",
+        metavar="FILE",
+        rich_help_panel="Output",
         help="Write a markdown report (PR comment, $GITHUB_STEP_SUMMARY); '-' for stdout.",
         show_default=False,
     ),
@@ -81,6 +100,7 @@ HtmlOpt = Annotated[
     Path | None,
     typer.Option(
         "--html",
+        rich_help_panel="Output",
         metavar="FILE",
         help="Write a comparison page (cases aligned, ratios with intervals, the verdicts) "
         "to FILE, plotly.min.js beside it.",
@@ -90,12 +110,20 @@ HtmlOpt = Annotated[
 JsonOpt = Annotated[
     Path | None,
     typer.Option(
-        "--json", help="Write the comparison as JSON; '-' for stdout.", show_default=False
+        "--json",
+        metavar="FILE",
+        rich_help_panel="Output",
+        help="Write the comparison as JSON; '-' for stdout.",
+        show_default=False,
     ),
 ]
 
 
-@app.command("compare", short_help="The regression gate between two runs: exit 1 on a regression.")
+@app.command(
+    "compare",
+    cls=PanelledCommand,
+    short_help="The regression gate between two runs: exit 1 on a regression.",
+)
 @handles_errors
 def compare_cmd(
     base: Annotated[
@@ -115,6 +143,8 @@ def compare_cmd(
         str | None,
         typer.Option(
             "--rev",
+            metavar="REV",
+            rich_help_panel="Revisions (measured now, interleaved)",
             help="Measure this git revision (branch, tag, commit) against the working tree, "
             "interleaved, instead of comparing stored runs.",
             show_default=False,
@@ -124,6 +154,8 @@ def compare_cmd(
         str | None,
         typer.Option(
             "--rev-new",
+            metavar="REV",
+            rich_help_panel="Revisions (measured now, interleaved)",
             help="With --rev: the new revision (default: the working tree).",
             show_default=False,
         ),
@@ -132,6 +164,8 @@ def compare_cmd(
         str | None,
         typer.Option(
             "--python-base",
+            metavar="PYTHON",
+            rich_help_panel="Revisions (measured now, interleaved)",
             help="Measure two environments interleaved: the base side's Python executable.",
             show_default=False,
         ),
@@ -140,6 +174,8 @@ def compare_cmd(
         str | None,
         typer.Option(
             "--python-new",
+            metavar="PYTHON",
+            rich_help_panel="Revisions (measured now, interleaved)",
             help="The new side's Python executable (default: this one).",
             show_default=False,
         ),
@@ -148,44 +184,76 @@ def compare_cmd(
     keyword: KeywordOpt = None,
     sizes: Annotated[
         list[str] | None,
-        typer.Option("--sizes", "-s", help="Interleaved: size presets, e.g. S,M (default S)."),
+        typer.Option(
+            "--sizes",
+            "-s",
+            metavar="SIZES",
+            rich_help_panel="Revisions (measured now, interleaved)",
+            help="Interleaved: size presets, e.g. S,M (default S).",
+        ),
     ] = None,
     budget: Annotated[
         float,
         typer.Option(
-            "--budget", help="Interleaved: sampling seconds per case and worker pair, both sides."
+            "--budget",
+            metavar="SECONDS",
+            rich_help_panel="Revisions (measured now, interleaved)",
+            help="Interleaved: sampling seconds per case and worker pair, both sides.",
         ),
     ] = _DUET.budget_s,
     pairs: Annotated[
         int,
         typer.Option(
             "--pairs",
+            metavar="N",
+            rich_help_panel="Revisions (measured now, interleaved)",
             help="Interleaved: worker-process pairs, each measuring every case, so a "
             "difference that lives in one process is not taken for the code's.",
         ),
     ] = _DUET.pairs,
     compiles: Annotated[
-        int, typer.Option("--compiles", help="Interleaved: cold jit compiles per side and pair.")
+        int,
+        typer.Option(
+            "--compiles",
+            metavar="N",
+            rich_help_panel="Revisions (measured now, interleaved)",
+            help="Interleaved: cold jit compiles per side and pair.",
+        ),
     ] = _DUET.compiles,
     metrics_only: Annotated[
         bool,
         typer.Option(
             "--metrics-only",
+            rich_help_panel="Revisions (measured now, interleaved)",
             help="Interleaved: compile each case's jit program on both sides and compare the "
             "programs only, without sampling (a fast gate that noise cannot fool; implies "
             "--fail-on program).",
         ),
     ] = False,
     threads: ThreadsOpt = "1",
-    x64: Annotated[bool, typer.Option("--x64", help="Interleaved: float64 on both sides.")] = False,
+    x64: Annotated[
+        bool,
+        typer.Option(
+            "--x64",
+            rich_help_panel="Revisions (measured now, interleaved)",
+            help="Interleaved: float64 on both sides.",
+        ),
+    ] = False,
     out: Annotated[
         Path,
-        typer.Option("--out", help="Interleaved: folder the two sides' runs are saved in."),
+        typer.Option(
+            "--out",
+            metavar="FOLDER",
+            rich_help_panel="Revisions (measured now, interleaved)",
+            help="Interleaved: folder the two sides' runs are saved in.",
+        ),
     ] = Path("reports/compare"),
     threshold: Annotated[
         float | None,
         typer.Option(
             "--threshold",
+            metavar="FACTOR",
+            rich_help_panel="Gate",
             help="Run-time factor: new/base median beyond it is a large change "
             f"[default: {_DEFAULTS.threshold}; {INTERLEAVED_THRESHOLD} interleaved]",
             show_default=False,
@@ -203,6 +271,7 @@ def compare_cmd(
         bool,
         typer.Option(
             "--compile-gate/--no-compile-gate",
+            rich_help_panel="Gate",
             help="Whether a compile-time regression fails the gate (it is reported either way).",
         ),
     ] = _DEFAULTS.compile_gates,
@@ -210,6 +279,7 @@ def compare_cmd(
         list[str] | None,
         typer.Option(
             "--fail-on",
+            rich_help_panel="Gate",
             metavar="WHAT",
             help="Also fail on 'program': a compiled program that moved past the tolerances "
             "(bytes accessed or flops +5 %, temp or peak memory +10 %, a new recompile, "
@@ -217,7 +287,12 @@ def compare_cmd(
         ),
     ] = None,
     changes_only: Annotated[
-        bool, typer.Option("--changes-only", help="Leave unchanged rows out of the table.")
+        bool,
+        typer.Option(
+            "--changes-only",
+            rich_help_panel="Output",
+            help="Leave unchanged rows out of the table.",
+        ),
     ] = False,
     allow_inconclusive: AllowInconclusiveOpt = False,
     wide: WideOpt = False,
