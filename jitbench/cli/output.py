@@ -155,12 +155,15 @@ def print_run_table(
 
 
 def console_footers(run: Any) -> list[str]:
-    """The lines under the table: why a mode was skipped, then a quick run's caveat, or
-    how many measurements stayed noisy and what the speedup intervals claim."""
+    """The lines under the table: why a mode was skipped, what its speedup marks mean,
+    then a quick run's caveat, or how many measurements stayed noisy and what the speedup
+    intervals claim."""
     from jitbench.render import run_table
 
     settings = run.config.settings
     lines = run_table.skipped_footers(run)
+    if (legend := run_table.mark_legend(run)) is not None:
+        lines.append(legend)
     if settings is not None and settings.quick:
         return [*lines, "quick run: few samples, rough figures."]
     for footer in (run_table.noisy_footer(run), run_table.outlier_footer(run)):

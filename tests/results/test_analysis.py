@@ -132,6 +132,10 @@ def test_processes_that_disagree_are_marked_faded_and_left_out() -> None:
     assert eager_g.count == 1 and eager_g.value == pytest.approx(2.0)
     cell = next(iter(table.case_rows(run))).cells["jit_x"]
     assert cell.css == "uncertain" and "10× / 3.33×" in cell.sub
+    from jitbench.render.run_table import mark_legend
+
+    legend = mark_legend(run)
+    assert legend is not None and legend.startswith("≠ its processes measured it ≥ 1.5× apart")
     [heat_jit, _] = table.heatmaps(run)
     heat = heat_jit.rows[0][1][0]
     assert heat.background == table.UNCERTAIN_BACKGROUND and "≠" in heat.text
