@@ -96,7 +96,7 @@ def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
 #: samples describe that process: its memory layout and the minute it ran in stay fixed,
 #: and its intervals held from run to run about half the time on this repository's 2-vCPU
 #: VM. Two processes, each with half of the case's budget, let the interval include what
-#: changes between processes at about the cost of one more start-up (README, "Intervals
+#: changes between processes at about the cost of one more start-up (docs: validation, "Intervals
 #: that hold from run to run").
 DEFAULT_PROCESSES = 2
 

@@ -184,8 +184,8 @@ def compare_compile(
     p-value is adjusted over the comparison's compile tests later, `adjust_compiles`).
     Without the test, four runs a side of the same code on a noisy 2-vCPU VM put one
     workload's median compile 1.27× and 1.32× apart in two A/A rounds, a compile regression
-    each (README, "Why the gate pools runs and tests them run by run"). With one compile a
-    side the factor and floor decide alone. None when either side lacks the figure."""
+    each (docs: the CI gate, "Why the gate pools runs and tests them run by run"). With one
+    compile a side the factor and floor decide alone. None when either side lacks the figure."""
     if base_s is None or new_s is None or base_s < 0 or new_s < 0:
         return None
     f, floor = thresholds.compile_threshold, thresholds.compile_floor_s

@@ -208,20 +208,25 @@ def bench(
     sample and diagnostic, as `jitbench run` does.
 
     Args:
-        args, kwargs: the call's arguments (NumPy or JAX arrays, Python values). Float
-            arrays run in float32 (float64 with `x64`), on both sides alike.
+        *args: the call's positional arguments (NumPy or JAX arrays, Python values).
+            Float arrays run in float32 (float64 with `x64`), on both sides alike.
+        **kwargs: the call's keyword arguments, as `args`.
         numpy: the NumPy implementation, same arguments.
-        static_argnames, static_argnums: arguments that are Python values, static under
-            jit, as in `jax.jit`.
+        static_argnames: keyword arguments that are Python values, static under jit, as
+            in `jax.jit`.
+        static_argnums: positional arguments that are Python values, static under jit.
         sizes: size label -> a function of no arguments returning the call's arguments (a
             tuple, or one array): each is a case, instead of `args`.
         sweep: x value (e.g. the element count) -> such a function: a size sweep, for the
             crossover chart (`result.run` into `jitbench report`).
         modes: the modes to measure (default: numpy, eager and jit; eager and jit without
             a NumPy side).
-        budget, processes, x64, devices: as `jitbench run` (`RunConfig`); `processes`
-            defaults to 2, so the intervals hold from run to run.
-        rtol, atol: validation tolerances (default: dtype-aware).
+        budget: sampling seconds per case, as `jitbench run --budget`.
+        processes: worker processes (default 2, so the intervals hold from run to run).
+        x64: float64 on both sides (`jitbench run --x64`).
+        devices: JAX devices to measure on, as `jitbench run --devices`.
+        rtol: relative validation tolerance (default: dtype-aware).
+        atol: absolute validation tolerance (default: dtype-aware).
         name: the workload's name in the run (default: the function's).
         config: a whole `RunConfig` instead of the settings above.
 

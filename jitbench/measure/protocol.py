@@ -526,7 +526,7 @@ class CaseSession:
         Unlike `sample`, it makes no re-warm calls after a switch (`SamplingPlan.rewarm_s`;
         it re-warms only after another case cleared JAX's caches): the sample starts cold
         after whatever ran before it, which a caller pairing both sides alike cancels in its
-        ratios, not in its times (README, `compare --rev`)."""
+        ratios, not in its times (docs: the CI gate, `compare --rev`)."""
         if self.cache_generation != jcompile.cache_generation():
             self._rewarm(self.plan)
         slot = self._slot(self.case.device, mode)
