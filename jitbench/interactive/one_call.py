@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jitbench.config import JAX_MODES, Mode, RunConfig, SamplingPlan
+from jitbench.config import JAX_MODES, Mode, RunConfig, SamplingPlan, parse_mode
 from jitbench.errors import ConfigError, NoNumpySide, SuiteError
 from jitbench.measure.diagnose import NO_NUMPY_SIDE
 from jitbench.results import Run, dump_run
@@ -284,7 +284,7 @@ def bench(
         name=name or _name_of(fn),
     )
     if config is None:
-        chosen = tuple(Mode(m) for m in modes) if modes else None
+        chosen = tuple(parse_mode(m) for m in modes) if modes else None
         if chosen is None:
             chosen = (Mode.NUMPY, *JAX_MODES) if has_numpy else JAX_MODES
         settings: dict[str, Any] = {
