@@ -125,5 +125,13 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext jitbench` in IPython or Jupyter: the `%jitbench f(x)` line magic and the
+    `%%jitbench` cell magic (`jitbench.interactive.magics`)."""
+    from jitbench.interactive.magics import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __dir__() -> list[str]:
     return sorted({*globals(), *_EXPORTS})

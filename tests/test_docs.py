@@ -1,8 +1,5 @@
-"""The documentation's runnable examples run, and README's Python example does too.
-
-A fenced ```python block right after a `<!-- runnable -->` line in docs/ is executed as
-it is written (from the repository's root, so its paths hold), in one namespace per page.
-"""
+"""README's Python example runs (the docs' runnable blocks run in
+tests/interactive/test_docs.py)."""
 
 from __future__ import annotations
 
@@ -13,20 +10,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RUNNABLE = re.compile(r"<!-- runnable -->\s*```python\n(.*?)```", re.S)
-PAGES = sorted(p for p in (REPO / "docs").rglob("*.md") if RUNNABLE.search(p.read_text()))
-
-
-def test_some_pages_have_runnable_examples() -> None:
-    assert PAGES, "no runnable example found in docs/"
-
-
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
-def test_a_pages_runnable_examples_run(page: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(REPO)
-    namespace: dict[str, object] = {"__name__": "__docs__"}
-    for block in RUNNABLE.findall(page.read_text()):
-        exec(compile(block, str(page), "exec"), namespace)
 
 
 def test_readme_python_example_runs_with_a_small_budget(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from jitbench.config import JAX_MODES, Mode, RunConfig, SamplingPlan
+from jitbench.config import JAX_MODES, Mode, RunConfig, SamplingPlan, parse_mode
 from jitbench.errors import ConfigError, NoNumpySide, SuiteError
 from jitbench.measure.diagnose import NO_NUMPY_SIDE
 from jitbench.results import Run, dump_run
@@ -234,6 +234,24 @@ def bench(
         A `BenchResult`: print it for a summary; `.time("jit")`, `.speedup("jit")`,
         `.compile_s()`, `.break_even_calls()`, `.run`, `.save(path)`.
 
+    Example (a test runs it; a short budget in this process, for speed):
+
+        >>> import numpy as np, jitbench
+        >>> def double(xp, x):
+        ...     return 2 * x
+        >>> r = jitbench.bench(double, np.ones(1000, np.float32), budget=0.05, processes=1)
+        >>> [m.mode.value for m in r.run.measurements]
+        ['numpy', 'eager', 'jit']
+        >>> jit = r.time("jit")  # seconds per call, with its 95 % interval
+        >>> jit.low <= jit.value <= jit.high
+        True
+        >>> case = r.run.cases()[0]  # the run takes the Case, or its key, and a mode name
+        >>> r.run.get(case, "jit") is r.run.get(case.key, jitbench.Mode.JIT)
+        True
+        >>> print(r)  # doctest: +ELLIPSIS
+        double: jitbench, 1 process, 95 % intervals
+          numpy ...
+
     Raises:
         ConfigError: arguments that do not fit `fn`, or settings out of range.
         WorkloadError: what `@workload` refuses (e.g. a static name `fn` lacks).
@@ -289,7 +307,7 @@ def bench(
         name=name or _name_of(fn),
     )
     if config is None:
-        chosen = tuple(Mode(m) for m in modes) if modes else None
+        chosen = tuple(parse_mode(m) for m in modes) if modes else None
         if chosen is None:
             chosen = (Mode.NUMPY, *JAX_MODES) if has_numpy else JAX_MODES
         settings: dict[str, Any] = {

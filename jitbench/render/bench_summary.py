@@ -106,6 +106,20 @@ def summary_text(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
+def summary_line(result: BenchResult) -> str:
+    """One line per size: the name, jit's time and its speedups (what a test session's
+    summary lists)."""
+    parts = []
+    for c in result.analysis:
+        f = c.get(Mode.JIT) or next((f for m in ALL_MODES if (f := c.get(m))), None)
+        if f is None:
+            continue
+        size = f"[{c.case.size}] " if len(result.analysis.cases) > 1 else ""
+        speedup = _speedup(c, f)
+        parts.append(f"{size}{f.mode.value} {_time(f)}" + (f" ({speedup})" if speedup else ""))
+    return f"{result.name}: " + "; ".join(parts or ["nothing measured"])
+
+
 def summary_renderable(result: BenchResult) -> Any:
     """The summary for a rich console."""
     table = Table(title=_header(result), title_justify="left", box=None, pad_edge=False)

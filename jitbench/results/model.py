@@ -469,9 +469,18 @@ class Run:
             seen.setdefault(m.case.key, m.case)
         return list(seen.values())
 
-    def get(self, case_key: tuple[str, str, str, str], mode: Mode) -> Measurement | None:
-        """The measurement of one case and mode (the first, should there be several)."""
-        return self._by_key.get((case_key, mode))
+    def get(self, case: Case | tuple[str, str, str, str], mode: Mode | str) -> Measurement | None:
+        """The measurement of one case and mode (the first, should there be several).
+
+        `case` is a `Case` (as `cases()` and `Measurement.case` hand them out) or its
+        `key`; `mode` a `Mode` or its name ("numpy", "eager", "jit", "sharded"). None
+        where the run has no such measurement.
+
+        Raises:
+            ValueError: `mode` names no mode.
+        """
+        key = case.key if isinstance(case, Case) else tuple(case)
+        return self._by_key.get((key, mode if isinstance(mode, Mode) else Mode(mode)))  # type: ignore[arg-type]
 
     @cached_property
     def _by_key(self) -> dict[tuple[tuple[str, str, str, str], Mode], Measurement]:
@@ -492,11 +501,12 @@ class Run:
             return False
         return version >= PAIRED_SINCE
 
-    def device_peak(self, case_key: tuple[str, str, str, str]) -> tuple[int, bool] | None:
-        """(bytes, exact) of the case's device allocator peak, recorded alike on each of its
-        JAX modes (`Measurement.device_peak_bytes`); None where none was recorded."""
+    def device_peak(self, case: Case | tuple[str, str, str, str]) -> tuple[int, bool] | None:
+        """(bytes, exact) of the case's device allocator peak (`case`: a `Case` or its
+        key), recorded alike on each of its JAX modes (`Measurement.device_peak_bytes`);
+        None where none was recorded."""
         for mode in (Mode.JIT, Mode.EAGER):
-            m = self.get(case_key, mode)
+            m = self.get(case, mode)
             if m is not None and m.device_peak_bytes is not None:
                 return m.device_peak_bytes, bool(m.device_peak_exact)
         return None

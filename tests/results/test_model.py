@@ -157,3 +157,15 @@ def test_numpy_filed_under_two_devices_counts_once_in_the_process_spread() -> No
     both = make_run(measurements=run.measurements + on_gpu)
     spread = analyse(both).process_spread
     assert spread is not None and spread.measurements == 12  # 8 jit, 4 NumPy: not 8
+
+
+def test_get_takes_a_case_or_its_key_and_a_mode_or_its_name() -> None:
+    run = make_run()
+    numpy_m, jit_m = run.measurements
+    case = run.cases()[0]
+    assert run.get(case, "jit") is jit_m
+    assert run.get(case.key, Mode.JIT) is jit_m
+    assert run.get(case, Mode.NUMPY) is numpy_m and run.get(case, "eager") is None
+    assert run.device_peak(case) == run.device_peak(case.key)
+    with pytest.raises(ValueError, match="'fast'"):
+        run.get(case, "fast")

@@ -1,0 +1,327 @@
+"""The pytest plugin (entry point `pytest11`: jitbench): a `jitbench` fixture, and the
+session's measurements saved as one run and judged by the gate of `jitbench compare`.
+
+    def test_selu(jitbench):
+        r = jitbench(selu, x, numpy=selu_np)  # bench(), with test-sized defaults
+        assert r.speedup("jit").value > 1
+
+The fixture calls `bench` with a short budget (`--jitbench-budget`, default 0.1 s per
+case) in this process (`--jitbench-processes`, default 1), unless the call passes its
+own. Each call is one workload of the session's run, named after the test (`name=`
+names it otherwise). Options:
+
+    --jitbench-save DIR           the session's run as DIR/runs/<run id>.json, which
+                                  `jitbench report`, `compare` and the history read
+    --jitbench-compare [RUN|DIR]  judge the session against a stored run (or a folder of
+                                  runs, pooled as `jitbench compare` pools it); without a
+                                  value, the latest run in the --jitbench-save folder
+    --jitbench-fail-on-regression fail the session when the gate finds a regression (or
+                                  compared nothing), as `jitbench compare` exits 1
+
+Under pytest-xdist each worker measures its tests and hands its runs to the controller,
+which saves and judges one run (the workers then share the cores: a gate wants `-n 0`).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from jitbench.gate import Comparison
+    from jitbench.interactive.one_call import BenchResult
+    from jitbench.results import Run
+
+#: What the fixture's calls default to: test-sized, in this process.
+DEFAULT_BUDGET_S = 0.1
+DEFAULT_PROCESSES = 1
+
+_LATEST = "latest"  # --jitbench-compare without a value
+_PLUGIN = "jitbench-session"
+_WORKER_KEY = "jitbench_runs"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("jitbench", "jitbench: NumPy vs JAX eager vs JAX jit")
+    group.addoption(
+        "--jitbench-save",
+        metavar="DIR",
+        default=None,
+        help="Save the session's jitbench measurements as one run, DIR/runs/<run id>.json.",
+    )
+    group.addoption(
+        "--jitbench-compare",
+        metavar="RUN_OR_DIR",
+        nargs="?",
+        const=_LATEST,
+        default=None,
+        help="Compare the session's measurements with a stored run or folder of runs "
+        "(default: the latest run under --jitbench-save DIR), with jitbench compare's gate.",
+    )
+    group.addoption(
+        "--jitbench-fail-on-regression",
+        action="store_true",
+        default=False,
+        help="Fail the session when --jitbench-compare finds a regression.",
+    )
+    group.addoption(
+        "--jitbench-budget",
+        metavar="SECONDS",
+        type=float,
+        default=DEFAULT_BUDGET_S,
+        help="Sampling budget per case of the jitbench fixture (default %(default)s).",
+    )
+    group.addoption(
+        "--jitbench-processes",
+        metavar="N",
+        type=int,
+        default=DEFAULT_PROCESSES,
+        help="Worker processes per jitbench fixture call (default %(default)s: this one).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(JitbenchSession(config), _PLUGIN)
+
+
+def _test_name(node_name: str) -> str:
+    """A workload name from a test's: `test_f[1000-x]` → `test_f-1000-x`."""
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "-", node_name.replace("]", "")).strip("-")
+    return name if name and (name[0].isalpha() or name[0] == "_") else f"test-{name}"
+
+
+class JitbenchSession:
+    """The session's measurements: collected, combined, saved and judged."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[tuple[str, BenchResult]] = []
+        self.runs: list[Run] = []  # in the controller: every worker's (pytest-xdist)
+        self.names: set[str] = set()
+        self.saved: Path | None = None
+        self.comparison: Comparison | None = None
+        self.baseline: Run | None = None
+        self.baseline_note: str | None = None
+        self.failed_gate = False
+        self.worker = hasattr(config, "workerinput")
+        save = config.getoption("--jitbench-save")
+        self.save_dir = Path(save) if save else None
+        self.compare_to = config.getoption("--jitbench-compare")
+        self.fail_on_regression = bool(config.getoption("--jitbench-fail-on-regression"))
+        if self.fail_on_regression and self.compare_to is None:
+            raise pytest.UsageError(
+                "--jitbench-fail-on-regression needs --jitbench-compare RUN (or a folder)"
+            )
+        if self.compare_to is not None and not self.worker:
+            self._load_baseline()
+
+    def _load_baseline(self) -> None:
+        """The run to compare with, read before any test runs: a bad path is a usage error
+        now, and the session's own run (saved at the end) is never its own baseline."""
+        from jitbench.errors import JitbenchError
+        from jitbench.gate import load_side
+        from jitbench.results import OutputLayout
+
+        target: Path
+        if self.compare_to == _LATEST:
+            if self.save_dir is None:
+                raise pytest.UsageError(
+                    "--jitbench-compare without a run compares with the latest run under "
+                    "--jitbench-save DIR: pass one of the two"
+                )
+            stored = sorted(OutputLayout(self.save_dir).runs_dir.glob("*.json"))
+            if not stored:
+                self.baseline_note = (
+                    f"no run under {self.save_dir} to compare with yet: this session's run "
+                    "becomes the first"
+                )
+                return
+            target = stored[-1]  # run ids begin with their UTC start time
+        else:
+            target = Path(self.compare_to)
+        try:
+            self.baseline = load_side(target)
+        except JitbenchError as exc:
+            raise pytest.UsageError(f"--jitbench-compare {target}: {exc}") from None
+
+    def measure(self, node: pytest.Item, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        from jitbench.interactive.one_call import bench
+
+        kwargs.setdefault("budget", self.config.getoption("--jitbench-budget"))
+        kwargs.setdefault("processes", self.config.getoption("--jitbench-processes"))
+        name = kwargs.pop("name", None) or _test_name(node.name)
+        unique, n = name, 1
+        while unique in self.names:  # one workload per call, so the run's cases are distinct
+            n += 1
+            unique = f"{name}-{n}"
+        self.names.add(unique)
+        result = bench(fn, *args, name=unique, **kwargs)
+        self.results.append((node.nodeid, result))
+        self.runs.append(result.run)
+        return result
+
+    # -- pytest-xdist: the workers' runs reach the controller ---------------------------
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from jitbench.results import run_from_dict
+
+        for text in getattr(node, "workeroutput", {}).get(_WORKER_KEY, []):
+            run = run_from_dict(json.loads(text), source="a pytest-xdist worker's runs")
+            self.runs.append(run)
+            self.names.update(m.case.workload for m in run.measurements)
+
+    # -- the end of the session -----------------------------------------------------------
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.worker:
+            from jitbench.results import dump_run
+
+            self.config.workeroutput[_WORKER_KEY] = [dump_run(r) for r in self.runs]  # type: ignore[attr-defined]
+            return
+        if not self.runs:
+            return
+        run = session_run(self.runs)
+        if self.save_dir is not None:
+            from jitbench.results import OutputLayout, save_run
+
+            self.saved = OutputLayout(self.save_dir).run_json(run.run_id)
+            self.saved.parent.mkdir(parents=True, exist_ok=True)
+            save_run(run, self.saved)
+        if self.baseline is not None:
+            from jitbench.gate import Thresholds, compare
+
+            self.comparison = compare(self.baseline, run, thresholds=Thresholds())
+            failed = self.comparison.has_regression or (
+                self.comparison.nothing_compared is not None
+            )
+            if self.fail_on_regression and failed:
+                self.failed_gate = True
+                if session.exitstatus == pytest.ExitCode.OK:
+                    session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.worker or not (self.runs or self.baseline_note):
+            return
+        tr = terminalreporter
+        tr.write_sep("-", "jitbench")
+        from jitbench.render.bench_summary import summary_line
+
+        for _, result in self.results:
+            tr.write_line(summary_line(result))
+        if len(self.runs) > len(self.results):
+            tr.write_line(f"{len(self.runs) - len(self.results)} measured in worker processes")
+        if self.saved is not None:
+            tr.write_line(f"run saved to {self.saved}")
+        if self.baseline_note is not None:
+            tr.write_line(self.baseline_note)
+        cmp = self.comparison
+        if cmp is None:
+            return
+        from rich.console import Console
+
+        from jitbench.render.comparison import comparison_report
+
+        width = max(self.config.get_terminal_writer().fullwidth, 60)
+        buffer = io.StringIO()
+        console = Console(file=buffer, width=width, color_system=None, soft_wrap=False)
+        console.print(comparison_report(cmp, all_rows=False, width=width, wide=False))
+        for line in buffer.getvalue().rstrip().splitlines():
+            tr.write_line(line.rstrip())
+        if cmp.nothing_compared is not None:
+            tr.write_line(f"warning: {cmp.nothing_compared}", yellow=True)
+        if self.failed_gate:
+            tr.write_line(
+                "jitbench: the session fails (--jitbench-fail-on-regression): "
+                + (
+                    "the gate compared nothing, so it checked nothing"
+                    if cmp.nothing_compared is not None and not cmp.has_regression
+                    else "regressed: " + ", ".join(cmp.regressed_workloads)
+                ),
+                red=True,
+                bold=True,
+            )
+
+
+def session_run(runs: list[Run]) -> Run:
+    """The session's runs (one per fixture call) as one run: every measurement, every
+    workload's selection, the first run's settings and environment (with the last one's
+    machine snapshot after), a new id."""
+    from jitbench.results.model import new_run_id
+
+    runs = _distinct_names(runs)
+    first, last = runs[0], runs[-1]
+    if len(runs) == 1:
+        return first
+    selection = tuple(s for r in runs for s in (r.config.selection or ()))
+    environment = dict(first.environment)
+    if "machine_after" in last.environment:
+        environment["machine_after"] = last.environment["machine_after"]
+    return replace(
+        first,
+        run_id=new_run_id(),
+        finished_at=last.finished_at,
+        complete=all(r.complete for r in runs),
+        environment=environment,
+        config=replace(first.config, selection=selection or None),
+        measurements=tuple(m for r in runs for m in r.measurements),
+    )
+
+
+def _distinct_names(runs: list[Run]) -> list[Run]:
+    """`runs` with a workload name another run already took suffixed (`-2`, …): pytest-xdist
+    workers name their tests' workloads apart from each other."""
+    taken: set[str] = set()
+    out = []
+    for run in runs:
+        renames: dict[str, str] = {}
+        for name in dict.fromkeys(m.case.workload for m in run.measurements):
+            unique, n = name, 1
+            while unique in taken:
+                n += 1
+                unique = f"{name}-{n}"
+            taken.add(unique)
+            if unique != name:
+                renames[name] = unique
+        if renames:
+            run = replace(
+                run,
+                measurements=tuple(
+                    replace(m, case=replace(m.case, workload=renames[m.case.workload]))
+                    if m.case.workload in renames
+                    else m
+                    for m in run.measurements
+                ),
+                config=replace(
+                    run.config,
+                    selection=tuple(
+                        replace(s, workload=renames.get(s.workload, s.workload))
+                        for s in run.config.selection or ()
+                    )
+                    or None,
+                ),
+            )
+        out.append(run)
+    return out
+
+
+@pytest.fixture
+def jitbench(request: pytest.FixtureRequest) -> Callable[..., BenchResult]:
+    """`jitbench(fn, *args, numpy=..., **options)`: `jitbench.bench` inside a test, with a
+    test-sized budget and one process by default; the result is also saved and judged
+    with the session's run (`--jitbench-save`, `--jitbench-compare`)."""
+    session = request.config.pluginmanager.get_plugin(_PLUGIN)
+    assert isinstance(session, JitbenchSession)
+    node = request.node
+
+    def measure(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> BenchResult:
+        return session.measure(node, fn, *args, **kwargs)  # type: ignore[no-any-return]
+
+    return measure

@@ -1,0 +1,208 @@
+"""The pytest plugin: the `jitbench` fixture, the session's run saved and judged by the gate,
+run by pytest itself (`pytester`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from jitbench import bench
+from jitbench.gate import compare, load_side
+from jitbench.interactive.pytest_plugin import _test_name, session_run
+from jitbench.results import Mode, load_run, save_run
+from tests.conftest import run_cli
+
+pytest_plugins = ["pytester"]
+
+PLUGIN = "jitbench.interactive.pytest_plugin"
+# Installed (`pip install -e .`), the entry point loads the plugin in every session;
+# a checkout run without that install loads it by name.
+INSTALLED = any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
+LOAD = () if INSTALLED else ("-p", PLUGIN)
+FAST = ("--jitbench-budget", "0.05", "-p", "no:randomly", "-p", "no:cacheprovider")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _imported() -> None:
+    """pytester's in-process runs drop the modules a run imported, and an extension module
+    (NumPy's, jaxlib's) cannot load twice in a process: a run here imports them first."""
+    r = bench(lambda x: x * 2, np.ones(8, np.float32), budget=0.01, processes=1)
+    from jitbench.render.comparison import comparison_report
+
+    Console(file=None, quiet=True).print(comparison_report(compare(r.run, r.run)))
+
+
+TESTS = """
+import numpy as np
+import jax.numpy as jnp
+import pytest
+
+def selu(x, alpha=1.67, lmbda=1.05):
+    return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+def selu_np(x, alpha=1.67, lmbda=1.05):
+    return lmbda * np.where(x > 0, x, alpha * np.exp(x) - alpha)
+
+X = np.linspace(-2, 2, 1024, dtype=np.float32)
+
+def test_selu(jitbench):
+    r = jitbench(selu, X, numpy=selu_np)
+    assert r.name == "test_selu" and r.run.processes == 1
+    assert r.run.config.settings.plan.budget_s == 0.05
+    assert r.speedup("jit") is not None
+
+@pytest.mark.parametrize("n", [256])
+def test_centred(jitbench, n):
+    x = np.ones((n // 16, 16), dtype=np.float32)
+    r = jitbench(lambda x: x.T @ (x - x.mean(axis=0)), x)
+    assert r.name == f"test_centred-{n}"
+"""
+
+
+@pytest.fixture
+def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(test_bench=TESTS)
+    return pytester
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    # -p of a module already imported warns that its asserts are not rewritten: none to.
+    quiet = ("-W", "ignore::pytest.PytestAssertRewriteWarning")
+    result = pytester.runpytest(*LOAD, *quiet, *FAST, *args)
+    print(result.stdout.str())  # shown when the test fails
+    return result
+
+
+def test_the_fixture_measures_and_the_session_saves_one_run(
+    suite: pytest.Pytester, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench"
+    result = _run(suite, "--jitbench-save", str(out))
+    result.assert_outcomes(passed=2)
+    [path] = (out / "runs").glob("*.json")
+    run = load_run(path)
+    assert {c.workload for c in run.cases()} == {"test_selu", "test_centred-256"}
+    assert {s.workload for s in run.config.selection or ()} == {"test_selu", "test_centred-256"}
+    assert run.get(run.cases()[0], "jit") is not None
+    result.stdout.fnmatch_lines(
+        [
+            "*- jitbench -*",
+            "test_selu: jit * vs NumPy*",
+            "test_centred-256: jit *",
+            "run saved to *",
+        ]
+    )
+    report = run_cli("report", str(path), "--format", "table", timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert "test_selu" in report.stdout
+
+
+def _faster(run_path: Path, target: Path, factor: float) -> None:
+    """`run_path`'s run with every jit sample `factor` times faster, as another run."""
+    run = load_run(run_path)
+    ms = tuple(
+        replace(m, samples_s=tuple(s / factor for s in m.samples_s)) if m.mode is Mode.JIT else m
+        for m in run.measurements
+    )
+    save_run(replace(run, run_id=run.run_id + "-fast", measurements=ms), target)
+
+
+def test_a_regression_against_the_stored_run_fails_the_session_with_a_summary(
+    suite: pytest.Pytester, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench"
+    _run(suite, "--jitbench-save", str(out)).assert_outcomes(passed=2)
+    [first] = (out / "runs").glob("*.json")
+    baseline = tmp_path / "baseline.json"
+    _faster(first, baseline, factor=5.0)
+
+    judged = _run(suite, "--jitbench-compare", str(baseline), "--jitbench-fail-on-regression")
+    judged.assert_outcomes(passed=2)  # the tests passed; the gate failed the session
+    assert judged.ret == pytest.ExitCode.TESTS_FAILED
+    judged.stdout.fnmatch_lines(["*FAIL: *regression*", "*the session fails*regressed: test_*"])
+
+    reported = _run(suite, "--jitbench-compare", str(baseline))
+    assert reported.ret == pytest.ExitCode.OK  # judged and shown, not failing
+    reported.stdout.fnmatch_lines(["*FAIL: *regression*"])
+
+
+def test_compare_without_a_run_takes_the_latest_saved_one(
+    suite: pytest.Pytester, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench"
+    first = _run(suite, "--jitbench-save", str(out), "--jitbench-compare")
+    first.assert_outcomes(passed=2)
+    first.stdout.fnmatch_lines(["*no run under * to compare with yet*"])
+    [saved] = (out / "runs").glob("*.json")
+    _faster(saved, out / "runs" / "99990101T000000Z-fast.json", factor=5.0)  # the latest
+    second = _run(
+        suite, "--jitbench-save", str(out), "--jitbench-compare", "--jitbench-fail-on-regression"
+    )
+    assert second.ret == pytest.ExitCode.TESTS_FAILED
+    second.stdout.fnmatch_lines(["*regressed:*"])
+    assert len(list((out / "runs").glob("*.json"))) == 3
+    assert len(load_side(out).cases()) == 2  # the folder pools as `jitbench compare DIR`
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--jitbench-fail-on-regression",), "needs --jitbench-compare"),
+        (("--jitbench-compare",), "--jitbench-save DIR"),
+        (("--jitbench-compare", "nowhere.json"), "--jitbench-compare nowhere.json: *"),
+    ],
+)
+def test_options_that_cannot_work_are_usage_errors(
+    pytester: pytest.Pytester, args: tuple[str, ...], message: str
+) -> None:
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = _run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{message}*"])
+
+
+def test_a_session_without_measurements_writes_nothing(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    _run(pytester, "--jitbench-save", str(tmp_path / "b")).assert_outcomes(passed=1)
+    assert not (tmp_path / "b").exists()
+
+
+def test_test_names_become_workload_names() -> None:
+    assert _test_name("test_f[1000-float32]") == "test_f-1000-float32"
+    assert _test_name("test_g[a b/c]") == "test_g-a-b-c"
+
+
+def test_the_entry_point_is_declared() -> None:
+    import tomllib
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert pyproject["project"]["entry-points"]["pytest11"] == {"jitbench": PLUGIN}
+
+
+@pytest.mark.e2e
+def test_under_xdist_the_workers_runs_become_one_saved_run(
+    suite: pytest.Pytester, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench"
+    result = suite.runpytest_subprocess(
+        *LOAD, *FAST, "-n", "2", "--jitbench-save", str(out), timeout=300
+    )
+    result.assert_outcomes(passed=2)
+    [path] = (out / "runs").glob("*.json")
+    assert {c.workload for c in load_run(path).cases()} == {"test_selu", "test_centred-256"}
+    result.stdout.fnmatch_lines(["*2 measured in worker processes*", "run saved to *"])
+
+
+def test_one_name_from_two_workers_is_kept_apart(tmp_path: Path) -> None:
+    r = bench(lambda x: x * 2, np.ones(8, np.float32), budget=0.01, processes=1, name="test_a")
+    run = session_run([r.run, replace(r.run, run_id="other")])
+    assert [c.workload for c in run.cases()] == ["test_a", "test_a-2"]
+    assert [s.workload for s in run.config.selection or ()] == ["test_a", "test_a-2"]
+    save_run(run, tmp_path / "run.json")  # distinct cases: the file is valid
