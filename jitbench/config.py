@@ -368,6 +368,11 @@ class RunConfig:
     workers find the workloads again by suite file, so workloads defined elsewhere (in a
     notebook) need `processes=1`.
 
+    `timeout_s` (`--timeout`) limits each mode of a case: the seconds of its own calls
+    (first call, warm-up and calibration, samples); a mode past it is stopped and the
+    others keep their figures (`measure.limits`). A later `--processes` worker leaves out
+    a mode that ran past it in the first process, unless `retry_timeouts`.
+
     `label` is a short name for the run (`--label`), shown on its pages and in comparisons
     instead of the run id; it changes nothing that is measured.
 
@@ -395,6 +400,7 @@ class RunConfig:
     threads: int | None = 1
     label: str | None = None
     time_split: bool = False
+    retry_timeouts: bool = False
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -410,6 +416,7 @@ class RunConfig:
         _set(self, "devices", _names("--devices", self.devices, example="('cpu', 'gpu:1')"))
         for name in ("x64", "sweep", "quick", "isolate"):
             _flag(f"--{name}", getattr(self, name))
+        _flag("--retry-timeouts", self.retry_timeouts)
         _flag("--time-split", self.time_split)
         _count("--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more.")
         _count(

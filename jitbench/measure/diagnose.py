@@ -57,6 +57,12 @@ OTHER_DEVICE = "output-on-other-device"
 # A partial run's case whose --rounds (or repeated cold compiles) were not all taken: its
 # samples are some rounds of the plan's; a resume measures it again (`runner.scheduler`).
 UNFINISHED_ROUNDS = "unfinished-rounds"
+# A mode that ran past --timeout (the others kept their figures), stopped in its first call,
+# warm-up or samples; "mode-capped" where the samples it took before are kept; and a mode a
+# --processes worker did not measure again because the first process's timed out.
+MODE_TIMEOUT = "mode-timeout"
+MODE_CAPPED = "mode-capped"
+TIMED_OUT_BEFORE = "timed-out-before"
 
 PITFALL_CODES = frozenset(
     {
@@ -87,6 +93,9 @@ CODES = PITFALL_CODES | {
     NO_FINITE,
     OTHER_DEVICE,
     UNFINISHED_ROUNDS,
+    MODE_TIMEOUT,
+    MODE_CAPPED,
+    TIMED_OUT_BEFORE,
 }
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
@@ -187,6 +196,46 @@ def for_exception(exc: BaseException) -> list[Diagnostic]:
             hint=hint_for_exception(exc),
         )
     ]
+
+
+def without_mode_hint(mode: str, others: Sequence[str]) -> str:
+    """What to do about a mode too slow for --timeout: measure the others alone, or wait."""
+    rest = f"--modes {','.join(others)} measures the other modes without it, or " if others else ""
+    return f"{rest}raise --timeout to wait for {mode}."
+
+
+def mode_timeout(exc: Any, others: Sequence[str]) -> Diagnostic:
+    """`mode-timeout`: one mode ran past --timeout (`measure.limits.ModeTimeout`) and was
+    stopped; the case's other modes kept their figures."""
+    return Diagnostic(
+        code=MODE_TIMEOUT,
+        severity=Severity.ERROR,
+        message=f"{exc}; the other modes kept their figures",
+        hint=without_mode_hint(exc.mode, others),
+    )
+
+
+def mode_capped(exc: Any, samples: int, others: Sequence[str]) -> Diagnostic:
+    """`mode-capped`: a mode reached --timeout while sampling; its samples so far are kept."""
+    return Diagnostic(
+        code=MODE_CAPPED,
+        severity=Severity.WARNING,
+        message=f"{exc.mode} reached --timeout {exc.limit_s:g} s while sampling: its "
+        f"{samples} sample(s) so far are its figure",
+        hint=without_mode_hint(exc.mode, others),
+    )
+
+
+def timed_out_before(mode: str, why: str, others: Sequence[str]) -> Diagnostic:
+    """`timed-out-before`: a --processes worker left out a mode the first process stopped at
+    --timeout (`why`), rather than pay the timeout again."""
+    return Diagnostic(
+        code=TIMED_OUT_BEFORE,
+        severity=Severity.INFO,
+        message=f"{mode} not measured again in this process: in the first, {why}",
+        hint="--retry-timeouts measures it in every process; "
+        + without_mode_hint(mode, others),
+    )
 
 
 def numpy_wider_dtype() -> Diagnostic:

@@ -19,9 +19,16 @@ from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
-from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
+from jitbench.measure.protocol import (
+    PlannedCase,
+    Skips,
+    StepReport,
+    planned_case_record,
+    skips_from_json,
+    skips_to_json,
+)
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Measurement, Run, dump_run
+from jitbench.results import Case, Measurement, Mode, Run, Status, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
@@ -133,13 +140,25 @@ def run_workloads(
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
                 )
+            firsts: list[Run] = []
+
+            def first_kept() -> Run:
+                firsts.append(first())
+                return firsts[0]
+
+            def worker(selection: Sequence[Selection], settings: RunConfig) -> Run:
+                # A mode that ran past --timeout in the first process is not paid for again.
+                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                target = functools.partial(worker_main, skip=skips_to_json(skip))
+                return run_worker(selection, settings, target=target, shared_compiles=shared)
+
             pooled = run_in_processes(
-                first,
+                first_kept,
                 selection_of(workloads),
                 config,
                 on_event=on_event,
                 checkpoint=checkpoint,
-                worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
+                worker=worker,
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -151,6 +170,22 @@ def run_workloads(
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             return measure(shared_compiles=Path(shared))
     return measure()
+
+
+def timed_out_modes(run: Run) -> Skips:
+    """The JAX modes of `run`'s cases that ran past --timeout (or reached it while sampling),
+    with what happened: a later `--processes` worker leaves them out (`--retry-timeouts`
+    measures them again)."""
+    skips: dict[tuple[tuple[str, ...], Mode], str] = {}
+    for m in run.measurements:
+        if m.mode is Mode.NUMPY:
+            continue
+        capped = next((d for d in m.diagnostics if d.code == diagnose.MODE_CAPPED), None)
+        if m.status is Status.TIMEOUT:
+            skips[(m.case.key, m.mode)] = m.failure_text.removeprefix("timeout: ")
+        elif capped is not None:
+            skips[(m.case.key, m.mode)] = capped.message
+    return skips
 
 
 def _resumed_whole(resume: Run, clock: Clock) -> Run:
@@ -178,6 +213,7 @@ def _measure_once(
     plan: SamplingPlan | None = None,
     check_outputs: bool = True,
     processes: int = 1,
+    skip: Skips | None = None,
 ) -> Run:
     """Every case of the run measured once, in this process (see `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
@@ -185,7 +221,8 @@ def _measure_once(
     `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
-    announced to measure in (`RunStarted`), this one included."""
+    announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
+    names are left out (`timed_out_modes`)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
@@ -213,7 +250,11 @@ def _measure_once(
         run = schedule(
             cases,
             executor_for(
-                sampling, devices, shared_compiles=shared_compiles, check_outputs=check_outputs
+                sampling,
+                devices,
+                shared_compiles=shared_compiles,
+                check_outputs=check_outputs,
+                skip=skip,
             ),
             start,
             plan=sampling.plan,
@@ -366,10 +407,11 @@ def worker_main(
     selection: list[dict[str, Any]],
     config: dict[str, Any],
     shared_compiles: str | None = None,
+    skip: list[dict[str, Any]] | None = None,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once in this fresh process (loading the programs the first process left in
-    `shared_compiles`), send the run back."""
+    `shared_compiles`; leaving out the modes `skip` names), send the run back."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -395,6 +437,7 @@ def worker_main(
             # checks the outputs of the programs it compiled, which the worker loads.
             repeat_compiles=not shared_compiles,
             check_outputs=not shared_compiles,
+            skip=skips_from_json(skip),
         )
         if shared_compiles:
             # Its cold calls loaded the first process's programs: those are no compiles.
