@@ -233,8 +233,7 @@ def timed_out_before(mode: str, why: str, others: Sequence[str]) -> Diagnostic:
         code=TIMED_OUT_BEFORE,
         severity=Severity.INFO,
         message=f"{mode} not measured again in this process: in the first, {why}",
-        hint="--retry-timeouts measures it in every process; "
-        + without_mode_hint(mode, others),
+        hint="--retry-timeouts measures it in every process; " + without_mode_hint(mode, others),
     )
 
 
@@ -502,6 +501,10 @@ DOUBLE_WHERE_HINT = (
 )
 
 
+#: `validation.FLOAT32_ROUNDING` as text (diagnose reads no validation internals).
+FLOAT32_ROUNDING_TEXT = "0.001 relative norm error"
+
+
 def mismatch(
     message: str,
     *,
@@ -511,6 +514,7 @@ def mismatch(
     gradient: bool = False,
     reduced_matmul: str | None = None,
     structural: bool = False,
+    rounding: bool = False,
 ) -> Diagnostic:
     """A JAX output that does not match the reference (`message` says where).
 
@@ -521,6 +525,8 @@ def mismatch(
     with JAX's matmul precision not set to full float32: the hint then says so first.
     `structural`: the outputs differ in shape or number of arrays, which no purity rule or
     tolerance explains: the hint says to make the two sides return the same arrays.
+    `rounding`: compared at float32 and off by what float32 rounding accumulates
+    (`validation.FLOAT32_ROUNDING`): the message says so and the hint is --x64.
     """
     who = f"{mode.value} output" if mode is not None else "output"
     reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
@@ -553,6 +559,13 @@ def mismatch(
             "an impure function (global state, side effects, randomness) or a real bug; "
             "widen the workload's rtol/atol only if the difference is rounding."
         )
+    if rounding:
+        hint = (
+            "a difference this small is float32 rounding accumulated over the computation, "
+            "not a bug: run with --x64 to compare both sides in float64, or widen the "
+            "workload's rtol/atol (norm_tol) for float32."
+        )
+        message += f" (the size of float32 rounding: at most {FLOAT32_ROUNDING_TEXT})"
     if reduced_matmul is not None:
         hint = (
             f"on {reduced_matmul}, float32 matmuls and convolutions run below float32 unless "

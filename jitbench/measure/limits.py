@@ -112,14 +112,10 @@ class ModeLimit:
                     self._add(step, self.clock() - started)
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(
-                    signal.SIGALRM, previous if previous is not None else signal.SIG_DFL
-                )
+                signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
                 if old_delay > 0:  # give back an outer timer what is left of it
                     took = time.monotonic() - real_start
-                    signal.setitimer(
-                        signal.ITIMER_REAL, max(old_delay - took, 1e-3), old_interval
-                    )
+                    signal.setitimer(signal.ITIMER_REAL, max(old_delay - took, 1e-3), old_interval)
 
     def _add(self, step: str, seconds: float) -> None:
         self.spent_s += seconds

@@ -112,10 +112,14 @@ a `--processes` worker's modes that timed out in the first process)."""
 
 
 def skips_to_json(skips: Skips) -> list[dict[str, Any]]:
-    return [{"case": list(key), "mode": mode.value, "why": why} for (key, mode), why in skips.items()]
+    return [
+        {"case": list(key), "mode": mode.value, "why": why} for (key, mode), why in skips.items()
+    ]
 
 
-def skips_from_json(data: Sequence[Mapping[str, Any]] | None) -> dict[tuple[tuple[str, ...], Mode], str]:
+def skips_from_json(
+    data: Sequence[Mapping[str, Any]] | None,
+) -> dict[tuple[tuple[str, ...], Mode], str]:
     return {(tuple(d["case"]), Mode(d["mode"])): str(d["why"]) for d in data or ()}
 
 
@@ -356,6 +360,7 @@ def _validate(
                 if against == "numpy" and not result.nonfinite
                 else None,
                 structural=result.structural,
+                rounding=result.rounding,
             )
         )
     return result.reference_wider
@@ -866,15 +871,13 @@ def _numpy_reference(
     report("NumPy reference", None)
     try:
         numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-        with maybe_attribute(
-            session.capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
+        with (
+            maybe_attribute(
+                session.capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
+            ),
+            numpy_state.limit.charged("first call") if numpy_state else contextlib.nullcontext(),
         ):
-            with (
-                numpy_state.limit.charged("first call")
-                if numpy_state
-                else contextlib.nullcontext()
-            ):
-                returned = numpy_call()
+            returned = numpy_call()
         if returned is None and not wl.outputs:
             # Timed all the same; there is just nothing to compare with.
             no_reference = "the NumPy side returned None and the workload names no outputs"

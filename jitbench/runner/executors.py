@@ -29,10 +29,10 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import (
     CaseSession,
     PlannedCase,
+    Skips,
     StepReport,
     add_hint,
     error_info,
-    Skips,
     measure_cases,
     open_configured,
     planned_case_record,
