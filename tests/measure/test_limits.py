@@ -49,9 +49,8 @@ def test_a_limit_raises_in_the_block_and_counts_its_time() -> None:
         _busy(5.0)
     assert caught.value.mode == "eager" and caught.value.step == "first call"
     assert 0.05 <= limit.spent_s < 2.0
-    with pytest.raises(ModeTimeout):  # spent: refused at once
-        with limit.charged("samples"):
-            pass
+    with pytest.raises(ModeTimeout), limit.charged("samples"):  # spent: refused at once
+        pass
     free = ModeLimit("jit")
     with free.charged("samples"):
         pass
