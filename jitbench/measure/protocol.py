@@ -1062,7 +1062,7 @@ def _cold_first_calls(
                 maybe_attribute(session.capture, s.printed, timed=False),
                 jcompile.shared_subfolder(f"{label}-{mode.value}"),
                 modes.on_device(s.device),
-                s.limit.charged(_COLD_STEP[mode]),
+                s.limit.charged("first call"),
             ):
                 prepared = PREPARE[mode](wl, host, staged)
             s.call, s.compile = prepared.call, prepared.compile

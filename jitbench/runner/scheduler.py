@@ -47,6 +47,7 @@ from jitbench.runner.plan import (
     group_cases,
     plan_cases,
     selection_of,
+    suite_float_width,
     workloads_for_selection,
     workloads_left_out,
 )
@@ -113,6 +114,10 @@ def run_workloads(
             # find them again, so the default's second process is left out (the run says
             # its intervals describe one process). Asked for explicitly, it is refused.
             config = replace(config, processes=1)
+    # --x64 left unset: the suites' own float width (NPBench's float64), said once.
+    config, chosen = suite_float_width(workloads, config)
+    if chosen is not None and on_event is not None:
+        on_event(chosen)
     measure = functools.partial(
         _measure_once,
         workloads,
@@ -263,6 +268,7 @@ def _measure_once(
             clock=clock,
             processes=processes,
             repeat_compiles=repeat_compiles,
+            timeout_s=config.timeout_s,
         )
         after = machine.capture(probe_samples=probe)
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
@@ -279,6 +285,7 @@ def schedule(
     clock: Clock = utc_now,
     processes: int = 1,
     repeat_compiles: bool = True,
+    timeout_s: float | None = None,
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
@@ -360,6 +367,8 @@ def schedule(
                 rounds=plan.rounds if executor.spreads_rounds else 1,
                 processes=processes,
                 redone_cases=sum(case_key(pc) in held for pc in todo),
+                sizes=tuple(pc.size for pc in todo),
+                timeout_s=timeout_s,
             )
         )
         first_index: dict[int, tuple[Case, int, int]] = {}

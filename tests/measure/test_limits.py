@@ -66,7 +66,7 @@ def test_a_mode_past_its_limit_is_stopped_and_the_others_keep_their_figures() ->
     eager = ms[Mode.EAGER]
     assert eager.status is Status.TIMEOUT and not eager.samples_s
     assert eager.failure_text.startswith(
-        "timeout: ModeTimeout: eager exceeded --timeout 0.3 s in its eager first call"
+        "timeout: ModeTimeout: eager exceeded --timeout 0.3 s in its first call"
     )
     assert "--modes numpy,jit" in eager.hint
     assert eager.diagnostics[0].code == diagnose.MODE_TIMEOUT  # the reason before any note
