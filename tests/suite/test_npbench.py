@@ -263,3 +263,22 @@ def test_the_cli_runs_a_clone(clone: Path, tmp_path: Path):
     )
     assert result.exit_code == 0, result.stderr
     assert "axpy" in result.stdout and "broken" in result.stderr
+
+
+def test_list_and_run_say_what_the_clone_leaves_out_and_its_float_width(clone: Path):
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["list", "--suite", f"npbench:{clone}", "-k", "axpy"])
+    assert listed.exit_code == 0, listed.output
+    assert "left out: nojax (no JAX version: npbench/benchmarks/group/nojax/nojax_jax.py" in (
+        listed.stderr.replace("\n", " ")
+    )
+    args = ["run", "--quick", "--suite", f"npbench:{clone}", "-k", "axpy and not lib", "-m", "jit"]
+    ran = runner.invoke(app, args)
+    assert ran.exit_code == 0, ran.output
+    said = ran.stderr.replace("\n", " ")
+    assert said.count("left out: nojax") == 1
+    assert said.count("declares float64") == 1 and "--no-x64 runs float32" in said
