@@ -86,10 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     figures = analyse(run)
     by_name = {c.case.workload: c for c in figures}
     one, five, fifteen = os.getloadavg()
+    settings = run.config.settings
+    assert settings is not None, "a run file records its settings"
     print(
         f"date {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; load {one:.2f} {five:.2f} "
-        f"{fifteen:.2f}; jitbench run {run.run_id} ({run.config.settings.processes} "
-        f"process(es), {'float64' if run.config.settings.x64 else 'float32'})"
+        f"{fifteen:.2f}; jitbench run {run.run_id} ({settings.processes} "
+        f"process(es), {'float64' if settings.x64 else 'float32'})"
     )
     print(
         f"{'kernel':18s} {'NumPy ms: NPBench [min-max]':>30s} {'jitbench':>9s} {'ratio':>6s}"

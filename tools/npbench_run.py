@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     wall = time.monotonic() - t0
 
-    settings = run.config.settings
+    settings = run.config.settings or config
     print(f"date {started_at}; machine {_machine()}; jitbench {_commit()}")
     print(f"NPBench clone {suite.root} at {_clone_commit(str(suite.root))}")
     print(f"load average (1/5/15 min) before {load_before}, after {_load()}; run {run.run_id}")

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from types import FrameType
 
 #: After the limit, SIGALRM fires again at this interval until the mode's call returns, in
 #: case the first ModeTimeout was swallowed (a workload's own `except Exception`).
@@ -89,7 +90,7 @@ class ModeLimit:
         outer_first = 0 < old_delay < left and callable(previous)
         active = [True]
 
-        def on_alarm(signum: int, frame: object) -> None:
+        def on_alarm(signum: int, frame: FrameType | None) -> None:
             if not active[0]:
                 return
             if outer_first and callable(previous):

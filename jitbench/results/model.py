@@ -252,10 +252,10 @@ class Measurement:
             first = self.error.message.splitlines()[0] if self.error.message else ""
             return f"{self.status.value}: {self.error.type}: {first}".rstrip(": ")
         if self.diagnostics:  # the reason (an error) before any note
-            first = next(
+            reason = next(
                 (d for d in self.diagnostics if d.severity is Severity.ERROR), self.diagnostics[0]
             )
-            return f"{self.status.value}: {first.message}"
+            return f"{self.status.value}: {reason.message}"
         return self.status.value
 
     @property

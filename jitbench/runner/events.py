@@ -122,6 +122,8 @@ class ProcessStarted:
 RunEvent = (
     SuiteSkipped
     | WorkloadsLeftOut
+    | KernelsLeftOut
+    | FloatWidthChosen
     | RunStarted
     | CaseStarted
     | CaseProgress
