@@ -93,6 +93,23 @@ def _load() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+def clone_counts(suite: npbench.NPBenchSuite) -> str:
+    """How many kernels the clone describes, how many have a JAX version (and `_jax_lib`
+    variants), and what it leaves out: the README's counts, from the clone itself."""
+    names = [w.name for w in suite.workloads]
+    lib = sum(name.endswith(".lib") for name in names)
+    failed = [p.kernel for p in suite.problems if p.error]
+    left = [p for p in suite.problems if not p.error]
+    info = len(list((suite.root / "bench_info").glob("*.json")))
+    return (
+        f"NPBench clone {suite.root} at {_clone_commit(str(suite.root))}: {info} bench_info "
+        f"kernels; {len(names) - lib} with a JAX version plus {lib} _jax_lib variant(s): "
+        f"{len(names)} workloads"
+        + (f"; failed to load: {', '.join(failed)}" if failed else "")
+        + "".join(f"; left out: {p.kernel} ({p.reason})" for p in left)
+    )
+
+
 def estimate_errors(
     trace: list[tuple[float, float | None]], wall_s: float
 ) -> dict[float, tuple[float, float] | None]:
@@ -123,10 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-x64", action="store_true", help="float32 (NPBench: float64)")
     parser.add_argument("--budget", type=float, default=None, help="sampling s per case")
     parser.add_argument("--out", default=None, help="also write the run's JSON here")
+    parser.add_argument("--count", action="store_true", help="only count the clone's kernels")
     args = parser.parse_args(argv)
 
     suite = npbench.load(args.path)
     spec = npbench.spec_of(suite.root)
+    if args.count:
+        print(clone_counts(suite))
+        return 0
     base = RunConfig()
     config = replace(
         base,
