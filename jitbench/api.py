@@ -34,7 +34,7 @@ from jitbench.results import (
 )
 from jitbench.results.model import new_run_id
 from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, run_duet
-from jitbench.runner.events import RunEvent, RunInterrupted, SuiteSkipped
+from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
 from jitbench.runner.scheduler import run_workloads
 from jitbench.runner.sides import comparison_sides
@@ -89,7 +89,8 @@ def run(
     Args:
         names: workloads to run (default: all discovered); `keyword` selects like `-k`.
         suites: suite files or folders (default ./suites). A file that fails to import is
-            reported as a SuiteSkipped event and left out.
+            reported as a SuiteSkipped event and left out; what a scheme suite leaves out
+            without an error (an NPBench kernel with no JAX version), as KernelsLeftOut.
         config: what to measure and how (default `RunConfig()`).
         resume: a partial run file to finish with the settings recorded in it; the cases it
             holds are not measured again and the file is rewritten as cases finish. Only
@@ -148,6 +149,8 @@ def run(
             registry = discover(suites)
             for error in registry.errors:
                 emit(SuiteSkipped(str(error)))
+            for spec, left_out in registry.left_out.items():
+                emit(KernelsLeftOut(spec, tuple(left_out)))
             workloads = registry.select_some(names, keyword)
             run_id = new_run_id()
             path = run_file(root, run_id) if root is not None else None

@@ -368,6 +368,16 @@ class RunConfig:
     workers find the workloads again by suite file, so workloads defined elsewhere (in a
     notebook) need `processes=1`.
 
+    `timeout_s` (`--timeout`) limits each mode of a case: the seconds of its own calls
+    (first call, warm-up and calibration, samples); a mode past it is stopped and the
+    others keep their figures (`measure.limits`). A later `--processes` worker leaves out
+    a mode that ran past it in the first process, unless `retry_timeouts`.
+
+    `x64` runs both sides in float64 (True) or float32 (False); None, the default, follows
+    the float width the selected workloads' suite declares (`Workload.float_width`: an
+    NPBench clone's is float64), else float32; a run resolves it before it starts
+    (`runner.plan.suite_float_width`) and records the value it ran with.
+
     `label` is a short name for the run (`--label`), shown on its pages and in comparisons
     instead of the run id; it changes nothing that is measured.
 
@@ -384,7 +394,7 @@ class RunConfig:
     sizes: tuple[str, ...] = DEFAULT_SIZES
     modes: tuple[Mode, ...] = ALL_MODES
     devices: tuple[str, ...] = ()
-    x64: bool = False
+    x64: bool | None = None
     sweep: bool = False
     seed: int = 0
     quick: bool = False
@@ -395,6 +405,7 @@ class RunConfig:
     threads: int | None = 1
     label: str | None = None
     time_split: bool = False
+    retry_timeouts: bool = False
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -408,8 +419,11 @@ class RunConfig:
             raise ConfigError("--modes needs at least one of numpy, eager, jit, sharded.")
         _set(self, "modes", modes)
         _set(self, "devices", _names("--devices", self.devices, example="('cpu', 'gpu:1')"))
-        for name in ("x64", "sweep", "quick", "isolate"):
+        if self.x64 is not None:
+            _flag("--x64", self.x64)
+        for name in ("sweep", "quick", "isolate"):
             _flag(f"--{name}", getattr(self, name))
+        _flag("--retry-timeouts", self.retry_timeouts)
         _flag("--time-split", self.time_split)
         _count("--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more.")
         _count(

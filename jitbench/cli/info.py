@@ -39,6 +39,9 @@ def list_cmd(
     registry = discover(suite or ())
     for e in registry.errors:
         err.print(f"[yellow]suite error:[/] {escape(str(e))}")
+    for _spec, left_out in registry.left_out.items():
+        for name, why in left_out:
+            err.print(f"[yellow]left out:[/] {escape(name)} ({escape(why)})", highlight=False)
     hint = "drop -k to list every workload" if keyword else "give --suite a file of workloads"
     chosen = registry.select_some(names or (), keyword, purpose="to list", hint=hint)
     if as_json:

@@ -66,7 +66,7 @@ def build_config(
     sizes: list[str],
     modes: list[str],
     devices: list[str],
-    x64: bool,
+    x64: bool | None,
     sweep: bool,
     budget: float | None,
     precision: float | None,
@@ -79,6 +79,7 @@ def build_config(
     threads: str | int | None = 1,
     label: str | None = None,
     time_split: bool = False,
+    retry_timeouts: bool = False,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
     `--min-samples` above the default cap raises the cap with it; `threads` is a number or
@@ -109,6 +110,7 @@ def build_config(
         threads=parse_threads(threads),
         label=label,
         time_split=time_split,
+        retry_timeouts=retry_timeouts,
     )
 
 
@@ -198,6 +200,8 @@ class _Reporter:
             CaseFinished,
             CaseProgress,
             CaseStarted,
+            FloatWidthChosen,
+            KernelsLeftOut,
             ProcessStarted,
             RoundStarted,
             RunStarted,
@@ -213,6 +217,15 @@ class _Reporter:
                 f"[yellow]suite error:[/] {escape(event.error)} "
                 "(skipped; the other suite files still run)"
             )
+        elif isinstance(event, FloatWidthChosen):
+            suites = ", ".join(event.suites)
+            self._print(
+                f"[cyan]float64:[/] {escape(suites)} declares float64 ({event.declared} of "
+                f"{event.total} workload(s)), so the run is float64; --no-x64 runs float32"
+            )
+        elif isinstance(event, KernelsLeftOut):
+            for name, why in event.kernels:
+                self._print(f"[yellow]left out:[/] {escape(name)} ({escape(why)})")
         elif isinstance(event, WorkloadsLeftOut):
             defined = ", ".join(f"{name} ({'/'.join(sizes)})" for name, sizes in event.workloads)
             self._print(
@@ -305,7 +318,14 @@ def run_cmd(
             show_default="every platform JAX sees",
         ),
     ] = None,
-    x64: Annotated[bool, typer.Option("--x64", help="float64 on both sides.")] = False,
+    x64: Annotated[
+        bool | None,
+        typer.Option(
+            "--x64/--no-x64",
+            help="float64 on both sides (--no-x64: float32).",
+            show_default="float32, or the suite's own width (npbench: float64)",
+        ),
+    ] = None,
     sweep: Annotated[bool, typer.Option("--sweep", help="Run each workload's size sweep.")] = False,
     budget: Annotated[
         float | None,
@@ -396,10 +416,20 @@ def run_cmd(
         typer.Option(
             "--timeout",
             metavar="SECONDS",
-            help="Seconds a case may take before it is stopped (status timeout). Without "
-            "--isolate a single long native call is only stopped when it returns.",
+            help="Seconds each mode of a case may take (first call, warm-up, samples) "
+            "before that mode is stopped (status timeout); the other modes keep their "
+            "figures. Without --isolate a single long native call is only stopped when it "
+            "returns.",
         ),
     ] = None,
+    retry_timeouts: Annotated[
+        bool,
+        typer.Option(
+            "--retry-timeouts",
+            help="Measure a mode that ran past --timeout again in every --processes worker "
+            "(by default the workers leave it out).",
+        ),
+    ] = False,
     threads: ThreadsOpt = "1",
     distributed: Annotated[
         bool,
@@ -526,6 +556,7 @@ def run_cmd(
         threads=threads,
         label=label,
         time_split=time_split,
+        retry_timeouts=retry_timeouts,
     )
     if distributed:
         if processes is None:  # the default's second process would not join the JAX run

@@ -165,10 +165,11 @@ def warm_up_process(devices: Sequence[jax.Device]) -> None:
 
 
 @contextlib.contextmanager
-def x64_enabled(flag: bool) -> Iterator[None]:
-    """Set `jax_enable_x64` for the block (both sides then use float64 inputs)."""
+def x64_enabled(flag: bool | None) -> Iterator[None]:
+    """Set `jax_enable_x64` for the block (both sides then use float64 inputs); None (a
+    `RunConfig.x64` left unset and not resolved by a run) is off."""
     before = bool(environment.jax_flag("jax_enable_x64"))
-    jax.config.update("jax_enable_x64", flag)
+    jax.config.update("jax_enable_x64", bool(flag))
     try:
         yield
     finally:

@@ -57,6 +57,12 @@ OTHER_DEVICE = "output-on-other-device"
 # A partial run's case whose --rounds (or repeated cold compiles) were not all taken: its
 # samples are some rounds of the plan's; a resume measures it again (`runner.scheduler`).
 UNFINISHED_ROUNDS = "unfinished-rounds"
+# A mode that ran past --timeout (the others kept their figures), stopped in its first call,
+# warm-up or samples; "mode-capped" where the samples it took before are kept; and a mode a
+# --processes worker did not measure again because the first process's timed out.
+MODE_TIMEOUT = "mode-timeout"
+MODE_CAPPED = "mode-capped"
+TIMED_OUT_BEFORE = "timed-out-before"
 
 PITFALL_CODES = frozenset(
     {
@@ -87,6 +93,9 @@ CODES = PITFALL_CODES | {
     NO_FINITE,
     OTHER_DEVICE,
     UNFINISHED_ROUNDS,
+    MODE_TIMEOUT,
+    MODE_CAPPED,
+    TIMED_OUT_BEFORE,
 }
 
 # Thresholds of the case-level detectors (keyword arguments of `case_diagnostics`).
@@ -187,6 +196,45 @@ def for_exception(exc: BaseException) -> list[Diagnostic]:
             hint=hint_for_exception(exc),
         )
     ]
+
+
+def without_mode_hint(mode: str, others: Sequence[str]) -> str:
+    """What to do about a mode too slow for --timeout: measure the others alone, or wait."""
+    rest = f"--modes {','.join(others)} measures the other modes without it, or " if others else ""
+    return f"{rest}raise --timeout to wait for {mode}."
+
+
+def mode_timeout(exc: Any, others: Sequence[str]) -> Diagnostic:
+    """`mode-timeout`: one mode ran past --timeout (`measure.limits.ModeTimeout`) and was
+    stopped; the case's other modes kept their figures."""
+    return Diagnostic(
+        code=MODE_TIMEOUT,
+        severity=Severity.ERROR,
+        message=f"{exc}; the other modes kept their figures",
+        hint=without_mode_hint(exc.mode, others),
+    )
+
+
+def mode_capped(exc: Any, samples: int, others: Sequence[str]) -> Diagnostic:
+    """`mode-capped`: a mode reached --timeout while sampling; its samples so far are kept."""
+    return Diagnostic(
+        code=MODE_CAPPED,
+        severity=Severity.WARNING,
+        message=f"{exc.mode} reached --timeout {exc.limit_s:g} s while sampling: its "
+        f"{samples} sample(s) so far are its figure",
+        hint=without_mode_hint(exc.mode, others),
+    )
+
+
+def timed_out_before(mode: str, why: str, others: Sequence[str]) -> Diagnostic:
+    """`timed-out-before`: a --processes worker left out a mode the first process stopped at
+    --timeout (`why`), rather than pay the timeout again."""
+    return Diagnostic(
+        code=TIMED_OUT_BEFORE,
+        severity=Severity.INFO,
+        message=f"{mode} not measured again in this process: in the first, {why}",
+        hint="--retry-timeouts measures it in every process; " + without_mode_hint(mode, others),
+    )
 
 
 def numpy_wider_dtype() -> Diagnostic:
@@ -453,6 +501,10 @@ DOUBLE_WHERE_HINT = (
 )
 
 
+#: `validation.FLOAT32_ROUNDING` as text (diagnose reads no validation internals).
+FLOAT32_ROUNDING_TEXT = "0.001 relative norm error"
+
+
 def mismatch(
     message: str,
     *,
@@ -462,6 +514,7 @@ def mismatch(
     gradient: bool = False,
     reduced_matmul: str | None = None,
     structural: bool = False,
+    rounding: bool = False,
 ) -> Diagnostic:
     """A JAX output that does not match the reference (`message` says where).
 
@@ -472,6 +525,8 @@ def mismatch(
     with JAX's matmul precision not set to full float32: the hint then says so first.
     `structural`: the outputs differ in shape or number of arrays, which no purity rule or
     tolerance explains: the hint says to make the two sides return the same arrays.
+    `rounding`: compared at float32 and off by what float32 rounding accumulates
+    (`validation.FLOAT32_ROUNDING`): the message says so and the hint is --x64.
     """
     who = f"{mode.value} output" if mode is not None else "output"
     reference = "the NumPy reference" if against == "numpy" else f"the {against} output"
@@ -504,6 +559,13 @@ def mismatch(
             "an impure function (global state, side effects, randomness) or a real bug; "
             "widen the workload's rtol/atol only if the difference is rounding."
         )
+    if rounding:
+        hint = (
+            "a difference this small is float32 rounding accumulated over the computation, "
+            "not a bug: run with --x64 to compare both sides in float64, or widen the "
+            "workload's rtol/atol (norm_tol) for float32."
+        )
+        message += f" (the size of float32 rounding: at most {FLOAT32_ROUNDING_TEXT})"
     if reduced_matmul is not None:
         hint = (
             f"on {reduced_matmul}, float32 matmuls and convolutions run below float32 unless "

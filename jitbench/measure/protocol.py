@@ -28,6 +28,7 @@ from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
+from jitbench.measure.limits import ModeLimit, ModeTimeout
 from jitbench.measure.timer import (
     Agree,
     decide_alone,
@@ -43,6 +44,7 @@ from jitbench.results import (
     ErrorInfo,
     Measurement,
     Mode,
+    Severity,
     ShardingInfo,
     Status,
     TimeSplit,
@@ -104,6 +106,23 @@ def add_hint(exc: BaseException, hint: str) -> None:
         setattr(exc, _HINT_ATTR, hint)
 
 
+Skips = Mapping[tuple[tuple[str, ...], Mode], str]
+"""Modes of cases left out, and why: (case key, mode) → the reason (`open_cases`'s skip;
+a `--processes` worker's modes that timed out in the first process)."""
+
+
+def skips_to_json(skips: Skips) -> list[dict[str, Any]]:
+    return [
+        {"case": list(key), "mode": mode.value, "why": why} for (key, mode), why in skips.items()
+    ]
+
+
+def skips_from_json(
+    data: Sequence[Mapping[str, Any]] | None,
+) -> dict[tuple[tuple[str, ...], Mode], str]:
+    return {(tuple(d["case"]), Mode(d["mode"])): str(d["why"]) for d in data or ()}
+
+
 Slot = tuple[str, Mode]
 """A sampled series of a session: (device label, mode); the shared NumPy side is on HOST."""
 
@@ -134,6 +153,8 @@ class _ModeState:
     # Sharded mode stages its own inputs: its transfer figures and the mesh it ran on.
     transfer: dict[str, Any] | None = None
     sharding: ShardingInfo | None = None
+    # The time this mode spent in its own calls, against --timeout (`measure.limits`).
+    limit: ModeLimit = field(default_factory=lambda: ModeLimit(""))
 
     def skip(self, diagnostic: Diagnostic) -> None:
         """Not measured, for the reason `diagnostic` gives (not a failure)."""
@@ -142,12 +163,27 @@ class _ModeState:
 
     def fail(self, exc: BaseException) -> None:
         self.error, self.status, self.call = exc, Status.ERROR, None
+        if isinstance(exc, ModeTimeout):  # this mode alone ran past --timeout
+            self.status = Status.TIMEOUT
+            diagnostic = diagnose.mode_timeout(exc, self.limit.others)
+            add_hint(exc, diagnostic.hint or "")
+            self.diagnostics.append(diagnostic)
+            return
         self.diagnostics.extend(diagnose.for_exception(exc))
+
+    def capped(self, exc: ModeTimeout, samples: int) -> None:
+        """Ran past --timeout while sampling, after `samples` samples: those are kept,
+        and the mode is sampled no more."""
+        self.call = None
+        self.diagnostics.append(diagnose.mode_capped(exc, samples, self.limit.others))
 
 
 @contextlib.contextmanager
-def _mode_region(state: _ModeState, capture: OutputCapture | None = None) -> Iterator[None]:
+def _mode_region(
+    state: _ModeState, capture: OutputCapture | None = None, step: str = "samples"
+) -> Iterator[None]:
     with (
+        state.limit.charged(step),
         maybe_attribute(capture, state.printed, timed=True),
         modes.timed_region(state.mode, nojit=state.nojit, device=state.device),
         jcompile.count_compiles() as events,
@@ -327,6 +363,7 @@ def _validate(
                 if against == "numpy" and not result.nonfinite
                 else None,
                 structural=result.structural,
+                rounding=result.rounding,
             )
         )
     return result.reference_wider
@@ -442,7 +479,10 @@ class CaseSession:
             agree=self.agree,
         )
         for slot, ser in series.items():
-            if ser.error is not None:
+            if isinstance(ser.error, ModeTimeout) and ser.samples_s:
+                self.states[slot].capped(ser.error, len(ser.samples_s))
+                self.samples[slot] = ser.samples_s
+            elif ser.error is not None:
                 self.states[slot].fail(ser.error)
                 self.samples.pop(slot, None)
             else:
@@ -573,6 +613,7 @@ class CaseSession:
             assert s.call is not None
             try:
                 with (
+                    s.limit.charged("re-warm"),
                     maybe_attribute(self.capture, s.printed, timed=True),
                     (
                         contextlib.nullcontext()  # host code: nothing to compile
@@ -620,7 +661,7 @@ class CaseSession:
                 extra.setdefault(slot, []).append(printed)
         for slot, taken in self.samples.items():
             s = self.states[slot]
-            if s.status is Status.ERROR:
+            if s.status in _NO_FIGURES:
                 continue
             samples[slot] = tuple(taken)
             notes = extra.setdefault(slot, [])
@@ -669,6 +710,8 @@ def open_cases(
     quick: bool,
     report: StepReport | None = None,
     check_outputs: bool = True,
+    timeout_s: float | None = None,
+    skip: Skips | None = None,
 ) -> CaseSession:
     """Steps 1–4 of the protocol (DESIGN §1) for one workload × size × dtype on the devices
     of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
@@ -680,6 +723,10 @@ def open_cases(
     Without `check_outputs` the JAX outputs are not compared with the reference: a
     `--processes` worker runs the code and inputs the first process already checked, and
     the comparison cost it about a second of the default suite.
+
+    `timeout_s` limits each mode's own calls (`measure.limits`): a mode past it is stopped
+    (status timeout, or its samples so far kept where it was sampling) and the others go on.
+    A mode `skip` names for a case is not measured (status skipped, with the reason).
     """
     first = pcs[0]
     assert all(
@@ -692,9 +739,21 @@ def open_cases(
     for pc, label in zip(pcs, labels, strict=True):
         for m in timed:
             nojit = m is Mode.EAGER and wl.eager == "nojit"
+            others = tuple(o.value for o in timed if o is not m)
             states.setdefault(
-                CaseSession._slot(label, m), _ModeState(m, nojit=nojit, device=pc.device)
+                CaseSession._slot(label, m),
+                _ModeState(
+                    m, nojit=nojit, device=pc.device, limit=ModeLimit(m.value, timeout_s, others)
+                ),
             )
+    for pc, label in zip(pcs, labels, strict=True):
+        for m in timed:
+            why = (skip or {}).get((planned_case_record(pc).key, m))
+            if why is not None and m is not Mode.NUMPY:
+                others = tuple(o.value for o in timed if o is not m)
+                states[CaseSession._slot(label, m)].skip(
+                    diagnose.timed_out_before(m.value, why, others)
+                )
     session = CaseSession(
         cases=[planned_case_record(pc) for pc in pcs],
         states=states,
@@ -786,7 +845,7 @@ def _open(
         assert s.call is not None
         report(f"{s.mode.value} warm-up", None)
         try:
-            with _mode_region(s, capture):
+            with _mode_region(s, capture, "warm-up and calibration"):
                 s.calls_per_sample = warm_up_and_calibrate(s.call, plan=plan, agree=agree)
         except Exception as exc:
             s.fail(exc)
@@ -815,8 +874,11 @@ def _numpy_reference(
     report("NumPy reference", None)
     try:
         numpy_call = modes.build_call(Mode.NUMPY, wl, host=host, staged=None)
-        with maybe_attribute(
-            session.capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
+        with (
+            maybe_attribute(
+                session.capture, numpy_state.printed if numpy_state else PrintTally(), timed=False
+            ),
+            numpy_state.limit.charged("first call") if numpy_state else contextlib.nullcontext(),
         ):
             returned = numpy_call()
         if returned is None and not wl.outputs:
@@ -867,7 +929,11 @@ def _open_device(
     """Stage the inputs on one device, clear JAX's caches once, and take the cold first
     calls of its JAX modes (jit, then eager), validating each. Returns reference_wider."""
     wl = pc.workload
-    jax_states = {m: session.states[(label, m)] for m in COLD_ORDER if (label, m) in session.states}
+    jax_states = {
+        m: session.states[(label, m)]
+        for m in COLD_ORDER
+        if (label, m) in session.states and session.states[(label, m)].status is not Status.SKIPPED
+    }
     if not jax_states:
         return False
     report(f"transfer to {label}", None)
@@ -999,6 +1065,7 @@ def _cold_first_calls(
                 maybe_attribute(session.capture, s.printed, timed=False),
                 jcompile.shared_subfolder(f"{label}-{mode.value}"),
                 modes.on_device(s.device),
+                s.limit.charged("first call"),
             ):
                 prepared = PREPARE[mode](wl, host, staged)
             s.call, s.compile = prepared.call, prepared.compile
@@ -1102,6 +1169,10 @@ def _staged_pairs(wl: Workload, host: Inputs, staged: modes.Staged) -> list[tupl
     return pairs
 
 
+#: A mode that failed or ran past its --timeout keeps no samples.
+_NO_FIGURES = (Status.ERROR, Status.TIMEOUT)
+
+
 def _measurement(
     case: Case,
     mode: Mode,
@@ -1118,8 +1189,8 @@ def _measurement(
         case=case,
         mode=mode,
         status=s.status,
-        samples_s=() if s.status is Status.ERROR else samples,
-        calls_per_sample=s.calls_per_sample if s.status is not Status.ERROR else 0,
+        samples_s=() if s.status in _NO_FIGURES else samples,
+        calls_per_sample=s.calls_per_sample if s.status not in _NO_FIGURES else 0,
         transfer_s=t.get("transfer_s"),
         transfer_bytes=t.get("transfer_bytes"),
         transfer_back_s=t.get("transfer_back_s"),
@@ -1130,7 +1201,10 @@ def _measurement(
         if s.compile
         else None,
         error=error_info(s.error) if s.error is not None else None,
-        diagnostics=(*s.diagnostics, *extra),
+        # The reason a mode failed or mismatched first, before any note (`failure_text`).
+        diagnostics=tuple(
+            sorted((*s.diagnostics, *extra), key=lambda d: d.severity is not Severity.ERROR)
+        ),
         time_split=split,
         sharding=s.sharding,
     )
@@ -1153,8 +1227,9 @@ def open_configured(
     *,
     report: StepReport | None = None,
     check_outputs: bool = True,
+    skip: Skips | None = None,
 ) -> CaseSession:
-    """`open_cases` with a run's settings: its modes, plan, seed and quick flag."""
+    """`open_cases` with a run's settings: its modes, plan, seed, quick flag and timeout."""
     return open_cases(
         pcs,
         timed=config.modes,
@@ -1163,6 +1238,8 @@ def open_configured(
         quick=config.quick,
         report=report,
         check_outputs=check_outputs,
+        timeout_s=config.timeout_s,
+        skip=skip,
     )
 
 
@@ -1173,6 +1250,7 @@ def measure_cases(
     split_calls: int = 0,
     report: StepReport | None = None,
     check_outputs: bool = True,
+    skip: Skips | None = None,
 ) -> list[Measurement]:
     """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
     under the protocol (see DESIGN §1), the NumPy side once for all of them (without
@@ -1183,7 +1261,7 @@ def measure_cases(
     of each JAX mode are traced afterwards to split their time (`CaseSession.trace_splits`).
     `report` hears each step.
     """
-    session = open_configured(pcs, config, report=report, check_outputs=check_outputs)
+    session = open_configured(pcs, config, report=report, check_outputs=check_outputs, skip=skip)
     rounds = config.plan.rounds
     for index in range(rounds):
         if report is not None and rounds > 1:

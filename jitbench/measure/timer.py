@@ -82,6 +82,16 @@ def decide_alone(value: int) -> int:
     return value
 
 
+#: Seconds from which one warm call is slow (`slow_call_s`).
+SLOW_CALL_S = 1.0
+
+
+def slow_call_s(plan: SamplingPlan) -> float:
+    """A warm call at least this long ends warm-up and calibration at once, one call per
+    sample (`warm_up_and_calibrate`): a second, or the case's whole sampling budget."""
+    return max(SLOW_CALL_S, plan.budget_s)
+
+
 def warm_up_and_calibrate(
     fn: Callable[[], object],
     *,
@@ -98,12 +108,19 @@ def warm_up_and_calibrate(
     as long as `warm_up`'s, the calls per sample hold for the warm function, and no time is
     spent calibrating after the warm-up is over.
 
+    A warm-up call that lasts `slow_call_s` or more ends it there, with one call per sample.
+
     Every decision goes through `agree`, so that the processes of a multi-process program
     make the same calls (a sharded program's collectives wait for every process's call).
     """
     start = clock()
     for _ in repeat(None, plan.warmup_calls):
+        before = clock()
         fn()
+        # A call this long is its own warm-up and a long enough sample: more warm-up calls
+        # would only cost a slow mode (eager op by op) minutes of a run.
+        if agree(int(clock() - before >= slow_call_s(plan))):
+            return 1
     n = 1
     while True:
         elapsed = time_calls(fn, n, clock)

@@ -36,6 +36,15 @@ class Validation:
     nonfinite: bool = False  # NaN/Inf where the reference is finite
     structural: bool = False  # other leaves or shapes: the sides return different things
     reference_wider: bool = False  # the reference is more precise (float64 vs float32, …)
+    # Compared in float32 (or narrower) and off by what float32 rounding accumulates over a
+    # kernel (`FLOAT32_ROUNDING`): --x64 would compare it at float64.
+    rounding: bool = False
+
+
+#: A relative norm error up to this, in a comparison made at float32 or below, is the size
+#: of float32 rounding accumulated over many operations (its epsilon is 1.2e-7; iterative
+#: kernels of a few thousand steps reach 1e-4): a wrong result is off by far more.
+FLOAT32_ROUNDING = 1e-3
 
 
 def _component_bytes(dtype: np.dtype[Any]) -> int:
@@ -102,9 +111,19 @@ def check_outputs(
     ref_leaves = jax.tree_util.tree_leaves(reference)
     act_leaves = jax.tree_util.tree_leaves(actual)
     if len(ref_leaves) != len(act_leaves):
+        common = min(len(ref_leaves), len(act_leaves))
+        shared = check_outputs(
+            ref_leaves[:common], act_leaves[:common], rtol=rtol, atol=atol, norm_tol=norm_tol
+        )
+        if not common:
+            verdict = ""
+        elif shared.ok:
+            verdict = f"; the first {common} agree" if common > 1 else "; the first agrees"
+        else:
+            verdict = f"; of the first {common}, {shared.message}"
         return Validation(
             False,
-            f"output has {len(act_leaves)} leaves, the NumPy reference {len(ref_leaves)}",
+            f"output has {len(act_leaves)} leaves, the NumPy reference {len(ref_leaves)}" + verdict,
             structural=True,
         )
     wider = False
@@ -160,6 +179,7 @@ def check_outputs(
                 err = np.abs(af - rf)
                 err = np.where(np.isfinite(err), err, np.inf)
                 worst = int(np.argmax(np.where(bad, err, -1)))
+                rounding = _component_bytes(narrow) <= 4 and norm_err <= FLOAT32_ROUNDING
                 return Validation(
                     False,
                     f"{where}: {int(bad.sum())} of {bad.size} values differ "
@@ -167,6 +187,7 @@ def check_outputs(
                     f"{_plain(r, worst)}; rtol={use_rtol:g}, atol={use_atol:g}) and the "
                     f"relative norm error {norm_err:.3g} exceeds norm_tol={use_norm:g}",
                     reference_wider=wider,
+                    rounding=rounding,
                 )
         elif not np.array_equal(a, r):
             bad = a != r

@@ -286,8 +286,11 @@ class Measurement:
         if self.error is not None:
             first = self.error.message.splitlines()[0] if self.error.message else ""
             return f"{self.status.value}: {self.error.type}: {first}".rstrip(": ")
-        if self.diagnostics:
-            return f"{self.status.value}: {self.diagnostics[0].message}"
+        if self.diagnostics:  # the reason (an error) before any note
+            reason = next(
+                (d for d in self.diagnostics if d.severity is Severity.ERROR), self.diagnostics[0]
+            )
+            return f"{self.status.value}: {reason.message}"
         return self.status.value
 
     @property
@@ -295,7 +298,8 @@ class Measurement:
         """The fix to try: the error's hint, else the first diagnostic's, else ''."""
         if self.error is not None and self.error.hint:
             return self.error.hint
-        return next((d.hint for d in self.diagnostics if d.hint), "")
+        errors = [d for d in self.diagnostics if d.severity is Severity.ERROR]
+        return next((d.hint for d in (*errors, *self.diagnostics) if d.hint), "")
 
     def with_diagnostics(self, extra: Iterable[Diagnostic]) -> Measurement:
         """Return a copy with `extra` diagnostics appended (duplicates by code dropped)."""

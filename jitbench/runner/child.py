@@ -93,7 +93,12 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
                 for device in chosen
             ]
             split_calls = timeline.SPLIT_CALLS if config.time_split else 0
-            measured = protocol.measure_cases(planned, config, split_calls=split_calls)
+            measured = protocol.measure_cases(
+                planned,
+                config,
+                split_calls=split_calls,
+                skip=protocol.skips_from_json(spec.get("skip")),
+            )
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         with suppress(Exception):  # the pipe may be gone; the parent sees EOF then

@@ -27,12 +27,36 @@ class WorkloadsLeftOut:
 
 
 @dataclass(frozen=True)
+class KernelsLeftOut:
+    """What a scheme suite (`npbench:PATH`) leaves out, and why: `(name, why)` each, such
+    as ("covariance2", "no JAX version: …/covariance2_jax.py is missing"). Said once, before
+    the run; they are not failures (a kernel that failed to load is a SuiteSkipped)."""
+
+    suite: str
+    kernels: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
+class FloatWidthChosen:
+    """The run left --x64 unset and follows its suites' own float width (`dtype`):
+    `suites` declare it (`Workload.float_width`: an NPBench clone, float64), for `declared`
+    of the run's `total` workloads. Said once, before the run starts."""
+
+    dtype: str
+    suites: tuple[str, ...]
+    declared: int
+    total: int
+
+
+@dataclass(frozen=True)
 class RunStarted:
     """The run's plan, for progress and its time estimate: `total_cases` cases (this
     process), `done_cases` of them already in the file when resuming, and `redone_cases`
     more that the file holds only some sampling rounds of, measured again; each case
     samples for `budget_s` seconds (all modes, all rounds), in `rounds` rounds spread over
-    the run; the run is measured `processes` times (`--processes`)."""
+    the run; the run is measured `processes` times (`--processes`). `sizes` are the size
+    presets of the cases left to measure, in order (what the time estimate learns by), and
+    `timeout_s` is `--timeout` (each mode's limit)."""
 
     run_id: str
     total_cases: int
@@ -41,6 +65,8 @@ class RunStarted:
     rounds: int = 1
     processes: int = 1
     redone_cases: int = 0
+    sizes: tuple[str, ...] = ()
+    timeout_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -99,6 +125,8 @@ class ProcessStarted:
 RunEvent = (
     SuiteSkipped
     | WorkloadsLeftOut
+    | KernelsLeftOut
+    | FloatWidthChosen
     | RunStarted
     | CaseStarted
     | CaseProgress

@@ -18,7 +18,7 @@ import hashlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn, Protocol
 
@@ -31,12 +31,14 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import (
     CaseSession,
     PlannedCase,
+    Skips,
     StepReport,
     add_hint,
     error_info,
     measure_cases,
     open_configured,
     planned_case_record,
+    skips_to_json,
 )
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
 from jitbench.runner import child
@@ -93,14 +95,16 @@ def executor_for(
     *,
     shared_compiles: Path | None = None,
     check_outputs: bool = True,
+    skip: Skips | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
-    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker)."""
+    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker).
+    The modes of cases `skip` names are not measured (`protocol.open_cases`)."""
     if config.isolate:
-        return ChildProcessExecutor(config)
+        return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
-        config, devices, shared_compiles=shared_compiles, check_outputs=check_outputs
+        config, devices, shared_compiles=shared_compiles, check_outputs=check_outputs, skip=skip
     )
 
 
@@ -115,17 +119,21 @@ def failed_case(
     ]
 
 
-def group_timeout(timeout_s: float | None, cases: int) -> float | None:
-    """The time limit of `cases` measured together: `--timeout` is per case."""
-    return None if timeout_s is None else timeout_s * cases
+def group_timeout(timeout_s: float | None, cases: int, modes: int = 1) -> float | None:
+    """The time limit of `cases` measured together, as a whole: `--timeout` limits each
+    mode of a case (`measure.limits`), so a case may take it once per mode and once more
+    for what is no mode's (inputs, staging); past that, all its modes are stopped (a native
+    call that never returns, or a child process that hangs)."""
+    return None if timeout_s is None else timeout_s * cases * (modes + 1)
 
 
-def _timeout_error(seconds: float | None, cases: int = 1) -> ErrorInfo:
+def _timeout_error(seconds: float | None, cases: int = 1, modes: int = 1) -> ErrorInfo:
     what = "case" if cases == 1 else f"{cases} cases measured together"
-    limit = "" if cases == 1 else f" each ({group_timeout(seconds, cases):g} s in all)"
+    whole = group_timeout(seconds, cases, modes)
     return ErrorInfo(
         type="Timeout",
-        message=f"{what} exceeded --timeout {seconds:g} s{limit} and "
+        message=f"{what} exceeded {whole:g} s as a whole (--timeout {seconds:g} s per mode, "
+        f"{modes} mode(s), and as much again for inputs and staging) and "
         f"{'was' if cases == 1 else 'were'} stopped",
         hint="raise --timeout or choose a smaller --sizes preset; a single long native call "
         "(one huge compile or BLAS call) is only cut short with --isolate.",
@@ -189,11 +197,13 @@ class InProcessExecutor:
         *,
         shared_compiles: Path | None = None,
         check_outputs: bool = True,
+        skip: Skips | None = None,
     ) -> None:
         self.config = config
         self.devices = list(devices)
         self.shared_compiles = shared_compiles
         self.check_outputs = check_outputs
+        self.skip = skip
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
@@ -232,6 +242,7 @@ class InProcessExecutor:
                         split_calls=split_calls,
                         report=report,
                         check_outputs=self.check_outputs,
+                        skip=self.skip,
                     )
 
             result, _ = self.guarded(pcs, whole)
@@ -241,7 +252,7 @@ class InProcessExecutor:
         def first_round() -> list[Measurement]:
             with self._sharing(pcs):
                 session = open_configured(
-                    pcs, config, report=report, check_outputs=self.check_outputs
+                    pcs, config, report=report, check_outputs=self.check_outputs, skip=self.skip
                 )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
@@ -259,7 +270,8 @@ class InProcessExecutor:
         result, True), or the failure recorded on every case and mode, and False."""
         config = self.config
         try:
-            with deadline(group_timeout(config.timeout_s, len(pcs))) as limit, exits_refused():
+            limit_s = group_timeout(config.timeout_s, len(pcs), len(config.modes))
+            with deadline(limit_s) as limit, exits_refused():
                 try:
                     result = work()
                 finally:
@@ -275,7 +287,7 @@ class InProcessExecutor:
             if isinstance(exc, SystemExit) and not isinstance(exc, ProcessExitRefused):
                 add_hint(exc, "the workload called sys.exit(); return a value instead.")
             return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
-        timeout = _timeout_error(config.timeout_s, len(pcs))
+        timeout = _timeout_error(config.timeout_s, len(pcs), len(config.modes))
         return failed_case(pcs, config.modes, Status.TIMEOUT, timeout), False
 
 
@@ -315,8 +327,9 @@ class ChildProcessExecutor:
 
     spreads_rounds = False
 
-    def __init__(self, config: RunConfig) -> None:
+    def __init__(self, config: RunConfig, *, skip: Skips | None = None) -> None:
         self.config = config
+        self.skip = skip
 
     def prepare(self) -> None:
         """Nothing: each child readies itself before its case's clock starts."""
@@ -338,11 +351,19 @@ class ChildProcessExecutor:
                 "--isolate.",
             )
             return failed_case(pcs, config.modes, Status.ERROR, error), None
+        spec = child_spec(pcs, config, suite)
+        if self.skip:
+            spec["skip"] = skips_to_json(self.skip)
         outcome = child.run_in_child(
-            child_spec(pcs, config, suite), timeout_s=group_timeout(config.timeout_s, len(pcs))
+            spec, timeout_s=group_timeout(config.timeout_s, len(pcs), len(config.modes))
         )
         if isinstance(outcome, child.ChildFailure):
-            return failed_case(pcs, config.modes, outcome.status, outcome.error), None
+            error = outcome.error
+            if outcome.status is Status.TIMEOUT and error.message.startswith("case exceeded"):
+                # Killed at the whole case's limit: say what that limit is made of.
+                whole = _timeout_error(config.timeout_s, len(pcs), len(config.modes))
+                error = replace(whole, message=whole.message + "; child process killed")
+            return failed_case(pcs, config.modes, outcome.status, error), None
         return [measurement_from_dict(d) for d in outcome], None
 
 

@@ -15,6 +15,7 @@ from jitbench.measure.devices import device_label
 from jitbench.measure.protocol import PlannedCase
 from jitbench.results import Run
 from jitbench.results.model import Selection
+from jitbench.runner.events import FloatWidthChosen
 from jitbench.suite.discovery import (
     SuiteLoadError,
     file_digest,
@@ -62,6 +63,24 @@ def _by_name_hint(value: object) -> str:
     if isinstance(value, str):
         return f"; to run workloads by name, call jitbench.run([{value!r}], suites=...)"
     return ""
+
+
+def suite_float_width(
+    workloads: Sequence[Workload], config: RunConfig
+) -> tuple[RunConfig, FloatWidthChosen | None]:
+    """`config` with `x64` decided where it was left unset (None): float64 where a selected
+    workload's suite declares it (`Workload.float_width`; NPBench does), else float32; and
+    the event that says so, or None where there is nothing to say (set, or float32 by
+    default)."""
+    if config.x64 is not None:
+        return config, None
+    wide = [w for w in workloads if w.float_width == "float64"]
+    if not wide:
+        return replace(config, x64=False), None
+    suites = tuple(dict.fromkeys(w.origin or w.source.split(":")[0] or w.name for w in wide))
+    return replace(config, x64=True), FloatWidthChosen(
+        "float64", suites, declared=len(wide), total=len(workloads)
+    )
 
 
 def plan_cases(

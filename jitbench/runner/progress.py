@@ -4,9 +4,12 @@
 display asks: cases done of the planned total, the step the current case is at, and the
 seconds left. The estimate starts from the plan (cases × sampling budget, plus a prior for
 what each case costs besides sampling: inputs, cold compiles, warm-up) and learns that cost
-from the cases that finish; inside a case it follows the steps, and the share of the budget
-spent while sampling. The clock is injected, so the arithmetic is tested exactly. Nothing
-here prints.
+from the cases that finish, size preset by size preset (a case left is priced at what the
+finished cases of its size cost, first calls and timeouts included, else at the mean of
+all); inside a case it follows the steps, and the share of the budget spent while
+sampling. A mode that ran past `--timeout` is not measured again by the later worker
+processes, so their time is the first process's less those timeouts. The clock is
+injected, so the arithmetic is tested exactly. Nothing here prints.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from jitbench.measure.diagnose import MODE_CAPPED
+from jitbench.results import Measurement, Mode, Status
 from jitbench.runner.events import (
     CaseFinished,
     CaseProgress,
@@ -67,6 +72,12 @@ class ProgressEstimate:
     _case_count: int = 1
     _fraction: float | None = None
     _overheads: list[float] = field(default_factory=list)  # seconds beyond the budget
+    _by_size: dict[str, list[float]] = field(default_factory=dict)  # the same, per size
+    _sizes: tuple[str, ...] = ()  # the sizes of the cases to measure, in order
+    _started: int = 0  # cases of `_sizes` started
+    _case_size: str = ""
+    _timeout_s: float | None = None
+    _timed_out_s: float = 0.0  # seconds the first process spent on modes a worker skips
     _live: int = 0  # cases sampled in the later rounds
     _visited: int = 0  # cases visited in this later round, or compiles repeated
 
@@ -81,7 +92,12 @@ class ProgressEstimate:
             self._held_cases = event.done_cases
             self._started_at = self._process_started_at = now
             self._live = event.total_cases - event.done_cases
+            self._sizes = event.sizes
+            self._timeout_s = event.timeout_s
         elif isinstance(event, CaseStarted):
+            if self.process == 1 and self.phase == "first":
+                self._started += 1
+                self._case_size = event.case.size
             if self._case_started_at is None:
                 self._start_case(now, (event.case.key, 1), event.case.label, 1)
                 self.step = "starting"
@@ -104,7 +120,11 @@ class ProgressEstimate:
             self.done_cases += 1
             if self._case_started_at is not None and self._case_count > 0:
                 took = (now - self._case_started_at) / self._case_count
-                self._overheads.append(max(0.0, took - self._per_round))
+                overhead = max(0.0, took - self._per_round)
+                self._overheads.append(overhead)
+                self._by_size.setdefault(event.case.size, []).append(overhead)
+            if self.process == 1:
+                self._timed_out_s += self._skipped_later_s(event.measurements)
             self._case_count -= 1
             if self._case_count <= 0:
                 self._case_started_at = None
@@ -154,6 +174,31 @@ class ProgressEstimate:
             return OVERHEAD_PRIOR_S
         return sum(self._overheads) / len(self._overheads)
 
+    def _size_overhead_s(self, size: str) -> float:
+        """What a case of `size` costs besides its sampling budget: the mean of the finished
+        cases of that size, else `overhead_s`."""
+        seen = self._by_size.get(size)
+        return sum(seen) / len(seen) if seen else self.overhead_s
+
+    def _skipped_later_s(self, measurements: tuple[Measurement, ...]) -> float:
+        """Seconds of a finished case that the later worker processes do not spend: its JAX
+        modes that ran past --timeout (each about the timeout)."""
+        if self._timeout_s is None:
+            return 0.0
+        stopped = sum(
+            m.mode is not Mode.NUMPY
+            and (m.status is Status.TIMEOUT or any(d.code == MODE_CAPPED for d in m.diagnostics))
+            for m in measurements
+        )
+        return stopped * self._timeout_s
+
+    def _waiting_s(self, waiting: int) -> float:
+        """The first pass of the `waiting` cases after the current one, priced by size."""
+        left = self._sizes[self._started :] if self._sizes else ()
+        if len(left) != waiting:  # no sizes told (or a count that differs): by the mean
+            return waiting * (self.overhead_s + self._per_round)
+        return sum(self._size_overhead_s(size) + self._per_round for size in left)
+
     @property
     def _repeat_compile_s(self) -> float:
         return self.overhead_s * REPEAT_COMPILE_SHARE
@@ -171,7 +216,8 @@ class ProgressEstimate:
         if self._fraction is not None:  # sampling: the rest of this round's budget
             return count * self._per_round * (1.0 - min(1.0, self._fraction))
         if self.phase == "first":  # the overhead not yet spent (at least a tenth), then sampling
-            before = max(0.1 * self.overhead_s, self.overhead_s - elapsed / count)
+            overhead = self._size_overhead_s(self._case_size)
+            before = max(0.1 * overhead, overhead - elapsed / count)
             return count * (before + self._per_round)
         return count * self._per_round
 
@@ -182,7 +228,7 @@ class ProgressEstimate:
         repeats = 2 * self._live if self.rounds > 1 else 0  # the two extra cold compiles
         if self.phase == "first":
             waiting = max(0, self.total_cases - self.done_cases - current)
-            left += waiting * (self.overhead_s + self._per_round)
+            left += self._waiting_s(waiting)
             left += (self.rounds - 1) * self._live * self._per_round
             return left + repeats * self._repeat_compile_s
         if self.phase == "rounds":
@@ -195,7 +241,7 @@ class ProgressEstimate:
         """Seconds a worker process takes, from the first's: the same, unless the first
         measured only the cases a resumed run lacked (a worker measures every case)."""
         if not self._held_cases:
-            return first_process_s
+            return max(0.0, first_process_s - self._timed_out_s)
         fresh = self.total_cases - self._held_cases
         per_case = first_process_s / fresh if fresh else self.overhead_s + self.budget_s
         return per_case * self.total_cases

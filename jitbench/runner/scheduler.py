@@ -19,9 +19,16 @@ from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, x64_enabled
-from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
+from jitbench.measure.protocol import (
+    PlannedCase,
+    Skips,
+    StepReport,
+    planned_case_record,
+    skips_from_json,
+    skips_to_json,
+)
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Measurement, Run, dump_run
+from jitbench.results import Case, Measurement, Mode, Run, Status, dump_run
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner.allocation import CaseKey
 from jitbench.runner.child import die_with_parent
@@ -41,6 +48,8 @@ from jitbench.runner.plan import (
     group_cases,
     plan_cases,
     selection_of,
+    suite_float_width,
+    workload_list,
     workloads_for_selection,
     workloads_left_out,
 )
@@ -107,6 +116,11 @@ def run_workloads(
             # find them again, so the default's second process is left out (the run says
             # its intervals describe one process). Asked for explicitly, it is refused.
             config = replace(config, processes=1)
+    # --x64 left unset: the suites' own float width (NPBench's float64), said once (after
+    # the workloads are known to be workloads: `workload_list` refuses anything else).
+    config, chosen = suite_float_width(workload_list(workloads), config)
+    if chosen is not None and on_event is not None:
+        on_event(chosen)
     measure = functools.partial(
         _measure_once,
         workloads,
@@ -134,13 +148,31 @@ def run_workloads(
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
                 )
+            firsts: list[Run] = []
+
+            def first_kept() -> Run:
+                firsts.append(first())
+                return firsts[0]
+
+            def worker(
+                selection: Sequence[Selection],
+                settings: RunConfig,
+                cases: Sequence[CaseKey] | None = None,
+            ) -> Run:
+                # A mode that ran past --timeout in the first process is not paid for again.
+                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                target = functools.partial(worker_main, skip=skips_to_json(skip))
+                return run_worker(
+                    selection, settings, target=target, shared_compiles=shared, cases=cases
+                )
+
             pooled = run_in_processes(
-                first,
+                first_kept,
                 selection_of(workloads),
                 config,
                 on_event=on_event,
                 checkpoint=checkpoint,
-                worker=functools.partial(run_worker, target=worker_main, shared_compiles=shared),
+                worker=worker,
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -152,6 +184,22 @@ def run_workloads(
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             return measure(shared_compiles=Path(shared))
     return measure()
+
+
+def timed_out_modes(run: Run) -> Skips:
+    """The JAX modes of `run`'s cases that ran past --timeout (or reached it while sampling),
+    with what happened: a later `--processes` worker leaves them out (`--retry-timeouts`
+    measures them again)."""
+    skips: dict[tuple[tuple[str, ...], Mode], str] = {}
+    for m in run.measurements:
+        if m.mode is Mode.NUMPY:
+            continue
+        capped = next((d for d in m.diagnostics if d.code == diagnose.MODE_CAPPED), None)
+        if m.status is Status.TIMEOUT:
+            skips[(m.case.key, m.mode)] = m.failure_text.removeprefix("timeout: ")
+        elif capped is not None:
+            skips[(m.case.key, m.mode)] = capped.message
+    return skips
 
 
 def _resumed_whole(resume: Run, clock: Clock) -> Run:
@@ -180,6 +228,7 @@ def _measure_once(
     check_outputs: bool = True,
     processes: int = 1,
     only: Sequence[CaseKey] | None = None,
+    skip: Skips | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
     `run_workloads`), the
@@ -188,7 +237,8 @@ def _measure_once(
     `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
-    announced to measure in (`RunStarted`), this one included."""
+    announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
+    names are left out (`timed_out_modes`)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     with x64_enabled(config.x64), limited_threads(config.threads) as threads:
@@ -219,7 +269,11 @@ def _measure_once(
         run = schedule(
             cases,
             executor_for(
-                sampling, devices, shared_compiles=shared_compiles, check_outputs=check_outputs
+                sampling,
+                devices,
+                shared_compiles=shared_compiles,
+                check_outputs=check_outputs,
+                skip=skip,
             ),
             start,
             plan=sampling.plan,
@@ -228,6 +282,7 @@ def _measure_once(
             clock=clock,
             processes=processes,
             repeat_compiles=repeat_compiles,
+            timeout_s=config.timeout_s,
         )
         after = machine.capture(probe_samples=probe)
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
@@ -244,6 +299,7 @@ def schedule(
     clock: Clock = utc_now,
     processes: int = 1,
     repeat_compiles: bool = True,
+    timeout_s: float | None = None,
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
 
@@ -325,6 +381,8 @@ def schedule(
                 rounds=plan.rounds if executor.spreads_rounds else 1,
                 processes=processes,
                 redone_cases=sum(case_key(pc) in held for pc in todo),
+                sizes=tuple(pc.size for pc in todo),
+                timeout_s=timeout_s,
             )
         )
         first_index: dict[int, tuple[Case, int, int]] = {}
@@ -373,11 +431,12 @@ def worker_main(
     config: dict[str, Any],
     shared_compiles: str | None = None,
     cases: list[list[str]] | None = None,
+    skip: list[dict[str, Any]] | None = None,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
-    (loading the programs the first process left in `shared_compiles`), send the run
-    back."""
+    (loading the programs the first process left in `shared_compiles`; leaving out the
+    modes `skip` names), send the run back."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -404,6 +463,7 @@ def worker_main(
             repeat_compiles=not shared_compiles,
             check_outputs=not shared_compiles,
             only=None if cases is None else [_case_key(key) for key in cases],
+            skip=skips_from_json(skip),
         )
         if shared_compiles:
             # Its cold calls loaded the first process's programs: those are no compiles.

@@ -79,6 +79,8 @@ class Registry:
     workloads: dict[str, Workload] = field(default_factory=dict)
     errors: list[SuiteLoadError] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
+    # What a scheme suite leaves out without an error, by suite: (name, why) each.
+    left_out: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
 
     def add(self, wl: Workload, *, path: str) -> None:
         existing = self.workloads.get(wl.name)
@@ -322,12 +324,15 @@ def split_scheme(spec: str | Path) -> tuple[str, str] | None:
     return (scheme, rest) if sep and scheme in SUITE_SCHEMES else None
 
 
-def _load_scheme(scheme: str, path: str) -> tuple[list[Workload], list[SuiteLoadError]]:
-    """The workloads of a scheme suite, and its kernels that failed to load."""
+def _load_scheme(
+    scheme: str, path: str
+) -> tuple[list[Workload], list[SuiteLoadError], list[tuple[str, str]]]:
+    """The workloads of a scheme suite, its kernels that failed to load, and what it
+    leaves out otherwise, with why (an NPBench kernel with no JAX version)."""
     from jitbench.suite import npbench, shipped
 
     if scheme == shipped.SCHEME:
-        return shipped.load(path), []
+        return shipped.load(path), [], []
     assert scheme == npbench.SCHEME, scheme
     suite = npbench.load(path)
     errors = [
@@ -335,7 +340,8 @@ def _load_scheme(scheme: str, path: str) -> tuple[list[Workload], list[SuiteLoad
         for p in suite.problems
         if p.error
     ]
-    return list(suite.workloads), errors
+    left_out = [(p.kernel, p.reason) for p in suite.problems if not p.error]
+    return list(suite.workloads), errors, left_out
 
 
 def suite_of(workload: Workload) -> str | None:
@@ -367,8 +373,10 @@ def discover(paths: Sequence[str | Path] = ()) -> Registry:
     for spec in paths:
         scheme = split_scheme(spec)
         if scheme is not None:
-            workloads, errors = _load_scheme(*scheme)
+            workloads, errors, left_out = _load_scheme(*scheme)
             registry.errors.extend(errors)
+            if left_out:
+                registry.left_out[str(spec)] = left_out
             registry.files.append(str(spec))
             for wl in workloads:
                 registry.add(wl, path=str(spec))

@@ -12,8 +12,9 @@ variant for some). A kernel becomes a workload as NPBench's own harness runs it:
 - name: the bench_info file's name (`<name>.lib` for the `_jax_lib` variant); tags
   "npbench" and the kernel's kind, domain and dwarf; sizes: its presets as they are.
 - inputs: the initialiser called with the preset's parameters; where it takes a float
-  `datatype`, the case's dtype (float32, float64 with --x64); NumPy float scalars among
-  the kernel's other arguments are made that dtype too.
+  `datatype`, the case's dtype: float64, as NPBench runs, unless the run asks for
+  `--no-x64` (float32); NumPy float scalars among the kernel's other arguments are made
+  that dtype too.
 - a jitted JAX kernel keeps its own `jax.jit` and static arguments: jit mode calls it as it
   is, its static arguments are passed as the Python values NPBench passes, and its other
   scalar arguments (coefficients) are staged to the device like the arrays. A kernel that
@@ -51,6 +52,9 @@ from jitbench.suite.jitted import is_jitted
 from jitbench.suite.workload import Workload, workload
 
 SCHEME = "npbench"
+#: NPBench runs its kernels in float64 (its initialisers' default `datatype`, its JAX
+#: framework's x64): a run that leaves --x64 unset does too (`Workload.float_width`).
+FLOAT_WIDTH = "float64"
 _MODULE_PREFIX = "jitbench_npbench_"
 
 
@@ -99,13 +103,23 @@ def load(path: str | Path) -> NPBenchSuite:
             "npbench/benchmarks/); pass the clone's top folder: --suite npbench:PATH."
         )
     suite = NPBenchSuite(root=root)
+    described: set[Path] = set()
     for info_file in sorted((root / "bench_info").glob("*.json")):
-        _add_kernel(suite, info_file)
+        described |= _add_kernel(suite, info_file)
+    # A JAX file no bench_info describes has no presets nor initialiser: said, not run.
+    benchmarks = root / "npbench" / "benchmarks"
+    for jax_file in sorted({*benchmarks.rglob("*_jax.py"), *benchmarks.rglob("*_jax_lib.py")}):
+        if jax_file.resolve() not in described:
+            where = jax_file.relative_to(root)
+            suite.problems.append(
+                Problem(jax_file.stem, f"{where}: no bench_info/*.json describes it", str(where))
+            )
     _loaded[root] = suite
     return suite
 
 
-def _add_kernel(suite: NPBenchSuite, info_file: Path) -> None:
+def _add_kernel(suite: NPBenchSuite, info_file: Path) -> set[Path]:
+    """Add the kernel `info_file` describes (or its problem); the JAX files it names."""
     kernel = info_file.stem
     try:
         info = json.loads(info_file.read_text(encoding="utf-8"))["benchmark"]
@@ -120,11 +134,14 @@ def _add_kernel(suite: NPBenchSuite, info_file: Path) -> None:
                 error=True,
             )
         )
-        return
+        return set()
     variants = [("", folder / f"{module}_jax.py"), (".lib", folder / f"{module}_jax_lib.py")]
     if not variants[0][1].is_file():
-        suite.problems.append(Problem(kernel, "no JAX version", str(variants[0][1])))
-        return
+        where = variants[0][1].relative_to(suite.root)
+        suite.problems.append(
+            Problem(kernel, f"no JAX version: {where} is missing", str(variants[0][1]))
+        )
+        return set()
     for suffix, jax_file in variants:
         if not jax_file.is_file():
             continue
@@ -135,6 +152,7 @@ def _add_kernel(suite: NPBenchSuite, info_file: Path) -> None:
             suite.problems.append(
                 Problem(kernel + suffix, f"{type(exc).__name__}: {exc}", where, line, error=True)
             )
+    return {f.resolve() for _, f in variants if f.is_file()}
 
 
 def _where(exc: BaseException, folder: Path) -> tuple[str, int | None]:
@@ -220,6 +238,7 @@ def _workload(
         description=str(info.get("name", "")),
         name=name,
         origin=spec_of(suite.root),
+        float_width=FLOAT_WIDTH,
     )
 
 

@@ -108,6 +108,9 @@ class Workload:
             count, else replicate).
         origin: the suite a workload not defined in a suite file came from
             ("npbench:/path"), so another process can find it again.
+        float_width: the float dtype the workload's own suite computes in ("float64" for
+            NPBench, which runs float64), or None; a run that leaves --x64 unset follows
+            it (`runner.plan.suite_float_width`).
     """
 
     name: str
@@ -132,6 +135,7 @@ class Workload:
     description: str = ""
     source: str = field(default="", compare=False)
     origin: str | None = field(default=None, compare=False)
+    float_width: str | None = None
 
     def case_dtype(self, run_dtype: str) -> str:
         """The dtype a case of this workload runs in when the run asks for `run_dtype`."""
@@ -391,6 +395,7 @@ def workload(
     description: str | None = None,
     name: str | None = None,
     origin: str | None = None,
+    float_width: str | None = None,
 ) -> Any:
     """Define a workload from a function.
 
@@ -430,6 +435,8 @@ def workload(
             input on every device. Inputs not given split their leading axis when it
             divides by the device count and are replicated otherwise.
         origin: for suites that are not Python files (the NPBench adapter).
+        float_width: "float64" where the workload's suite computes in float64 (a run
+            without --x64/--no-x64 then runs float64, and says so), "float32", or None.
 
     Returns:
         A `Workload` (or a decorator producing one when called with options only).
@@ -562,9 +569,19 @@ def workload(
             description=description if description is not None else _default_description(f),
             source=_source_of(f),
             origin=origin,
+            float_width=_float_width(float_width, wl_name),
         )
 
     return build(fn) if fn is not None else build
+
+
+def _float_width(value: object, name: str) -> str | None:
+    if value is None or value in ("float32", "float64"):
+        return value  # type: ignore[return-value]
+    raise WorkloadError(
+        f"workload {name!r}: float_width is 'float32' or 'float64' (the float dtype its suite "
+        f"computes in), got {short_repr(value)}."
+    )
 
 
 def _is_params(value: object) -> bool:

@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jitbench.measure.validation import check_outputs, default_tolerance
+from jitbench.results import Mode
 
 
 def test_equal_pytrees_pass():
@@ -109,3 +110,31 @@ def test_mismatch_messages_show_plain_numbers_not_numpy_reprs():
     ints = check_outputs(np.arange(4), np.array([0, 1, 7, 3])).message
     assert ints.endswith("(first at flat index 2: 7 vs reference 2)")
     assert "np." not in message + ints
+
+
+def test_differing_output_counts_say_whether_the_common_outputs_agree():
+    a, b, c = (np.arange(4.0) + k for k in range(3))
+    same = check_outputs((a, b, c), (a, b, c, a))
+    assert not same.ok and same.structural
+    assert same.message == "output has 4 leaves, the NumPy reference 3; the first 3 agree"
+    differ = check_outputs((a, b, c), (a, b + 1, c, a))
+    assert differ.message.startswith(
+        "output has 4 leaves, the NumPy reference 3; of the first 3, leaf 1: 4 of 4 values differ"
+    )
+
+
+def test_a_float32_mismatch_the_size_of_rounding_says_so():
+    from jitbench.measure import diagnose
+    from jitbench.measure.validation import FLOAT32_ROUNDING
+
+    assert diagnose.FLOAT32_ROUNDING_TEXT.startswith(f"{FLOAT32_ROUNDING:g} ")
+    ref = np.linspace(1.0, 2.0, 1000).astype(np.float32)
+    off = ref * np.float32(1 + 2e-4)  # past float32's default tolerances, within rounding
+    result = check_outputs(ref, off)
+    assert not result.ok and result.rounding
+    d = diagnose.mismatch(result.message, nonfinite=False, mode=Mode.JIT, rounding=True)
+    assert "the size of float32 rounding" in d.message and "--x64" in d.hint
+    assert "trace time" not in d.hint
+    wrong = check_outputs(ref, ref * np.float32(1.5))
+    assert not wrong.ok and not wrong.rounding
+    assert not check_outputs(ref.astype(np.float64), off.astype(np.float64) * 1.01).rounding

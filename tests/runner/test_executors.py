@@ -57,10 +57,15 @@ def test_a_fault_outside_the_modes_is_recorded_on_every_mode() -> None:
 
 
 def test_cases_measured_together_get_a_time_limit_each() -> None:
+    """--timeout limits each mode; a case as a whole gets it once per mode and once more."""
     from jitbench.runner.executors import _timeout_error, group_timeout
 
-    assert group_timeout(None, 2) is None and group_timeout(5.0, 2) == 10.0
-    assert _timeout_error(5.0).message == "case exceeded --timeout 5 s and was stopped"
-    assert _timeout_error(5.0, 2).message == (
-        "2 cases measured together exceeded --timeout 5 s each (10 s in all) and were stopped"
+    assert group_timeout(None, 2) is None and group_timeout(5.0, 2) == 20.0
+    assert group_timeout(5.0, 1, modes=3) == 20.0 and group_timeout(5.0, 2, modes=3) == 40.0
+    assert _timeout_error(5.0, modes=3).message == (
+        "case exceeded 20 s as a whole (--timeout 5 s per mode, 3 mode(s), and as much again "
+        "for inputs and staging) and was stopped"
+    )
+    assert _timeout_error(5.0, 2, modes=1).message.startswith(
+        "2 cases measured together exceeded 20 s as a whole"
     )

@@ -335,9 +335,10 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
 
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
         conn = _Conn()
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        keys = None if cases is None else [list(key) for key in cases]
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
         [(kind, body)] = conn.sent
         assert kind == "ok", body
         workers.append(run_from_dict(json.loads(body)))
@@ -386,10 +387,11 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     monkeypatch.setenv("JITBENCH_TEST_NUMPY_CALLS", str(calls))
     in_worker: list[int] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
         before = len(calls.read_text().splitlines())
         conn = _Conn()
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
+        keys = None if cases is None else [list(key) for key in cases]
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
         [(kind, body)] = conn.sent
         assert kind == "ok", body
         in_worker.append(len(calls.read_text().splitlines()) - before)

@@ -138,3 +138,28 @@ def test_eta_text() -> None:
     assert eta_text(7.4) == "ETA 0:07"
     assert eta_text(65) == "ETA 1:05"
     assert eta_text(3723) == "ETA 1:02:03"
+
+
+def test_the_estimate_learns_by_size_and_leaves_timeouts_out_of_the_workers() -> None:
+    """A case left is priced at what the finished cases of its size cost; a mode that ran
+    past --timeout is not measured again by a worker, which then takes that much less."""
+    from jitbench.results import Measurement, Mode, Status
+
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    sizes = ("S", "M", "S", "M")
+    est.update(RunStarted("r", 4, budget_s=0.5, processes=2, sizes=sizes, timeout_s=10.0))
+    small = Case(workload="a", size="S", device="cpu:0", dtype="float32")
+    big = Case(workload="b", size="M", device="cpu:0", dtype="float32")
+    est.update(CaseStarted(small, 0, 4))
+    clock.now += 1.5  # S: 1 s beyond the budget
+    est.update(CaseFinished(small, 0, 4, ()))
+    est.update(CaseStarted(big, 1, 4))
+    clock.now += 20.5  # M: 20 s beyond the budget, eager stopped at its 10 s timeout
+    timed_out = Measurement(case=big, mode=Mode.EAGER, status=Status.TIMEOUT)
+    est.update(CaseFinished(big, 1, 4, (timed_out,)))
+    assert est.overhead_s == pytest.approx(10.5)
+    # Left: one S (1 + 0.5) and one M (20 + 0.5), not twice the mean; the worker process
+    # then takes the first's 22 + 22 s less the 10 s timeout.
+    this_process = 22.0 + 1.5 + 20.5
+    assert est.eta_s() == pytest.approx(22.0 + this_process - 10.0)

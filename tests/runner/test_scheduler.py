@@ -178,7 +178,9 @@ def test_cases_then_later_rounds_then_compiles_in_case_order() -> None:
         RoundStarted,
     ]
     # The plan, for the progress estimate: the budget of a case, spread over 3 rounds.
-    assert events[0] == RunStarted("r1", 2, 0, budget_s=SamplingPlan().budget_s, rounds=3)
+    assert events[0] == RunStarted(
+        "r1", 2, 0, budget_s=SamplingPlan().budget_s, rounds=3, sizes=("S", "S")
+    )
     assert [(e.case.workload, e.index, e.total) for e in events[1:5]] == [
         ("a", 0, 2),
         ("a", 0, 2),
@@ -318,7 +320,7 @@ def test_resume_measures_only_the_cases_the_run_lacks() -> None:
         clock=FakeClock(),
     )
     assert executor.log == [("prepare", ""), ("measure", "b")]
-    assert events[0] == RunStarted("r1", 2, 1, budget_s=SamplingPlan().budget_s)
+    assert events[0] == RunStarted("r1", 2, 1, budget_s=SamplingPlan().budget_s, sizes=("S",))
     assert (events[1].case.workload, events[1].index) == ("b", 1)
     assert run.measurements[0] is held and _samples(run) == {"a": 1, "b": 1}
 
@@ -415,7 +417,9 @@ def test_a_resumed_run_records_when_it_was_resumed() -> None:
     again = run_workloads([registry.get("ok_double")], config, resume=partial, clock=clock)
     assert again.config.resumed_at == ("T2",) and again.finished_at == "T3"
     assert again.measurements == first.measurements  # nothing left to measure
-    assert again.config.settings == config and again.config.selection == first.config.selection
+    # x64 left unset is recorded as what the run did (float32: no suite declared float64).
+    assert again.config.settings == replace(config, x64=False)
+    assert again.config.selection == first.config.selection
 
 
 def test_interrupt_carries_the_partial_run() -> None:

@@ -14,6 +14,7 @@ import jitbench
 from jitbench import Mode, RunConfig, Status
 from jitbench.errors import SuiteError
 from jitbench.results.model import Selection
+from jitbench.runner.events import FloatWidthChosen, KernelsLeftOut
 from jitbench.runner.plan import workloads_for_selection
 from jitbench.suite import npbench
 from jitbench.suite.discovery import discover, suite_of
@@ -193,7 +194,10 @@ def test_kernels_become_workloads_without_per_kernel_code(clone: Path):
     assert by_name["axpy.lib"].static_argnums == (0,)  # a plain function: scalars static
     assert suite_of(axpy) == f"npbench:{clone.resolve()}"
     problems = {p.kernel: p for p in suite.problems}
-    assert problems["nojax"].reason == "no JAX version" and not problems["nojax"].error
+    assert problems["nojax"].reason == (
+        "no JAX version: npbench/benchmarks/group/nojax/nojax_jax.py is missing"
+    )
+    assert not problems["nojax"].error
     assert problems["broken"].error and "dace" in problems["broken"].reason
     assert problems["broken"].line == 8  # the raise
     assert not jax.config.jax_enable_x64  # the broken kernel's x64 switch was put back
@@ -221,14 +225,28 @@ def test_discovery_by_scheme_and_errors(clone: Path, tmp_path: Path):
 
 
 def test_a_real_run_measures_and_validates_every_kernel(clone: Path):
-    run = jitbench.run(suites=[f"npbench:{clone}"], config=RunConfig.quick_settings())
+    """In float64 by default, as NPBench runs, said once; --no-x64 (x64=False) is float32;
+    the kernel with no JAX version is listed with why."""
+    events: list[object] = []
+    run = jitbench.run(
+        suites=[f"npbench:{clone}"], config=RunConfig.quick_settings(), on_event=events.append
+    )
+    chosen = [e for e in events if isinstance(e, FloatWidthChosen)]
+    assert chosen == [FloatWidthChosen("float64", (f"npbench:{clone.resolve()}",), 4, 4)]
+    [left_out] = [e for e in events if isinstance(e, KernelsLeftOut)]
+    assert [name for name, _why in left_out.kernels] == ["nojax"]
+    assert run.config.settings.x64 is True
     statuses = {(m.case.workload, m.mode): m.status for m in run.measurements}
     assert set(statuses.values()) == {Status.OK}, statuses
     assert {m.case.workload for m in run.measurements} == {"axpy", "axpy.lib", "count", "smooth"}
     for m in run.measurements:
         assert not any(d.code in {"unvalidated", "scalar-promotion"} for d in m.diagnostics)
     dtypes = {m.case.workload: m.case.dtype for m in run.measurements}
-    assert dtypes["count"] == "int32" and dtypes["axpy"] == "float32"
+    assert dtypes["count"] == "int32" and dtypes["axpy"] == "float64"
+    narrow = jitbench.run(
+        ["axpy"], suites=[f"npbench:{clone}"], config=RunConfig.quick_settings(x64=False)
+    )
+    assert {m.case.dtype for m in narrow.measurements} == {"float32"}
 
 
 @pytest.mark.e2e
@@ -245,3 +263,22 @@ def test_the_cli_runs_a_clone(clone: Path, tmp_path: Path):
     )
     assert result.exit_code == 0, result.stderr
     assert "axpy" in result.stdout and "broken" in result.stderr
+
+
+def test_list_and_run_say_what_the_clone_leaves_out_and_its_float_width(clone: Path):
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["list", "--suite", f"npbench:{clone}", "-k", "axpy"])
+    assert listed.exit_code == 0, listed.output
+    assert "left out: nojax (no JAX version: npbench/benchmarks/group/nojax/nojax_jax.py" in (
+        listed.stderr.replace("\n", " ")
+    )
+    args = ["run", "--quick", "--suite", f"npbench:{clone}", "-k", "axpy and not lib", "-m", "jit"]
+    ran = runner.invoke(app, args)
+    assert ran.exit_code == 0, ran.output
+    said = ran.stderr.replace("\n", " ")
+    assert said.count("left out: nojax") == 1
+    assert said.count("declares float64") == 1 and "--no-x64 runs float32" in said

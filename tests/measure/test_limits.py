@@ -1,0 +1,94 @@
+"""Per-mode time limits: a mode past --timeout is stopped, the case's other modes keep their
+figures; a mode that reaches it while sampling keeps the samples it took."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import jax
+import pytest
+
+from jitbench import workload
+from jitbench.config import RunConfig
+from jitbench.measure import diagnose
+from jitbench.measure.devices import resolve_devices
+from jitbench.measure.limits import ModeLimit, ModeTimeout
+from jitbench.measure.protocol import measure_cases
+from jitbench.results import Mode, Status
+from jitbench.runner.plan import plan_cases
+from jitbench.runner.scheduler import timed_out_modes
+
+
+def _vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+def _busy(seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:  # Python bytecode: a signal handler runs in between
+        pass
+
+
+def _slow_eager(seconds: float, name: str):
+    """A workload whose JAX side takes `seconds` per call op by op and nothing under jit
+    (its Python body runs once, at trace time, on tracers)."""
+
+    @workload(inputs=_vec, sizes={"S": {"n": 4}}, name=name, eager="nojit")
+    def slow(xp, x):
+        if xp is not __import__("numpy") and not isinstance(x, jax.core.Tracer):
+            _busy(seconds)
+        return x * 2
+
+    return slow
+
+
+def test_a_limit_raises_in_the_block_and_counts_its_time() -> None:
+    limit = ModeLimit("eager", 0.05, others=("numpy", "jit"))
+    with pytest.raises(ModeTimeout) as caught, limit.charged("first call"):
+        _busy(5.0)
+    assert caught.value.mode == "eager" and caught.value.step == "first call"
+    assert 0.05 <= limit.spent_s < 2.0
+    with pytest.raises(ModeTimeout), limit.charged("samples"):  # spent: refused at once
+        pass
+    free = ModeLimit("jit")
+    with free.charged("samples"):
+        pass
+    assert free.steps["samples"] >= 0.0
+
+
+def test_a_mode_past_its_limit_is_stopped_and_the_others_keep_their_figures() -> None:
+    slow = _slow_eager(30.0, "slow_eager")
+    config = RunConfig.quick_settings(timeout_s=0.3)
+    pcs = plan_cases([slow], config, resolve_devices([]))
+    ms = {m.mode: m for m in measure_cases(pcs, config)}
+    assert ms[Mode.NUMPY].ok and ms[Mode.JIT].ok and ms[Mode.NUMPY].samples_s
+    eager = ms[Mode.EAGER]
+    assert eager.status is Status.TIMEOUT and not eager.samples_s
+    assert eager.failure_text.startswith(
+        "timeout: ModeTimeout: eager exceeded --timeout 0.3 s in its first call"
+    )
+    assert "--modes numpy,jit" in eager.hint
+    assert eager.diagnostics[0].code == diagnose.MODE_TIMEOUT  # the reason before any note
+    # A later --processes worker leaves it out, saying why.
+    run_like = type("R", (), {"measurements": tuple(ms.values())})()
+    skips = timed_out_modes(run_like)
+    assert list(skips) == [(eager.case.key, Mode.EAGER)]
+    again = {m.mode: m for m in measure_cases(pcs, config, skip=skips)}
+    assert again[Mode.EAGER].status is Status.SKIPPED and again[Mode.JIT].ok
+    assert again[Mode.EAGER].diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
+    assert "--retry-timeouts" in again[Mode.EAGER].hint
+
+
+def test_a_mode_that_reaches_its_limit_while_sampling_keeps_its_samples() -> None:
+    slow = _slow_eager(0.02, "sampled_eager")
+    quick = RunConfig.quick_settings(timeout_s=1.0)
+    plan = replace(quick.plan, budget_s=100.0, floor_samples=500, max_samples=500, precision=1e-12)
+    config = replace(quick, plan=plan)
+    pcs = plan_cases([slow], config, resolve_devices([]))
+    ms = {m.mode: m for m in measure_cases(pcs, config)}
+    eager = ms[Mode.EAGER]
+    assert eager.ok and 1 <= len(eager.samples_s) < 500
+    assert any(d.code == diagnose.MODE_CAPPED for d in eager.diagnostics)
+    # The others sampled on after it stopped.
+    assert min(len(ms[m].samples_s) for m in (Mode.JIT, Mode.NUMPY)) > len(eager.samples_s)
