@@ -50,12 +50,10 @@ def schema_changelog() -> str:
     """The codec's schema version and its changelog, from the module's docstring."""
     codec = importlib.import_module("jitbench.results.codec")
     doc = codec.__doc__ or ""
-    head, _, rest = doc.partition("Schema changelog")
-    body = "Schema changelog" + rest
+    body = "Schema changelog" + doc.partition("Schema changelog")[2]
     version = getattr(codec, "SCHEMA_VERSION", None)
     lines = [f"Current version: **{version}** (`jitbench.results.codec.SCHEMA_VERSION`).", ""]
-    lines += [line for line in body.splitlines()]
-    return "\n".join(lines).strip() + "\n"
+    return "\n".join([*lines, *body.splitlines()]).strip() + "\n"
 
 
 def schema() -> str:
