@@ -359,7 +359,7 @@ def _names_used(fn: types.FunctionType) -> set[str]:
 
 def _reached(roots: Sequence[Any]) -> list[Any]:
     """`roots` and the functions of their own module that they use, and those use, in a
-    stable order: a loop body or helper the README tells users to keep at module level
+    stable order: a loop body or helper the docs tell users to keep at module level
     decides what the workload times as much as the decorated function does."""
     found: list[Any] = []
     todo = [_unwrapped(r) for r in roots]

@@ -37,19 +37,16 @@ BUSY_STEAL = 0.05
 #: machine counts as busy: background daemons take a few % of a core, a fifth of a core is
 #: a real competitor for the cores being measured.
 BUSY_OTHERS_MARGIN_CORES = 0.2
-#: The noise probe's robust CV (1.4826·MAD/median) above which the machine is noisy. The
-#: calmest snapshots on a 2-vCPU VM read 0.9–1.3 %; at 3 % single samples are disturbed by
-#: three times the ±1 % a default run asks of a median.
+#: The noise probe's robust CV (1.4826·MAD/median) above which the machine is noisy: at
+#: 3 % single samples are disturbed by three times the ±1 % a default run asks of a
+#: median, well above what the calmest snapshots read.
 NOISY_CV = 0.03
 
 #: A run whose processes measured the same code this far apart (`ProcessSpread.times`:
 #: the median over its measurements of two processes' distance, the mean over pairs) is
 #: unstable, as pyperf calls a benchmark whose standard deviation is 10 % of its mean or
-#: more. The probe's few milliseconds miss what moves a machine over minutes: in 35
-#: default runs on two noisy days (2026-11-25/26, 2-vCPU VM) the noisier probe of each
-#: read ±1.6–36 % and the processes 7–32 % apart, with no order between the two (a run
-#: whose probe read ±5.1 % was 7 % apart, one at ±2.3 % and ±4.2 % 22 %); 27 of the 35
-#: were unstable by this measure.
+#: more. The probe's few milliseconds miss what moves a machine over minutes, so it does
+#: not foretell this (docs: validation, "Threads and the machine probe").
 UNSTABLE_SPREAD = 0.10
 
 #: The noise probe: samples of one fixed loop of about 5 ms on a laptop-class core.
