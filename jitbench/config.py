@@ -93,11 +93,10 @@ def _names(name: str, value: object, *, example: str) -> tuple[str, ...]:
 
 
 #: Processes a run measures every case in, by default (`--processes`). One process's
-#: samples describe that process: its memory layout and the minute it ran in stay fixed,
-#: and its intervals held from run to run about half the time on this repository's 2-vCPU
-#: VM. Two processes, each with half of the case's budget, let the interval include what
-#: changes between processes at about the cost of one more start-up (docs: validation, "Intervals
-#: that hold from run to run").
+#: samples describe that process (its memory layout and the minute it ran in stay fixed),
+#: so its intervals do not hold from run to run; two, each with half of the case's budget,
+#: let the interval include what changes between processes at about the cost of one more
+#: start-up (docs: methodology, "Processes and intervals"; validation, "A/A coverage").
 DEFAULT_PROCESSES = 2
 
 #: The sizes a run measures when none are given (`--sizes`): each workload at those of them
@@ -198,12 +197,10 @@ class SamplingPlan:
             short samples in a short budget, most of them clear of the machine's
             interruptions, which the median then leaves out.
         warmup_s: after at least `warmup_calls` calls, keep calling until this much time
-            (calibration probes count; on the 2-vCPU VM calls run at their steady speed
-            after about 10 ms, `warmup_calls` covers the slow first calls of slow ones).
-            20 ms, before, left each mode's first sample in a process as slow as 10 ms
-            does (default suite, A/A runs, `tools/estimator_check.py`: eager +8.4 % vs
-            +7.5 %, NumPy +4.5 % vs +4.0 % against its later samples; the second within
-            1.5 %): that first sample is a switch between modes, not a cold call.
+            (calibration probes count). Calls reach their steady speed within about
+            10 ms; a longer warm-up did not make a process's first sample faster, which
+            is slow from the switch between modes, not from a cold call (docs:
+            validation, "Protocol checks").
         min_samples: never declare convergence with fewer samples.
         max_samples: stop a mode at this many samples.
         precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
@@ -218,38 +215,20 @@ class SamplingPlan:
             is the case's: a run in several processes gives each a share (`for_process`).
         block_samples: samples of one mode taken in a row before the next mode's
             (`timer.sample_interleaved`). Blocks cut what interleaving adds to a mode's
-            time (one re-warm call after a switch does not undo all that the other
-            modes' samples did to the caches; a block leaves the rest to its first
-            sample, which the median sets aside), but they move the samples of a pair
-            apart, so less of the machine's drift cancels in their ratio. On the 2-vCPU
-            VM, blocks of 5 or 4 took jit interleaved ÷ jit alone from 2.4-6.4 % to
-            1.0-2.4 % at worst over softmax, gemm and selu in three of four checks (the
-            fourth, on a noisy minute, 8.1 %; `tools/interleave_check.py
-            --block-samples`), and widened the jit speedup's interval in every one of 5
-            paired default runs (median x/÷ 1.295 against 1.242; within 10 % from run to
-            run 68 % against 75 %); blocks of 2 still widened it (1.225 against 1.192,
-            `tools/aa_coverage.py --alternate`), all measured with one re-warm call. A
-            re-warm that lasts `rewarm_s` cuts the bias at a smaller cost in pairing, so
-            the default is 1.
+            time (what a switch leaves falls on a block's first sample, which the median
+            sets aside), but they move the samples of a pair apart, so less of the
+            machine's drift cancels in their ratio and the intervals widen. A re-warm that
+            lasts `rewarm_s` cuts the bias at a smaller cost in pairing, so the default is
+            1 (docs: methodology, "Interleaving and re-warm"; validation, "Interleaving
+            bias").
         rewarm_s: untimed calls of a mode after a switch last about this long (at least
             one call; `timer.rewarm_calls`). Another mode's samples leave the calls after
             them slow for a few milliseconds, more than one call's worth where calls are
-            fast: on the 2-vCPU VM, with one call, jit interleaved ÷ jit alone averaged
-            1.055 ± 0.005 for selu at M and 1.013-1.023 for the rest of selu, gemm and
-            softmax at S and M, over five fresh processes; with 4 ms, 0.993-1.011
-            (`tools/interleave_check.py --runs 5 --rewarm-s 0,0.004`). NumPy's worst
-            went from 5.9 % to 2.3 % (`--mode numpy`), eager's from 25 % (selu at S,
-            many small dispatches) to 2.2-6.3 % in two checks (`--mode eager`; 16 ms
-            overshot, to selu 6 % faster interleaved). The calls move a
-            round's samples apart, so a little less of the machine's drift may cancel in
-            their ratio: over five default runs each, alternated with one-call runs on a
-            noisy day (`tools/aa_coverage.py --alternate`), the jit speedup's median
-            interval was x/÷ 1.234 against 1.206 quiet and 1.210 against 1.199 with a core
-            hogged (wider in 8 of the 10 run pairs), coverage 96.9 % and 92.9 %, and the
-            run-to-run spread of the speedups alike quiet, 1.28x with the hog (wider in
-            24 of 40 cases). A biased time is a wrong number and a slightly wider interval
-            an honest one, so the default is 4 ms; 0 re-warms with one call, as runs
-            recorded before this field did.
+            fast; 4 ms took that bias within a few per cent where one call left up to a
+            quarter (eager, many small dispatches), at the cost of slightly wider
+            intervals. A biased time is a wrong number and a slightly wider interval an
+            honest one, so the default is 4 ms; 0 re-warms with one call, as runs
+            recorded before this field did (docs: validation, "Interleaving bias").
         rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
             then round 2 of every case, and so on, so each case's samples are spread over
             the whole run instead of one contiguous window (machine speed drifts over

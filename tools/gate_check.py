@@ -14,8 +14,8 @@ of its loop) is multiplied by FACTOR for every size preset.
 
 By default each side is four runs in rotating order (A S B, S B A, B A S, A S B), pooled
 by `jitbench compare`, which then tests run time run by run; `--rounds 10` spreads every
-case's samples over its run. This is the configuration the docs recommend for a gate on
-a shared machine.
+case's samples over its run. This is the configuration the docs recommend for a gate on a
+shared machine (docs: guide, "Gating CI"; results: validation, "Gate power, stored runs").
 
 Usage (from the repository root):
 

@@ -8,8 +8,8 @@ fastest call and, for looking into the cause, the page offset (address mod 4096)
 call's output and of the input. The compiled program is the same every time (its HLO
 fingerprint is printed), so a spread here is not the code: on the 2-vCPU VM one or two
 of every ten `softmax` M executables ran about 5x slower than the others, which is why
-its speedup moves by 30-60 % from run to run (docs: validation, "Intervals that hold from run to
-run"). The offsets printed do not decide it alone.
+its speedup moves by 30-60 % from run to run (docs: validation, "A/A coverage of the
+intervals"). The offsets printed do not decide it alone.
 
     python tools/recompile_check.py                      # softmax M, 10 compiles
     python tools/recompile_check.py -w selu -s M --compiles 20

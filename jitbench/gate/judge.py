@@ -182,10 +182,9 @@ def compare_compile(
     side has enough cold compiles (`base_figures`, `new_figures`: pooled runs, repeats
     with --rounds) for a two-sided Mann–Whitney test to reach `alpha`, that test too (its
     p-value is adjusted over the comparison's compile tests later, `adjust_compiles`).
-    Without the test, four runs a side of the same code on a noisy 2-vCPU VM put one
-    workload's median compile 1.27× and 1.32× apart in two A/A rounds, a compile regression
-    each (docs: the CI gate, "Why the gate pools runs and tests them run by run"). With one
-    compile a side the factor and floor decide alone. None when either side lacks the figure."""
+    Without the test, the factor alone flagged identical code's compiles in A/A rounds on
+    a noisy day (docs: validation, "Gate power, stored runs"). With one compile a side the
+    factor and floor decide alone. None when either side lacks the figure."""
     if base_s is None or new_s is None or base_s < 0 or new_s < 0:
         return None
     f, floor = thresholds.compile_threshold, thresholds.compile_floor_s

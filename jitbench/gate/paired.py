@@ -50,7 +50,7 @@ from jitbench.results import Measurement, Run
 #: The run-time factor an interleaved comparison flags beyond by default. Pairing removes
 #: the drift between runs that the 1.10 of stored runs must allow for, so a 10 % slowdown
 #: (estimated at ~1.08–1.12 in paired rounds) is caught, while A/A ratios stay within a
-#: few per cent (see the docs' validation figures).
+#: few per cent (docs: validation, "Gate power, compare --rev").
 INTERLEAVED_THRESHOLD = 1.05
 
 #: Degrees of freedom of a case's prior for its between-pair variance. Cases differ in how

@@ -208,13 +208,13 @@ def bench(
     sample and diagnostic, as `jitbench run` does.
 
     Args:
+        fn: the function to measure (the JAX side, or both sides when it takes `xp`).
         *args: the call's positional arguments (NumPy or JAX arrays, Python values).
             Float arrays run in float32 (float64 with `x64`), on both sides alike.
-        **kwargs: the call's keyword arguments, as `args`.
         numpy: the NumPy implementation, same arguments.
-        static_argnames: keyword arguments that are Python values, static under jit, as
-            in `jax.jit`.
-        static_argnums: positional arguments that are Python values, static under jit.
+        static_argnames: names of arguments that are Python values, static under jit,
+            as in `jax.jit`.
+        static_argnums: positions of such arguments.
         sizes: size label -> a function of no arguments returning the call's arguments (a
             tuple, or one array): each is a case, instead of `args`.
         sweep: x value (e.g. the element count) -> such a function: a size sweep, for the
@@ -222,13 +222,15 @@ def bench(
         modes: the modes to measure (default: numpy, eager and jit; eager and jit without
             a NumPy side).
         budget: sampling seconds per case, as `jitbench run --budget`.
-        processes: worker processes (default 2, so the intervals hold from run to run).
-        x64: float64 on both sides (`jitbench run --x64`).
-        devices: JAX devices to measure on, as `jitbench run --devices`.
+        processes: processes to measure in (default 2, so the intervals hold from run
+            to run).
+        x64: float64 on both sides.
+        devices: devices to measure on, as `jitbench run --devices`.
         rtol: relative validation tolerance (default: dtype-aware).
         atol: absolute validation tolerance (default: dtype-aware).
         name: the workload's name in the run (default: the function's).
         config: a whole `RunConfig` instead of the settings above.
+        **kwargs: the call's keyword arguments.
 
     Returns:
         A `BenchResult`: print it for a summary; `.time("jit")`, `.speedup("jit")`,

@@ -125,12 +125,10 @@ SIZE_ORDER_MARGIN = 0.05
 SIZE_ORDER_MIN_S = 100e-6
 # ... and every other mode of the case moved with it between the same processes, within
 # this factor: then the machine, not the mode's code, was slower during one process (a
-# neighbour's burst: in one default run on the noisy 2-vCPU VM all three modes of
-# cholesky_solve S moved 1.5-1.8x between its processes), and the speedups, paired round
-# by round, are untouched by it. When every other mode was slower in the same process by
-# this factor or more, but not alike, the machine was still busier then; only the modes
-# felt it unequally (all eleven marks of one default run on a noisy day, 2026-11-26, e.g.
-# standardise S: NumPy 1.47x, eager 1.93x, jit 1.59x), and the speedups moved with that.
+# neighbour's burst), and the speedups, paired round by round, are untouched by it. When
+# every other mode was slower in the same process by this factor or more, but not alike,
+# the machine was still busier then; only the modes felt it unequally, and the speedups
+# moved with that (docs: guide, "Profiling", `processes-disagree`).
 SHARED_SHIFT_FACTOR = 1.2
 
 TRACER_ERRORS = {
@@ -628,9 +626,8 @@ def slow_compile(
     compile_s: float, eqn_count: int | None, threshold_s: float, platform: str | None = None
 ) -> Diagnostic:
     """`slow-compile`. A small program that compiles slowly does not need the loop advice:
-    its time is XLA's backend. On the H200, one-equation gemm took up to 14.5 s (M) and
-    seven-equation mlp 16-44 s to compile in the stage XLA reports as compile (tracing and
-    lowering took milliseconds), where the CPU needed 8-48 ms."""
+    its time is XLA's backend (GPU matmul autotuning took seconds where the CPU took
+    milliseconds: docs: validation, "H200 runs")."""
     eqns = f" for {eqn_count:,} jaxpr equations" if eqn_count is not None else ""
     if eqn_count is not None and eqn_count <= SMALL_PROGRAM_EQNS:
         hint = "a program this small spends its compile in XLA's backend, not in tracing"
@@ -901,9 +898,8 @@ def _inverted(smaller: Measurement, larger: Measurement) -> bool:
     split = larger.time_split
     if split is not None and split.host_s >= split.device_s:
         # Traced as dispatch-bound (--time-split): the device's work is not what the call
-        # waits for, so its time is flat in the size. In the H200 example run 7 smaller
-        # sizes came out slower than a larger one, and 6 of those larger calls traced
-        # host-bound (the 7th, heat1d L jit, stays flagged).
+        # waits for, so its time is flat in the size and the order is drift (docs:
+        # validation, "H200 runs").
         return False
     return a.median > b.median * (1 + SIZE_ORDER_MARGIN) and a.ci_low > b.ci_high
 

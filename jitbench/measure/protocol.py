@@ -1,4 +1,6 @@
-"""Measure one case under the protocol (DESIGN §1): open it, sample it, report it.
+"""Measure one case under the protocol: open it, sample it, report it.
+
+The protocol's steps and why: docs: methodology, "The measurement protocol".
 
 `open_case` does everything before timing (inputs, NumPy reference, staging, one cold
 compile per JAX mode, validation, warm-up, calibration) and returns a `CaseSession`; each
@@ -566,7 +568,7 @@ class CaseSession:
         Unlike `sample`, it makes no re-warm calls after a switch (`SamplingPlan.rewarm_s`;
         it re-warms only after another case cleared JAX's caches): the sample starts cold
         after whatever ran before it, which a caller pairing both sides alike cancels in its
-        ratios, not in its times (docs: the CI gate, `compare --rev`)."""
+        ratios, not in its times (docs: methodology, "The gate's statistics")."""
         if self.cache_generation != jcompile.cache_generation():
             self._rewarm(self.plan)
         slot = self._slot(self.case.device, mode)
@@ -713,8 +715,8 @@ def open_cases(
     timeout_s: float | None = None,
     skip: Skips | None = None,
 ) -> CaseSession:
-    """Steps 1–4 of the protocol (DESIGN §1) for one workload × size × dtype on the devices
-    of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
+    """Steps 1–4 of the protocol (docs: methodology) for one workload × size × dtype on the
+    devices of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
     code), then per device staging, one clear of JAX's caches, the cold jit and eager first
     calls and validation; last warm-up and calibration, for the `timed` modes. A fault in
     a mode is recorded on that mode's state. What the workload prints is captured and
@@ -1217,7 +1219,7 @@ def measure_case(
     split_calls: int = 0,
     report: StepReport | None = None,
 ) -> list[Measurement]:
-    """Measure one case in every configured mode under the protocol (see DESIGN §1)."""
+    """Measure one case in every configured mode under the protocol (docs: methodology)."""
     return measure_cases([pc], config, split_calls=split_calls, report=report)
 
 
@@ -1253,7 +1255,7 @@ def measure_cases(
     skip: Skips | None = None,
 ) -> list[Measurement]:
     """Measure one workload × size × dtype on the devices of `pcs` in every configured mode
-    under the protocol (see DESIGN §1), the NumPy side once for all of them (without
+    under the protocol (docs: methodology), the NumPy side once for all of them (without
     `check_outputs`, the JAX outputs are not compared with it: `open_cases`).
 
     All of the plan's rounds are taken here, back to back; `run_workloads` spreads them

@@ -1,6 +1,6 @@
 """A run as a GitHub-flavoured markdown table: medians, speedups with CIs, compile, break-even.
 
-`jitbench report RUN.json --markdown FILE` writes it (the docs' tables come from it).
+`jitbench report RUN.json --markdown FILE` writes it (the docs' tables of runs come from it).
 """
 
 from __future__ import annotations

@@ -83,11 +83,9 @@ class DuetPlan:
     min_rounds: int = 20
     max_rounds: int = 200
     compiles: int = 5
-    # Three, each with 0.7 s a case (about the cost of two with 1 s): one worker pair made
-    # `standardise` NumPy 9 % slower on one side of an A/A comparison, consistently over 69
-    # rounds (a per-process effect: identical code), and with two pairs both pairs of an
-    # A/A comparison put `logreg_step` eager 10 % and 16 % slower on the same side. The pair
-    # is the unit of evidence against such offsets; two units agree by chance too often.
+    # Three, each with 0.7 s a case (about the cost of two with 1 s): a worker pair can
+    # carry a per-process offset on identical code, so the pair is the unit of evidence,
+    # and two units agree by chance too often (docs: methodology, "The gate's statistics").
     pairs: int = 3
     seed: int = 0
 
@@ -141,8 +139,8 @@ class _Worker:
     def request(self, op: str, limit_s: float = REQUEST_LIMIT_S, **fields: Any) -> dict[str, Any]:
         """Send one request and wait for its answer. The worker is stopped (SIGSTOP)
         between requests: an idle XLA thread pool keeps spinning for a while after its
-        work, and on the shared core it would take the other side's time (it made `gemm`
-        jit 3.5x slower in the other worker on a 2-vCPU VM)."""
+        work, and on the shared core it would take the other side's time (docs:
+        methodology, "The gate's statistics")."""
         stdin, stdout = self.proc.stdin, self.proc.stdout
         assert stdin is not None and stdout is not None
         self._signal(signal.SIGCONT)

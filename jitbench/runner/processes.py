@@ -3,8 +3,7 @@
 Within one process, a case's samples agree with each other more than with another
 process's: the memory layout, where the threads landed and the minute the process ran in
 stay fixed for its life. An interval from one process's samples then describes that
-process, not the next run (on this repository's 2-vCPU VM, 95 % paired intervals from
-single processes contained another process's speedup 47 % of the time). With
+process, not the next run (docs: validation, "Protocol checks" and "A/A coverage"). With
 `processes=K`, this process measures every case, then K-1 fresh worker processes measure
 every case again; the pooled run keeps each process's share of the samples
 (`run_sample_counts`), and `Run.speedup` turns the spread between processes into the

@@ -416,11 +416,11 @@ def workload(
             jit), as in `jax.jit`: one name or several.
         static_argnums: positions of arguments that are Python values (static under jit,
             never staged to the device), as in `jax.jit`: one int or several.
-        rtol: relative tolerance, for every dtype or per dtype name: an output passes
-            where it is elementwise close (`rtol`, absolute `atol`) or its relative norm
-            error ‖a − b‖ / ‖b‖ is within `norm_tol` (defaults follow the dtype).
-        atol: absolute tolerance, as `rtol`.
-        norm_tol: relative norm-error tolerance, as `rtol`.
+        rtol: relative tolerance, for every dtype or per dtype name; an output passes
+            where it is elementwise close (`rtol`, `atol`) or its relative norm error
+            ‖a − b‖ / ‖b‖ is within `norm_tol` (defaults follow the dtype).
+        atol: absolute tolerance, as in `numpy.allclose`; a number or per dtype name.
+        norm_tol: tolerance of the relative norm error; a number or per dtype name.
         setup: runs before every timed NumPy call, untimed: `setup(*args, **kwargs)`
             returns the arguments of the call (fresh copies of what it mutates).
         outputs: names or positions of the arguments the NumPy side writes into; when it

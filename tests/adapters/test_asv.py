@@ -306,9 +306,9 @@ def test_each_workload_has_an_asv_version_that_follows_its_source(tmp_path: Path
 
 
 def test_the_asv_version_follows_the_helpers_and_constants_a_workload_reads(tmp_path: Path):
-    """A loop body kept at module level (as the docs ask) and a module constant decide
-    what the workload times; editing them left the version, and so asv's history, as it
-    was. An unrelated function of the same file does not count."""
+    """A loop body kept at module level (as docs/guide/workloads.md asks) and a module
+    constant decide what the workload times; editing them left the version, and so asv's
+    history, as it was. An unrelated function of the same file does not count."""
     helper = (
         "SCALE = {k}\n\n\n"
         "def _step(x):\n    return x * SCALE + {c}\n\n\n"

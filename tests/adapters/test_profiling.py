@@ -76,7 +76,7 @@ def test_unknown_size_suggests_close_names(size: str, nearest: str) -> None:
 
 
 # A fresh `jitbench profile` process on the default suite: end-to-end (-m e2e). How long
-# it takes is a figure to print (docs: profiling), not something a test asserts.
+# it takes is a figure to print (docs/guide/profiling.md), not something a test asserts.
 @pytest.mark.e2e
 def test_cli_profile_prints_the_whole_breakdown(cli) -> None:  # type: ignore[no-untyped-def]
     proc = cli("profile", "selu")

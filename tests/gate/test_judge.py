@@ -209,7 +209,7 @@ def test_compile_needs_factor_and_floor():
 
 
 # The cold compiles of ema at S, four runs of the same code a side with three each, on
-# the noisy day in the docs' "Why the gate pools runs and tests them run by run": medians
+# the noisy day in docs/validation/gate-power.md: medians
 # 1.27x apart.
 EMA_A = (0.229, 0.344, 0.267, 0.218, 0.290, 0.219, 0.257, 0.252, 0.215, 0.219, 0.319, 0.226)
 #: EMA_A with its one 344 ms outlier at 244 ms, all 1.3 times slower.

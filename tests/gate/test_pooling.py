@@ -100,8 +100,8 @@ def test_a_run_the_machine_slowed_as_a_whole_is_left_out_of_its_side():
 def test_only_a_minority_of_a_sides_runs_is_ever_left_out():
     """Where half a side's runs or more are beyond the factor from its fastest, the machine
     drifted as a whole: leaving them all out judged a real 1.3x slowdown at 1.06x on one
-    side's one lucky run (docs: the CI gate, "Why the gate pools runs and tests them run by
-    run"). The slowest minority goes; of two runs, neither."""
+    side's one lucky run (docs/validation/gate-power.md, the noisy day). The
+    slowest minority goes; of two runs, neither."""
 
     def run(factor: float, run_id: str) -> Run:
         return make_run(

@@ -35,10 +35,9 @@ CaseKey = tuple[str, str, str, str]
 #: speedup between two speeds neither process measured.
 PROCESS_SPLIT_FACTOR = 1.5
 #: A speedup interval wider than ×/÷ this (±50 %) is no figure to headline: drawn faded and
-#: left out of the geometric means. Quiet default runs have a median width of ×/÷ 1.07; in
-#: five A/A runs at a load average of 7 the median was ×/÷ 1.17, 18 % were wider than 1.5
-#: (the interval [1.03–645] of one `ema S` run among them), 38 % wider than 1.25: a
-#: tighter bound would empty a busy run's headline rather than mark its broken figures.
+#: left out of the geometric means. Busy runs' intervals are often wider than ×/÷ 1.25,
+#: so a tighter bound would empty a busy run's headline rather than mark its broken
+#: figures (docs: validation, "A/A coverage of the intervals").
 WIDE_FACTOR = 1.5
 #: The diagnostic code that marks a figure as suspect (a stall: slower than a larger
 #: input of the same workload), recorded by `jitbench.measure.diagnose`.
