@@ -6,10 +6,12 @@ Each way runs in a fresh process, as a user would start it, on the same function
 jit tutorial's selu on `--n` float32 values from -5 to 5), with the same budget and
 worker processes. Prints:
 
-- first result: the wall time of `python -c "import jitbench; jitbench.bench(...)"`, and
-  of the example notebook's first cell on a real kernel (nbclient; the kernel's start
-  apart). A `pip install` into a fresh venv is not timed here (it needs the network; the
-  e2e tier's tests/test_install.py does one);
+- first result: the wall time of a script calling `jitbench.bench(...)`, and of the
+  example notebook's first cell on a real kernel (nbclient; the kernel's start apart);
+  with `--install`, also a fresh venv (`python -m venv`), `pip install` of this checkout
+  into it and that script under the venv's Python. The venv borrows this environment's
+  dependencies (a .pth file, as tests/test_install.py does): what is timed is jitbench's
+  own install, not downloading JAX;
 - overhead: each way's wall time (start, imports, measuring, writing the run), bench's
   over `jitbench run`'s;
 - agreement: NumPy, eager and jit times and jit's speedup with their 95 % intervals from
@@ -17,15 +19,18 @@ worker processes. Prints:
 
     python tools/bench_agreement.py
     python tools/bench_agreement.py --n 1000000 --budget 0.4 --processes 2 --repeats 3
+    python tools/bench_agreement.py --install
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from importlib.metadata import entry_points
@@ -146,6 +151,49 @@ def way_pytest(work: Path, args: argparse.Namespace) -> tuple[float, Run]:
     return wall, load_run(path)
 
 
+def fresh_install(work: Path, args: argparse.Namespace) -> tuple[float, float, float]:
+    """(venv, pip install, first result) seconds: a fresh venv, this checkout installed
+    into it, and the bench script run by the venv's Python from an empty folder."""
+    src = work / "src"
+    shutil.copytree(
+        REPO,
+        src,
+        ignore=shutil.ignore_patterns(".git", ".venv", "reports", "*.egg-info", "__pycache__"),
+    )
+    venv = work / "venv"
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    made = time.perf_counter() - start
+    python = venv / "bin" / "python"
+    purelib = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(purelib, "_borrowed.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    cmd = [str(python), "-m", "pip", "install", "-q", "--no-deps"]  # setuptools: fetched
+    start = time.perf_counter()
+    subprocess.run([*cmd, "--ignore-installed", str(src)], check=True, env=env)
+    installed = time.perf_counter() - start
+    empty = work / "empty"
+    empty.mkdir()
+    script = empty / "first.py"
+    script.write_text(BENCH.format(n=args.n, budget=args.budget, processes=args.processes))
+    start = time.perf_counter()
+    subprocess.run(
+        [str(python), str(script), str(empty / "run.json")],
+        cwd=empty,
+        env=env,
+        check=True,
+        capture_output=True,
+    )
+    first = time.perf_counter() - start
+    return made, installed, first
+
+
 def notebook_first_cell() -> tuple[float, float]:
     """(kernel start, the first code cell's execution) in seconds, on a real kernel."""
     import nbformat
@@ -200,6 +248,9 @@ def main() -> int:
     parser.add_argument("--processes", type=int, default=2, help="worker processes (2)")
     parser.add_argument("--repeats", type=int, default=1, help="times each way runs (1)")
     parser.add_argument("--no-notebook", action="store_true", help="skip the notebook")
+    parser.add_argument(
+        "--install", action="store_true", help="also time a fresh venv's install to a result"
+    )
     args = parser.parse_args()
 
     ways = {"bench()": way_bench, "jitbench run": way_run, "pytest fixture": way_pytest}
@@ -219,6 +270,13 @@ def main() -> int:
     print("\nfirst result")
     first = statistics.median(walls["bench()"])
     print(f"  a script: import jitbench, numpy, jax; bench(selu, x): {first:.2f} s")
+    if args.install:
+        with tempfile.TemporaryDirectory(prefix="bench-install-") as tmp:
+            made, installed, after = fresh_install(Path(tmp), args)
+        print(
+            f"  fresh venv {made:.2f} s + pip install of jitbench {installed:.2f} s + that "
+            f"script {after:.2f} s = {made + installed + after:.2f} s (dependencies borrowed)"
+        )
     if not args.no_notebook:
         started, cell = notebook_first_cell()
         print(

@@ -63,7 +63,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         const=_LATEST,
         default=None,
         help="Compare the session's measurements with a stored run or folder of runs "
-        "(default: the latest run under --jitbench-save DIR), with jitbench compare's gate.",
+        "(default: the latest run under --jitbench-save DIR), with jitbench compare's gate. "
+        "Give the run as --jitbench-compare=RUN: without '=', a test path after the option "
+        "would be taken for the run.",
     )
     group.addoption(
         "--jitbench-fail-on-regression",
