@@ -85,7 +85,7 @@ IN_PROCESS_FAULTS = {
         ("ok_double", "hangs", "--timeout", "3"),
         0,
         {"ok_double[S]": OK, "hangs[S]": all_modes("timeout")},
-        "case exceeded --timeout 3 s",
+        "exceeded --timeout 3 s",
     ),
     "strict-with-a-failed-case": Fault(
         ("ok_double", "returns_none", "--strict"),

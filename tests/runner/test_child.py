@@ -30,7 +30,7 @@ ISOLATED_FAULTS = {
     "isolate-hang-killed-by-timeout": (
         "hangs[S]",
         all_modes("timeout"),
-        "case exceeded --timeout 4 s; child process killed",
+        "exceeded --timeout 4 s",  # each mode's own limit: "numpy exceeded --timeout 4 s …"
     ),
 }
 
@@ -77,7 +77,7 @@ def test_fault_matrix_isolated(name: str, request: pytest.FixtureRequest, tmp_pa
     assert list(table) == [f"{w}[S]" for w in workloads]  # nothing lost, in order
     for m in run.measurements:
         if f"{m.case.workload}[{m.case.size}]" == label and message:
-            assert m.error is not None and m.error.message == message
+            assert m.error is not None and message in m.error.message
             assert m.error.hint
         if m.status is Status.OK:
             assert m.samples_s and m.case.platform == "cpu"  # measured in the child, sent back
