@@ -439,7 +439,7 @@ def is_host_copy(m: Measurement, of: Measurement) -> bool:
     return True
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, repr=False)
 class Run:
     """A whole benchmark run: environment, configuration and every measurement.
 
@@ -460,6 +460,15 @@ class Run:
     def __post_init__(self) -> None:
         if not isinstance(self.config, RecordedConfig):
             object.__setattr__(self, "config", RecordedConfig.from_dict(self.config))
+
+    def __repr__(self) -> str:
+        """One line, not the samples: 'Run(20261126T…-f00e30, 40 cases, 120 measurements,
+        complete)'. `jitbench.analyse(run)` gives its figures; `jitbench report` its tables."""
+        state = "complete" if self.complete else "incomplete"
+        return (
+            f"Run({self.run_id}, {len(self.cases())} cases, {len(self.measurements)} "
+            f"measurements, {state})"
+        )
 
     def config_record(self) -> dict[str, Any]:
         """The run's "config" as the untyped dict of the JSON file (settings, selection,

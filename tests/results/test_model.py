@@ -169,3 +169,10 @@ def test_get_takes_a_case_or_its_key_and_a_mode_or_its_name() -> None:
     assert run.device_peak(case) == run.device_peak(case.key)
     with pytest.raises(ValueError, match="'fast'"):
         run.get(case, "fast")
+
+
+def test_a_run_prints_as_one_line_not_its_samples() -> None:
+    run = make_run()
+    text = repr(run)
+    assert "\n" not in text and len(text) < 120 and text.startswith(f"Run({run.run_id}, ")
+    assert str(run) == text
