@@ -13,6 +13,7 @@ staging time of the inputs is at least `--copy-share` of the jit time, NPBench's
 is not the kernel's and the kernel is left out of the speedup's agreement (marked "copy").
 
     python tools/npbench_harness.py PATH RUN.json -k atax,gemm,... [--repeat 10]
+        [--harness-path DIR]   (its run_benchmark.py imports pygount)
 """
 
 from __future__ import annotations
@@ -34,10 +35,14 @@ from jitbench import analyse, load_run
 from jitbench.results import Mode
 
 
-def harness_times(clone: Path, kernel: str, framework: str, repeat: int) -> list[float]:
-    """NPBench's own timings (seconds) of `kernel` in `framework`, preset S."""
+def harness_times(
+    clone: Path, kernel: str, framework: str, repeat: int, extra_path: str = ""
+) -> list[float]:
+    """NPBench's own timings (seconds) of `kernel` in `framework`, preset S (`extra_path`:
+    where its own dependencies are, such as pygount, if not in this Python)."""
     with tempfile.TemporaryDirectory(prefix="npbench-harness-") as scratch:
-        env = {**os.environ, "PYTHONPATH": str(clone), "JAX_PLATFORMS": "cpu"}
+        path = os.pathsep.join(p for p in (str(clone), extra_path) if p)
+        env = {**os.environ, "PYTHONPATH": path, "JAX_PLATFORMS": "cpu"}
         done = subprocess.run(
             [
                 sys.executable,
@@ -79,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", dest="kernels", required=True, help="kernels, comma separated")
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--copy-share", type=float, default=0.1)
+    parser.add_argument(
+        "--harness-path", default="", help="where NPBench's harness finds its dependencies"
+    )
     args = parser.parse_args(argv)
 
     clone = Path(args.path).resolve()
@@ -109,8 +117,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{kernel:18s} jitbench has no NumPy or jit time ({jit_fig.measurement.status})")
             continue
         try:
-            np_times = harness_times(clone, kernel, "numpy", args.repeat)
-            jax_times = harness_times(clone, kernel, "jax", args.repeat)
+            np_times = harness_times(clone, kernel, "numpy", args.repeat, args.harness_path)
+            jax_times = harness_times(clone, kernel, "jax", args.repeat, args.harness_path)
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             print(f"{kernel:18s} {exc}")
             continue

@@ -72,6 +72,7 @@ def suite_float_width(
     workload's suite declares it (`Workload.float_width`; NPBench does), else float32; and
     the event that says so, or None where there is nothing to say (set, or float32 by
     default)."""
+    workloads = workload_list(workloads)  # refused here, as plan_cases would, if not a list
     if config.x64 is not None:
         return config, None
     wide = [w for w in workloads if w.float_width == "float64"]

@@ -624,3 +624,61 @@ def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -
     assert kind == "ok", body
     run = run_from_dict(json.loads(body))
     assert [c.key for c in run.cases()] == [tuple(key)]
+
+
+SLOW_EAGER_SUITE = """
+import time
+import jax
+import numpy as np
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={"S": {"n": 8}}, eager="nojit")
+def slow_eager(xp, x):
+    if xp is not np and not isinstance(x, jax.core.Tracer):  # op by op: slow
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            pass
+    return x * 2.0
+"""
+
+
+@pytest.mark.parametrize("retry", [False, True])
+def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, retry: bool
+) -> None:
+    """Eager ran past --timeout in the first process: the worker leaves it out (it says
+    why), unless --retry-timeouts; NumPy and jit are pooled from both."""
+    import jitbench
+    from jitbench.measure import diagnose
+    from jitbench.results import Status, run_from_dict
+    from jitbench.runner import scheduler
+
+    suite = tmp_path / "slow_suite.py"
+    suite.write_text(SLOW_EAGER_SUITE)
+    workers: list[jitbench.Run] = []
+
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
+        conn = _Conn()
+        keys = None if cases is None else [list(key) for key in cases]
+        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
+        [(kind, body)] = conn.sent
+        assert kind == "ok", body
+        workers.append(run_from_dict(json.loads(body)))
+        return workers[-1]
+
+    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    config = RunConfig.quick_settings(processes=2, timeout_s=0.3, retry_timeouts=retry)
+    run = jitbench.run(suites=[suite], config=config)
+    statuses = {m.mode: m.status for m in run.measurements}
+    assert statuses == {Mode.NUMPY: Status.OK, Mode.EAGER: Status.TIMEOUT, Mode.JIT: Status.OK}
+    [worker] = workers
+    eager = next(m for m in worker.measurements if m.mode is Mode.EAGER)
+    if retry:
+        assert eager.status is Status.TIMEOUT
+    else:
+        assert eager.status is Status.SKIPPED
+        assert eager.diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
+        assert "eager exceeded --timeout 0.3 s" in eager.diagnostics[0].message
