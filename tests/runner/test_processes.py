@@ -124,7 +124,6 @@ def _resumable_processes(
     """Workers measured in this process (`worker_main`), each calling `stop` first (to
     interrupt the run there); the budgets every process sampled with (schedule's plan), and
     the worker processes' calls by index, are recorded."""
-    from jitbench.results import run_from_dict
     from jitbench.runner import scheduler
 
     budgets: list[float] = []
@@ -138,12 +137,7 @@ def _resumable_processes(
     def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
         workers.append(config.processes)
         stop()
-        conn = _Conn()
-        keys = None if cases is None else [list(key) for key in cases]
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
-        [(kind, body)] = conn.sent
-        assert kind == "ok", body
-        return run_from_dict(json.loads(body))
+        return worker_in_this_process(selection, config, target, shared_compiles, cases)
 
     monkeypatch.setattr(scheduler, "schedule", spy)
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
@@ -287,6 +281,17 @@ class _Conn:
         pass
 
 
+def worker_in_this_process(selection, config, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
+    """Run a worker's `target` here, as `run_worker` would in a spawned process (the same
+    arguments, the same answer on its connection), and return its run."""
+    conn = _Conn()
+    keys = None if cases is None else [list(key) for key in cases]
+    target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
+    [(kind, body)] = conn.sent
+    assert kind == "ok", body
+    return run_from_dict(json.loads(body))
+
+
 def test_each_process_samples_with_its_share_of_the_cases_budget(
     monkeypatch: pytest.MonkeyPatch, tiny_suite: Path
 ) -> None:
@@ -330,18 +335,13 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
     """A worker runs the programs the first process compiled and checked, on the same
     inputs: it does not compare them again, and the first process's mismatch stands."""
     import jitbench
-    from jitbench.results import Status, run_from_dict
+    from jitbench.results import Status
     from jitbench.runner import scheduler
 
     workers: list[jitbench.Run] = []
 
     def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
-        conn = _Conn()
-        keys = None if cases is None else [list(key) for key in cases]
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
-        [(kind, body)] = conn.sent
-        assert kind == "ok", body
-        workers.append(run_from_dict(json.loads(body)))
+        workers.append(worker_in_this_process(selection, config, target, shared_compiles, cases))
         return workers[-1]
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
@@ -378,7 +378,7 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     """With `-m jit` NumPy is neither timed nor, in a worker, a reference to check
     against: the worker must not spend a call of the NumPy side on nothing."""
     import jitbench
-    from jitbench.results import Status, run_from_dict
+    from jitbench.results import Status
     from jitbench.runner import scheduler
 
     suite = tmp_path / "counting.py"
@@ -389,13 +389,9 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
 
     def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
         before = len(calls.read_text().splitlines())
-        conn = _Conn()
-        keys = None if cases is None else [list(key) for key in cases]
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
-        [(kind, body)] = conn.sent
-        assert kind == "ok", body
+        run = worker_in_this_process(selection, config, target, shared_compiles, cases)
         in_worker.append(len(calls.read_text().splitlines()) - before)
-        return run_from_dict(json.loads(body))
+        return run
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
     config = RunConfig.quick_settings(processes=2, modes=(Mode.JIT,))
@@ -653,7 +649,7 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
     why), unless --retry-timeouts; NumPy and jit are pooled from both."""
     import jitbench
     from jitbench.measure import diagnose
-    from jitbench.results import Status, run_from_dict
+    from jitbench.results import Status
     from jitbench.runner import scheduler
 
     suite = tmp_path / "slow_suite.py"
@@ -661,12 +657,7 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
     workers: list[jitbench.Run] = []
 
     def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
-        conn = _Conn()
-        keys = None if cases is None else [list(key) for key in cases]
-        target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
-        [(kind, body)] = conn.sent
-        assert kind == "ok", body
-        workers.append(run_from_dict(json.loads(body)))
+        workers.append(worker_in_this_process(selection, config, target, shared_compiles, cases))
         return workers[-1]
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
