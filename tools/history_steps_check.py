@@ -39,7 +39,7 @@ from pathlib import Path
 
 from jitbench.config import Mode
 from jitbench.report.history import Series, history_runs, history_series
-from jitbench.results import Run, load_run
+from jitbench.results import OutputLayout, Run, load_run, save_run
 from jitbench.results.analysis.changes import find_steps
 
 
@@ -112,6 +112,13 @@ def main() -> int:
         help="the jit series whose step each history must find, e.g. 'selu S' "
         "(default: one drawn at random per history)",
     )
+    parser.add_argument(
+        "--write",
+        metavar="DIR",
+        type=Path,
+        help="write the last stepped history's runs to DIR/runs/ (commits c01 … c12), for "
+        "`jitbench history DIR` and the history page",
+    )
     parser.add_argument("--verbose", "-v", action="store_true", help="name each miss")
     args = parser.parse_args()
     pool = [load_run(p) for p in run_files(args.paths)]
@@ -155,6 +162,13 @@ def main() -> int:
         names = [f"{s.workload} {s.size}" for s in jit]
         wanted = args.case or rng.choice(sorted(names))
         chosen_found += wanted in names and hits[names.index(wanted)]
+    if args.write is not None:
+        layout = OutputLayout(args.write)
+        for i, run in enumerate(stepped_runs):
+            env = {**run.environment, "git": {"commit": f"c{i + 1:02d}", "dirty": False}}
+            when = f"2026-01-01T00:{i:02d}:00+00:00"
+            run = replace(run, run_id=f"h{i + 1:02d}", environment=env, started_at=when)
+            save_run(run, layout.run_json(run.run_id))
     how = "two processes of two pool runs each" if args.mix else "whole pool runs"
     method = "scatter only (t-test)" if args.scatter_only else "runs' intervals + scatter"
     print(
@@ -168,7 +182,7 @@ def main() -> int:
     print(
         f"a ×{args.step:g} slower jit after run {args.after}: found at run {args.after + 1} "
         f"in {chosen_found} of {args.trials} histories "
-        f"({'the ' + args.case if args.case else 'a jit series drawn at random'} each); "
+        f"({args.case + ' jit' if args.case else 'a jit series drawn at random'} in each); "
         f"in {found} of all {jit_series} jit series ({off_by_one} more a run off)"
     )
     return 0

@@ -111,6 +111,43 @@ class Series:
         """The history run of one of the series' points."""
         return self.runs[self.points.index(point)]
 
+    def to_json(self) -> dict[str, object]:
+        """The series as plain data (`jitbench history --format json`): its runs' figures
+        and its steps with their two runs and bisect line (None without commits)."""
+        workload, size, device, dtype = self.key
+        return {
+            "workload": workload,
+            "size": size,
+            "device": device,
+            "dtype": dtype,
+            "mode": self.mode.value,
+            "figure": "speedup",
+            "runs": [
+                {
+                    "number": self.run_of(p).number,
+                    "run_id": p.run_id,
+                    "commit": p.commit,
+                    "value": p.value,
+                    "low": p.low,
+                    "high": p.high,
+                }
+                for p in self.points
+            ],
+            "steps": [
+                {
+                    "at_run": self.run_of(found.after).number,
+                    "before": {"run_id": found.before.run_id, "commit": found.before.commit},
+                    "after": {"run_id": found.after.run_id, "commit": found.after.commit},
+                    "ratio": found.step.ratio.value,
+                    "low": found.step.ratio.low,
+                    "high": found.step.ratio.high,
+                    "p_value": found.step.p_value,
+                    "bisect": found.bisect_command(self.workload, self.size),
+                }
+                for found in self.steps
+            ],
+        }
+
 
 def history_series(hruns: Sequence[HistoryRun]) -> list[Series]:
     """Every case × JAX mode with a speedup in any run, first seen first, with its steps:
