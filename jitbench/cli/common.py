@@ -206,7 +206,7 @@ EXIT_STREAM_FAILED = 74  # sysexits' EX_IOERR: stdout or stderr could not be wri
 _debug = False
 
 #: The order `jitbench --help` lists the commands in: the everyday ones first.
-COMMAND_ORDER = ("run", "list", "profile", "report", "compare", "env")
+COMMAND_ORDER = ("run", "list", "profile", "report", "history", "compare", "env")
 
 
 class _OrderedGroup(typer.core.TyperGroup):
