@@ -7,6 +7,7 @@ imported below, and none of them imports this package, so there is no import cyc
 from __future__ import annotations
 
 from jitbench.cli import (  # noqa: F401  (register commands)
+    ab,
     bisect,
     compare,
     info,

@@ -9,9 +9,15 @@ from typing import Annotated
 import typer
 
 from jitbench.cli.common import PanelledCommand, app, err, escape, handles_errors, say, split_list
-from jitbench.cli.options import KeywordOpt, SuiteOpt, ThreadsOpt
+from jitbench.cli.options import (
+    MEASURING,
+    SELECTION,
+    MeasureThreadsOpt,
+    SelectKeywordOpt,
+    SelectSuiteOpt,
+)
 
-_MEASURE = "Measuring"
+_MEASURE = MEASURING
 _ENVIRONMENTS = "Environments"
 _OUTPUT = "Output"
 
@@ -39,11 +45,17 @@ def bisect_cmd(
             show_default=False,
         ),
     ],
-    suite: SuiteOpt = None,
-    keyword: KeywordOpt = None,
+    suite: SelectSuiteOpt = None,
+    keyword: SelectKeywordOpt = None,
     sizes: Annotated[
         list[str] | None,
-        typer.Option("--sizes", "-s", metavar="SIZES", help="Size presets, e.g. S,M (default S)."),
+        typer.Option(
+            "--sizes",
+            "-s",
+            metavar="SIZES",
+            rich_help_panel=SELECTION,
+            help="Size presets, e.g. S,M (default S).",
+        ),
     ] = None,
     budget: Annotated[
         float,
@@ -83,7 +95,7 @@ def bisect_cmd(
             "it (a change the program does not carry: NumPy's side, the environment).",
         ),
     ] = False,
-    threads: ThreadsOpt = "1",
+    threads: MeasureThreadsOpt = "1",
     x64: Annotated[
         bool, typer.Option("--x64", rich_help_panel=_MEASURE, help="float64 on every side.")
     ] = False,
