@@ -152,14 +152,15 @@ def seconds_pm(value: float, low: float | None, high: float | None) -> str:
 
 
 def change(ratio: float) -> str:
-    """A ratio as the change it is, ``1.148 -> '+14.8 %'``, ``0.9 -> '−10 %'``."""
-    pct = (ratio - 1) * 100
-    sign = "+" if pct >= 0 else "−"
-    return f"{sign}{number(abs(pct), digits=3 if abs(pct) < 100 else 4)} %"
+    """A ratio as the change it is, to a tenth of a percent below +100 %: ``1.148 ->
+    '+14.8 %'``, ``0.9 -> '−10.0 %'``, ``1.0003 -> '+0.0 %'``, ``4.07 -> '+307 %'``."""
+    pct = round((ratio - 1) * 100, 1)
+    sign = "−" if pct < 0 else "+"
+    return f"{sign}{abs(pct):.1f} %" if abs(pct) < 100 else f"{sign}{abs(pct):,.0f} %"
 
 
 def change_ci(ratio: float, low: float | None, high: float | None) -> str:
-    """A ratio as a change with its interval, ``'+14.8 % [+9.1 %, +21 %]'``."""
+    """A ratio as a change with its interval, ``'+14.8 % [+9.1 %, +21.0 %]'``."""
     if low is None or high is None:
         return change(ratio)
     return f"{change(ratio)} [{change(low)}, {change(high)}]"

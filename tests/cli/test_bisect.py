@@ -137,3 +137,20 @@ def test_bad_revisions_exit_2_before_anything_is_measured(
     result = runner.invoke(app, ["bisect", good, bad, "--out", str(tmp_path / "b")])
     assert result.exit_code == 2, result.output
     assert needle in result.output
+
+
+@pytest.mark.e2e
+def test_timing_only_bisects_by_same_window_timing(project: Path, tmp_path: Path) -> None:
+    """The same history decided by timing against GOOD alone (the change is many times
+    the work, so no step is in doubt on a busy machine)."""
+    report = tmp_path / "bisect.json"
+    proc = run_cli(
+        "bisect", "HEAD~3", "HEAD", "--timing-only", "--pairs", "1", "--budget", "0.2",
+        "--out", str(tmp_path / "b"), "--json", str(report), cwd=project,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data = json.loads(report.read_text())
+    assert data["first_bad"]["sha"] == _git(project, "rev-parse", "HEAD~1")
+    steps = data["state"]["steps"]
+    assert steps and all(s["by"] == "timing" for s in steps)
+    assert all("grow[S] jit" in s["evidence"] for s in steps)

@@ -53,7 +53,7 @@ def test_the_outcome_names_the_commit_the_change_and_the_steps() -> None:
     outcome = Outcome(first_bad=COMMITS[1], candidates=COMMITS[1:], steps=tuple(state.steps))
     lines = render.outcome_lines(outcome, state.endpoints, seconds=12.5, resumed=1)
     assert lines[0] == f"first bad commit: {'b' * 40} selu | slower"
-    assert lines[1] == "change (GOOD → BAD): selu[S] jit +14.8 % [+9 %, +21 %]"
+    assert lines[1] == "change (GOOD → BAD): selu[S] jit +14.8 % [+9.0 %, +21.0 %]"
     assert "1 step(s) (0 by program, 1 by timing)" in lines[2] and "resumed" in lines[2]
     data = json.loads(render.outcome_json(outcome, state, seconds=12.5, resumed=1))
     assert data["first_bad"]["sha"] == "b" * 40
