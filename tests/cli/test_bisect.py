@@ -128,13 +128,19 @@ def test_a_state_of_another_bisection_is_not_overwritten(
 
 @pytest.mark.parametrize(
     ("good", "bad", "needle"),
-    [("HEAD", "HEAD~2", "not an older ancestor"), ("HEAD~3", "no-such", "names no commit")],
+    [
+        ("HEAD", "HEAD~2", "not an older ancestor"),
+        ("HEAD~3", "no-such", "BAD 'no-such' names no commit"),
+        ("HEAD~3 --python-good /no/such/python", "HEAD", "--python-good '/no/such/python'"),
+        ("HEAD~3 --pairs 0", "HEAD", "--pairs is a whole number"),
+    ],
 )
-def test_bad_revisions_exit_2_before_anything_is_measured(
+def test_bad_input_exits_2_before_anything_is_measured(
     project: Path, tmp_path: Path, monkeypatch, good: str, bad: str, needle: str
 ) -> None:
     monkeypatch.chdir(project)
-    result = runner.invoke(app, ["bisect", good, bad, "--out", str(tmp_path / "b")])
+    args = ["bisect", *good.split(), bad, "--out", str(tmp_path / "b")]
+    result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert needle in result.output
 
