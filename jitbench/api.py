@@ -378,9 +378,11 @@ def bisect_revisions(
     those settle it, else by timing against GOOD in the same window (`pairs` worker pairs,
     `budget_s` a case, doubled on each new attempt at an inconclusive step). Each side is
     a worktree of its commit, made once and kept for the whole bisection; GOOD runs with
-    `python_good`, BAD and the midpoints with `python_bad` (default: this Python). The
-    state is saved to OUT/.jitbench-bisect.json after every step, and a later call with
-    the same GOOD, BAD and selection resumes from it (`restart` discards it).
+    `python_good`, BAD and the midpoints with `python_bad` (default: this Python). A
+    first bad commit that programs found is then timed against its parent
+    (`gate.bisect.confirm`), which also measures the commit's own change. The state is
+    saved to OUT/.jitbench-bisect.json after every step, and a later call with the same
+    GOOD, BAD and selection resumes from it (`restart` discards it).
 
     Raises:
         ConfigError: bad options, not a git repository, unknown revisions, BAD not after
@@ -397,10 +399,12 @@ def bisect_revisions(
         STATE_FILE,
         BisectStarted,
         Commit,
+        Confirmed,
         EndpointsMeasured,
         Measuring,
         StepDone,
         bisect,
+        confirm,
     )
     from jitbench.runner.sides import Checkouts, first_parent_range, python_executable
     from jitbench.suite.discovery import compile_keyword
@@ -519,6 +523,33 @@ def bisect_revisions(
             emit(StepDone(step=step, left=hi - lo))
 
         outcome = bisect(state, evaluate, max_attempts=max_attempts, on_step=on_step)
+
+        def against_parent(commit: Commit, attempt: int) -> StepResult:
+            t0 = time.perf_counter()
+            emit(Measuring(commit=commit, attempt=attempt, by="confirm"))
+            index = [c.sha for c in state.commits].index(commit.sha)
+            parent = state.commits[index - 1] if index > 0 else good_commit
+            result = duet(
+                side("base", parent, py_good if parent is good_commit else py_bad),
+                side("new", commit, py_bad),
+                DuetPlan(budget_s=budget_s * 2 ** (attempt - 1), pairs=pairs, compiles=1),
+                replace(config, sizes=target_sizes, modes=modes),
+                names,
+            )
+            decided = timing_side(endpoints.targets, _measured(result))
+            return replace(
+                decided,
+                evidence=f"against its parent {parent.short}: {decided.evidence}",
+                seconds=time.perf_counter() - t0,
+            )
+
+        def on_confirmed(step: Step, st: BisectState) -> None:
+            st.save(state_path)
+            emit(Confirmed(step=step))
+
+        outcome = confirm(
+            outcome, state, against_parent, max_attempts=max_attempts, on_step=on_confirmed
+        )
     return BisectResult(
         outcome=outcome,
         state=state,

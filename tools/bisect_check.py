@@ -7,7 +7,8 @@ polynomial, a tiny term of the result), another (the 5th) only edits comments in
 `suites/elementwise.py`, and the rest edit a notes file. Then runs
 `jitbench bisect GOOD BAD -k selu` TRIALS times (each from scratch: --restart), with HOG
 busy processes taking cores, and prints per trial whether the named commit is the slowing
-one, the steps and the seconds; then the summary (correct/N, most steps, median seconds).
+one, the steps (and whether the commit, timed against its parent, carries the change) and
+the seconds; then the summary (correct/N, most steps, median seconds).
 
     python tools/bisect_check.py --trials 10 --hog 1
 """
@@ -120,13 +121,14 @@ def main() -> int:
                 first = (data.get("first_bad") or {}).get("sha")
                 steps = data.get("steps_taken", 0)
                 by = [s["by"] for s in (data.get("state") or {}).get("steps", [])]
+                confirmed = (data.get("confirmation") or {}).get("side")
                 correct = first == slow
                 results.append((correct, int(steps), float(r["seconds"])))  # type: ignore[arg-type]
                 print(
                     f"trial {n}: {'correct' if correct else 'WRONG'} "
                     f"({(first or 'none')[:10]}; exit {r['code']}), {steps} steps "
-                    f"({by.count('program')} by program, {by.count('timing')} by timing), "
-                    f"{r['seconds']:.1f} s",
+                    f"({by.count('program')} by program, {by.count('timing')} by timing; "
+                    f"against its parent: {confirmed or 'not timed'}), {r['seconds']:.1f} s",
                     flush=True,
                 )
                 if args.verbose or r["code"] not in (0, 4):

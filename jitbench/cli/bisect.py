@@ -170,6 +170,8 @@ def bisect_cmd(
     GOOD in the same window (its change's interval past halfway to BAD's: bad; short of
     it: good). An inconclusive step is measured again with twice the budget, up to
     --attempts, then the bisection stops and names the commits left: it never guesses.
+    A commit that programs found is timed against its parent at the end (its own change;
+    one that does not carry the change is not named: exit 4).
 
     Each step prints a line with its evidence; the state is saved after every step in
     --out, so an interrupted bisection resumes when run again.
@@ -189,6 +191,7 @@ def bisect_cmd(
     from jitbench.gate.bisect import (
         BisectEvent,
         BisectStarted,
+        Confirmed,
         EndpointsMeasured,
         Measuring,
         StepDone,
@@ -213,20 +216,23 @@ def bisect_cmd(
             for step in event.state.steps:
                 count[0] += 1
                 line(render.step_line(count[0], step) + "  (recorded)")
+            for step in event.state.confirmations:
+                line(render.confirm_line(step) + "  (recorded)")
         elif isinstance(event, EndpointsMeasured):
             for text in render.endpoints_lines(event.endpoints):
                 line(text)
         elif isinstance(event, Measuring):
-            what = (
-                "GOOD against BAD"
-                if event.by == "endpoints"
-                else f"{event.commit.short} by {event.by}"
-            )
+            what = {
+                "endpoints": "GOOD against BAD",
+                "confirm": f"{event.commit.short} against its parent",
+            }.get(event.by, f"{event.commit.short} by {event.by}")
             again = f" (attempt {event.attempt})" if event.attempt > 1 else ""
             err.print(f"[dim]measuring {escape(what)}{again}…[/]")
         elif isinstance(event, StepDone):
             count[0] += 1
             line(render.step_line(count[0], event.step) + f"  ({event.left} left)")
+        elif isinstance(event, Confirmed):
+            line(render.confirm_line(event.step))
 
     result = bisect_revisions(
         good,

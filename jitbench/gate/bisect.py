@@ -149,6 +149,8 @@ class BisectState:
     selection: dict[str, Any] = field(default_factory=dict)
     endpoints: Endpoints | None = None
     steps: list[Step] = field(default_factory=list)
+    #: the first bad commit that programs found, timed against its parent (`confirm`)
+    confirmations: list[Step] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.commits or self.commits[-1].sha != self.bad.sha:
@@ -179,10 +181,8 @@ class BisectState:
                 "seconds": self.endpoints.seconds,
                 "targets": [vars(t) for t in self.endpoints.targets],
             },
-            "steps": [
-                {"commit": commit(s.commit), "attempt": s.attempt, **vars(s.result)}
-                for s in self.steps
-            ],
+            "steps": [_step_dict(s) for s in self.steps],
+            "confirmations": [_step_dict(s) for s in self.confirmations],
         }
 
     @classmethod
@@ -214,19 +214,8 @@ class BisectState:
             commits=tuple(commit(c) for c in data["commits"]),
             selection=dict(data.get("selection", {})),
             endpoints=endpoints,
-            steps=[
-                Step(
-                    commit=commit(s["commit"]),
-                    attempt=int(s["attempt"]),
-                    result=StepResult(
-                        side=str(s["side"]),
-                        by=str(s["by"]),
-                        evidence=str(s["evidence"]),
-                        seconds=float(s.get("seconds", 0.0)),
-                    ),
-                )
-                for s in data.get("steps", [])
-            ],
+            steps=[_step_of(s) for s in data.get("steps", [])],
+            confirmations=[_step_of(s) for s in data.get("confirmations", [])],
         )
 
     @classmethod
@@ -253,6 +242,27 @@ class BisectState:
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
         os.replace(tmp, path)
+
+
+def _step_dict(step: Step) -> dict[str, Any]:
+    return {
+        "commit": {"sha": step.commit.sha, "subject": step.commit.subject},
+        "attempt": step.attempt,
+        **vars(step.result),
+    }
+
+
+def _step_of(d: Mapping[str, Any]) -> Step:
+    return Step(
+        commit=Commit(sha=str(d["commit"]["sha"]), subject=str(d["commit"].get("subject", ""))),
+        attempt=int(d["attempt"]),
+        result=StepResult(
+            side=str(d["side"]),
+            by=str(d["by"]),
+            evidence=str(d["evidence"]),
+            seconds=float(d.get("seconds", 0.0)),
+        ),
+    )
 
 
 def bounds(state: BisectState) -> tuple[int, int]:
@@ -291,6 +301,8 @@ class Outcome:
     candidates: tuple[Commit, ...]
     steps: tuple[Step, ...]
     inconclusive: str | None = None
+    #: the first bad commit timed against its parent, where programs found it
+    confirmation: Step | None = None
 
 
 def bisect(
@@ -331,6 +343,49 @@ def bisect(
             on_step(step, state)
 
 
+def confirm(
+    outcome: Outcome,
+    state: BisectState,
+    evaluate: Callable[[Commit, int], StepResult],
+    *,
+    max_attempts: int = 3,
+    on_step: Callable[[Step, BisectState], None] | None = None,
+) -> Outcome:
+    """Time a first bad commit that programs found against its parent
+    (`evaluate(commit, attempt)`, as a timing step: bad means it carries more than half
+    the change). A program can change in one commit and the time in another; where the
+    commit does not carry the change (good), the outcome turns inconclusive instead of
+    naming it. Still inconclusive after `max_attempts`: the commit stays named (its
+    programs decided it), the confirmation says it could not tell. Outcomes that no
+    program step decided are returned as they are."""
+    first = outcome.first_bad
+    if first is None or not any(s.result.by == BY_PROGRAM for s in outcome.steps):
+        return outcome
+    done = [s for s in state.confirmations if s.commit.sha == first.sha]
+    while not done or (done[-1].result.side == UNCLEAR and len(done) < max_attempts):
+        step = Step(commit=first, attempt=len(done) + 1, result=evaluate(first, len(done) + 1))
+        state.confirmations.append(step)
+        done.append(step)
+        if on_step is not None:
+            on_step(step, state)
+    last = done[-1]
+    if last.result.side == GOOD:
+        return Outcome(
+            first_bad=None,
+            candidates=outcome.candidates,
+            steps=outcome.steps,
+            confirmation=last,
+            inconclusive=(
+                f"the programs point at {first.short}, but timed against its parent it does "
+                "not carry the change (another commit changed the time); bisect again with "
+                "--timing-only"
+            ),
+        )
+    return Outcome(
+        first_bad=first, candidates=outcome.candidates, steps=outcome.steps, confirmation=last
+    )
+
+
 # --- progress, for the caller to show (the library never prints) -----------------------
 
 
@@ -349,7 +404,7 @@ class EndpointsMeasured:
 class Measuring:
     commit: Commit
     attempt: int
-    by: str  # "endpoints", BY_PROGRAM or BY_TIMING
+    by: str  # "endpoints", BY_PROGRAM, BY_TIMING or "confirm"
 
 
 @dataclass(frozen=True)
@@ -358,7 +413,12 @@ class StepDone:
     left: int  # commits still to tell apart
 
 
-BisectEvent = BisectStarted | EndpointsMeasured | Measuring | StepDone
+@dataclass(frozen=True)
+class Confirmed:
+    step: Step  # the first bad commit timed against its parent (`confirm`)
+
+
+BisectEvent = BisectStarted | EndpointsMeasured | Measuring | StepDone | Confirmed
 
 
 # --- the decisions -----------------------------------------------------------------------

@@ -48,6 +48,17 @@ def step_line(number: int, step: Step) -> str:
     )
 
 
+def confirm_line(step: Step) -> str:
+    """'confirm  158cfa21a0  selu does more work  bad  against its parent …  14 s'."""
+    again = f" (attempt {step.attempt})" if step.attempt > 1 else ""
+    r = step.result
+    verdict = {"bad": "confirmed", "good": "NOT confirmed"}.get(r.side, r.side)
+    return (
+        f"confirm {step.commit.short}  {_subject(step.commit):<{SUBJECT_WIDTH}}  "
+        f"{verdict:<13} {r.evidence}{again}  {fmt.seconds(r.seconds, digits=2)}"
+    )
+
+
 def outcome_lines(
     outcome: Outcome, endpoints: Endpoints | None, *, seconds: float, resumed: int
 ) -> list[str]:
@@ -61,13 +72,20 @@ def outcome_lines(
             + ": "
             + ", ".join(c.short for c in outcome.candidates)
         )
+    if outcome.confirmation is not None:
+        r = outcome.confirmation.result
+        said = {"bad": "it carries the change", "good": "it does NOT carry the change"}
+        verdict = said.get(r.side, "whether it carries the change is inconclusive")
+        lines.append(f"{verdict}, timed {r.evidence}")
     if endpoints is not None:
         lines += [f"change (GOOD → BAD): {t.label} {t.change}" for t in endpoints.targets]
     by = sum(1 for s in outcome.steps if s.result.by == BY_PROGRAM)
     tail = f", {resumed} of them recorded before (resumed)" if resumed else ""
+    confirming = " and the confirmation" if outcome.confirmation is not None else ""
     lines.append(
         f"{len(outcome.steps)} step(s) ({by} by program, {len(outcome.steps) - by} by timing) "
-        f"after GOOD against BAD{tail}; {fmt.seconds(seconds, digits=3)} this bisection"
+        f"after GOOD against BAD{confirming}{tail}; {fmt.seconds(seconds, digits=3)} this "
+        "bisection"
     )
     return lines
 
@@ -76,8 +94,10 @@ def outcome_dict(
     outcome: Outcome, state: BisectState, *, seconds: float, resumed: int
 ) -> dict[str, Any]:
     first = outcome.first_bad
+    confirmation = outcome.confirmation
     return {
         "first_bad": None if first is None else {"sha": first.sha, "subject": first.subject},
+        "confirmation": None if confirmation is None else vars(confirmation.result),
         "inconclusive": outcome.inconclusive,
         "candidates": [c.sha for c in outcome.candidates],
         "steps_taken": len(outcome.steps),

@@ -90,7 +90,10 @@ def test_bisect_names_the_commit_whose_program_changed_and_resumes(
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"first bad commit: {slow}" in again.stdout
     assert "measuring" not in again.stderr
-    assert again.stdout.count("(recorded)") == len(steps)
+    # The steps, and the commit timed against its parent (its own change).
+    assert again.stdout.count("(recorded)") == len(steps) + 1
+    assert data["confirmation"]["side"] == "bad", proc.stdout
+    assert "it carries the change, timed against its parent " in proc.stdout
 
 
 runner = CliRunner()

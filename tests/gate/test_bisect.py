@@ -22,6 +22,7 @@ from jitbench.gate.bisect import (
     StepResult,
     Target,
     bisect,
+    confirm,
     program_side,
     timing_side,
 )
@@ -196,3 +197,58 @@ def test_targets_that_disagree_are_inconclusive() -> None:
     result = timing_side([a, b], {a.label: Measured(1.15, 1.12, 1.18), b.label: Measured(1, 1, 1)})
     assert result.side == UNCLEAR and "disagree" in result.evidence
     assert timing_side([a], {}).side == UNCLEAR
+
+
+def _by_program(first_bad: int):
+    def evaluate(commit: Commit, attempt: int) -> StepResult:
+        side = BAD if COMMITS.index(commit) >= first_bad else GOOD
+        return StepResult(side=side, by=BY_PROGRAM, evidence="program")
+
+    return evaluate
+
+
+def _timed(*sides: str, calls: list[int] | None = None):
+    def evaluate(commit: Commit, attempt: int) -> StepResult:
+        if calls is not None:
+            calls.append(attempt)
+        return StepResult(side=sides[min(attempt, len(sides)) - 1], by=BY_TIMING, evidence="t")
+
+    return evaluate
+
+
+def test_a_commit_programs_found_is_named_once_timing_against_its_parent_agrees() -> None:
+    state = _state()
+    found = bisect(state, _by_program(6))
+    calls: list[int] = []
+    outcome = confirm(found, state, _timed(UNCLEAR, BAD, calls=calls))
+    assert outcome.first_bad == COMMITS[6] and outcome.inconclusive is None
+    assert calls == [1, 2]  # inconclusive once: measured again with more
+    assert outcome.confirmation is not None and outcome.confirmation.result.side == BAD
+    # Recorded: a resumed bisection does not measure it again.
+    again = BisectState.from_dict(json.loads(json.dumps(state.to_dict())))
+    more: list[int] = []
+    assert confirm(bisect(again, _by_program(6)), again, _timed(BAD, calls=more)).first_bad
+    assert more == []
+
+
+def test_a_commit_that_does_not_carry_the_change_is_not_named() -> None:
+    state = _state()
+    outcome = confirm(bisect(state, _by_program(6)), state, _timed(GOOD))
+    assert outcome.first_bad is None
+    assert outcome.inconclusive is not None and "--timing-only" in outcome.inconclusive
+
+
+def test_a_confirmation_that_stays_inconclusive_leaves_the_programs_answer() -> None:
+    state = _state()
+    outcome = confirm(bisect(state, _by_program(6)), state, _timed(UNCLEAR), max_attempts=2)
+    assert outcome.first_bad == COMMITS[6]
+    assert len(state.confirmations) == 2
+    assert outcome.confirmation is not None and outcome.confirmation.result.side == UNCLEAR
+
+
+def test_a_bisection_timing_decided_needs_no_confirmation() -> None:
+    state = _state()
+    found = bisect(state, _monotone(6))
+    calls: list[int] = []
+    assert confirm(found, state, _timed(GOOD, calls=calls)) == found
+    assert calls == []
