@@ -123,7 +123,8 @@ def main() -> int:
                 by = [s["by"] for s in (data.get("state") or {}).get("steps", [])]
                 confirmed = (data.get("confirmation") or {}).get("side")
                 correct = first == slow
-                results.append((correct, int(steps), float(r["seconds"])))  # type: ignore[arg-type]
+                measured = int(steps) + len((data.get("state") or {}).get("confirmations", []))
+                results.append((correct, measured, float(r["seconds"])))  # type: ignore[arg-type]
                 print(
                     f"trial {n}: {'correct' if correct else 'WRONG'} "
                     f"({(first or 'none')[:10]}; exit {r['code']}), {steps} steps "
@@ -140,7 +141,7 @@ def main() -> int:
     median = statistics.median(s for *_, s in results)
     print(
         f"{right}/{len(results)} correct; at most {max(s for _, s, _ in results)} steps a "
-        f"bisection (after GOOD against BAD); median {median:.1f} "
+        f"bisection (after GOOD against BAD, the confirmation included); median {median:.1f} "
         f"s a bisection; {args.hog} busy process(es), load average "
         f"{min(loads):.1f}-{max(loads):.1f} during the trials"
     )
