@@ -40,6 +40,8 @@ from jitbench.runner.events import (
 from jitbench.runner.progress import ProgressEstimate
 from jitbench.suite import npbench
 
+#: A mode stopped at --timeout while sampling (its samples kept), or left out by a worker.
+STOPPED = ("mode-capped", "timed-out-before")
 #: Shares of the wall time at which the estimate's prediction is checked.
 CHECKPOINTS = (0.1, 0.5, 0.9)
 
@@ -206,13 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     stopped = [
         m
         for m in run.measurements
-        if m.status is Status.TIMEOUT
-        or any(d.code in ("mode-capped", "timed-out-before") for d in m.diagnostics)
+        if m.status is Status.TIMEOUT or any(d.code in STOPPED for d in m.diagnostics)
     ]
     if stopped:
         print("stopped at --timeout:")
         for m in sorted(stopped, key=lambda m: (m.case.workload, m.mode.value)):
-            text = m.failure_text if m.status is Status.TIMEOUT else m.diagnostics[0].message
+            said_why = (d.message for d in m.diagnostics if d.code in STOPPED)
+            text = m.failure_text if m.status is Status.TIMEOUT else next(said_why, "")
             print(f"  {m.case.workload} {m.mode.value}: {text}"[:240])
     mismatched = [m for m in run.measurements if m.status is Status.MISMATCH]
     if mismatched:
