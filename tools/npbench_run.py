@@ -34,6 +34,7 @@ from jitbench.results import Status
 from jitbench.runner.events import (
     FloatWidthChosen,
     KernelsLeftOut,
+    ProcessStarted,
     RunEvent,
     SuiteSkipped,
 )
@@ -166,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     estimate = ProgressEstimate()
     trace: list[tuple[float, float | None]] = []
     said: list[str] = []
+    process_starts: list[float] = [0.0]
     t0 = time.monotonic()
 
     def on_event(event: RunEvent) -> None:
@@ -175,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             said.append(f"float width: {event.dtype}, declared by {', '.join(event.suites)}")
         elif isinstance(event, KernelsLeftOut):
             said.extend(f"left out: {name} ({why})" for name, why in event.kernels)
+        elif isinstance(event, ProcessStarted):
+            process_starts.append(time.monotonic() - t0)
         elif isinstance(event, SuiteSkipped):
             said.append(f"not loaded: {event.error}")
 
@@ -195,7 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in said:
         print(line)
-    print(f"wall time {wall:.0f} s ({wall / 60:.1f} min)")
+    ends = [*process_starts[1:], wall]
+    spans = [end - start for start, end in zip(process_starts, ends, strict=True)]
+    print(
+        f"wall time {wall:.0f} s ({wall / 60:.1f} min); by process: "
+        + ", ".join(f"{s:.0f} s" for s in spans)
+    )
 
     kernels = sorted({m.case.workload for m in run.measurements})
     print(f"{len(kernels)} workload(s)")

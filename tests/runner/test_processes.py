@@ -132,12 +132,12 @@ def _resumable_processes(
         budgets.append(plan.budget_s)
         return real_schedule(cases, *args, plan=plan, **kwargs)
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, on_progress=None):  # type: ignore[no-untyped-def]
         workers.append(config.processes)
         stop()
         conn = _Conn()
         target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
-        [(kind, body)] = conn.sent
+        [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
         assert kind == "ok", body
         return run_from_dict(json.loads(body))
 
@@ -331,10 +331,10 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
 
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, on_progress=None):  # type: ignore[no-untyped-def]
         conn = _Conn()
         target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
-        [(kind, body)] = conn.sent
+        [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
         assert kind == "ok", body
         workers.append(run_from_dict(json.loads(body)))
         return workers[-1]
@@ -382,11 +382,11 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     monkeypatch.setenv("JITBENCH_TEST_NUMPY_CALLS", str(calls))
     in_worker: list[int] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, on_progress=None):  # type: ignore[no-untyped-def]
         before = len(calls.read_text().splitlines())
         conn = _Conn()
         target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
-        [(kind, body)] = conn.sent
+        [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
         assert kind == "ok", body
         in_worker.append(len(calls.read_text().splitlines()) - before)
         return run_from_dict(json.loads(body))
@@ -514,10 +514,10 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
     suite.write_text(SLOW_EAGER_SUITE)
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, on_progress=None):  # type: ignore[no-untyped-def]
         conn = _Conn()
         target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles)
-        [(kind, body)] = conn.sent
+        [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
         assert kind == "ok", body
         workers.append(run_from_dict(json.loads(body)))
         return workers[-1]
