@@ -207,7 +207,7 @@ def interval_footer(run: Run) -> str:
         spread = analyse(run).process_spread
         return (
             f"speedup intervals: 95 % prediction intervals for a repeat run, from "
-            f"{run.processes} processes"
+            f"{machine.processes_text(run)}"
             + (f", which {machine.spread_text(spread)}." if spread is not None else ".")
         )
     if run.paired:

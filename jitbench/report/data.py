@@ -619,7 +619,7 @@ def interval_note(run: Run) -> str:
         spread = analyse(run).process_spread
         return (
             f"Speedup intervals are 95 % prediction intervals for a repeat run, from "
-            f"{run.processes} processes"
+            f"{machine_state.processes_text(run)}"
             + (f", which {machine_state.spread_text(spread)}." if spread is not None else ".")
         )
     if run.paired:
