@@ -200,6 +200,12 @@ def noisy_footer(run: Run) -> str | None:
     )
 
 
+def clock_footer(run: Run) -> str | None:
+    """What the times count, where it is not elapsed time (`--clock cpu`)."""
+    clock = machine.clock_text(run)
+    return None if clock is None else f"{clock}."
+
+
 def interval_footer(run: Run) -> str:
     """What the speedup intervals of `run` claim: a repeat run (several processes), or
     this process only (paired rounds), or older unpaired files."""

@@ -310,6 +310,17 @@ def spread_text(spread: ProcessSpread) -> str:
     return text
 
 
+def clock_text(run: Run) -> str | None:
+    """What the times count where it is not elapsed time ('--clock cpu'), else None."""
+    settings = run.config.settings
+    if settings is None or settings.plan.clock != "cpu":
+        return None
+    return (
+        "times are the measuring process's CPU time (--clock cpu; GPU cases wall time): "
+        "other processes on the core are left out, and so are waits"
+    )
+
+
 def processes_text(run: Run) -> str:
     """'2 processes', or '2 processes (3–4 for 41 of 80 measurements)' where extra
     processes measured the cases whose figures disagreed or were wide."""
