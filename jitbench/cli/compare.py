@@ -232,13 +232,15 @@ def compare_cmd(
     ] = False,
     threads: ThreadsOpt = "1",
     x64: Annotated[
-        bool,
+        bool | None,
         typer.Option(
-            "--x64",
+            "--x64/--no-x64",
             rich_help_panel="Revisions (measured now, interleaved)",
-            help="Interleaved: float64 on both sides.",
+            help="Interleaved: float64 on both sides (--no-x64: float32); default: the "
+            "suites' own float width (float64 for npbench:, else float32).",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     out: Annotated[
         Path,
         typer.Option(
