@@ -33,6 +33,7 @@ from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
 from jitbench.measure.limits import ModeLimit, ModeTimeout
 from jitbench.measure.timer import (
+    DEFAULT_CLOCK,
     Agree,
     Clock,
     decide_alone,
@@ -591,7 +592,8 @@ class CaseSession:
         gc.disable()
         try:
             with _mode_region(state):
-                elapsed = time_calls(state.call, calls)
+                clock = sample_clock(self.plan, [self.case.device]) or DEFAULT_CLOCK
+                elapsed = time_calls(state.call, calls, clock)
         except Exception as exc:
             state.fail(exc)
             self.samples.pop(slot, None)
