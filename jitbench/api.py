@@ -358,7 +358,7 @@ def bisect_revisions(
     keyword: str | None = None,
     sizes: Sequence[str] = ("S",),
     threads: int | None = 1,
-    x64: bool = False,
+    x64: bool | None = None,
     budget_s: float = 0.7,
     pairs: int = 3,
     max_attempts: int = 3,

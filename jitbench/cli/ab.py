@@ -70,7 +70,7 @@ def ab_cmd(
     compiles: CompilesOpt = COMPILES,
     metrics_only: MetricsOnlyOpt = False,
     threads: MeasureThreadsOpt = "1",
-    x64: X64Opt = False,
+    x64: X64Opt = None,
     threshold: ThresholdOpt = None,
     alpha: AlphaOpt = _DEFAULTS.alpha,
     p_adjust: PAdjustOpt = _DEFAULTS.p_adjust,

@@ -97,8 +97,15 @@ def bisect_cmd(
     ] = False,
     threads: MeasureThreadsOpt = "1",
     x64: Annotated[
-        bool, typer.Option("--x64", rich_help_panel=_MEASURE, help="float64 on every side.")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--x64/--no-x64",
+            rich_help_panel=_MEASURE,
+            help="float64 on every side (--no-x64: float32); default: the suites' own float "
+            "width (float64 for npbench:, else float32).",
+            show_default=False,
+        ),
+    ] = None,
     python_good: Annotated[
         str | None,
         typer.Option(

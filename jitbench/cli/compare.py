@@ -100,7 +100,7 @@ def compare_cmd(
     compiles: Annotated[int | None, _hidden("--compiles", "N")] = None,
     metrics_only: Annotated[bool, typer.Option("--metrics-only", hidden=True)] = False,
     threads: Annotated[str, _hidden("--threads", "N|all")] = "1",
-    x64: Annotated[bool, typer.Option("--x64", hidden=True)] = False,
+    x64: Annotated[bool | None, typer.Option("--x64/--no-x64", hidden=True)] = None,
     out: Annotated[Path | None, _hidden("--out", "FOLDER")] = None,
 ) -> None:
     """Compare two stored runs: exit 1 on a regression, 4 when the gate is inconclusive,
@@ -148,7 +148,7 @@ def compare_cmd(
             "--pairs": pairs,
             "--compiles": compiles,
             "--metrics-only": metrics_only or None,
-            "--x64": x64 or None,
+            "--x64/--no-x64": x64,
             "--out": out,
             "--threads": None if threads == "1" else threads,
         }

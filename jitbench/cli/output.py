@@ -231,6 +231,8 @@ def console_footers(run: Any) -> list[str]:
     lines = run_table.skipped_footers(run)
     if (legend := run_table.mark_legend(run)) is not None:
         lines.append(legend)
+    if (clock := run_table.clock_footer(run)) is not None:
+        lines.append(clock)
     if settings is not None and settings.quick:
         return [*lines, "quick run: few samples, rough figures."]
     for footer in (run_table.noisy_footer(run), run_table.outlier_footer(run)):

@@ -112,7 +112,14 @@ MetricsOnlyOpt = Annotated[
     ),
 ]
 X64Opt = Annotated[
-    bool, typer.Option("--x64", rich_help_panel=MEASURING, help="float64 on both sides.")
+    bool | None,
+    typer.Option(
+        "--x64/--no-x64",
+        rich_help_panel=MEASURING,
+        help="float64 on both sides (--no-x64: float32); default: the suites' own float width "
+        "(float64 for npbench:, else float32).",
+        show_default=False,
+    ),
 ]
 RunsOutOpt = Annotated[
     Path,
@@ -143,7 +150,7 @@ def measure_sides(
     compiles: int,
     metrics_only: bool,
     threads: str,
-    x64: bool,
+    x64: bool | None,
     out: Path,
     thresholds: Thresholds,
 ) -> tuple[Comparison, tuple[Run, Run]]:
