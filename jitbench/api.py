@@ -437,10 +437,16 @@ def bisect_revisions(
         if state_path.exists() and not restart:
             state = BisectState.load(state_path)
             if not state.matches(good_sha, bad_sha, selection):
+                differs = [
+                    f"{k} {state.selection.get(k)!r}, now {v!r}"
+                    for k, v in selection.items()
+                    if state.selection.get(k) != v
+                ]
+                if (state.good.sha, state.bad.sha) != (good_sha, bad_sha):
+                    differs.insert(0, f"{state.good.short}..{state.bad.short}")
                 raise ConfigError(
-                    f"{str(state_path)!r} holds another bisection ({state.good.short}.."
-                    f"{state.bad.short}, {state.selection}); pass --restart to replace it, or "
-                    "another --out."
+                    f"{str(state_path)!r} holds another bisection ({'; '.join(differs)}); pass "
+                    "--restart to replace it, or another --out."
                 )
         if state is None:
             commits = tuple(
