@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jitbench.config import Mode, RunConfig
+from jitbench.config import Mode, RunConfig, SamplingPlan
 from jitbench.errors import ConfigError, OutputError
 from jitbench.gate import (
     INTERLEAVED_THRESHOLD,
@@ -359,6 +359,7 @@ def bisect_revisions(
     sizes: Sequence[str] = ("S",),
     threads: int | None = 1,
     x64: bool | None = None,
+    clock: str = "wall",
     budget_s: float = 0.7,
     pairs: int = 3,
     max_attempts: int = 3,
@@ -417,7 +418,13 @@ def bisect_revisions(
         raise ConfigError(f"--pairs is a whole number of at least 1, got {pairs!r}.")
     py_good = python_executable(python_good, "--python-good") if python_good else None
     py_bad = python_executable(python_bad, "--python-bad") if python_bad else None
-    config = RunConfig(sizes=tuple(sizes) or ("S",), x64=x64, threads=threads, processes=1)
+    config = RunConfig(
+        sizes=tuple(sizes) or ("S",),
+        x64=x64,
+        threads=threads,
+        processes=1,
+        plan=SamplingPlan(clock=clock),
+    )
     matcher = compile_keyword(keyword) if keyword else None
     folder = ensure_writable_dir(out)
     state_path = folder / STATE_FILE

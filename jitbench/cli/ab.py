@@ -10,6 +10,7 @@ from jitbench.cli.common import PanelledCommand, app, handles_errors
 from jitbench.cli.options import (
     AlphaOpt,
     ChangesOnlyOpt,
+    ClockOpt,
     CompileFloorOpt,
     CompileGateOpt,
     CompileThresholdOpt,
@@ -71,6 +72,7 @@ def ab_cmd(
     metrics_only: MetricsOnlyOpt = False,
     threads: MeasureThreadsOpt = "1",
     x64: X64Opt = None,
+    clock: ClockOpt = "wall",
     threshold: ThresholdOpt = None,
     alpha: AlphaOpt = _DEFAULTS.alpha,
     p_adjust: PAdjustOpt = _DEFAULTS.p_adjust,
@@ -141,6 +143,7 @@ def ab_cmd(
         x64=x64,
         out=out,
         thresholds=thresholds,
+        clock=clock,
     )
     raise typer.Exit(
         finish_gate(

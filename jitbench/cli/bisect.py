@@ -12,6 +12,7 @@ from jitbench.cli.common import PanelledCommand, app, err, escape, handles_error
 from jitbench.cli.options import (
     MEASURING,
     SELECTION,
+    ClockOpt,
     MeasureThreadsOpt,
     SelectKeywordOpt,
     SelectSuiteOpt,
@@ -106,6 +107,7 @@ def bisect_cmd(
             show_default=False,
         ),
     ] = None,
+    clock: ClockOpt = "wall",
     python_good: Annotated[
         str | None,
         typer.Option(
@@ -249,6 +251,7 @@ def bisect_cmd(
         sizes=split_list(sizes) or ["S"],
         threads=parse_threads(threads),
         x64=x64,
+        clock=clock,
         budget_s=budget,
         pairs=pairs,
         max_attempts=attempts,

@@ -231,3 +231,14 @@ MeasureThreadsOpt = in_panel(ThreadsOpt, MEASURING)
 GateAllowInconclusiveOpt = in_panel(AllowInconclusiveOpt, "Gate")
 OutputWideOpt = in_panel(WideOpt, "Output")
 OutputFormatOpt = in_panel(FormatOpt, "Output")
+ClockOpt = Annotated[
+    str,
+    typer.Option(
+        "--clock",
+        metavar="wall|cpu",
+        rich_help_panel=MEASURING,
+        help="What a sample counts: elapsed time (wall), or each side's CPU time (cpu, CPU "
+        "devices only): other processes on the core then barely move the ratios, for "
+        "gates on shared runners.",
+    ),
+]

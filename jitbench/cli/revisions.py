@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from jitbench.cli.common import err, escape, split_list
-from jitbench.config import Mode, RunConfig, parse_threads
+from jitbench.config import Mode, RunConfig, SamplingPlan, parse_threads
 from jitbench.errors import ConfigError
 from jitbench.gate import Comparison, Thresholds
 from jitbench.results import Run
@@ -153,6 +153,7 @@ def measure_sides(
     x64: bool | None,
     out: Path,
     thresholds: Thresholds,
+    clock: str = "wall",
 ) -> tuple[Comparison, tuple[Run, Run]]:
     """Measure the two sides the options name, interleaved, and judge them: the comparison
     and both runs (saved under `out`).
@@ -174,6 +175,7 @@ def measure_sides(
     )
     config = RunConfig(
         sizes=tuple(split_list(sizes)) or ("S",),
+        plan=SamplingPlan(clock=clock),
         x64=x64,
         threads=parse_threads(threads),
         processes=1,  # the duet's worker pairs are its processes (`DuetPlan.pairs`)

@@ -198,3 +198,15 @@ def test_a_float64_suite_is_compared_in_float64_unless_told(tmp_path: Path) -> N
     for run in (result.base, result.new):
         assert {c.dtype for c in run.cases()} == {"float64"}
         assert run.config.settings is not None and run.config.settings.x64 is True
+
+
+def test_an_unknown_clock_is_refused_before_anything_starts() -> None:
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    for command in ("ab", "bisect"):
+        args = ["--rev", "base"] if command == "ab" else ["base", "HEAD"]
+        result = CliRunner().invoke(app, [command, *args, "--clock", "tsc"])
+        assert result.exit_code == 2, (command, result.output)
+        assert "--clock is one of wall, cpu" in result.output
