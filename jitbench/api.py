@@ -10,10 +10,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jitbench.config import RunConfig
+from jitbench.config import Mode, RunConfig, SamplingPlan
 from jitbench.errors import ConfigError, OutputError
 from jitbench.gate import (
     INTERLEAVED_THRESHOLD,
@@ -21,6 +21,18 @@ from jitbench.gate import (
     Thresholds,
     compare,
     compare_interleaved,
+)
+from jitbench.gate.bisect import (
+    BisectEvent,
+    BisectState,
+    Endpoints,
+    Measured,
+    Outcome,
+    Step,
+    StepResult,
+    Target,
+    bounds,
+    timing_side,
 )
 from jitbench.results import (
     Case,
@@ -33,7 +45,7 @@ from jitbench.results import (
     save_run,
 )
 from jitbench.results.model import new_run_id
-from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, run_duet
+from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, Side, run_duet
 from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
 from jitbench.runner.scheduler import run_workloads
@@ -323,3 +335,330 @@ class _Named:
 
     def __init__(self, name: str, tags: tuple[str, ...]) -> None:
         self.name, self.tags = name, tags
+
+
+@dataclass(frozen=True, kw_only=True)
+class BisectResult:
+    """What `bisect_revisions` found: the `outcome` (the first bad commit, or the commits
+    left when a step stayed inconclusive), the whole `state` (every step's evidence), the
+    steps taken now (`resumed` were recorded before) and this call's wall seconds."""
+
+    outcome: Outcome
+    state: BisectState
+    state_file: Path
+    resumed: int
+    seconds: float
+
+
+def bisect_revisions(
+    good: str,
+    bad: str,
+    *,
+    suites: Sequence[str] = (),
+    keyword: str | None = None,
+    sizes: Sequence[str] = ("S",),
+    threads: int | None = 1,
+    x64: bool | None = None,
+    clock: str = "wall",
+    budget_s: float = 0.7,
+    pairs: int = 3,
+    max_attempts: int = 3,
+    python_good: str | None = None,
+    python_bad: str | None = None,
+    timing_only: bool = False,
+    out: str | os.PathLike[str] = "reports/bisect",
+    restart: bool = False,
+    cwd: str | os.PathLike[str] = ".",
+    on_event: Callable[[BisectEvent], None] | None = None,
+) -> BisectResult:
+    """Everything `jitbench bisect GOOD BAD` does below the command line.
+
+    The first-parent commits after GOOD up to BAD are bisected for the cases that changed
+    between GOOD and BAD (`gate.bisect`): GOOD and BAD are measured first, interleaved;
+    then each midpoint is decided by its jit programs (compiled only, against BAD's) where
+    those settle it, else by timing against GOOD in the same window (`pairs` worker pairs,
+    `budget_s` a case, doubled on each new attempt at an inconclusive step). Each side is
+    a worktree of its commit, made once and kept for the whole bisection; GOOD runs with
+    `python_good`, BAD and the midpoints with `python_bad` (default: this Python). A
+    first bad commit that programs found is then timed against its parent
+    (`gate.bisect.confirm`), which also measures the commit's own change. The state is
+    saved to OUT/.jitbench-bisect.json after every step, and a later call with the same
+    GOOD, BAD and selection resumes from it (`restart` discards it).
+
+    Raises:
+        ConfigError: bad options, not a git repository, unknown revisions, BAD not after
+            GOOD, or a state of another bisection in `out`.
+        ResultsFormatError: the state file cannot be read.
+        BisectInconclusive: GOOD and BAD measure alike for the selection (exit 4).
+        DuetError: a side's worker could not start or died.
+    """
+    import time
+
+    from jitbench.gate.bisect import (
+        BY_PROGRAM,
+        BY_TIMING,
+        STATE_FILE,
+        BisectStarted,
+        Commit,
+        Confirmed,
+        EndpointsMeasured,
+        Measuring,
+        StepDone,
+        bisect,
+        confirm,
+    )
+    from jitbench.runner.sides import Checkouts, first_parent_range, python_executable
+    from jitbench.suite.discovery import compile_keyword
+
+    started = time.perf_counter()
+    emit = on_event or (lambda _e: None)
+    if not (isinstance(budget_s, (int, float)) and budget_s > 0):
+        raise ConfigError(f"--budget is a number of seconds above 0 such as 0.7, got {budget_s!r}.")
+    if not (isinstance(pairs, int) and pairs >= 1):
+        raise ConfigError(f"--pairs is a whole number of at least 1, got {pairs!r}.")
+    py_good = python_executable(python_good, "--python-good") if python_good else None
+    py_bad = python_executable(python_bad, "--python-bad") if python_bad else None
+    config = RunConfig(
+        sizes=tuple(sizes) or ("S",),
+        x64=x64,
+        threads=threads,
+        processes=1,
+        plan=SamplingPlan(clock=clock),
+    )
+    matcher = compile_keyword(keyword) if keyword else None
+    folder = ensure_writable_dir(out)
+    state_path = folder / STATE_FILE
+    with Checkouts(Path(cwd).resolve(), suites) as trees:
+        good_sha, bad_sha = trees.resolve(good, "GOOD"), trees.resolve(bad, "BAD")
+        selection = {
+            "suites": list(suites),
+            "keyword": keyword,
+            "sizes": list(config.sizes),
+            "x64": x64,
+            "threads": threads,
+            "python_good": python_good,
+            "python_bad": python_bad,
+            "timing_only": timing_only,
+        }
+        state = None
+        if state_path.exists() and not restart:
+            state = BisectState.load(state_path)
+            if not state.matches(good_sha, bad_sha, selection):
+                differs = [
+                    f"{k} {state.selection.get(k)!r}, now {v!r}"
+                    for k, v in selection.items()
+                    if state.selection.get(k) != v
+                ]
+                if (state.good.sha, state.bad.sha) != (good_sha, bad_sha):
+                    differs.insert(0, f"{state.good.short}..{state.bad.short}")
+                raise ConfigError(
+                    f"{str(state_path)!r} holds another bisection ({'; '.join(differs)}); pass "
+                    "--restart to replace it, or another --out."
+                )
+        if state is None:
+            commits = tuple(
+                Commit(sha=sha, subject=subject)
+                for sha, subject in first_parent_range(trees.top, good_sha, bad_sha)
+            )
+            state = BisectState(
+                good=Commit(sha=good_sha, subject=trees.subject(good_sha)),
+                bad=commits[-1] if commits else Commit(sha=bad_sha),
+                commits=commits,
+                selection=selection,
+            )
+            state.save(state_path)
+        resumed = len(state.steps)
+        emit(BisectStarted(state=state, resumed=resumed))
+
+        def side(name: str, commit: Commit, python: str | None) -> Side:
+            return trees.side(name, commit.sha, f"{commit.short} {commit.subject}", python)
+
+        def duet(base: Side, new: Side, plan: DuetPlan, cfg: RunConfig, names: set[str] | None):
+            def select(name: str, tags: Sequence[str]) -> bool:
+                if names is not None:
+                    return name in names
+                return matcher is None or bool(matcher(_Named(name, tuple(tags))))
+
+            return run_duet(base, new, cfg, plan=plan, select_workload=select)
+
+        good_commit = state.good
+        if state.endpoints is None:
+            state.endpoints = _measure_endpoints(
+                state,
+                measure=lambda attempt: duet(
+                    side("base", good_commit, py_good),
+                    side("new", state.bad, py_bad),
+                    DuetPlan(budget_s=budget_s * 2 ** (attempt - 1), pairs=pairs, compiles=1),
+                    config,
+                    None,
+                ),
+                max_attempts=max_attempts,
+                timing_only=timing_only,
+                emit=emit,
+            )
+            state.save(state_path)
+        endpoints = state.endpoints
+        emit(EndpointsMeasured(endpoints=endpoints))
+        names = {t.workload for t in endpoints.targets}
+        target_sizes = tuple(dict.fromkeys(t.size for t in endpoints.targets))
+        modes = tuple(m for m in config.modes if m.value in {t.mode for t in endpoints.targets})
+
+        def evaluate(commit: Commit, attempt: int) -> StepResult:
+            t0 = time.perf_counter()
+            note = ""
+            if endpoints.by == BY_PROGRAM:
+                emit(Measuring(commit=commit, attempt=attempt, by=BY_PROGRAM))
+                result = duet(
+                    side("base", state.bad, py_bad),
+                    side("new", commit, py_bad),
+                    DuetPlan(budget_s=0.0, min_rounds=1, max_rounds=1, compiles=1, pairs=1),
+                    replace(config, sizes=target_sizes, modes=(Mode.JIT,)),
+                    names,
+                )
+                decided, note = _program_step(endpoints.targets, result)
+                if decided is not None:
+                    return replace(decided, seconds=time.perf_counter() - t0)
+            emit(Measuring(commit=commit, attempt=attempt, by=BY_TIMING))
+            result = duet(
+                side("base", good_commit, py_good),
+                side("new", commit, py_bad),
+                DuetPlan(budget_s=budget_s * 2 ** (attempt - 1), pairs=pairs, compiles=1),
+                replace(config, sizes=target_sizes, modes=modes),
+                names,
+            )
+            decided = timing_side(endpoints.targets, _measured(result))
+            evidence = f"{note}; {decided.evidence}" if note else decided.evidence
+            return replace(decided, evidence=evidence, seconds=time.perf_counter() - t0)
+
+        def on_step(step: Step, st: BisectState) -> None:
+            st.save(state_path)
+            lo, hi = bounds(st)
+            emit(StepDone(step=step, left=hi - lo))
+
+        outcome = bisect(state, evaluate, max_attempts=max_attempts, on_step=on_step)
+
+        def against_parent(commit: Commit, attempt: int) -> StepResult:
+            t0 = time.perf_counter()
+            emit(Measuring(commit=commit, attempt=attempt, by="confirm"))
+            index = [c.sha for c in state.commits].index(commit.sha)
+            parent = state.commits[index - 1] if index > 0 else good_commit
+            result = duet(
+                side("base", parent, py_good if parent is good_commit else py_bad),
+                side("new", commit, py_bad),
+                DuetPlan(budget_s=budget_s * 2 ** (attempt - 1), pairs=pairs, compiles=1),
+                replace(config, sizes=target_sizes, modes=modes),
+                names,
+            )
+            decided = timing_side(endpoints.targets, _measured(result))
+            return replace(
+                decided,
+                evidence=f"against its parent {parent.short}: {decided.evidence}",
+                seconds=time.perf_counter() - t0,
+            )
+
+        def on_confirmed(step: Step, st: BisectState) -> None:
+            st.save(state_path)
+            emit(Confirmed(step=step))
+
+        outcome = confirm(
+            outcome, state, against_parent, max_attempts=max_attempts, on_step=on_confirmed
+        )
+    return BisectResult(
+        outcome=outcome,
+        state=state,
+        state_file=state_path,
+        resumed=resumed,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _measure_endpoints(
+    state: BisectState,
+    *,
+    measure: Callable[[int], DuetResult],
+    max_attempts: int,
+    timing_only: bool,
+    emit: Callable[[BisectEvent], None],
+) -> Endpoints:
+    """GOOD against BAD, measured until some case changes (more each attempt, up to
+    `max_attempts`): the changed cases with their programs, and how the midpoints will be
+    decided.
+
+    Raises:
+        BisectInconclusive: no case changed in any attempt.
+    """
+    import time
+
+    from jitbench.gate import Verdict
+    from jitbench.gate.bisect import BY_PROGRAM, BY_TIMING, BisectInconclusive, Measuring
+
+    t0 = time.perf_counter()
+    for attempt in range(1, max_attempts + 1):
+        emit(Measuring(commit=state.bad, attempt=attempt, by="endpoints"))
+        result = measure(attempt)
+        cmp = compare_interleaved(
+            result.base, result.new, thresholds=Thresholds(threshold=INTERLEAVED_THRESHOLD)
+        )
+        programs = _programs(result.base), _programs(result.new)
+        targets = tuple(
+            Target(
+                workload=e.workload,
+                size=e.size,
+                device=e.device,
+                dtype=e.dtype,
+                mode=e.mode.value,
+                ratio=e.ratio,
+                low=e.ratio_low,
+                high=e.ratio_high,
+                good_program=programs[0].get(e.key),
+                bad_program=programs[1].get(e.key),
+            )
+            for e in cmp.entries
+            if e.verdict in (Verdict.REGRESSION, Verdict.IMPROVEMENT) and e.ratio is not None
+        )
+        if targets:
+            by_program = not timing_only and all(t.program_changed for t in targets)
+            return Endpoints(
+                targets=targets,
+                by=BY_PROGRAM if by_program else BY_TIMING,
+                seconds=time.perf_counter() - t0,
+            )
+    raise BisectInconclusive(
+        f"GOOD ({state.good.short}) and BAD ({state.bad.short}) measure alike for the "
+        f"selection after {max_attempts} attempts: no case changed, so there is nothing to "
+        "bisect; check -k and --sizes, or give a larger --budget."
+    )
+
+
+def _programs(run: Run) -> dict[tuple[str, str, str, str], str]:
+    """Each case's jit program fingerprint in `run`."""
+    return {
+        (m.case.workload, m.case.size, m.case.device, m.case.dtype): m.compile.program_fingerprint
+        for m in run.measurements
+        if m.mode is Mode.JIT and m.compile is not None and m.compile.program_fingerprint
+    }
+
+
+def _program_step(targets: Sequence[Target], result: DuetResult) -> tuple[StepResult | None, str]:
+    """A program step's decision (BAD as base, the midpoint as new), or None with why
+    timing must decide: BAD's programs compiled again must match what the endpoints
+    recorded, and the midpoint's must be one endpoint's."""
+    from jitbench.gate.bisect import program_side
+
+    bad_now = _programs(result.base)
+    if any(bad_now.get(t.case) != t.bad_program for t in targets):
+        return None, "BAD's program compiled differently than before (not reproducible)"
+    decided = program_side(targets, _programs(result.new))
+    return decided, "" if decided is not None else "program = neither endpoint's"
+
+
+def _measured(result: DuetResult) -> dict[str, Measured]:
+    """Each timed entry's ratio against GOOD, by target label."""
+    cmp = compare_interleaved(
+        result.base, result.new, thresholds=Thresholds(threshold=INTERLEAVED_THRESHOLD)
+    )
+    return {
+        f"{e.workload}[{e.size}] {e.mode.value}": Measured(e.ratio, e.ratio_low, e.ratio_high)
+        for e in cmp.entries
+        if e.ratio is not None
+    }

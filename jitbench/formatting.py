@@ -161,6 +161,21 @@ def seconds_pm(value: float, low: float | None, high: float | None) -> str:
     return ratio_pm(value, low, high, times=False).partition(" ")[2]
 
 
+def change(ratio: float) -> str:
+    """A ratio as the change it is, to a tenth of a percent below +100 %: ``1.148 ->
+    '+14.8 %'``, ``0.9 -> '−10.0 %'``, ``1.0003 -> '+0.0 %'``, ``4.07 -> '+307 %'``."""
+    pct = round((ratio - 1) * 100, 1)
+    sign = "−" if pct < 0 else "+"
+    return f"{sign}{abs(pct):.1f} %" if abs(pct) < 100 else f"{sign}{abs(pct):,.0f} %"
+
+
+def change_ci(ratio: float, low: float | None, high: float | None) -> str:
+    """A ratio as a change with its interval, ``'+14.8 % [+9.1 %, +21.0 %]'``."""
+    if low is None or high is None:
+        return change(ratio)
+    return f"{change(ratio)} [{change(low)}, {change(high)}]"
+
+
 def percent(value: float | None, *, digits: int = 2) -> str:
     """Format a fraction as a percentage, e.g. ``0.0312 -> '3.1 %'``, ``0.0004 -> '0.04 %'``."""
     if value is None or math.isnan(value):

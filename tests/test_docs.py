@@ -88,7 +88,7 @@ def test_the_api_page_documents_every_public_name() -> None:
 def test_the_cli_reference_is_every_commands_help() -> None:
     hook = _hook()
     text = hook.cli_reference()
-    for name in ("run", "list", "profile", "report", "compare", "env"):
+    for name in ("run", "list", "profile", "report", "compare", "ab", "bisect", "env"):
         assert f"## `jitbench {name}`" in text
         assert f"Usage: jitbench {name} [OPTIONS]" in text
     assert "--fail-on-regression" in text and "--rev" in text

@@ -22,7 +22,7 @@ PITFALLS = SUITES / "pitfalls.py"
 
 def quick_config() -> RunConfig:
     config = RunConfig.quick_settings()
-    return replace(config, plan=replace(config.plan, budget_s=0.1, min_samples=5, max_samples=9))
+    return replace(config, plan=replace(config.plan, budget_s=0.1, min_samples=9, max_samples=15))
 
 
 def codes_by_mode(run: Run, workload: str) -> dict[str, list[str]]:

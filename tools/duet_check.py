@@ -1,4 +1,4 @@
-"""How well does `jitbench compare --rev` catch a real slowdown, and how often does it cry
+"""How well does `jitbench ab --rev` catch a real slowdown, and how often does it cry
 wolf? (detection power and false alarms of the interleaved gate)
 
 Builds a scratch git repository holding a copy of this repository's `suites/` with two
@@ -7,9 +7,9 @@ work (a slice of the product computed again and added times 0.0, so the output i
 unchanged and validation passes): a real code change, not edited samples. Then runs, in
 that repository, TRIALS comparisons of each kind, one after the other:
 
-- `jitbench compare --rev A --rev-new B` (detection): is `gemm` jit flagged (exit 1, a
+- `jitbench ab --rev A --rev-new B` (detection): is `gemm` jit flagged (exit 1, a
   run-time regression row)? Any other flagged row is a false alarm;
-- `jitbench compare --rev A --rev-new A` (A/A): every flagged row is a false alarm.
+- `jitbench ab --rev A --rev-new A` (A/A): every flagged row is a false alarm.
 
 Prints one line per comparison (wall time, gemm jit's paired ratio and verdict, false
 alarms) and the totals. `--hog` keeps one core busy meanwhile (a noisy neighbour).
@@ -84,12 +84,12 @@ def make_repository(root: Path, fraction: float) -> None:
 def compare(
     root: Path, base: str, new: str, out: Path, extra: list[str]
 ) -> tuple[float, int, dict]:  # type: ignore[type-arg]
-    """One `jitbench compare --rev base --rev-new new`; (wall seconds, exit code, JSON)."""
+    """One `jitbench ab --rev base --rev-new new`; (wall seconds, exit code, JSON)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     started = time.perf_counter()
     proc = subprocess.run(
         [
-            *(sys.executable, "-m", "jitbench", "compare", "--rev", base, "--rev-new", new),
+            *(sys.executable, "-m", "jitbench", "ab", "--rev", base, "--rev-new", new),
             *("--out", str(out), "--json", str(out / "gate.json"), *extra),
         ],
         cwd=root,
@@ -125,7 +125,7 @@ def _flagged(entry: dict) -> list[str]:  # type: ignore[type-arg]
 
 def judge_kept(out: Path) -> dict:  # type: ignore[type-arg]
     """The gate's JSON for the two runs a kept comparison left in `out/runs`, judged by
-    this repository's code as `jitbench compare --rev` judges them."""
+    this repository's code as `jitbench ab --rev` judges them."""
     sys.path.insert(0, str(REPO))
     from jitbench.gate import INTERLEAVED_THRESHOLD, Thresholds, compare_interleaved
     from jitbench.results import load_run

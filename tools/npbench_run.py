@@ -34,12 +34,15 @@ from jitbench.results import Status
 from jitbench.runner.events import (
     FloatWidthChosen,
     KernelsLeftOut,
+    ProcessStarted,
     RunEvent,
     SuiteSkipped,
 )
 from jitbench.runner.progress import ProgressEstimate
 from jitbench.suite import npbench
 
+#: A mode stopped at --timeout while sampling (its samples kept), or left out by a worker.
+STOPPED = ("mode-capped", "timed-out-before")
 #: Shares of the wall time at which the estimate's prediction is checked.
 CHECKPOINTS = (0.1, 0.5, 0.9)
 
@@ -164,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     estimate = ProgressEstimate()
     trace: list[tuple[float, float | None]] = []
     said: list[str] = []
+    process_starts: list[float] = [0.0]
     t0 = time.monotonic()
 
     def on_event(event: RunEvent) -> None:
@@ -173,6 +177,8 @@ def main(argv: list[str] | None = None) -> int:
             said.append(f"float width: {event.dtype}, declared by {', '.join(event.suites)}")
         elif isinstance(event, KernelsLeftOut):
             said.extend(f"left out: {name} ({why})" for name, why in event.kernels)
+        elif isinstance(event, ProcessStarted):
+            process_starts.append(time.monotonic() - t0)
         elif isinstance(event, SuiteSkipped):
             said.append(f"not loaded: {event.error}")
 
@@ -193,7 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     for line in said:
         print(line)
-    print(f"wall time {wall:.0f} s ({wall / 60:.1f} min)")
+    ends = [*process_starts[1:], wall]
+    spans = [end - start for start, end in zip(process_starts, ends, strict=True)]
+    print(
+        f"wall time {wall:.0f} s ({wall / 60:.1f} min); by process: "
+        + ", ".join(f"{s:.0f} s" for s in spans)
+    )
 
     kernels = sorted({m.case.workload for m in run.measurements})
     print(f"{len(kernels)} workload(s)")
@@ -206,13 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     stopped = [
         m
         for m in run.measurements
-        if m.status is Status.TIMEOUT
-        or any(d.code in ("mode-capped", "timed-out-before") for d in m.diagnostics)
+        if m.status is Status.TIMEOUT or any(d.code in STOPPED for d in m.diagnostics)
     ]
     if stopped:
         print("stopped at --timeout:")
         for m in sorted(stopped, key=lambda m: (m.case.workload, m.mode.value)):
-            text = m.failure_text if m.status is Status.TIMEOUT else m.diagnostics[0].message
+            said_why = (d.message for d in m.diagnostics if d.code in STOPPED)
+            text = m.failure_text if m.status is Status.TIMEOUT else next(said_why, "")
             print(f"  {m.case.workload} {m.mode.value}: {text}"[:240])
     mismatched = [m for m in run.measurements if m.status is Status.MISMATCH]
     if mismatched:

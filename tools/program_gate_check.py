@@ -1,7 +1,7 @@
-"""Does `compare --rev --metrics-only` flag changed programs, and only those, on a busy box?
+"""Does `ab --rev --metrics-only` flag changed programs, and only those, on a busy box?
 
 Builds a scratch git repository from this checkout's default suite with four revisions
-off one base commit, then runs `jitbench compare --rev base --rev-new REV --metrics-only`
+off one base commit, then runs `jitbench ab --rev base --rev-new REV --metrics-only`
 TRIALS times for each, with HOG busy processes taking the cores (two: both cores of this
 project's 2-vCPU VM):
 
@@ -84,7 +84,7 @@ def trial(repo: Path, rev: str, out: Path) -> tuple[int, float, list[str]]:
     report = out / f"{rev}.json"
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "jitbench", "compare", "--rev", "base", "--rev-new", rev,
+        [sys.executable, "-m", "jitbench", "ab", "--rev", "base", "--rev-new", rev,
          "--metrics-only", "--out", str(out / "runs"), "--json", str(report)],
         cwd=repo, capture_output=True, text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},

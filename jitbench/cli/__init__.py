@@ -6,7 +6,16 @@ imported below, and none of them imports this package, so there is no import cyc
 
 from __future__ import annotations
 
-from jitbench.cli import compare, history, info, profile, report, run  # noqa: F401  (register commands)
+from jitbench.cli import (  # noqa: F401  (register commands)
+    ab,
+    bisect,
+    compare,
+    history,
+    info,
+    profile,
+    report,
+    run,
+)
 from jitbench.cli.common import app, guard_std_streams
 
 __all__ = ["app", "main"]

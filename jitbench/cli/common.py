@@ -2,7 +2,8 @@
 option parsing.
 
 Each command module registers its command on `app` and imports nothing else from
-`jitbench.cli` but this module and `options`; `jitbench.cli` imports the command modules.
+`jitbench.cli` but this module, `options`, `output` and `revisions` (what `ab` and
+`compare --rev` share); `jitbench.cli` imports the command modules.
 Importing the command line imports no JAX, NumPy or plotly: each command imports what it
 needs when it runs, so `--help`, `report` and `compare` start at once.
 """
@@ -206,7 +207,7 @@ EXIT_STREAM_FAILED = 74  # sysexits' EX_IOERR: stdout or stderr could not be wri
 _debug = False
 
 #: The order `jitbench --help` lists the commands in: the everyday ones first.
-COMMAND_ORDER = ("run", "list", "profile", "report", "history", "compare", "env")
+COMMAND_ORDER = ("run", "list", "profile", "report", "history", "compare", "ab", "bisect", "env")
 
 
 class _OrderedGroup(typer.core.TyperGroup):

@@ -100,6 +100,73 @@ def render_comparison(
         write_output(json_path, cmp.to_json())
 
 
+def check_gate_outputs(markdown: Path | None, json_path: Path | None, html: Path | None) -> None:
+    """A gate's output files can be written (`check_output_file`), and --html is a file.
+
+    Raises:
+        ConfigError: --html '-'.
+        OutputError: a file that cannot be written.
+    """
+    from jitbench.errors import ConfigError
+
+    if html is not None and str(html) == "-":
+        raise ConfigError(
+            "--html writes a page and plotly.js beside it, so it needs a file name, not '-'."
+        )
+    for path in (markdown, json_path, html):
+        check_output_file(path)
+
+
+def finish_gate(
+    cmp: Comparison,
+    sides: Sequence[Any],
+    *,
+    markdown: Path | None,
+    json_path: Path | None,
+    html: Path | None,
+    changes_only: bool,
+    wide: bool,
+    table_format: TableFormat,
+    allow_inconclusive: bool,
+) -> int:
+    """Print and write a gate's comparison (and its page with `html`), and return its exit
+    code (`gate_exit`): what `compare` and `ab` end with."""
+    render_comparison(
+        cmp,
+        markdown=markdown,
+        json_path=json_path,
+        all_rows=not changes_only,
+        wide=wide,
+        table_format=table_format,
+    )
+    if html is not None:
+        from jitbench.report import write_comparison_page  # plotly/jinja2 only when asked
+
+        page = write_comparison_page(list(sides), [cmp], html)
+        (err if str(markdown) == "-" or str(json_path) == "-" else out).print(
+            f"comparison page written to {page}"
+        )
+    return gate_exit(cmp, allow_inconclusive=allow_inconclusive)
+
+
+#: What `--fail-on` takes besides the timing and compile verdicts that always gate.
+FAIL_ON_CHOICES = ("program",)
+
+
+def fails_on_program(fail_on: Sequence[str]) -> bool:
+    """Whether `--fail-on` asks the program verdict to gate.
+
+    Raises:
+        ConfigError: a value it does not know, with those it does.
+    """
+    from jitbench.errors import ConfigError, unknown_name_message
+
+    for value in fail_on:
+        if value not in FAIL_ON_CHOICES:
+            raise ConfigError(unknown_name_message("--fail-on value", value, FAIL_ON_CHOICES))
+    return "program" in fail_on
+
+
 def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:
     """The exit code of a gate: 2 when nothing was compared (it checked nothing: a
     baseline of other workloads, sizes or dtypes), 1 on a regression, 4 when it is
@@ -164,6 +231,8 @@ def console_footers(run: Any) -> list[str]:
     lines = run_table.skipped_footers(run)
     if (legend := run_table.mark_legend(run)) is not None:
         lines.append(legend)
+    if (clock := run_table.clock_footer(run)) is not None:
+        lines.append(clock)
     if settings is not None and settings.quick:
         return [*lines, "quick run: few samples, rough figures."]
     for footer in (run_table.noisy_footer(run), run_table.outlier_footer(run)):

@@ -80,6 +80,7 @@ def build_config(
     label: str | None = None,
     time_split: bool = False,
     retry_timeouts: bool = False,
+    clock: str | None = None,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
     `--min-samples` above the default cap raises the cap with it; `threads` is a number or
@@ -95,6 +96,8 @@ def build_config(
         plan["max_samples"] = max(base.plan.max_samples, min_samples)
     if rounds is not None:
         plan["rounds"] = rounds
+    if clock is not None:
+        plan["clock"] = clock
     return replace(
         base,
         sizes=tuple(sizes) or base.sizes,
@@ -365,6 +368,17 @@ def run_cmd(
             show_default=str(_PLAN.rounds),
         ),
     ] = None,
+    clock: Annotated[
+        str | None,
+        typer.Option(
+            "--clock",
+            metavar="wall|cpu",
+            help="What a sample counts: elapsed time (wall), or the measuring process's CPU "
+            "time (cpu, CPU devices only): other processes on the core then barely move the "
+            "figures, for gates on shared machines; waits are not counted.",
+            show_default=_PLAN.clock,
+        ),
+    ] = None,
     processes: Annotated[
         int | None,
         typer.Option(
@@ -557,6 +571,7 @@ def run_cmd(
         label=label,
         time_split=time_split,
         retry_timeouts=retry_timeouts,
+        clock=clock,
     )
     if distributed:
         if processes is None:  # the default's second process would not join the JAX run

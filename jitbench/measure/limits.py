@@ -88,7 +88,7 @@ class ModeLimit:
         old_delay, old_interval = signal.getitimer(signal.ITIMER_REAL)
         previous = signal.getsignal(signal.SIGALRM)
         outer_first = 0 < old_delay < left and callable(previous)
-        active = [True]
+        active, fired, counted = [True], [False], [0.0]
 
         def on_alarm(signum: int, frame: FrameType | None) -> None:
             if not active[0]:
@@ -96,9 +96,11 @@ class ModeLimit:
             if outer_first and callable(previous):
                 previous(signum, frame)  # the outer deadline's own handler (it raises)
                 return
-            self._add(step, self.clock() - started)
-            active[0] = False
-            raise self.timeout(step)
+            if not fired[0]:  # the limit reached: counted now, the rest on the way out
+                fired[0] = True
+                counted[0] = self.clock() - started
+                self._add(step, counted[0])
+            raise self.timeout(step)  # again at each retry, until the mode stops
 
         signal.signal(signal.SIGALRM, on_alarm)
         try:
@@ -108,9 +110,8 @@ class ModeLimit:
             yield
         finally:
             try:
-                if active[0]:
-                    active[0] = False
-                    self._add(step, self.clock() - started)
+                active[0] = False
+                self._add(step, self.clock() - started - counted[0])
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -32,7 +33,9 @@ from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
 from jitbench.measure.limits import ModeLimit, ModeTimeout
 from jitbench.measure.timer import (
+    DEFAULT_CLOCK,
     Agree,
+    Clock,
     decide_alone,
     relative_ci_halfwidth,
     sample_interleaved,
@@ -178,6 +181,15 @@ class _ModeState:
         and the mode is sampled no more."""
         self.call = None
         self.diagnostics.append(diagnose.mode_capped(exc, samples, self.limit.others))
+
+
+def sample_clock(plan: SamplingPlan, devices: Sequence[str]) -> Clock | None:
+    """The clock a case's samples are timed with: the process's CPU time where the plan
+    asks for it and every device of the case is a CPU (a GPU's work is not this process's
+    CPU time), else None (the sampler's wall clock)."""
+    if plan.clock == "cpu" and all(d.split(":", 1)[0] == "cpu" for d in devices):
+        return time.process_time
+    return None
 
 
 @contextlib.contextmanager
@@ -479,6 +491,7 @@ class CaseSession:
             prior=self.samples,
             on_round=on_round,
             agree=self.agree,
+            sample_clock=sample_clock(plan, [case.device for case in self.cases]),
         )
         for slot, ser in series.items():
             if isinstance(ser.error, ModeTimeout) and ser.samples_s:
@@ -579,7 +592,8 @@ class CaseSession:
         gc.disable()
         try:
             with _mode_region(state):
-                elapsed = time_calls(state.call, calls)
+                clock = sample_clock(self.plan, [self.case.device]) or DEFAULT_CLOCK
+                elapsed = time_calls(state.call, calls, clock)
         except Exception as exc:
             state.fail(exc)
             self.samples.pop(slot, None)

@@ -188,6 +188,7 @@ def sample_interleaved(
     on_round: Callable[[int, float], None] | None = None,
     agree: Agree = decide_alone,
     rewarm: bool = True,
+    sample_clock: Clock | None = None,
 ) -> dict[K, SampleSeries[K]]:
     """Sample several callables in lockstep rounds until all are precise enough.
 
@@ -213,6 +214,10 @@ def sample_interleaved(
     `SamplingPlan.rewarm_s`). A block that follows one of its own callable's (one
     callable left) needs none.
 
+    `sample_clock` (default: `clock`) times the samples, `clock` the budget and the
+    re-warm: with the process's CPU time as the sample clock, the budget is still spent in
+    wall seconds.
+
     `prior` continues series from an earlier round: those samples count towards
     convergence (`min_samples`, `precision`) and are returned too, while `max_samples`,
     `floor_samples` and the budget apply to the samples taken now.
@@ -230,6 +235,7 @@ def sample_interleaved(
     }
     active = list(calls)
     enter = region or (lambda _k: nullcontext())
+    timed_by = sample_clock or clock
     start = clock()
     taken = 0
     previous: K | None = None  # the callable sampled last: no re-warm after itself
@@ -259,7 +265,7 @@ def sample_interleaved(
                             if rewarm and previous != k:
                                 _rewarm(k)
                             previous = k
-                            elapsed = time_calls(calls[k], s.calls_per_sample, clock)
+                            elapsed = time_calls(calls[k], s.calls_per_sample, timed_by)
                         s.samples_s.append(elapsed / s.calls_per_sample)
                 except Exception as exc:  # a failing mode must not stop the others
                     s.error, s.stop_reason = exc, "error"

@@ -200,6 +200,12 @@ def noisy_footer(run: Run) -> str | None:
     )
 
 
+def clock_footer(run: Run) -> str | None:
+    """What the times count, where it is not elapsed time (`--clock cpu`)."""
+    clock = machine.clock_text(run)
+    return None if clock is None else f"{clock}."
+
+
 def interval_footer(run: Run) -> str:
     """What the speedup intervals of `run` claim: a repeat run (several processes), or
     this process only (paired rounds), or older unpaired files."""
@@ -207,7 +213,7 @@ def interval_footer(run: Run) -> str:
         spread = analyse(run).process_spread
         return (
             f"speedup intervals: 95 % prediction intervals for a repeat run, from "
-            f"{run.processes} processes"
+            f"{machine.processes_text(run)}"
             + (f", which {machine.spread_text(spread)}." if spread is not None else ".")
         )
     if run.paired:

@@ -614,12 +614,19 @@ def run_notes(run: Run) -> list[Note]:
 
 
 def interval_note(run: Run) -> str:
-    """What the speedup intervals of `run` claim. Not escaped."""
+    """What the speedup intervals of `run` claim, and what the times count where it is CPU
+    time. Not escaped."""
+    clock = machine_state.clock_text(run)
+    text = _interval_claim(run)
+    return text if clock is None else f"{text} {clock[0].upper()}{clock[1:]}."
+
+
+def _interval_claim(run: Run) -> str:
     if run.processes > 1:
         spread = analyse(run).process_spread
         return (
             f"Speedup intervals are 95 % prediction intervals for a repeat run, from "
-            f"{run.processes} processes"
+            f"{machine_state.processes_text(run)}"
             + (f", which {machine_state.spread_text(spread)}." if spread is not None else ".")
         )
     if run.paired:

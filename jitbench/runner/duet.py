@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -446,6 +446,17 @@ def run_duet(
     ids = {"base": new_run_id(), "new": new_run_id()}
     pairs = [_start((base, new), config, cores, layout_offsets(rng, 2)) for _ in range(plan.pairs)]
     infos = {w.side.name: w.info for w in pairs[0]}
+    if config.x64 is None:  # as each side's suites declare it (both must agree)
+        widths = {bool(info.get("x64")) for info in infos.values()}
+        if len(widths) > 1:
+            for workers in pairs:
+                for w in workers:
+                    w.close()
+            raise ConfigError(
+                "the two sides' suites declare different float widths (one float64, one "
+                "not), so their figures would not compare; pass --x64 or --no-x64."
+            )
+        config = replace(config, x64=widths.pop())
     cases = plan_duet_cases(
         {name: info["workloads"] for name, info in infos.items()}, config.sizes, select_workload
     )

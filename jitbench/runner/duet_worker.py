@@ -52,9 +52,13 @@ class _Worker:
         if req.get("cwd"):
             os.chdir(req["cwd"])
         cores = set(req.get("cores") or ()) or None
+        self.registry = discovery.discover(req["suites"])
+        if self.config.x64 is None:  # the suite's own float width (NPBench: float64)
+            from jitbench.runner.plan import suite_float_width
+
+            self.config, _ = suite_float_width(list(self.registry.workloads.values()), self.config)
         self.stack.enter_context(devices.x64_enabled(self.config.x64))
         state = self.stack.enter_context(limited_threads(self.config.threads, cores=cores))
-        self.registry = discovery.discover(req["suites"])
         self.device = devices.resolve_devices(list(self.config.devices))[0]
         warm_up([self.device])
         workloads = {
@@ -70,6 +74,7 @@ class _Worker:
             "environment": environment.capture(threads=state),
             "device": devices.device_label(self.device),
             "layout_offset": len(self.layout_block),
+            "x64": bool(self.config.x64),
         }
 
     def open(self, req: dict[str, Any]) -> dict[str, Any]:

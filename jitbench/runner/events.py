@@ -27,6 +27,15 @@ class WorkloadsLeftOut:
 
 
 @dataclass(frozen=True)
+class WorkerProgress:
+    """The `--processes` worker now measuring has finished `done` of its `total` cases (the
+    progress estimate learns the worker's own pace from it)."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
 class KernelsLeftOut:
     """What a scheme suite (`npbench:PATH`) leaves out, and why: `(name, why)` each, such
     as ("covariance2", "no JAX version: …/covariance2_jax.py is missing"). Said once, before
@@ -127,6 +136,7 @@ RunEvent = (
     | WorkloadsLeftOut
     | KernelsLeftOut
     | FloatWidthChosen
+    | WorkerProgress
     | RunStarted
     | CaseStarted
     | CaseProgress

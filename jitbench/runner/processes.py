@@ -83,6 +83,7 @@ def run_worker(
     target: WorkerTarget,
     shared_compiles: str | None = None,
     cases: Sequence[CaseKey] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
 ) -> Run:
     """Measure the selected workloads (only the `cases` of them, if given) in a fresh
     (spawned) process running `target` (a module-level function, so the child can import
@@ -112,7 +113,12 @@ def run_worker(
         try:
             # In slices, so a stop signal is obeyed at once (the worker is killed below).
             # (no limit: it never answers None)
-            kind, body = receive(receiver, proc, None) or ("error", "no answer")
+            while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
+                kind, body = receive(receiver, proc, None) or ("error", "no answer")
+                if kind != "progress":
+                    break
+                if on_progress is not None:
+                    on_progress(*body)
         except EOFError:
             proc.join()
             raise WorkerError(

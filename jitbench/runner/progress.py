@@ -28,6 +28,7 @@ from jitbench.runner.events import (
     RoundStarted,
     RunEvent,
     RunStarted,
+    WorkerProgress,
 )
 
 #: Seconds a case is assumed to cost besides its sampling budget before any case has
@@ -47,8 +48,10 @@ class ProgressEstimate:
     A run goes through phases: the first pass (each case opened and given its first
     round), then, with `rounds` > 1, the later rounds over the cases still sampling and
     the repeated cold compiles; with `processes` > 1, the worker processes, each taken to
-    last as long as the first process did (in a resumed run, whose first process measures
-    only the cases the file lacks, as long as it would have taken for every case).
+    last as long as the first process did less the modes it stopped at --timeout (in a
+    resumed run, whose first process measures only the cases the file lacks, as long as it
+    would have taken for every case), until a worker reports its own pace
+    (`WorkerProgress`).
     """
 
     clock: Callable[[], float] = time.monotonic
@@ -78,6 +81,8 @@ class ProgressEstimate:
     _case_size: str = ""
     _timeout_s: float | None = None
     _timed_out_s: float = 0.0  # seconds the first process spent on modes a worker skips
+    _worker_done: int = 0  # cases the current worker process has finished
+    _worker_total: int = 0
     _live: int = 0  # cases sampled in the later rounds
     _visited: int = 0  # cases visited in this later round, or compiles repeated
 
@@ -139,7 +144,10 @@ class ProgressEstimate:
             self._case_key = None
             self.step = f"sampling round {event.index}/{event.total}"
             self.label = ""
+        elif isinstance(event, WorkerProgress):
+            self._worker_done, self._worker_total = event.done, event.total
         elif isinstance(event, ProcessStarted):
+            self._worker_done = 0
             if self._process_started_at is not None and self._first_process_s is None:
                 self._first_process_s = self._worker_s(now - self._process_started_at)
             self.process = event.index
@@ -257,10 +265,16 @@ class ProgressEstimate:
             return left + (self.processes - 1) * self._worker_s(this_process)
         per_process = self._first_process_s or 0.0
         into = now - (self._process_started_at or now)
-        if self._process_cases is not None:  # an extra process: its share of the cases
+        if self._worker_done and self._worker_total:  # the worker's own pace so far
+            this_left = max(0.0, into / self._worker_done * self._worker_total - into)
+        elif self._process_cases is not None:  # an extra process: its share of the cases
             share = self._process_cases / max(1, self.total_cases)
-            return max(0.0, per_process * share - into)
-        return max(0.0, per_process - into) + (self.processes - self.process) * per_process
+            this_left = max(0.0, per_process * share - into)
+        else:
+            this_left = max(0.0, per_process - into)
+        if self._process_cases is not None:  # extra processes: none planned after this one
+            return this_left
+        return this_left + (self.processes - self.process) * per_process
 
     def fraction(self) -> float:
         """The share of the run's time spent, by the estimate (0 to 1)."""

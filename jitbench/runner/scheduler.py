@@ -40,6 +40,7 @@ from jitbench.runner.events import (
     RunEvent,
     RunInterrupted,
     RunStarted,
+    WorkerProgress,
     WorkloadsLeftOut,
 )
 from jitbench.runner.executors import Executor, LiveCase, executor_for
@@ -163,7 +164,14 @@ def run_workloads(
                 skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
                 target = functools.partial(worker_main, skip=skips_to_json(skip))
                 return run_worker(
-                    selection, settings, target=target, shared_compiles=shared, cases=cases
+                    selection,
+                    settings,
+                    target=target,
+                    shared_compiles=shared,
+                    cases=cases,
+                    on_progress=None
+                    if on_event is None
+                    else lambda done, total: on_event(WorkerProgress(done, total)),
                 )
 
             pooled = run_in_processes(
@@ -448,11 +456,16 @@ def worker_main(
                 for s in selection
             )
         )
+
+        def progress(event: RunEvent) -> None:  # the parent's estimate learns our pace
+            if isinstance(event, CaseFinished):
+                conn.send(("progress", (event.index + 1, event.total)))
+
         run = _measure_once(
             workloads,
             replace(settings, processes=1),
             plan=settings.plan.for_process(settings.processes),
-            on_event=None,
+            on_event=progress,
             checkpoint=None,
             run_id=None,
             resume=None,

@@ -47,7 +47,7 @@ def repository_top(cwd: Path) -> Path:
         ) from None
 
 
-def resolve_revision(top: Path, rev: str) -> str:
+def resolve_revision(top: Path, rev: str, what: str = "--rev") -> str:
     """The commit `rev` names (a branch, tag, sha or expression such as HEAD~1).
 
     Raises:
@@ -57,7 +57,7 @@ def resolve_revision(top: Path, rev: str) -> str:
         return _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
     except ConfigError:
         raise ConfigError(
-            f"--rev {rev!r} names no commit in {top}; pass a branch, tag or commit "
+            f"{what} {rev!r} names no commit in {top}; pass a branch, tag or commit "
             "(git log --oneline shows them), and fetch it first in a shallow CI clone."
         ) from None
 
@@ -103,13 +103,22 @@ def tree_path(tree: Path) -> tuple[str, ...]:
 
 
 def revision_side(
-    name: str, *, top: Path, tree: Path, label: str, harness: Path, suites: Sequence[str], cwd: Path
+    name: str,
+    *,
+    top: Path,
+    tree: Path,
+    label: str,
+    harness: Path,
+    suites: Sequence[str],
+    cwd: Path,
+    python: str | None = None,
 ) -> Side:
-    """A side that measures the checkout `tree` of the repository at `top`."""
+    """A side that measures the checkout `tree` of the repository at `top` (with another
+    Python than this one where `python` names it)."""
     return Side(
         name=name,
         label=label,
-        python=sys.executable,
+        python=python or sys.executable,
         path=(str(harness), *tree_path(tree)),
         suites=suite_paths_in(tree, top, suites, cwd),
         cwd=str(tree),
@@ -209,3 +218,89 @@ def comparison_sides(
         finally:
             for tree in made:
                 remove_worktree(top, tree)
+
+
+def python_executable(python: str, option: str) -> str:
+    """`python` if it exists.
+
+    Raises:
+        ConfigError: it does not, naming `option`.
+    """
+    if not Path(python).exists():
+        raise ConfigError(
+            f"{option} {python!r} does not exist; pass the path of a Python executable "
+            "(e.g. venv/bin/python) whose environment has jitbench's dependencies."
+        )
+    return python
+
+
+def first_parent_range(top: Path, good: str, bad: str) -> list[tuple[str, str]]:
+    """The first-parent commits after `good` up to `bad`, oldest first, as (sha, subject).
+
+    Raises:
+        ConfigError: `good` is not an ancestor of `bad` (nothing to bisect between them).
+    """
+    ancestor = subprocess.run(
+        ["git", "-C", str(top), "merge-base", "--is-ancestor", good, bad],
+        capture_output=True,
+        check=False,
+    )
+    if ancestor.returncode != 0 or good == bad:
+        raise ConfigError(
+            f"GOOD ({good[:10]}) is not an older ancestor of BAD ({bad[:10]}); pass the "
+            "older revision first (jitbench bisect GOOD BAD)."
+        )
+    text = _git(top, "log", "--first-parent", "--reverse", "--format=%H%x09%s", f"{good}..{bad}")
+    commits = [tuple(line.split("\t", 1)) for line in text.splitlines() if line.strip()]
+    return [(c[0], c[1] if len(c) > 1 else "") for c in commits]
+
+
+class Checkouts:
+    """Worktrees of one repository's commits, each made once and kept until `close`
+    (a bisection measures GOOD, BAD and a midpoint again and again), and one harness
+    copy that every side shares."""
+
+    def __init__(self, cwd: Path, suites: Sequence[str]) -> None:
+        self.cwd = cwd
+        self.top = repository_top(cwd)
+        self.suites = list(suites) or ["suites"]
+        self._scratch = tempfile.TemporaryDirectory(prefix="jitbench-bisect-")
+        self._root = Path(self._scratch.name)
+        self.harness = harness_path(self._root / "harness")
+        self._trees: dict[str, Path] = {}
+
+    def resolve(self, rev: str, what: str) -> str:
+        return resolve_revision(self.top, rev, what)
+
+    def subject(self, commit: str) -> str:
+        """The first line of `commit`'s message."""
+        return _git(self.top, "log", "-1", "--format=%s", commit)
+
+    def side(self, name: str, commit: str, label: str, python: str | None = None) -> Side:
+        """A side measuring `commit` (its worktree made on first use)."""
+        tree = self._trees.get(commit)
+        if tree is None:
+            tree = add_worktree(self.top, commit, self._root / commit[:12])
+            self._trees[commit] = tree
+        return revision_side(
+            name,
+            top=self.top,
+            tree=tree,
+            label=label,
+            harness=self.harness,
+            suites=self.suites,
+            cwd=self.cwd,
+            python=python,
+        )
+
+    def close(self) -> None:
+        for tree in self._trees.values():
+            remove_worktree(self.top, tree)
+        self._trees.clear()
+        self._scratch.cleanup()
+
+    def __enter__(self) -> Checkouts:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

@@ -489,3 +489,33 @@ def test_metrics_only_flags_a_changed_program_and_passes_renamed_code(tmp_path: 
     assert code == 1 and moved == ["selu jit: +2 convert, flops +40 %"]
     code, _, moved = trial(repo, "names", tmp_path / "names")
     assert code == 0 and moved == []
+
+
+# --- the revision A/B moved to `jitbench ab`: the old spelling points there ---------------
+
+
+def test_compare_rev_still_works_and_points_at_ab(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)  # not a git repository: the cheap way to reach the sides
+    result = CliRunner().invoke(app, ["compare", "--rev", "main"])
+    assert result.exit_code == 2, result.output
+    assert "`jitbench ab`" in result.output  # the pointer, on stderr
+    assert "git repository" in result.output  # then the same error `ab --rev` gives
+
+
+def test_revision_options_without_a_revision_say_where_they_went(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["compare", "a.json", "b.json", "--budget", "2", "--x64"])
+    assert result.exit_code == 2, result.output
+    assert "--budget, --x64" in result.output and "jitbench ab" in result.output
+    help_text = CliRunner().invoke(app, ["compare", "--help"]).output
+    assert "--rev REV" not in help_text and "--budget" not in help_text
+
+
+def test_ab_needs_its_sides_and_refuses_a_bad_output_first(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["ab"])
+    assert result.exit_code == 2 and "--rev BASE" in result.output, result.output
+    result = CliRunner().invoke(app, ["ab", "--rev", "main", "--html", "-"])
+    assert result.exit_code == 2 and "needs a file name" in result.output, result.output
+    result = CliRunner().invoke(app, ["ab", "--rev", "main"])
+    assert result.exit_code == 2 and "git repository" in result.output, result.output
+    assert "jitbench ab" not in result.output.split("error:")[0]  # no pointer: this is ab

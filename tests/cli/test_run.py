@@ -334,3 +334,17 @@ def test_a_wide_run_against_a_baseline_shows_the_wide_comparison(tmp_path: Path)
     header = next(line for line in compared.splitlines() if "workload" in line)
     assert "dtype" in header and "new/base" in header
     assert "…" not in result.stdout
+
+
+def test_clock_cpu_is_recorded_and_said_under_the_table(tmp_path: Path) -> None:
+    """`--clock cpu` samples the process's CPU time: the run records it, every time is a
+    positive number of seconds, and the footer says what the times count."""
+    result = invoke("run", *QUICK, "--out", tmp_path, "--clock", "cpu", "ok_double")
+    assert result.exit_code == 0, result.output
+    [path] = run_files(tmp_path)
+    run = load_run(path)
+    assert run.config.settings is not None and run.config.settings.plan.clock == "cpu"
+    assert all(m.samples_s and min(m.samples_s) > 0 for m in run.measurements)
+    assert "measuring process's CPU time (--clock cpu" in " ".join(result.stdout.split())
+    bad = invoke("run", *QUICK, "--out", tmp_path / "b", "--clock", "tsc", "ok_double")
+    assert bad.exit_code == 2 and "--clock is one of wall, cpu" in bad.stderr

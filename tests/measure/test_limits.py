@@ -13,6 +13,7 @@ from jitbench import workload
 from jitbench.config import RunConfig
 from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
+from jitbench.measure.limits import RETRY_INTERVAL_S as RETRY_S
 from jitbench.measure.limits import ModeLimit, ModeTimeout
 from jitbench.measure.protocol import measure_cases
 from jitbench.results import Mode, Status
@@ -92,3 +93,17 @@ def test_a_mode_that_reaches_its_limit_while_sampling_keeps_its_samples() -> Non
     assert any(d.code == diagnose.MODE_CAPPED for d in eager.diagnostics)
     # The others sampled on after it stopped.
     assert min(len(ms[m].samples_s) for m in (Mode.JIT, Mode.NUMPY)) > len(eager.samples_s)
+
+
+def test_a_swallowed_timeout_is_raised_again_until_the_mode_stops() -> None:
+    limit = ModeLimit("eager", 0.05)
+    swallowed = 0
+    with pytest.raises(ModeTimeout), limit.charged("first call"):
+        while True:
+            try:
+                _busy(5.0)
+            except ModeTimeout:  # a workload's own `except Exception`
+                swallowed += 1
+                if swallowed > 1:
+                    raise
+    assert swallowed == 2 and RETRY_S <= limit.spent_s < 3.0  # the whole block counted

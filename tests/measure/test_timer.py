@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from jitbench.config import SamplingPlan
+from jitbench.errors import ConfigError
 from jitbench.measure.timer import (
     calibrate,
     relative_ci_halfwidth,
@@ -496,3 +497,34 @@ def test_two_processes_re_warm_with_the_same_count():
 
 def _every_500(levels):
     return itertools.chain.from_iterable(itertools.repeat(x, 500) for x in itertools.cycle(levels))
+
+
+def test_a_sample_clock_times_the_samples_and_the_wall_clock_the_budget() -> None:
+    """With the process's CPU time as the sample clock, a call preempted for 9 ms of every
+    10 still samples its 1 ms of work, and the budget is spent in wall seconds."""
+    wall, cpu = FakeClock(), FakeClock()
+
+    def preempted() -> None:
+        cpu.advance(1e-3)
+        wall.advance(10e-3)
+
+    plan = SamplingPlan(min_samples=50, max_samples=1000, floor_samples=3, budget_s=0.1,
+                        precision=0.0, rewarm_s=0.0)  # fmt: skip
+    series = sample_interleaved({"a": preempted}, {"a": 1}, plan=plan, clock=wall, sample_clock=cpu)
+    samples = series["a"].samples_s
+    assert len(samples) >= 3 and samples == pytest.approx([1e-3] * len(samples))
+    assert wall() >= plan.budget_s  # the budget ran out in wall seconds, not in CPU's
+    assert series["a"].stop_reason == "budget"
+
+
+def test_cpu_time_is_asked_for_cpu_cases_only() -> None:
+    import time
+
+    from jitbench.measure.protocol import sample_clock
+
+    cpu = SamplingPlan(clock="cpu")
+    assert sample_clock(cpu, ["cpu:0"]) is time.process_time
+    assert sample_clock(cpu, ["cpu:0", "gpu:0"]) is None  # a GPU's work is not our CPU time
+    assert sample_clock(SamplingPlan(), ["cpu:0"]) is None
+    with pytest.raises(ConfigError, match="--clock is one of wall, cpu"):
+        SamplingPlan(clock="tsc")

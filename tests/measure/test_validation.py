@@ -129,7 +129,8 @@ def test_a_float32_mismatch_the_size_of_rounding_says_so():
 
     assert diagnose.FLOAT32_ROUNDING_TEXT.startswith(f"{FLOAT32_ROUNDING:g} ")
     ref = np.linspace(1.0, 2.0, 1000).astype(np.float32)
-    off = ref * np.float32(1 + 2e-4)  # past float32's default tolerances, within rounding
+    signs = np.where(np.arange(1000) % 3 == 0, -1.0, 1.0).astype(np.float32)
+    off = ref * (1 + np.float32(2e-4) * signs)  # past float32's tolerances, both ways
     result = check_outputs(ref, off)
     assert not result.ok and result.rounding
     d = diagnose.mismatch(result.message, nonfinite=False, mode=Mode.JIT, rounding=True)
@@ -138,3 +139,12 @@ def test_a_float32_mismatch_the_size_of_rounding_says_so():
     wrong = check_outputs(ref, ref * np.float32(1.5))
     assert not wrong.ok and not wrong.rounding
     assert not check_outputs(ref.astype(np.float64), off.astype(np.float64) * 1.01).rounding
+
+
+def test_a_small_shift_all_one_way_is_not_called_rounding():
+    """A global frozen at trace time shifts every element alike: however small relative to
+    the values, it is no rounding, and keeps the trace-time hint."""
+    ref = (np.linspace(1.0, 2.0, 1000) + 5000.0).astype(np.float32)
+    shifted = ref + np.float32(1.0)
+    result = check_outputs(ref, shifted)
+    assert not result.ok and not result.rounding

@@ -149,7 +149,9 @@ def test_terminal_title_names_threads_and_carries_the_banner() -> None:
     banner = machine_banner(run)
     assert banner is not None and "\n" not in banner.plain
     assert banner.plain.startswith("⚠ busy and noisy machine (before and after the run)")
-    assert banner.plain.endswith("noise floor ±7.4 % before, ±7.4 % after")
+    assert banner.plain.endswith(
+        "noise floor ±7.4 % before, ±7.4 % after · --clock cpu leaves other processes' time out"
+    )
     assert machine_banner(seed_run()) is None
 
 

@@ -152,3 +152,30 @@ def test_a_case_that_fails_in_every_mode_is_broken() -> None:
     assert [c.case for c in analyse(run).broken] == [case]
     ok = replace(ms[0], status=Status.OK, samples_s=(1e-3,) * 3)
     assert not analyse(replace(run, measurements=(ok, *ms[1:]))).broken
+
+
+def test_the_footer_counts_the_processes_each_case_had() -> None:
+    """A run whose extra processes measured some cases says so, not 'from 4 processes'."""
+    from jitbench.results.analysis.machine import processes_text
+
+    run = _run_with_process_counts([2, 2, 3, 4])
+    assert processes_text(run) == "2 processes (3–4 for 2 of 4 measurements)"
+    assert processes_text(_run_with_process_counts([2, 2])) == "2 processes"
+    assert processes_text(_run_with_process_counts([2, 3])) == (
+        "2 processes (3 for 1 of 2 measurements)"
+    )
+
+
+def _run_with_process_counts(counts: list[int]) -> Run:
+    """One NumPy measurement per count, each of that many processes of three samples."""
+    ms = tuple(
+        _measurement(
+            Case(workload=f"w{i}", size="S", device="cpu:0", dtype="float32"),
+            Mode.NUMPY,
+            [[1e-3] * 3] * n,
+            [3] * n,
+        )
+        for i, n in enumerate(counts)
+    )
+    return Run(run_id="r", started_at="t", finished_at="t", complete=True, environment={},
+               measurements=ms)  # fmt: skip

@@ -176,3 +176,37 @@ def test_layout_offsets_are_seeded_aligned_and_bounded() -> None:
     assert first == layout_offsets(random.Random(7), 50)
     assert all(0 <= o < MAX_LAYOUT_OFFSET and o % 16 == 0 for o in first)
     assert len(set(first)) > 40  # spread over the range, not a handful of values
+
+
+@pytest.mark.e2e
+def test_a_float64_suite_is_compared_in_float64_unless_told(tmp_path: Path) -> None:
+    """--x64 left unset: both sides follow their suites' declared float width (as `run`
+    does for NPBench), and the runs record it."""
+    repo = tmp_path / "proj"
+    (repo / "suites").mkdir(parents=True)
+    wide = SUITE.replace(
+        "@workload(inputs=vector,", '@workload(float_width="float64", inputs=vector,'
+    )
+    (repo / "suites" / "tiny.py").write_text(wide)
+    _git(repo, "init", "-q")
+    _git(repo, "-c", "user.email=t@t.invalid", "-c", "user.name=t", "add", "-A")
+    _git(repo, "-c", "user.email=t@t.invalid", "-c", "user.name=t", "commit", "-qm", "base")
+    one = DuetPlan(budget_s=0.0, min_rounds=2, max_rounds=2, compiles=1, pairs=1)
+    _, result = compare_revisions(
+        rev="HEAD", config=RunConfig(sizes=("S",)), plan=one, out=tmp_path / "out", cwd=repo
+    )
+    for run in (result.base, result.new):
+        assert {c.dtype for c in run.cases()} == {"float64"}
+        assert run.config.settings is not None and run.config.settings.x64 is True
+
+
+def test_an_unknown_clock_is_refused_before_anything_starts() -> None:
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    for command in ("ab", "bisect"):
+        args = ["--rev", "base"] if command == "ab" else ["base", "HEAD"]
+        result = CliRunner().invoke(app, [command, *args, "--clock", "tsc"])
+        assert result.exit_code == 2, (command, result.output)
+        assert "--clock is one of wall, cpu" in result.output

@@ -134,7 +134,7 @@ def _resumable_processes(
         budgets.append(plan.budget_s)
         return real_schedule(cases, *args, plan=plan, **kwargs)
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
         workers.append(config.processes)
         stop()
         return worker_in_this_process(selection, config, target, shared_compiles, cases)
@@ -287,7 +287,7 @@ def worker_in_this_process(selection, config, target, shared_compiles=None, case
     conn = _Conn()
     keys = None if cases is None else [list(key) for key in cases]
     target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
-    [(kind, body)] = conn.sent
+    [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
     assert kind == "ok", body
     return run_from_dict(json.loads(body))
 
@@ -340,7 +340,7 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
 
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
         workers.append(worker_in_this_process(selection, config, target, shared_compiles, cases))
         return workers[-1]
 
@@ -387,7 +387,7 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     monkeypatch.setenv("JITBENCH_TEST_NUMPY_CALLS", str(calls))
     in_worker: list[int] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
         before = len(calls.read_text().splitlines())
         run = worker_in_this_process(selection, config, target, shared_compiles, cases)
         in_worker.append(len(calls.read_text().splitlines()) - before)
@@ -616,7 +616,7 @@ def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -
     conn = _Conn()
     key = ["double", "S", "cpu:0", "float32"]
     worker_main(conn, [s.to_dict() for s in selection_of([double])], quick.to_dict(), None, [key])
-    [(kind, body)] = conn.sent
+    [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
     assert kind == "ok", body
     run = run_from_dict(json.loads(body))
     assert [c.key for c in run.cases()] == [tuple(key)]
@@ -656,7 +656,7 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
     suite.write_text(SLOW_EAGER_SUITE)
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
         workers.append(worker_in_this_process(selection, config, target, shared_compiles, cases))
         return workers[-1]
 

@@ -163,3 +163,20 @@ def test_the_estimate_learns_by_size_and_leaves_timeouts_out_of_the_workers() ->
     # then takes the first's 22 + 22 s less the 10 s timeout.
     this_process = 22.0 + 1.5 + 20.5
     assert est.eta_s() == pytest.approx(22.0 + this_process - 10.0)
+
+
+def test_a_worker_process_is_estimated_at_its_own_pace_once_it_reports() -> None:
+    from jitbench.runner.events import WorkerProgress
+
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", 2, budget_s=0.5, processes=2, sizes=("S", "S")))
+    for i, name in enumerate("ab"):
+        est.update(CaseStarted(_case(name), i, 2))
+        clock.now += 10.0
+        est.update(CaseFinished(_case(name), i, 2, ()))
+    est.update(ProcessStarted(index=2, total=2))
+    assert est.eta_s() == pytest.approx(20.0)  # the first process's 20 s, before it reports
+    clock.now += 2.0
+    est.update(WorkerProgress(done=1, total=2))
+    assert est.eta_s() == pytest.approx(2.0)  # 2 s a case: one case left

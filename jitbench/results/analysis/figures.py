@@ -396,8 +396,15 @@ class RunAnalysis:
     @property
     def machine_banner(self) -> str | None:
         """One line when the machine was busy or noisy around the run, or its processes
-        measured the same code far apart (`machine.run_banner`); None otherwise."""
-        return machine.run_banner(self.run.environment, self.process_spread)
+        measured the same code far apart (`machine.run_banner`), with what `--clock cpu`
+        would do where other processes kept the cores busy; None otherwise."""
+        text = machine.run_banner(self.run.environment, self.process_spread)
+        settings = self.run.config.settings
+        wall = settings is None or settings.plan.clock == "wall"
+        on_cpu = all(c.device.startswith("cpu") for c in self.run.cases())
+        if text is not None and text.startswith("busy") and wall and on_cpu:
+            text += " · --clock cpu leaves other processes' time out"
+        return text
 
     @property
     def machine_flags(self) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from jitbench import formatting as fmt
 from jitbench import stats
+from jitbench.results.model import Run
 
 
 @dataclass(frozen=True)
@@ -306,6 +307,32 @@ def spread_text(spread: ProcessSpread) -> str:
     text = f"measured the same code a median {apart_percent(spread.times)} apart"
     if spread.speedups is not None:
         text += f" (speedups {apart_percent(spread.speedups)})"
+    return text
+
+
+def clock_text(run: Run) -> str | None:
+    """What the times count where it is not elapsed time ('--clock cpu'), else None."""
+    settings = run.config.settings
+    if settings is None or settings.plan.clock != "cpu":
+        return None
+    return (
+        "times are the measuring process's CPU time (--clock cpu; GPU cases wall time): "
+        "other processes on the core are left out, and so are waits"
+    )
+
+
+def processes_text(run: Run) -> str:
+    """'2 processes', or '2 processes (3–4 for 41 of 80 measurements)' where extra
+    processes measured the cases whose figures disagreed or were wide."""
+    counts = [len(m.run_sample_counts) for m in run.measurements if m.run_sample_counts]
+    if not counts:
+        return "1 process"
+    least, most = min(counts), max(counts)
+    text = f"{least} process" + ("" if least == 1 else "es")
+    if most > least:
+        more = sum(1 for c in counts if c > least)
+        extra = f"{least + 1}" if most == least + 1 else f"{least + 1}–{most}"
+        text += f" ({extra} for {more} of {len(counts)} measurements)"
     return text
 
 
