@@ -86,6 +86,16 @@ def ratio_ci(value: float | None, low: float | None, high: float | None) -> str:
     return f"{ratio(value)} {interval(low, high)}"
 
 
+def speedup_step(value: float, low: float | None, high: float | None) -> str:
+    """A step of a speedup series (the speedup after ÷ before, with its interval) as how
+    much slower or faster it made the mode, e.g. ``0.87 -> '×1.15 slower [1.09–1.21]'``."""
+    slower = value < 1
+    factor = 1 / value if slower else value
+    ends = [1 / high, 1 / low] if slower and low and high else [low, high] if low and high else []
+    text = f"×{number(factor)} {'slower' if slower else 'faster'}"
+    return f"{text} {interval(*ends)}" if ends else text
+
+
 #: Beyond ×/÷ this an interval is lopsided enough (its upper side +25 %, its lower −20 %)
 #: that one ± figure would mislead: it is written as its two ends instead.
 PM_MAX_FACTOR = 1.25

@@ -10,6 +10,7 @@ from jitbench.cli import (  # noqa: F401  (register commands)
     ab,
     bisect,
     compare,
+    history,
     info,
     profile,
     report,

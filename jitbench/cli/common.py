@@ -207,7 +207,7 @@ EXIT_STREAM_FAILED = 74  # sysexits' EX_IOERR: stdout or stderr could not be wri
 _debug = False
 
 #: The order `jitbench --help` lists the commands in: the everyday ones first.
-COMMAND_ORDER = ("run", "list", "profile", "report", "compare", "ab", "bisect", "env")
+COMMAND_ORDER = ("run", "list", "profile", "report", "history", "compare", "ab", "bisect", "env")
 
 
 class _OrderedGroup(typer.core.TyperGroup):

@@ -8,6 +8,7 @@ cached beside the runs so a refresh does not load every run again); no I/O.
 
 from __future__ import annotations
 
+import html
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from jitbench.report.data import plot_text
 from jitbench.report.figures import Figure, trace
 from jitbench.report.summary import CaseFigures, CaseKey, RunSummary, summarize
 from jitbench.results import Mode, Run
-from jitbench.results.analysis.changes import find_steps
+from jitbench.results.analysis.changes import HistoryStep, Point, history_steps
 
 #: One colour per size preset series (sizes beyond these cycle).
 SIZE_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")
@@ -51,6 +52,8 @@ class HistoryRun:
     #: the run's preset cases in its own order with their figures (a dict: ordered, quick
     #: to look up)
     cases: Mapping[CaseKey, CaseFigures] = field(default_factory=dict)
+    #: its place in the history, counted from 1
+    number: int = 0
 
     @property
     def run_id(self) -> str:
@@ -79,8 +82,92 @@ def history_runs(runs: Sequence[Run | RunSummary]) -> list[HistoryRun]:
                 commit=s.commit,
                 changes=changes,
                 cases=s.cases,
+                number=i + 1,
             )
         )
+    return out
+
+
+@dataclass(frozen=True)
+class Series:
+    """One case × JAX mode's speedup over NumPy across a history: the runs that have it
+    (oldest first), its figure in each, and the steps it took (`analysis.changes`)."""
+
+    key: CaseKey
+    mode: Mode
+    runs: tuple[HistoryRun, ...]
+    points: tuple[Point, ...]
+    steps: tuple[HistoryStep, ...]
+
+    @property
+    def workload(self) -> str:
+        return self.key[0]
+
+    @property
+    def size(self) -> str:
+        return self.key[1]
+
+    def run_of(self, point: Point) -> HistoryRun:
+        """The history run of one of the series' points."""
+        return self.runs[self.points.index(point)]
+
+    def to_json(self) -> dict[str, object]:
+        """The series as plain data (`jitbench history --format json`): its runs' figures
+        and its steps with their two runs and bisect line (None without commits)."""
+        workload, size, device, dtype = self.key
+        return {
+            "workload": workload,
+            "size": size,
+            "device": device,
+            "dtype": dtype,
+            "mode": self.mode.value,
+            "figure": "speedup",
+            "runs": [
+                {
+                    "number": self.run_of(p).number,
+                    "run_id": p.run_id,
+                    "commit": p.commit,
+                    "value": p.value,
+                    "low": p.low,
+                    "high": p.high,
+                }
+                for p in self.points
+            ],
+            "steps": [
+                {
+                    "at_run": self.run_of(found.after).number,
+                    "before": {"run_id": found.before.run_id, "commit": found.before.commit},
+                    "after": {"run_id": found.after.run_id, "commit": found.after.commit},
+                    "ratio": found.step.ratio.value,
+                    "low": found.step.ratio.low,
+                    "high": found.step.ratio.high,
+                    "p_value": found.step.p_value,
+                    "bisect": found.bisect_command(self.workload, self.size),
+                }
+                for found in self.steps
+            ],
+        }
+
+
+def history_series(hruns: Sequence[HistoryRun]) -> list[Series]:
+    """Every case × JAX mode with a speedup in any run, first seen first, with its steps:
+    what the history page marks and `jitbench history` prints."""
+    keys = list(dict.fromkeys(k for h in hruns for k in h.cases))
+    out = []
+    for key in keys:
+        for mode in JAX_MODES:
+            runs, points = [], []
+            for h in hruns:
+                figs = h.cases.get(key)
+                if figs is None or mode.value not in figs.speedups:
+                    continue
+                v, low, high = figs.speedups[mode.value]
+                runs.append(h)
+                points.append(Point(h.run_id, h.commit, v, low, high))
+            if points:
+                out.append(
+                    Series(key, mode, tuple(runs), tuple(points), tuple(history_steps(points)))
+                )
     return out
 
 
@@ -89,44 +176,66 @@ def history_workloads(hruns: Sequence[HistoryRun]) -> list[str]:
     return list(dict.fromkeys(k[0] for h in hruns for k in h.cases))
 
 
+#: What stands for the bisect line where a run of the step recorded no git commit.
+NO_COMMIT = "no bisect line: the runs recorded no git commit"
+
+
+def step_head(series: Series, found: HistoryStep) -> str:
+    """'selu S jit: ×1.15 slower [1.09–1.21] at run 7': a step of a series, its size and
+    interval (of the speedup's change, so of the mode's time against NumPy's)."""
+    r = found.step.ratio
+    return (
+        f"{series.workload} {series.size} {series.mode.value}: "
+        f"{fmt.speedup_step(r.value, r.low, r.high)} at run {series.run_of(found.after).number}"
+    )
+
+
+def step_text(series: Series, found: HistoryStep) -> str:
+    """One line for a step of a series: its size and interval, the two runs and the
+    `jitbench bisect` line that finds its commit (or why there is none)."""
+    before, after = series.run_of(found.before), series.run_of(found.after)
+    command = found.bisect_command(series.workload, series.size)
+    return (
+        f"{step_head(series, found)} (p {found.step.p_value:.2g}), between {before.name} "
+        f"and {after.name}; {command or NO_COMMIT}"
+    )
+
+
 def _steps(
-    cats: Sequence[str],
-    hruns: Sequence[HistoryRun],
-    key: CaseKey,
-    mode: Mode,
-    speedups: Sequence[float],
-    label: str,
+    series: Sequence[Series], label: Mapping[CaseKey, str], pages: Mapping[str, str]
 ) -> list[tuple[HistoryRun, float, str, str]]:
-    """Each step the series took (`analysis.changes.find_steps`): the first run after it,
-    its speedup there, a short label, and the hover text: the step's size with its
-    interval, the two runs around it and the command that compares their revisions."""
-    by_cat = {h.category: h for h in hruns}
+    """Each step of the workload's series: the first run after it, its speedup there, the
+    annotation (the step's size, linked to the two runs' pages) and the hover text."""
     out = []
-    for step in find_steps(speedups):
-        before, after = by_cat[cats[step.at - 1]], by_cat[cats[step.at]]
-        r = step.ratio
-        commits = [(h.commit or "").split(" ")[0] for h in (before, after)]
-        command = (
-            f"jitbench compare --rev {commits[0]} --rev-new {commits[1]} -k {key[0]} -s {key[1]}"
-            if all(commits)
-            else "no commits recorded: jitbench compare the two runs"
-        )
-        hover = (
-            f"{label} {mode.value}: the speedup stepped {fmt.ratio_ci(r.value, r.low, r.high)} "
-            f"between {before.name} and {after.name} (p {step.p_value:.2g}); {command}"
-        )
-        out.append(
-            (after, speedups[step.at], f"step {fmt.ratio(r.value)}", plot_text(hover, limit=400))
-        )
+    for s in series:
+        for found in s.steps:
+            before, after = s.run_of(found.before), s.run_of(found.after)
+            links = [
+                f'<a href="{html.escape(pages[h.run_id])}">{h.number}</a>'
+                if h.run_id in pages
+                else str(h.number)
+                for h in (before, after)
+            ]
+            text = f"step {fmt.ratio(found.step.ratio.value)} ({links[0]}→{links[1]})"
+            hover = f"{label.get(s.key, '')} " + step_text(s, found)
+            out.append((after, found.after.value, text, plot_text(hover, limit=400)))
     return out
 
 
-def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None:
+def workload_figure(
+    hruns: Sequence[HistoryRun],
+    workload: str,
+    *,
+    series: Sequence[Series] | None = None,
+    pages: Mapping[str, str] | None = None,
+) -> Figure | None:
     """Two panels over the runs: eager and jit speedup over NumPy (top) and time per call
     of every mode (bottom), one series per size × device, log axes with 95 % intervals.
     Buttons switch the x axis between run order (commits) and date; a dotted line marks
-    each run whose environment changed, its hover text says what. None when no run
-    measured the workload."""
+    each run whose environment changed, its hover text says what; an arrow marks each
+    step of a speedup series (`history_series`, or `series` when given), linked to the
+    two runs' pages (`pages`: run id → link), its hover text with the bisect line. None
+    when no run measured the workload."""
     keys: dict[tuple[str, str, str], None] = {}
     for h in hruns:
         for case_key in h.cases:
@@ -150,7 +259,7 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
     x_date: list[list[str | None]] = []
     speedups: list[float] = [1.0]
     times: list[float] = []
-    steps: list[tuple[HistoryRun, float, str, str]] = []  # change points of the top panel
+    labels: dict[CaseKey, str] = {}
     for k, (size, device, dtype) in enumerate(keys):
         color = SIZE_COLORS[k % len(SIZE_COLORS)]
         label = series_name(size, device, dtype)
@@ -190,8 +299,7 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                     symbols.append(PROGRAM_CHANGED_SYMBOL if moved else str(figures.SYMBOLS[mode]))
                 if not ys:
                     continue
-                if panel == 1:
-                    steps += _steps(cats, hruns, key, mode, ys, label)
+                labels[key] = label
                 fig.add_trace(
                     trace(
                         "scatter",
@@ -225,6 +333,8 @@ def workload_figure(hruns: Sequence[HistoryRun], workload: str) -> Figure | None
                 x_date.append(dates)
     if not fig.data:
         return None
+    mine = [s for s in (history_series(hruns) if series is None else series) if s.key in labels]
+    steps = _steps(mine, labels, pages or {})
     slo, shi = figures.log_range(speedups, pad=1.3)
     tlo, thi = figures.log_range(times, pad=1.3)
     categories = [h.category for h in hruns]

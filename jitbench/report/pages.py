@@ -553,11 +553,23 @@ def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
     hruns = history.history_runs(runs)
     layout = OutputLayout(Path("."))
     names = history.history_workloads(hruns)
+    pages = {h.run_id: layout.relative(layout.run_page(h.run_id)) for h in hruns}
+    series = history.history_series(hruns)
     workloads = []
     for wl in names[:MAX_HISTORY_WORKLOADS]:
-        fig = history.workload_figure(hruns, wl)
+        fig = history.workload_figure(hruns, wl, series=series, pages=pages)
         if fig is not None:
-            workloads.append({"name": wl, "figure": fig})
+            steps = [
+                {
+                    "head": history.step_head(s, found),
+                    "runs": [s.run_of(p) for p in (found.before, found.after)],
+                    "command": found.bisect_command(s.workload, s.size),
+                }
+                for s in series
+                if s.workload == wl
+                for found in s.steps
+            ]
+            workloads.append({"name": wl, "figure": fig, "steps": steps})
     return _render(
         "history.html",
         root="",
@@ -565,8 +577,9 @@ def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
         uses_plotly=bool(workloads),
         title="jitbench: history",
         hruns=hruns,
-        pages={h.run_id: layout.relative(layout.run_page(h.run_id)) for h in hruns},
+        pages=pages,
         workloads=workloads,
+        no_commit=history.NO_COMMIT,
         n_workloads=len(names),
         max_workloads=MAX_HISTORY_WORKLOADS,
     )

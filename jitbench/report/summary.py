@@ -28,10 +28,10 @@ from typing import Any
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.errors import OutputError
+from jitbench.errors import OutputError, ResultsFormatError
 from jitbench.measure import diagnose, threads
 from jitbench.report import data
-from jitbench.results import OutputLayout, Run, model, write_text_atomic
+from jitbench.results import OutputLayout, Run, load_run, model, write_text_atomic
 from jitbench.results.analysis import analyse, estimates, figures, machine
 from jitbench.results.safe_io import lstat_or_none, read_regular
 from jitbench.results.validated import Stamp, stamp_of
@@ -297,3 +297,51 @@ def prune(runs_dir: Path, keep: Iterable[str]) -> None:
 def stamp_of_file(path: Path) -> Stamp:
     """The stamp of `path` as it is now (raises OSError when it is gone)."""
     return stamp_of(os.stat(path))
+
+
+def run_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
+    """The run files that `paths` name: a file as it is; a folder's *.json and, for a
+    `--out` folder, its runs/*.json.
+
+    Raises:
+        ResultsFormatError: a path that does not exist, or no run file in them all.
+    """
+    files: list[Path] = []
+    given = [Path(p) for p in paths]
+    for path in given:
+        if path.is_dir():
+            files += sorted(path.glob("*.json")) + sorted(
+                OutputLayout(path).runs_dir.glob("*.json")
+            )
+        elif path.exists():
+            files.append(path)
+        else:
+            raise ResultsFormatError(
+                f"{str(path)!r} does not exist; pass run JSON files or a folder of them "
+                "(a `jitbench run --out` folder)."
+            )
+    if not files:
+        where = ", ".join(repr(str(p)) for p in given) or "nothing"
+        raise ResultsFormatError(
+            f"no run JSON files in {where} (*.json or runs/*.json); pass the --out folder of "
+            "`jitbench run` or its run files."
+        )
+    return list(dict.fromkeys(files))
+
+
+def summaries_of(paths: Iterable[str | os.PathLike[str]]) -> list[RunSummary]:
+    """The summaries of every run file `paths` name (`run_files`): the cached one where
+    the cache holds this version of the file (it is only read here), else the run loaded
+    and summarised.
+
+    Raises:
+        ResultsFormatError: no run files, or one that is not a valid run (its path and why).
+    """
+    out = []
+    for path in run_files(paths):
+        try:
+            known = cached(path, stamp_of_file(path))
+        except OSError:
+            known = None
+        out.append(known if known is not None else summarize(load_run(path)))
+    return out

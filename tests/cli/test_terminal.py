@@ -166,7 +166,9 @@ def test_help_shows_defaults_and_examples_in_a_sensible_order() -> None:
     runner = CliRunner()
     top = runner.invoke(app, ["--help"]).output
     listed = re.findall(r"^  (\w+) ", top[top.index("Commands:") :], flags=re.M)
-    assert listed == ["run", "list", "profile", "report", "compare", "ab", "bisect", "env"]
+    assert listed == [
+        "run", "list", "profile", "report", "history", "compare", "ab", "bisect", "env"
+    ]  # fmt: skip
     for command in listed:
         text = runner.invoke(app, [command, "--help"], terminal_width=100).output
         assert "<bool>" not in text, command

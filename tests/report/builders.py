@@ -116,3 +116,31 @@ def seed_run(environment: dict[str, object] | None = None) -> Run:
         measurements=tuple(ms),
     )
     return diagnose.run_diagnostics(run)
+
+
+def stepped_runs(commits: bool = True) -> list[Run]:
+    """Eight runs of the 1.8 fixture (commits c0 … c7), jit 30 % slower from the fifth."""
+    from jitbench.results import load_run
+
+    fixture = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.8.json"
+    base = load_run(fixture)
+    runs = []
+    for i in range(8):
+        slower = 1.3 if i >= 4 else 1.0
+        git = {"git": {"commit": f"c{i}", "dirty": False}} if commits else {}
+        env = {k: v for k, v in base.environment.items() if k != "git"}
+        runs.append(
+            replace(
+                base,
+                run_id=f"r{i}",
+                started_at=f"2026-12-0{i + 1}T00:00:00+00:00",
+                environment={**env, **git},
+                measurements=tuple(
+                    replace(m, samples_s=tuple(x * slower for x in m.samples_s))
+                    if m.mode is Mode.JIT
+                    else m
+                    for m in base.measurements
+                ),
+            )
+        )
+    return runs

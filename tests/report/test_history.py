@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from jitbench.report import history
 from jitbench.results import Run
-from tests.report.builders import labelled
+from tests.report.builders import labelled, stepped_runs
 from tests.report.figure_check import checked
 
 
@@ -73,62 +73,35 @@ def test_workload_figure_has_both_panels_and_both_axes(run: Run) -> None:
 def test_a_run_whose_compiled_program_changed_is_marked() -> None:
     """The 1.8 fixture twice, the second with jit's programs fingerprinted differently:
     its jit points are drawn with the program-changed marker and say so on hover."""
-    from pathlib import Path
-
-    from jitbench.config import Mode
-    from jitbench.results import load_run
-
-    fixture = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.8.json"
-    first = load_run(fixture)
-    second = replace(
-        first,
-        run_id="later",
-        started_at="2026-12-01T00:00:00+00:00",
-        measurements=tuple(
-            replace(m, compile=replace(m.compile, program_fingerprint="0" * 16))
-            if m.mode is Mode.JIT and m.compile is not None
-            else m
-            for m in first.measurements
-        ),
-    )
-    fig = checked(history.workload_figure(history.history_runs([first, second]), "double"))
-    jit = next(t for t in fig.data if t.name.startswith("jit ×"))
-    assert list(jit.marker.symbol) == ["diamond", history.PROGRAM_CHANGED_SYMBOL]
-    assert "compiled program changed" in jit.hovertext[1]
-    eager = next(t for t in fig.data if t.name.startswith("eager ×"))
-    assert history.PROGRAM_CHANGED_SYMBOL not in list(eager.marker.symbol)
-
-
-def test_a_series_that_stepped_is_annotated_with_the_command_that_compares() -> None:
-    """Eight runs of the 1.8 fixture, jit 30 % slower from the fifth: the top panel marks a
-    step at the fifth run, with its size and the compare command for the two commits."""
-    from pathlib import Path
-
-    from jitbench.config import Mode
-    from jitbench.results import load_run
-
-    fixture = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.8.json"
-    base = load_run(fixture)
-    runs = []
-    for i in range(8):
-        slower = 1.3 if i >= 4 else 1.0
-        runs.append(
-            replace(
-                base,
-                run_id=f"r{i}",
-                started_at=f"2026-12-0{i + 1}T00:00:00+00:00",
-                environment={**base.environment, "git": {"commit": f"c{i}", "dirty": False}},
-                measurements=tuple(
-                    replace(m, samples_s=tuple(x * slower for x in m.samples_s))
-                    if m.mode is Mode.JIT
-                    else m
-                    for m in base.measurements
-                ),
-            )
-        )
+    runs = stepped_runs()
     hruns = history.history_runs(runs)
-    fig = checked(history.workload_figure(hruns, "double"))
+    pages = {h.run_id: f"runs/{h.run_id}.html" for h in hruns}
+    fig = checked(history.workload_figure(hruns, "double", pages=pages))
     steps = [a for a in fig.layout.annotations if (a.text or "").startswith("step")]
     assert [a.x for a in steps] == [hruns[4].category]
-    assert steps[0].text == "step 0.769×"
-    assert "jitbench compare --rev c3 --rev-new c4 -k double -s S" in steps[0].hovertext
+    assert (
+        steps[0].text == 'step 0.769× (<a href="runs/r3.html">4</a>→<a href="runs/r4.html">5</a>)'
+    )
+    assert "double S jit: ×1.3 slower" in steps[0].hovertext
+    assert "at run 5" in steps[0].hovertext
+    assert "jitbench bisect c3 c4 -k double -s S" in steps[0].hovertext
+
+
+def test_the_history_page_lists_each_step_with_its_runs_and_bisect_line() -> None:
+    from jitbench.report import render_history_page
+
+    page = render_history_page(stepped_runs())
+    steps = page[page.index('<ul class="steps">') :]
+    steps = steps[: steps.index("</ul>")]
+    assert "double S jit: ×1.3 slower" in steps
+    assert '<a href="runs/r3.html">run 4</a>' in steps
+    assert '<a href="runs/r4.html">run 5</a>' in steps
+    assert "<code>jitbench bisect c3 c4 -k double -s S</code>" in steps
+
+
+def test_without_commits_a_step_says_there_is_no_bisect_line() -> None:
+    from jitbench.report import render_history_page
+
+    page = render_history_page(stepped_runs(commits=False))
+    assert history.NO_COMMIT in page
+    assert "jitbench bisect c" not in page
