@@ -406,6 +406,9 @@ def compare_cmd(
         judge = compare_interleaved if are_partners(base_run, new_run) else compare
         cmp = judge(base_run, new_run, thresholds=thresholds)
         sides = (base_run, new_run)
+    diffs, diff_paths = _program_diffs(
+        cmp, sides, stored=None if interleaved else (base, new), out=out
+    )
     render_comparison(
         cmp,
         markdown=markdown,
@@ -413,11 +416,13 @@ def compare_cmd(
         all_rows=not changes_only,
         wide=wide,
         table_format=table_format,
+        program_diffs=diffs,
+        diff_paths=diff_paths,
     )
     if html is not None:
         from jitbench.report import write_comparison_page  # plotly/jinja2 only when asked
 
-        page = write_comparison_page(list(sides), [cmp], html)
+        page = write_comparison_page(list(sides), [cmp], html, program_diffs=diffs)
         (err if str(markdown) == "-" or str(json_path) == "-" else stdout).print(
             f"comparison page written to {page}"
         )
@@ -457,6 +462,41 @@ def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:
         f"under {escape(str(kwargs['out']))}"
     )
     return cmp, (result.base, result.new)
+
+
+def _program_diffs(
+    cmp: Comparison,
+    sides: tuple[Run, Run],
+    *,
+    stored: tuple[Path | None, Path | None] | None,
+    out: Path,
+) -> tuple[dict[str, str], dict[str, Path]]:
+    """The changed programs' diffs (by program key) and the files they were written to:
+    from the programs the runs hold (`--rev`) or those stored beside the runs' files,
+    written beside the new side (`results.program_diff_folder`)."""
+    from jitbench.gate.diffs import program_diffs
+    from jitbench.results import (
+        OutputLayout,
+        program_diff_folder,
+        run_programs,
+        side_programs,
+        write_program_diffs,
+    )
+
+    if not any(e.program is not None and e.program.changed for e in cmp.entries):
+        return {}, {}
+    base_run, new_run = sides
+    if stored is None:
+        base_programs, new_programs = run_programs(base_run), run_programs(new_run)
+        beside: Path = OutputLayout(out).runs_dir
+    else:
+        base_path, new_path = stored
+        assert base_path is not None and new_path is not None
+        base_programs, new_programs = side_programs(base_path), side_programs(new_path)
+        beside = new_path
+    diffs = program_diffs(cmp, base_programs, new_programs)
+    folder = program_diff_folder(beside, base_run.run_id, new_run.run_id)
+    return diffs, write_program_diffs(folder, diffs)
 
 
 #: What `--fail-on` takes besides the timing and compile verdicts that always gate.

@@ -4,7 +4,7 @@ printed and written the same way by `compare` and `run --baseline`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,14 +61,21 @@ def render_comparison(
     wide: bool = False,
     table_format: TableFormat = TableFormat.TABLE,
     stdout_taken: bool = False,
+    program_diffs: Mapping[str, str] | None = None,
+    diff_paths: Mapping[str, Path] | None = None,
 ) -> None:
     """Print the comparison and write the requested files (shared with `run --baseline`).
 
     The table is the compact one fitted to the terminal, or `wide`; with `table_format`
     markdown or csv, stdout gets that instead and the verdict goes to stderr.
     `stdout_taken`: stdout already holds another table (`run --baseline --format csv`),
-    so everything goes to stderr as text."""
+    so everything goes to stderr as text. `program_diffs` and `diff_paths`: the changed
+    programs' diffs and the files they were written to (by program key), named after the
+    table (their first lines too with `wide`) and in the markdown."""
+    from jitbench.gate.program import DIFF_PREVIEW_LINES
     from jitbench.render import comparison as compare_render
+
+    shown_diffs = {k: shown_path(p) for k, p in (diff_paths or {}).items()}
 
     to_stdout = (
         (str(markdown) == "-") or (str(json_path) == "-") or table_format is not TableFormat.TABLE
@@ -78,7 +85,7 @@ def render_comparison(
     if stdout_taken:
         table_format = TableFormat.TABLE
     if table_format is TableFormat.MARKDOWN:
-        write_plain(compare_render.comparison_markdown(cmp))
+        write_plain(compare_render.comparison_markdown(cmp, program_diffs=shown_diffs))
     elif table_format is TableFormat.CSV:
         write_plain(compare_render.comparison_csv(cmp))
     print_fitted(
@@ -88,6 +95,13 @@ def render_comparison(
         console=console,
         natural=wide,
     )
+    for line in compare_render.program_diff_lines(
+        cmp,
+        shown_diffs,
+        diffs=program_diffs,
+        preview=DIFF_PREVIEW_LINES if wide else 0,
+    ):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for line in cmp.inconclusive:  # a partial run, changes too few samples could test
         err.print(f"[yellow]warning:[/] {escape(line)}")
     for line in cmp.warnings:  # a run compared with itself, or runs on both sides
@@ -95,7 +109,7 @@ def render_comparison(
     if (reason := cmp.nothing_compared) is not None:
         err.print(f"[yellow]warning:[/] {escape(reason)}")
     if markdown is not None:
-        write_output(markdown, compare_render.comparison_markdown(cmp))
+        write_output(markdown, compare_render.comparison_markdown(cmp, program_diffs=shown_diffs))
     if json_path is not None:
         write_output(json_path, cmp.to_json())
 

@@ -31,7 +31,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any
 
@@ -383,8 +383,19 @@ def _measure_case(
     out: dict[str, list[Measurement]] = {}
     for s in sides:
         answer = workers[s].request("finish", id=case_id)
-        out[s] = [measurement_from_dict(d) for d in answer["measurements"]]
+        texts = answer.get("programs") or {}
+        out[s] = [
+            _with_program(measurement_from_dict(d), texts.get(d.get("mode")))
+            for d in answer["measurements"]
+        ]
     return out
+
+
+def _with_program(m: Measurement, text: object) -> Measurement:
+    """`m` holding its program's text as the worker sent it (stored beside the run)."""
+    if m.compile is None or not isinstance(text, str):
+        return m
+    return replace(m, compile=replace(m.compile, program_text=text))
 
 
 def _pool(parts: Sequence[Sequence[Measurement]]) -> list[Measurement]:
