@@ -230,6 +230,11 @@ def save_programs(run: Run, run_file: Path) -> Path | None:
     if not programs:
         return None
     path = programs_path(run_file)
+    if path not in _programs_written:
+        # A resumed run: the programs its earlier session kept stay beside it.
+        earlier, run_id = _read_programs(path)
+        if run_id == run.run_id:
+            programs = {**earlier, **programs}
     marker = tuple(sorted((k, len(v)) for k, v in programs.items()))
     if _programs_written.get(path) == marker and path.exists():
         return path
@@ -251,22 +256,30 @@ def load_programs(run_file: str | os.PathLike[str]) -> dict[str, str]:
     """The program texts stored beside the run file `run_file`, by `program_key`; empty
     where there are none (a run written before they were kept, NumPy only) or the archive
     is unreadable, not a regular file or not jitbench's."""
-    path = programs_path(run_file)
+    return _read_programs(programs_path(run_file))[0]
+
+
+def _read_programs(path: Path) -> tuple[dict[str, str], str | None]:
+    """The programs of the archive at `path` and the run id it names ({} and None where
+    it is missing, unreadable, not a regular file or not jitbench's)."""
     try:
         data, _ = read_regular(path, limit=_PROGRAMS_READ_LIMIT, follow_links=False)
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
             body = gz.read(_PROGRAMS_READ_LIMIT + 1)
         if len(body) > _PROGRAMS_READ_LIMIT:
-            return {}
+            return {}, None
         doc = json.loads(body)
     except (OSError, EOFError, ValueError, FileTooBig, NotRegularFile):
-        return {}
+        return {}, None
     if not isinstance(doc, dict) or doc.get("format") != PROGRAMS_FORMAT:
-        return {}
-    programs = doc.get("programs")
+        return {}, None
+    programs, run_id = doc.get("programs"), doc.get("run_id")
     if not isinstance(programs, dict):
-        return {}
-    return {k: v for k, v in programs.items() if isinstance(k, str) and isinstance(v, str)}
+        return {}, None
+    return (
+        {k: v for k, v in programs.items() if isinstance(k, str) and isinstance(v, str)},
+        run_id if isinstance(run_id, str) else None,
+    )
 
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")

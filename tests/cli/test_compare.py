@@ -528,7 +528,7 @@ def test_a_changed_programs_diff_is_written_and_named_in_every_format(tmp_path: 
     assert "### Program diffs" in md.read_text() and diffs[0].name in md.read_text()
     html = page.read_text()
     assert 'class="program-diff"' in html and "f32[8] multiply(%v2, %v3)" in html
-    compact = runner.invoke(app, args[:4] + ["--allow-inconclusive"])
+    compact = runner.invoke(app, args[:4])
     assert "program diff of " in compact.output and "+  ROOT" not in compact.output
     same = runner.invoke(app, ["compare", str(a), str(a), "--allow-inconclusive"])
     assert "program diff" not in same.output

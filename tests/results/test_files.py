@@ -123,3 +123,26 @@ def test_a_side_folder_gives_the_programs_of_its_runs(tmp_path: Path) -> None:
     save_run(_run_with_programs(run_id="a"), tmp_path / "runs" / "a.json")
     assert list(side_programs(tmp_path)) == ["w|S|cpu:0|float32|jit"]
     assert side_programs(tmp_path / "runs" / "a.json") == side_programs(tmp_path)
+
+
+def test_a_resumed_run_adds_to_the_programs_its_earlier_session_kept(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from jitbench.results import files
+
+    earlier = _run_with_programs("first session")
+    path = save_run(earlier, tmp_path / "r.json")
+    files._programs_written.clear()  # a new process resumes it
+    later = load_run(path)
+    later = replace(later, measurements=tuple(
+        replace(m, case=replace(m.case, size="M"),
+                compile=replace(m.compile, program_text="second session"))
+        if m.compile is not None else m
+        for m in later.measurements
+    ))  # fmt: skip
+    save_run(later, path)
+    assert sorted(load_programs(path).values()) == ["first session", "second session"]
+    other = replace(later, run_id="another")
+    files._programs_written.clear()
+    save_run(other, path)  # another run's file at that path: nothing of the first kept
+    assert list(load_programs(path).values()) == ["second session"]
