@@ -268,26 +268,3 @@ def test_the_program_fingerprint_ignores_names_and_lines_not_the_program() -> No
     ops = [jcompile.opcode_counts(t) for t in texts]
     assert ops[0] == ops[1] and ops[2].get("convert", 0) == ops[0].get("convert", 0) + 2
     assert ops[0]["fusion"] >= 1 and "HloModule m" in jcompile.program_text(texts[0])
-
-
-@workload(inputs=_vec, sizes={"S": {"n": 16}}, name="same_ops")
-def same_ops(xp, x):  # type: ignore[no-untyped-def]
-    return xp.sin(x) * 2 + 1  # compiled_once's primitives, in another jit program
-
-
-def test_a_case_opened_warm_reuses_eager_programs_and_keeps_its_program_text() -> None:
-    """`cold=False` (`compare --rev --metrics-only`): the caches are not cleared, so a
-    later case's eager calls reuse the primitives an earlier one compiled; its jit program
-    is compiled and analysed all the same, and its text (names aside) is kept for a diff:
-    the text the fingerprint hashes."""
-    first, _ = _open(compiled_once, (Mode.EAGER, Mode.JIT))
-    pc = PlannedCase(same_ops, "S", dict(same_ops.sizes["S"]), jax.devices("cpu")[0], "float32")
-    warm = open_case(pc, timed=(Mode.EAGER, Mode.JIT), plan=PLAN, seed=0, quick=True, cold=False)
-    by_mode = {m.mode: m.compile for m in warm.measurements()}
-    assert by_mode[Mode.EAGER] is not None and by_mode[Mode.EAGER].compile_count == 0
-    jit = by_mode[Mode.JIT]
-    [cold_jit] = [m.compile for m in first.measurements() if m.mode is Mode.JIT]
-    assert jit is not None and cold_jit is not None and jit.compile_count == 1
-    assert jit.program_fingerprint == cold_jit.program_fingerprint  # the same program
-    assert jit.program_text and "HloModule m" in jit.program_text
-    assert jcompile.fingerprint_of_program_text(jit.program_text) == jit.program_fingerprint
