@@ -374,17 +374,8 @@ def compare_cmd(
         plan = (
             # One worker a side, each case opened (its cold compile) and given one round,
             # which counts compiles during calls; its samples are not judged, so the two
-            # sides open each case at once, on a core each, and eager's primitives compiled
-            # for one case serve the next (no cold first call is measured).
-            DuetPlan(
-                budget_s=0.0,
-                min_rounds=1,
-                max_rounds=1,
-                compiles=1,
-                pairs=1,
-                concurrent=True,
-                cold_caches=False,
-            )
+            # sides open each case at once, on a core each.
+            DuetPlan(budget_s=0.0, min_rounds=1, max_rounds=1, compiles=1, pairs=1, concurrent=True)
             if metrics_only
             else DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
         )

@@ -402,10 +402,6 @@ class CaseSession:
     timed: tuple[Mode, ...] = ()
     # False in a `--processes` worker: the first process checked the same outputs.
     check_outputs: bool = True
-    # False where only the programs matter (`compare --rev --metrics-only`): JAX's caches
-    # are not cleared before the first calls, so eager's per-primitive programs compiled
-    # for an earlier case are reused (its first call is not a cold one then).
-    cold: bool = True
     transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
     samples: dict[Slot, list[float]] = field(default_factory=dict)
     cache_generation: int = -1  # jcompile.cache_generation() when last warm
@@ -702,16 +698,10 @@ class CaseSession:
 
 
 def open_case(
-    pc: PlannedCase,
-    *,
-    timed: Sequence[Mode],
-    plan: SamplingPlan,
-    seed: int,
-    quick: bool,
-    cold: bool = True,
+    pc: PlannedCase, *, timed: Sequence[Mode], plan: SamplingPlan, seed: int, quick: bool
 ) -> CaseSession:
     """`open_cases` for one device."""
-    return open_cases([pc], timed=timed, plan=plan, seed=seed, quick=quick, cold=cold)
+    return open_cases([pc], timed=timed, plan=plan, seed=seed, quick=quick)
 
 
 def open_cases(
@@ -725,7 +715,6 @@ def open_cases(
     check_outputs: bool = True,
     timeout_s: float | None = None,
     skip: Skips | None = None,
-    cold: bool = True,
 ) -> CaseSession:
     """Steps 1–4 of the protocol (docs: methodology) for one workload × size × dtype on the
     devices of `pcs`, up to (not including) sampling: inputs and the NumPy reference (once: host
@@ -741,10 +730,6 @@ def open_cases(
     `timeout_s` limits each mode's own calls (`measure.limits`): a mode past it is stopped
     (status timeout, or its samples so far kept where it was sampling) and the others go on.
     A mode `skip` names for a case is not measured (status skipped, with the reason).
-
-    Without `cold`, JAX's caches are left as they are before the first calls
-    (`CaseSession.cold`): a program-only comparison saves the eager primitives' compiles,
-    which are most of its time; the jit program is still this case's own.
     """
     first = pcs[0]
     assert all(
@@ -779,7 +764,6 @@ def open_cases(
         quick=quick,
         timed=timed,
         check_outputs=check_outputs,
-        cold=cold,
     )
     with session._capturing() as capture:
         _open(session, pcs, labels, seed=seed, report=report or _no_report)
@@ -1074,8 +1058,7 @@ def _cold_first_calls(
     sharded) gets its cold compile registered to be measured again (`compile_again`).
     Returns the outputs by mode and whether the reference was of a wider dtype.
     """
-    if session.cold:
-        jcompile.clear_caches()
+    jcompile.clear_caches()
     reference_wider = False
     outputs: dict[Mode, Any] = {}
     for mode, s in states.items():

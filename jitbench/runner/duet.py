@@ -81,9 +81,6 @@ class DuetPlan:
             its own where two are allowed (`compare --rev --metrics-only`: the programs
             are compared, no time is judged, so the sides need not share a core or take
             turns).
-        cold_caches: clear JAX's caches before each case's first calls (as `jitbench run`
-            does); False where only the programs are compared: eager's per-primitive
-            programs are reused across cases, most of a program-only comparison's time.
     """
 
     budget_s: float = 0.7
@@ -96,7 +93,6 @@ class DuetPlan:
     pairs: int = 3
     seed: int = 0
     concurrent: bool = False
-    cold_caches: bool = True
 
 
 @dataclass(frozen=True)
@@ -410,7 +406,6 @@ def _measure_case(
         "workload": case.workload,
         "size": case.size,
         "dtype": dtype,
-        **({} if plan.cold_caches else {"warm_caches": True}),
     }
     if plan.concurrent:  # both sides open (compile) at once; their answers read in turn
         for s in sides:

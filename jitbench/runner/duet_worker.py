@@ -10,8 +10,7 @@ so a workload that prints cannot break the protocol. Requests (`op`):
 - `init`: config (RunConfig dict), suites (paths), cores, cwd, layout_offset (bytes held
   from the start, see `duet.layout_offsets`) → workloads (sizes, tags), suite errors, the
   environment, the layout offset.
-- `open`: id, workload, size, dtype (warm_caches: JAX's caches not cleared first) → each
-  mode's status and calls per sample.
+- `open`: id, workload, size, dtype → each mode's status and calls per sample.
 - `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
   per call or null}.
 - `compile`: id → the cold jit compile's seconds, measured again (null when it cannot be).
@@ -86,7 +85,6 @@ class _Worker:
             plan=self.config.plan,
             seed=self.config.seed,
             quick=False,
-            cold=not req.get("warm_caches", False),
         )
         self.sessions[int(req["id"])] = session
         return {"calls": {m.value: session.calls_per_sample(m) for m in self.config.modes}}
