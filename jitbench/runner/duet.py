@@ -15,8 +15,13 @@ from one process to the next shows up in the result too.
 
 The result is two ordinary runs (base and new) whose sample i of a case and mode comes from
 the same round on both sides, and whose compiles are paired likewise; `gate.paired` judges
-them. Nothing here prints; progress goes to `on_event`, and both runs are handed to
-`checkpoint` after every case so that an interrupted comparison keeps what it measured.
+them. A plan that judges no time (`DuetPlan.concurrent`: `compare --rev --metrics-only`)
+opens each case on both sides at once, each worker on a core of its own.
+
+Each side's workers send their programs' texts (`CompileInfo.program_text`) beside the
+measurements, so the saved runs keep them for a program diff. Nothing here prints;
+progress goes to `on_event`, and both runs are handed to `checkpoint` after every case so
+that an interrupted comparison keeps what it measured.
 """
 
 from __future__ import annotations
