@@ -18,7 +18,12 @@ from jitbench.cli.options import (
     ThreadsOpt,
     WideOpt,
 )
-from jitbench.cli.output import check_output_file, gate_exit, render_comparison
+from jitbench.cli.output import (
+    check_output_file,
+    gate_exit,
+    program_diff_files,
+    render_comparison,
+)
 from jitbench.config import Mode, RunConfig, parse_threads
 from jitbench.errors import ConfigError
 from jitbench.gate import (
@@ -475,29 +480,19 @@ def _program_diffs(
     """The changed programs' diffs (by program key) and the files they were written to:
     from the programs the runs hold (`--rev`) or those stored beside the runs' files,
     written beside the new side (`results.program_diff_folder`)."""
-    from jitbench.gate.diffs import program_diffs
-    from jitbench.results import (
-        OutputLayout,
-        program_diff_folder,
-        run_programs,
-        side_programs,
-        write_program_diffs,
-    )
+    from jitbench.results import OutputLayout, run_programs, side_programs
 
     if not any(e.program is not None and e.program.changed for e in cmp.entries):
         return {}, {}
-    base_run, new_run = sides
     if stored is None:
-        base_programs, new_programs = run_programs(base_run), run_programs(new_run)
+        programs = run_programs(sides[0]), run_programs(sides[1])
         beside: Path = OutputLayout(out).runs_dir
     else:
         base_path, new_path = stored
         assert base_path is not None and new_path is not None
-        base_programs, new_programs = side_programs(base_path), side_programs(new_path)
+        programs = side_programs(base_path), side_programs(new_path)
         beside = new_path
-    diffs = program_diffs(cmp, base_programs, new_programs)
-    folder = program_diff_folder(beside, base_run.run_id, new_run.run_id)
-    return diffs, write_program_diffs(folder, diffs)
+    return program_diff_files(cmp, *programs, beside=beside)
 
 
 #: What `--fail-on` takes besides the timing and compile verdicts that always gate.

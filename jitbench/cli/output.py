@@ -114,6 +114,26 @@ def render_comparison(
         write_output(json_path, cmp.to_json())
 
 
+def program_diff_files(
+    cmp: Comparison,
+    base_programs: Mapping[str, str],
+    new_programs: Mapping[str, str],
+    *,
+    beside: Path,
+) -> tuple[dict[str, str], dict[str, Path]]:
+    """The diffs of the comparison's changed programs (by program key) and the files they
+    were written to, in `results.program_diff_folder` beside the new side (`beside`: its
+    run file, or its folder); nothing when no program changed."""
+    from jitbench.gate.diffs import program_diffs
+    from jitbench.results import program_diff_folder, write_program_diffs
+
+    if not any(e.program is not None and e.program.changed for e in cmp.entries):
+        return {}, {}
+    diffs = program_diffs(cmp, base_programs, new_programs)
+    folder = program_diff_folder(beside, cmp.base_run_id, cmp.new_run_id)
+    return diffs, write_program_diffs(folder, diffs)
+
+
 def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:
     """The exit code of a gate: 2 when nothing was compared (it checked nothing: a
     baseline of other workloads, sizes or dtypes), 1 on a regression, 4 when it is
