@@ -503,10 +503,12 @@ def program_diff_lines(
     first lines of its diff (`diffs`) under it."""
     lines: list[str] = []
     for key, path in paths.items():
-        lines.append(f"program diff of {_diff_label(cmp, key)}: {path}")
+        lines.append(fmt.terminal_safe(f"program diff of {_diff_label(cmp, key)}: {path}"))
         if preview and diffs is not None and (diff := diffs.get(key)):
+            # A stored archive may come from an untrusted artifact: no control reaches
+            # the terminal.
             head = diff.splitlines()
-            lines.extend(f"    {line}" for line in head[:preview])
+            lines.extend(f"    {fmt.terminal_safe(line)}" for line in head[:preview])
             if len(head) > preview:
                 lines.append(f"    … {len(head) - preview} more line(s) in the file")
     return lines

@@ -149,3 +149,19 @@ def test_pooled_processes_keep_the_first_processes_program_text() -> None:
     workers = [make_run(jit(spread(1e-3, 10), program(compile_s=s))) for s in (0.02, 0.03)]
     pooled = pool_runs([first, *workers])
     assert run_programs(pooled) == {"w|S|cpu:0|float32|jit": "p"}
+
+
+def test_a_diffs_preview_sends_no_terminal_control() -> None:
+    from jitbench.render.comparison import program_diff_lines
+
+    text = "HloModule m\n  %v0 = f32[] add()\n"
+    base = with_program_text(make_run(jit(spread(1e-3, 30), program())), text)
+    new = with_program_text(
+        make_run(jit(spread(1e-3, 30), program("cccc"))), text + "  \x1b[2J evil\n"
+    )
+    cmp = compare(base, new)
+    diffs = program_diffs(cmp, run_programs(base), run_programs(new))
+    lines = program_diff_lines(cmp, {k: "d.diff" for k in diffs}, diffs=diffs, preview=20)
+    assert lines[0] == "program diff of w S cpu:0 float32 jit: d.diff"
+    assert not any("\x1b" in line for line in lines)
+    assert any("\\x1b[2J evil" in line for line in lines)
