@@ -7,7 +7,9 @@ stages them, compiles and validates once per process (cached here, because asv r
 `jitbench run` times (blocking on the output, under the same transfer guard), in samples of
 the same calibrated number of calls, reported per call;
 `track_compile_s` and `track_first_call_s` report the cold compile seconds that
-`jitbench run` records (`compile.cold_aot_breakdown` / `compile.cold_first_call`).
+`jitbench run` records (`compile.cold_aot_breakdown` / `compile.cold_first_call`), and the
+`PROGRAM_TRACKS` the jit program's metrics (HLO instructions, fusions, bytes accessed,
+temporary memory), so asv's history shows a program's changes over commits.
 A case that cannot run (an error, a NumPy/JAX mismatch, an unknown size) raises
 `NotImplementedError` in `setup`, which asv records as skipped instead of failed.
 The first `setup` of a process pins it as `jitbench run --threads 1` does (`THREADS`).
@@ -42,7 +44,7 @@ from jitbench.measure import modes
 from jitbench.measure.devices import device_label, pick_device, warm_up_process
 from jitbench.measure.protocol import PlannedCase, open_case
 from jitbench.measure.threads import ThreadState, limited_threads
-from jitbench.results import Mode
+from jitbench.results import CompileInfo, Mode
 from jitbench.suite.discovery import Registry, SuiteLoadError
 from jitbench.suite.jitted import code_objects
 from jitbench.suite.workload import Workload
@@ -100,6 +102,9 @@ class PreparedCase:
     compile_s: float | None = None
     compile_repeats_s: tuple[float, ...] = ()
     compile_count: int | None = None
+    #: The jit program's metrics (`CompileInfo`: opcodes, bytes, flops, memory); None
+    #: for the other modes.
+    program: CompileInfo | None = None
 
 
 _prepared: dict[tuple[object, ...], PreparedCase | CaseSkipped] = {}
@@ -220,6 +225,7 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
         compile_s=compile_s,
         compile_repeats_s=compile_repeats_s,
         compile_count=info.compile_count if info else None,
+        program=info if mode is Mode.JIT else None,
     )
 
 
@@ -294,6 +300,33 @@ class WorkloadBenchmark:
     def track_first_call_s(self, size: str, mode: str) -> float | None:
         """Cold first-call seconds (trace + compile + run, caches cleared) of eager and jit."""
         return self._case.first_call_s
+
+    def track_hlo_instructions(self, size: str, mode: str) -> int | None:
+        """Instructions of the optimised jit program (every computation, fused ones too)."""
+        ops = self._case.program.hlo_opcodes if self._case.program else None
+        return None if ops is None else sum(ops.values())
+
+    def track_fusions(self, size: str, mode: str) -> int | None:
+        """Fusions in the optimised jit program (each a kernel on a GPU)."""
+        return self._case.program.fusion_count if self._case.program else None
+
+    def track_bytes_accessed(self, size: str, mode: str) -> float | None:
+        """XLA's bytes accessed by one call of the jit program (a loop body counted once)."""
+        return self._case.program.bytes_accessed if self._case.program else None
+
+    def track_temp_bytes(self, size: str, mode: str) -> int | None:
+        """Temporary memory XLA's memory analysis gives the jit program."""
+        memory = self._case.program.memory if self._case.program else None
+        return None if memory is None else memory.get("temp_bytes")
+
+
+#: The program metrics asv tracks per jit case, over commits: benchmark name → its unit.
+PROGRAM_TRACKS = {
+    "track_hlo_instructions": "instructions",
+    "track_fusions": "fusions",
+    "track_bytes_accessed": "bytes",
+    "track_temp_bytes": "bytes",
+}
 
 
 _TRACK_UNIT = "seconds"
@@ -422,6 +455,9 @@ def benchmark_class(
     Benchmarks and their parameters:
         time_call: size × mode (seconds per call).
         track_compile_s: size × jit (cold compile seconds).
+        track_hlo_instructions, track_fusions, track_bytes_accessed, track_temp_bytes:
+            size × jit (the program's metrics, `PROGRAM_TRACKS`: a program change shows
+            as a step in asv's graphs over commits).
         track_first_call_s: size × (eager, jit) (cold first-call seconds).
         peakmem_call: the largest preset × mode (process peak RSS, bytes).
     """
@@ -436,15 +472,18 @@ def benchmark_class(
         "version": workload_version(wl),
         "__doc__": wl.description or f"jitbench workload {wl.name!r}.",
     }
-    if Mode.JIT.value in mode_values:
-        attrs["track_compile_s"] = _own_copy(
-            WorkloadBenchmark.track_compile_s,
-            params=[size_list, [Mode.JIT.value]],
-            param_names=list(PARAM_NAMES),
-            unit=_TRACK_UNIT,
+    jit_tracks = {"track_compile_s": _TRACK_UNIT, **PROGRAM_TRACKS}
+    for track, unit in jit_tracks.items():
+        attrs[track] = (
+            _own_copy(
+                getattr(WorkloadBenchmark, track),
+                params=[size_list, [Mode.JIT.value]],
+                param_names=list(PARAM_NAMES),
+                unit=unit,
+            )
+            if Mode.JIT.value in mode_values
+            else None
         )
-    else:
-        attrs["track_compile_s"] = None
     if jax_modes:
         attrs["track_first_call_s"] = _own_copy(
             WorkloadBenchmark.track_first_call_s,

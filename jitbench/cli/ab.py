@@ -156,5 +156,6 @@ def ab_cmd(
             wide=wide,
             table_format=table_format,
             allow_inconclusive=allow_inconclusive,
+            runs_out=out,
         )
     )

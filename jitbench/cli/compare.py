@@ -184,6 +184,9 @@ def compare_cmd(
             "note: measuring revisions moved to `jitbench ab` (the same options: jitbench ab "
             "--rev BASE …); `compare --rev` still works."
         )
+        measured_into = out or OUT
+        runs_out: Path | None = measured_into
+        stored: tuple[Path, Path] | None = None
         cmp, sides = measure_sides(
             rev=rev,
             rev_new=rev_new,
@@ -198,11 +201,12 @@ def compare_cmd(
             metrics_only=metrics_only,
             threads=threads,
             x64=x64,
-            out=out or OUT,
+            out=measured_into,
             thresholds=thresholds,
         )
     else:
         assert base is not None and new is not None
+        runs_out, stored = None, (base, new)
         base_run = load_side(base, disturbed_factor=disturbed_factor)
         new_run = load_side(new, disturbed_factor=disturbed_factor)
         # Two runs of one interleaved comparison (`ab`) are judged on their pairs again.
@@ -220,5 +224,7 @@ def compare_cmd(
             wide=wide,
             table_format=table_format,
             allow_inconclusive=allow_inconclusive,
+            stored=stored,
+            runs_out=runs_out,
         )
     )

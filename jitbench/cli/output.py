@@ -4,7 +4,7 @@ printed and written the same way by `compare` and `run --baseline`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,14 +61,21 @@ def render_comparison(
     wide: bool = False,
     table_format: TableFormat = TableFormat.TABLE,
     stdout_taken: bool = False,
+    program_diffs: Mapping[str, str] | None = None,
+    diff_paths: Mapping[str, Path] | None = None,
 ) -> None:
     """Print the comparison and write the requested files (shared with `run --baseline`).
 
     The table is the compact one fitted to the terminal, or `wide`; with `table_format`
     markdown or csv, stdout gets that instead and the verdict goes to stderr.
     `stdout_taken`: stdout already holds another table (`run --baseline --format csv`),
-    so everything goes to stderr as text."""
+    so everything goes to stderr as text. `program_diffs` and `diff_paths`: the changed
+    programs' diffs and the files they were written to (by program key), named after the
+    table (their first lines too with `wide`) and in the markdown."""
+    from jitbench.gate.program import DIFF_PREVIEW_LINES
     from jitbench.render import comparison as compare_render
+
+    shown_diffs = {k: shown_path(p) for k, p in (diff_paths or {}).items()}
 
     to_stdout = (
         (str(markdown) == "-") or (str(json_path) == "-") or table_format is not TableFormat.TABLE
@@ -78,7 +85,7 @@ def render_comparison(
     if stdout_taken:
         table_format = TableFormat.TABLE
     if table_format is TableFormat.MARKDOWN:
-        write_plain(compare_render.comparison_markdown(cmp))
+        write_plain(compare_render.comparison_markdown(cmp, program_diffs=shown_diffs))
     elif table_format is TableFormat.CSV:
         write_plain(compare_render.comparison_csv(cmp))
     print_fitted(
@@ -88,6 +95,13 @@ def render_comparison(
         console=console,
         natural=wide,
     )
+    for line in compare_render.program_diff_lines(
+        cmp,
+        shown_diffs,
+        diffs=program_diffs,
+        preview=DIFF_PREVIEW_LINES if wide else 0,
+    ):
+        console.print(escape(line), highlight=False, soft_wrap=True)
     for line in cmp.inconclusive:  # a partial run, changes too few samples could test
         err.print(f"[yellow]warning:[/] {escape(line)}")
     for line in cmp.warnings:  # a run compared with itself, or runs on both sides
@@ -95,7 +109,7 @@ def render_comparison(
     if (reason := cmp.nothing_compared) is not None:
         err.print(f"[yellow]warning:[/] {escape(reason)}")
     if markdown is not None:
-        write_output(markdown, compare_render.comparison_markdown(cmp))
+        write_output(markdown, compare_render.comparison_markdown(cmp, program_diffs=shown_diffs))
     if json_path is not None:
         write_output(json_path, cmp.to_json())
 
@@ -128,9 +142,14 @@ def finish_gate(
     wide: bool,
     table_format: TableFormat,
     allow_inconclusive: bool,
+    stored: tuple[Path, Path] | None = None,
+    runs_out: Path | None = None,
 ) -> int:
-    """Print and write a gate's comparison (and its page with `html`), and return its exit
-    code (`gate_exit`): what `compare` and `ab` end with."""
+    """Print and write a gate's comparison (and its page with `html`), with the diffs of
+    its changed programs (`gate_program_diffs`: from the `stored` run files, or from the
+    runs just measured into `runs_out`), and return its exit code (`gate_exit`): what
+    `compare` and `ab` end with."""
+    diffs, diff_paths = gate_program_diffs(cmp, sides, stored=stored, runs_out=runs_out)
     render_comparison(
         cmp,
         markdown=markdown,
@@ -138,11 +157,13 @@ def finish_gate(
         all_rows=not changes_only,
         wide=wide,
         table_format=table_format,
+        program_diffs=diffs,
+        diff_paths=diff_paths,
     )
     if html is not None:
         from jitbench.report import write_comparison_page  # plotly/jinja2 only when asked
 
-        page = write_comparison_page(list(sides), [cmp], html)
+        page = write_comparison_page(list(sides), [cmp], html, program_diffs=diffs)
         (err if str(markdown) == "-" or str(json_path) == "-" else out).print(
             f"comparison page written to {page}"
         )
@@ -165,6 +186,54 @@ def fails_on_program(fail_on: Sequence[str]) -> bool:
         if value not in FAIL_ON_CHOICES:
             raise ConfigError(unknown_name_message("--fail-on value", value, FAIL_ON_CHOICES))
     return "program" in fail_on
+
+
+def program_diff_files(
+    cmp: Comparison,
+    base_programs: Mapping[str, str],
+    new_programs: Mapping[str, str],
+    *,
+    beside: Path,
+) -> tuple[dict[str, str], dict[str, Path]]:
+    """The diffs of the comparison's changed programs (by program key) and the files they
+    were written to, in `results.program_diff_folder` beside the new side (`beside`: its
+    run file, or its folder); nothing when no program changed."""
+    from jitbench.gate.diffs import program_diffs
+    from jitbench.results import program_diff_folder, write_program_diffs
+
+    if not any(e.program is not None and e.program.changed for e in cmp.entries):
+        return {}, {}
+    diffs = program_diffs(cmp, base_programs, new_programs)
+    folder = program_diff_folder(beside, cmp.base_run_id, cmp.new_run_id)
+    return diffs, write_program_diffs(folder, diffs)
+
+
+def gate_program_diffs(
+    cmp: Comparison,
+    sides: Sequence[Any],
+    *,
+    stored: tuple[Path, Path] | None,
+    runs_out: Path | None,
+) -> tuple[dict[str, str], dict[str, Path]]:
+    """The changed programs' diffs (by program key) and the files they were written to:
+    from the programs stored beside the `stored` run files (`compare`), or from those the
+    measured runs hold (`ab`, saved under `runs_out`), written beside the new side
+    (`results.program_diff_folder`); nothing when no program changed or there is nowhere
+    to write."""
+    from jitbench.results import OutputLayout, run_programs, side_programs
+
+    if not any(e.program is not None and e.program.changed for e in cmp.entries):
+        return {}, {}
+    if stored is not None:
+        base_path, new_path = stored
+        programs = side_programs(base_path), side_programs(new_path)
+        beside: Path = new_path
+    elif runs_out is not None:
+        programs = run_programs(sides[0]), run_programs(sides[1])
+        beside = OutputLayout(runs_out).runs_dir
+    else:
+        return {}, {}
+    return program_diff_files(cmp, *programs, beside=beside)
 
 
 def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:

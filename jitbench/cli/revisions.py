@@ -168,8 +168,9 @@ def measure_sides(
         )
     plan = (
         # One worker a side, each case opened (its cold compile) and given one round,
-        # which counts compiles during calls; its samples are not judged.
-        DuetPlan(budget_s=0.0, min_rounds=1, max_rounds=1, compiles=1, pairs=1)
+        # which counts compiles during calls; its samples are not judged, so the two
+        # sides open each case at once, on a core each.
+        DuetPlan(budget_s=0.0, min_rounds=1, max_rounds=1, compiles=1, pairs=1, concurrent=True)
         if metrics_only
         else DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
     )

@@ -43,6 +43,7 @@ from jitbench.cli.output import (
     console_footers,
     gate_exit,
     print_run_table,
+    program_diff_files,
     render_comparison,
     shown_path,
 )
@@ -675,9 +676,21 @@ def run_cmd(
     gate = EXIT_OK
     if base_run is not None:
         comparison = compare(base_run, run)
+        from jitbench.results import run_programs, side_programs
+
+        assert baseline is not None
+        diffs, diff_paths = program_diff_files(
+            comparison, side_programs(baseline), run_programs(run), beside=path
+        )
         # With --format markdown|csv stdout holds the run's table alone (a second table after
         # it would break `--format csv > run.csv`): the comparison goes to stderr as text.
-        render_comparison(comparison, wide=wide, stdout_taken=table_format is not TableFormat.TABLE)
+        render_comparison(
+            comparison,
+            wide=wide,
+            stdout_taken=table_format is not TableFormat.TABLE,
+            program_diffs=diffs,
+            diff_paths=diff_paths,
+        )
         gate = (
             gate_exit(comparison, allow_inconclusive=allow_inconclusive)
             if fail_on_regression

@@ -10,6 +10,7 @@ regression, which fails the gate with `--fail-on program`.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -134,3 +135,22 @@ def explain(
     if program.changed and not timing_improved:
         return f"{program.text}, with no timing change (worth a look)"
     return program.text if program.changed else ""
+
+
+#: Lines of a program diff a terminal shows under `--wide` (the file has them all).
+DIFF_PREVIEW_LINES = 20
+
+
+def program_diff(
+    base_text: str, new_text: str, *, base_label: str = "base", new_label: str = "new"
+) -> str:
+    """A unified diff (difflib, three lines of context) of two programs' texts as stored
+    (`CompileInfo.program_text`: names and metadata aside, so a renamed variable or a
+    moved source line shows no line); empty when they are the same."""
+    lines = difflib.unified_diff(
+        base_text.splitlines(keepends=True),
+        new_text.splitlines(keepends=True),
+        fromfile=f"jitbench program {base_label}",
+        tofile=f"jitbench program {new_label}",
+    )
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)

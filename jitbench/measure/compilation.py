@@ -387,7 +387,12 @@ def program_text(text: str) -> str:
 
 def program_fingerprint(text: str) -> str:
     """A short hash of `program_text`: equal for the same program whatever its names."""
-    return hashlib.sha256(program_text(text).encode()).hexdigest()[:16]
+    return fingerprint_of_program_text(program_text(text))
+
+
+def fingerprint_of_program_text(normalised: str) -> str:
+    """`program_fingerprint` of a text `program_text` already normalised."""
+    return hashlib.sha256(normalised.encode()).hexdigest()[:16]
 
 
 def opcode_counts(text: str) -> dict[str, int]:
@@ -450,6 +455,9 @@ class ProgramAnalysis:
     code_bytes: int | None = None
     hlo_text: str | None = None
     jaxpr_text: str | None = None
+    #: `program_text` of the optimised HLO (names and metadata aside): what a program
+    #: diff shows.
+    program_text: str | None = None
 
 
 def analyse(traced: Any, compiled: Any, *, keep_text: bool = False) -> ProgramAnalysis:
@@ -460,6 +468,7 @@ def analyse(traced: Any, compiled: Any, *, keep_text: bool = False) -> ProgramAn
     except Exception:
         hlo = None
     jaxpr = getattr(traced, "jaxpr", None)
+    normalised = program_text(hlo) if hlo else None
     return ProgramAnalysis(
         jaxpr_eqn_count=count_jaxpr_eqns(jaxpr) if jaxpr is not None else None,
         flops=flops,
@@ -468,11 +477,14 @@ def analyse(traced: Any, compiled: Any, *, keep_text: bool = False) -> ProgramAn
         memory=memory_figures(compiled),
         hlo_fingerprint=hlo_fingerprint(hlo) if hlo else None,
         while_loop_count=while_loop_count(hlo) if hlo else None,
-        program_fingerprint=program_fingerprint(hlo) if hlo else None,
+        program_fingerprint=(
+            fingerprint_of_program_text(normalised) if normalised is not None else None
+        ),
         hlo_opcodes=opcode_counts(hlo) if hlo else None,
         code_bytes=generated_code_bytes(compiled),
         hlo_text=hlo if keep_text else None,
         jaxpr_text=str(jaxpr) if keep_text and jaxpr is not None else None,
+        program_text=normalised,
     )
 
 

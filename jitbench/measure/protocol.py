@@ -270,6 +270,7 @@ def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMod
             program_fingerprint=analysis.program_fingerprint,
             hlo_opcodes=analysis.hlo_opcodes,
             code_bytes=analysis.code_bytes,
+            program_text=analysis.program_text,
         ),
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rich import box
@@ -20,6 +21,7 @@ from rich.text import Text
 from jitbench import formatting as fmt
 from jitbench.formatting import SafeCsvWriter, md_escape
 from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
+from jitbench.gate.diffs import entry_program_key
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Mode
 
@@ -482,11 +484,48 @@ _ENTRY_HEADER = [
 _ENTRY_ALIGN = "lllllrrrrrll"
 
 
-def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression gate") -> str:
+def _diff_label(cmp: Comparison, key: str) -> str:
+    entry = next((e for e in cmp.entries if entry_program_key(e) == key), None)
+    if entry is None:
+        return key.replace("|", " ")
+    return f"{entry.workload} {entry.size} {entry.device} {entry.dtype} {entry.mode.value}"
+
+
+def program_diff_lines(
+    cmp: Comparison,
+    paths: Mapping[str, str],
+    *,
+    diffs: Mapping[str, str] | None = None,
+    preview: int = 0,
+) -> list[str]:
+    """What the terminal shows of the program diffs written (`paths`: program key → the
+    file, as shown): one line a changed program, and with `preview` (`--wide`) that many
+    first lines of its diff (`diffs`) under it."""
+    lines: list[str] = []
+    for key, path in paths.items():
+        lines.append(fmt.terminal_safe(f"program diff of {_diff_label(cmp, key)}: {path}"))
+        if preview and diffs is not None and (diff := diffs.get(key)):
+            # A stored archive may come from an untrusted artifact: no control reaches
+            # the terminal.
+            head = diff.splitlines()
+            lines.extend(f"    {fmt.terminal_safe(line)}" for line in head[:preview])
+            if len(head) > preview:
+                lines.append(f"    … {len(head) - preview} more line(s) in the file")
+    return lines
+
+
+def comparison_markdown(
+    cmp: Comparison,
+    *,
+    title: str = "jitbench regression gate",
+    program_diffs: Mapping[str, str] | None = None,
+) -> str:
     """A markdown report for a pull-request comment or `$GITHUB_STEP_SUMMARY`.
 
     It names every regressed workload in its first lines, then lists environment
-    differences, regressions, improvements, the geometric means and every comparison.
+    differences, regressions, improvements, the geometric means, where the changed
+    programs' diffs are (`program_diffs`: program key → path as shown) and every
+    comparison.
     """
     lines: list[str] = []
     failures = cmp.failures
@@ -569,6 +608,14 @@ def comparison_markdown(cmp: Comparison, *, title: str = "jitbench regression ga
                 )
             rows.append(row)
         lines.extend(_md_table(["device", *(m.value for m in modes)], rows, "l" + "r" * len(modes)))
+        lines.append("")
+    if program_diffs:
+        lines.append("### Program diffs (optimised HLO, names and metadata aside)")
+        lines.append("")
+        lines.extend(
+            f"- {md_escape(_diff_label(cmp, key))}: `{path.replace('`', '')}`"
+            for key, path in program_diffs.items()
+        )
         lines.append("")
     lines.append(f"<details><summary>All {len(cmp.entries)} comparisons</summary>")
     lines.append("")

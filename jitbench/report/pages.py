@@ -20,7 +20,7 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES
 from jitbench.errors import ConfigError, OutputError, ResultsFormatError
 from jitbench.gate import Comparison, Verdict, compare
+from jitbench.gate.diffs import entry_program_key
 from jitbench.report import assets, comparison, data, figures, history, summary, table
 from jitbench.report.figures import Figure
 from jitbench.report.summary import RunSummary
@@ -343,9 +344,14 @@ def write_run_page(run: Run, out_dir: str | os.PathLike[str]) -> Path:
 # Several runs, aligned
 
 
-def _gate_summary(cmp: Comparison) -> dict[str, Any]:
+def _gate_summary(cmp: Comparison, diffs: Mapping[str, str] | None = None) -> dict[str, Any]:
     counts = [(v.value, cmp.count(v)) for v in Verdict if cmp.count(v)]
     return {
+        "program_diffs": [
+            (f"{e.workload} {e.size} {e.device} {e.dtype} {e.mode.value}", e.program.text, diff)
+            for e in cmp.entries
+            if e.program is not None and (diff := (diffs or {}).get(entry_program_key(e)))
+        ],
         "fails": cmp.has_regression,
         "nothing_compared": cmp.nothing_compared,
         "inconclusive": list(cmp.inconclusive),
@@ -365,6 +371,7 @@ def render_comparison_page(
     *,
     links: bool = True,
     run_pages: Sequence[str | None] | None = None,
+    program_diffs: Sequence[Mapping[str, str] | None] = (),
 ) -> str:
     """HTML of runs aligned case by case: each later run against the first, with the
     gate's verdicts (`comparisons[i]` compares runs[0] with runs[i + 1]), time ratios with
@@ -373,6 +380,8 @@ def render_comparison_page(
     Args:
         links: whether the page sits in a report folder (links to its index and history).
         run_pages: a link to each run's own page, or None where there is none.
+        program_diffs: per comparison, its changed programs' diffs by program key
+            (`gate.program.program_diffs`), shown inline, folded.
     """
     alignment = comparison.align(runs, comparisons)
     names = alignment.names
@@ -401,7 +410,10 @@ def render_comparison_page(
         run_ids=json.dumps([r.run_id for r in runs]),
         alignment=alignment,
         show_device=not alignment.by_device or len({r.devices for r in alignment.rows}) > 1,
-        gates=[_gate_summary(c) for c in comparisons],
+        gates=[
+            _gate_summary(c, program_diffs[i] if i < len(program_diffs) else None)
+            for i, c in enumerate(comparisons)
+        ],
         geomeans=geomeans,
         charts=charts,
         n_cats=n_cats,
@@ -425,10 +437,12 @@ def write_comparison_page(
     path: str | os.PathLike[str],
     *,
     links: bool | None = None,
+    program_diffs: Mapping[str, str] | None = None,
 ) -> Path:
     """Write the comparison page of `runs` to `path` (plotly.js beside it, once); links
     to the runs' pages where `path` sits in a report folder that has them, and to its
-    index and history when `links` (default: when the folder has an index).
+    index and history when `links` (default: when the folder has an index). The first
+    comparison's changed programs' diffs (`program_diffs`, by program key) show inline.
 
     Raises:
         ConfigError: fewer than two runs, or not one comparison per later run.
@@ -450,6 +464,7 @@ def write_comparison_page(
         comparisons,
         links=layout.index.exists() if links is None else links,
         run_pages=run_pages,
+        program_diffs=[program_diffs],
     )
     return _write(page, html)
 

@@ -11,7 +11,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from jitbench import formatting as fmt
@@ -564,6 +564,14 @@ def _mode_figures(f: ModeFigure) -> dict[str, str]:
         "fusions · custom calls": f"{c.fusion_count} · {c.custom_call_count}"
         if c and c.hlo_opcodes is not None
         else "—",
+        "HLO instructions": f"{sum(c.hlo_opcodes.values()):,}"
+        if c and c.hlo_opcodes is not None
+        else "—",
+        f"top {TOP_OPCODES} opcodes": top_opcodes(c.hlo_opcodes) if c and c.hlo_opcodes else "—",
+        "collectives": str(c.collective_count)
+        if c and c.collective_count and m.mode is Mode.SHARDED
+        else "—",
+        "generated code": fmt.bytes_(c.code_bytes) if c and c.code_bytes is not None else "—",
         "transfer (device_put)": f"{fmt.seconds(m.transfer_s)} · {fmt.bytes_(m.transfer_bytes)}"
         if m.transfer_s is not None
         else "—",
@@ -591,6 +599,20 @@ def _mode_figures(f: ModeFigure) -> dict[str, str]:
             )
         },
     }
+
+
+#: Opcodes a case's details name (the most frequent first).
+TOP_OPCODES = 5
+
+
+def top_opcodes(opcodes: Mapping[str, int], n: int = TOP_OPCODES) -> str:
+    """The `n` most frequent opcodes of a program, 'fusion 3 · multiply 2 · …' (parameters
+    and constants aside: every program has them)."""
+    ranked = sorted(
+        ((count, op) for op, count in opcodes.items() if op not in ("parameter", "constant")),
+        key=lambda x: (-x[0], x[1]),
+    )
+    return " · ".join(f"{op} {count:,}" for count, op in ranked[:n]) or "—"
 
 
 def case_details(run: Run) -> list[Detail]:

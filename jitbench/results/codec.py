@@ -87,6 +87,11 @@ def _finite_or_none(value: float | None) -> float | None:
     return value
 
 
+#: CompileInfo fields never in a run's JSON: the program's text is stored compressed
+#: beside the run file (`files.save_programs`).
+_IN_MEMORY_ONLY = ("program_text",)
+
+
 def measurement_to_dict(m: Measurement) -> dict[str, Any]:
     s = m.summary
     return {
@@ -114,7 +119,11 @@ def measurement_to_dict(m: Measurement) -> dict[str, Any]:
         "device_peak_exact": m.device_peak_exact,
         "compile": None
         if m.compile is None
-        else {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in m.compile.__dict__.items()},
+        else {
+            k: (dict(v) if isinstance(v, Mapping) else v)
+            for k, v in m.compile.__dict__.items()
+            if k not in _IN_MEMORY_ONLY
+        },
         "error": None if m.error is None else dict(m.error.__dict__),
         "diagnostics": [{k: _enum_value(v) for k, v in d.__dict__.items()} for d in m.diagnostics],
         **({"run_sample_counts": list(m.run_sample_counts)} if m.run_sample_counts else {}),
@@ -269,7 +278,7 @@ def _samples(values: Any) -> tuple[float, ...]:
 
 
 def _compile_from_dict(d: Mapping[str, Any]) -> CompileInfo:
-    known = set(CompileInfo.__dataclass_fields__)
+    known = set(CompileInfo.__dataclass_fields__) - set(_IN_MEMORY_ONLY)
     kwargs: dict[str, Any] = {k: v for k, v in d.items() if k in known}
     kwargs["compile_repeats_s"] = tuple(float(x) for x in kwargs.get("compile_repeats_s", ()))
     return CompileInfo(**kwargs)

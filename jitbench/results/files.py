@@ -8,6 +8,8 @@ An output folder (`jitbench run --out`, `jitbench report --out`, default `report
     runs/<run-id>.json    run data
     runs/<run-id>.html    one page per run
     runs/<run-id>.csv     its measurements as CSV
+    runs/<run-id>.hlo.gz  its jit/sharded programs' optimised HLO (names and metadata
+                          aside), gzip-compressed JSON: what a program diff shows
     runs/.index-cache/    what the index shows of each run file (`report.summary`)
     report-<digest>.html  several runs side by side
 
@@ -21,18 +23,27 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import gzip
+import io
+import json
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from jitbench.errors import JitbenchError, OutputError
 from jitbench.results.codec import dump_run, load_run
 from jitbench.results.model import Run
-from jitbench.results.safe_io import describe, lstat_or_none
+from jitbench.results.safe_io import (
+    FileTooBig,
+    NotRegularFile,
+    describe,
+    lstat_or_none,
+    read_regular,
+)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -41,12 +52,21 @@ def write_text_atomic(path: Path, text: str) -> None:
     Raises:
         OutputError: the folder cannot be created or written.
     """
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """`write_text_atomic` for bytes.
+
+    Raises:
+        OutputError: the folder cannot be created or written.
+    """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(text)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
             # mkstemp makes 0600 files; results are meant to be shared like any output.
             os.chmod(tmp, 0o666 & ~_umask())
             # No fsync: the rename protects against an interrupted or killed run (the
@@ -143,10 +163,123 @@ def _umask() -> int:
 
 
 def save_run(run: Run, path: str | os.PathLike[str]) -> Path:
-    """Write `run` to `path` atomically and return the path."""
+    """Write `run` to `path` atomically and return the path; the programs' texts its
+    measurements hold (`CompileInfo.program_text`) go beside it (`save_programs`)."""
     p = Path(path)
     write_text_atomic(p, dump_run(run))
+    save_programs(run, p)
     return p
+
+
+#: The programs archive: one gzip-compressed JSON file per run, beside its run file.
+PROGRAMS_SUFFIX = ".hlo.gz"
+#: The name inside the gzip header, which marks the archive as jitbench's own.
+_PROGRAMS_MEMBER = "jitbench-programs.json"
+PROGRAMS_FORMAT = "jitbench.programs"
+#: A program text above this many characters is stored trimmed to it (with a last line
+#: that says so): a diff of a multi-megabyte program is read by no one.
+PROGRAM_TEXT_CAP = 1 << 20
+#: What a programs archive may hold once decompressed (read back).
+_PROGRAMS_READ_LIMIT = 64 << 20
+#: What `save_programs` last wrote to each path (its keys and sizes): a checkpoint after
+#: each case writes the archive again only when a program was added.
+_programs_written: dict[Path, tuple[tuple[str, int], ...]] = {}
+
+
+def programs_path(run_file: str | os.PathLike[str]) -> Path:
+    """Where the programs of the run stored at `run_file` go: `NAME.hlo.gz` beside it."""
+    p = Path(run_file)
+    return p.with_name((p.name[: -len(p.suffix)] if p.suffix else p.name) + PROGRAMS_SUFFIX)
+
+
+def program_key(case: tuple[str, ...], mode: str) -> str:
+    """A measurement's key in a programs archive: 'workload|size|device|dtype|mode'."""
+    return "|".join((*case, mode))
+
+
+def trimmed_program(text: str, cap: int = PROGRAM_TEXT_CAP) -> str:
+    """`text`, or its first `cap` characters (whole lines) and a line saying how much of it
+    was left out."""
+    if len(text) <= cap:
+        return text
+    head = text[:cap].rsplit("\n", 1)[0]
+    left_out = len(text) - len(head)
+    return f"{head}\n… trimmed by jitbench: {left_out:,} of {len(text):,} characters left out"
+
+
+def run_programs(run: Run) -> dict[str, str]:
+    """The program texts `run`'s measurements hold in memory, by `program_key` (trimmed)."""
+    return {
+        program_key(m.case.key, m.mode.value): trimmed_program(m.compile.program_text)
+        for m in run.measurements
+        if m.compile is not None and m.compile.program_text
+    }
+
+
+def save_programs(run: Run, run_file: Path) -> Path | None:
+    """Write `run`'s program texts gzip-compressed beside `run_file` (`programs_path`),
+    atomically, once per set of programs; None when it holds none (a run of NumPy only,
+    a run loaded from a file). Only texts that the process measuring the program kept are
+    there: one process's are enough, the code is the same in every worker.
+
+    Raises:
+        OutputError: the archive's path holds something jitbench did not write, or
+            cannot be written.
+    """
+    programs = run_programs(run)
+    if not programs:
+        return None
+    path = programs_path(run_file)
+    if path not in _programs_written:
+        # A resumed run: the programs its earlier session kept stay beside it.
+        earlier, run_id = _read_programs(path)
+        if run_id == run.run_id:
+            programs = {**earlier, **programs}
+    marker = tuple(sorted((k, len(v)) for k, v in programs.items()))
+    if _programs_written.get(path) == marker and path.exists():
+        return path
+    check_replaceable(path)
+    body = json.dumps(
+        {"format": PROGRAMS_FORMAT, "version": 1, "run_id": run.run_id, "programs": programs},
+        ensure_ascii=False,
+        sort_keys=True,
+    ).encode("utf-8")
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename=_PROGRAMS_MEMBER, mode="wb", fileobj=buffer, mtime=0) as gz:
+        gz.write(body)
+    write_bytes_atomic(path, buffer.getvalue())
+    _programs_written[path] = marker
+    return path
+
+
+def load_programs(run_file: str | os.PathLike[str]) -> dict[str, str]:
+    """The program texts stored beside the run file `run_file`, by `program_key`; empty
+    where there are none (a run written before they were kept, NumPy only) or the archive
+    is unreadable, not a regular file or not jitbench's."""
+    return _read_programs(programs_path(run_file))[0]
+
+
+def _read_programs(path: Path) -> tuple[dict[str, str], str | None]:
+    """The programs of the archive at `path` and the run id it names ({} and None where
+    it is missing, unreadable, not a regular file or not jitbench's)."""
+    try:
+        data, _ = read_regular(path, limit=_PROGRAMS_READ_LIMIT, follow_links=False)
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
+            body = gz.read(_PROGRAMS_READ_LIMIT + 1)
+        if len(body) > _PROGRAMS_READ_LIMIT:
+            return {}, None
+        doc = json.loads(body)
+    except (OSError, EOFError, ValueError, FileTooBig, NotRegularFile):
+        return {}, None
+    if not isinstance(doc, dict) or doc.get("format") != PROGRAMS_FORMAT:
+        return {}, None
+    programs, run_id = doc.get("programs"), doc.get("run_id")
+    if not isinstance(programs, dict):
+        return {}, None
+    return (
+        {k: v for k, v in programs.items() if isinstance(k, str) and isinstance(v, str)},
+        run_id if isinstance(run_id, str) else None,
+    )
 
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
@@ -156,6 +289,55 @@ def safe_file_stem(run_id: str) -> str:
     """A file name stem for a run id that cannot leave its folder (ids come from files)."""
     stem = _UNSAFE_FILE_CHARS.sub("_", run_id).strip(".") or "run"
     return stem[:120]
+
+
+def side_programs(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The programs stored for a comparison's side: beside a run file, or beside the run
+    files of a folder (loose and in runs/; the first run holding a program gives it)."""
+    p = Path(path)
+    if not p.is_dir():
+        return load_programs(p)
+    found: dict[str, str] = {}
+    for run_file in sorted([*p.glob("*.json"), *p.glob(f"{OutputLayout.RUNS}/*.json")]):
+        for key, text in load_programs(run_file).items():
+            found.setdefault(key, text)
+    return found
+
+
+def program_diff_folder(beside: str | os.PathLike[str], base_id: str, new_id: str) -> Path:
+    """Where the program diffs of a comparison go: `NEW.vs.BASE.diffs/` in the folder of
+    the new side (`beside`: its run file's folder, or the folder of runs it is)."""
+    p = Path(beside)
+    folder = p if p.is_dir() else p.parent
+    if (folder / OutputLayout.RUNS).is_dir():
+        folder = folder / OutputLayout.RUNS
+    return folder / f"{safe_file_stem(new_id)}.vs.{safe_file_stem(base_id)}.diffs"
+
+
+def write_program_diffs(folder: Path, diffs: Mapping[str, str]) -> dict[str, Path]:
+    """Write each diff (`gate.program.program_diffs`, by program key) to `folder` as
+    `KEY.diff`, atomically; the paths by key. The folder is made where missing and never
+    written through a link; a file there that jitbench did not write is not replaced.
+
+    Raises:
+        OutputError: the folder is a link or not a folder, a file is not jitbench's, or
+            a write failed.
+    """
+    if not diffs:
+        return {}
+    st = lstat_or_none(folder)
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise OutputError(
+            f"{str(folder)!r} is {describe(st.st_mode)}, where jitbench writes program "
+            "diffs; move it away, or choose another folder with --out."
+        )
+    written: dict[str, Path] = {}
+    for key, diff in diffs.items():
+        path = folder / f"{safe_file_stem(key.replace('|', '-'))}.diff"
+        check_replaceable(path)
+        write_text_atomic(path, diff)
+        written[key] = path
+    return written
 
 
 @dataclass(frozen=True)
@@ -257,6 +439,9 @@ _SIGNATURES = {
     ".js": (b"plotly.js",),
     ".csv": (b"run_id,",),
     ".json": (b'"jitbench.run"',),
+    ".diff": (b"--- jitbench program",),
+    # gzip keeps the member's name in its header: a programs archive's is jitbench's own.
+    ".gz": (_PROGRAMS_MEMBER.encode(),),
 }
 
 

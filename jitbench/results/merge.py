@@ -59,6 +59,15 @@ def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool])
             if x is not None
         )
         keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))
+    if keeper.compile is not None and keeper.compile.program_text is None:
+        # Only the first process keeps its program's text (the workers' runs come back as
+        # JSON, without it): the same code, so any process's text is the program's.
+        text = next(
+            (m.compile.program_text for m, _ in ok if m.compile and m.compile.program_text),
+            None,
+        )
+        if text is not None:
+            keeper = replace(keeper, compile=replace(keeper.compile, program_text=text))
     return replace(keeper, samples_s=samples, run_sample_counts=counts)
 
 

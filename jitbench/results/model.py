@@ -139,6 +139,10 @@ class CompileInfo:
     hlo_opcodes: Mapping[str, int] | None = None
     #: Machine code the backend generated, where it says (None on JAX's CPU backend).
     code_bytes: int | None = None
+    #: The optimised HLO modulo names and metadata as text (what the fingerprint hashes),
+    #: held in memory only: `results.files.save_run` stores it compressed beside the run
+    #: file (`programs_path`), never in the run's JSON; None once loaded from a file.
+    program_text: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def fusion_count(self) -> int | None:

@@ -15,8 +15,13 @@ from one process to the next shows up in the result too.
 
 The result is two ordinary runs (base and new) whose sample i of a case and mode comes from
 the same round on both sides, and whose compiles are paired likewise; `gate.paired` judges
-them. Nothing here prints; progress goes to `on_event`, and both runs are handed to
-`checkpoint` after every case so that an interrupted comparison keeps what it measured.
+them. A plan that judges no time (`DuetPlan.concurrent`: `compare --rev --metrics-only`)
+opens each case on both sides at once, each worker on a core of its own.
+
+Each side's workers send their programs' texts (`CompileInfo.program_text`) beside the
+measurements, so the saved runs keep them for a program diff. Nothing here prints;
+progress goes to `on_event`, and both runs are handed to `checkpoint` after every case so
+that an interrupted comparison keeps what it measured.
 """
 
 from __future__ import annotations
@@ -77,6 +82,10 @@ class DuetPlan:
         compiles: cold jit compiles per side and worker pair (the first is the case's own).
         pairs: worker pairs, each measuring every case in turn.
         seed: for the sides' random order in each round.
+        concurrent: open each case on both sides at once, each side's worker on a core of
+            its own where two are allowed (`compare --rev --metrics-only`: the programs
+            are compared, no time is judged, so the sides need not share a core or take
+            turns).
     """
 
     budget_s: float = 0.7
@@ -88,6 +97,7 @@ class DuetPlan:
     # and two units agree by chance too often (docs: methodology, "The gate's statistics").
     pairs: int = 3
     seed: int = 0
+    concurrent: bool = False
 
 
 @dataclass(frozen=True)
@@ -136,6 +146,26 @@ class _Worker:
             encoding="utf-8",
         )
 
+    def send(self, op: str, **fields: Any) -> None:
+        """Resume the worker and send one request; `receive` takes its answer."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        self._signal(signal.SIGCONT)
+        try:
+            stdin.write(json.dumps({"op": op, **fields}) + "\n")
+            stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died(op) from None
+
+    def receive(self, op: str, limit_s: float = REQUEST_LIMIT_S) -> dict[str, Any]:
+        """The answer to the request `send` sent; the worker is stopped again after it."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        try:
+            return self._answer(op, limit_s, stdout)
+        finally:
+            self._signal(signal.SIGSTOP)
+
     def request(self, op: str, limit_s: float = REQUEST_LIMIT_S, **fields: Any) -> dict[str, Any]:
         """Send one request and wait for its answer. The worker is stopped (SIGSTOP)
         between requests: an idle XLA thread pool keeps spinning for a while after its
@@ -162,6 +192,9 @@ class _Worker:
             stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died(op) from None
+        return self._answer(op, limit_s, stdout)
+
+    def _answer(self, op: str, limit_s: float, stdout: IO[str]) -> dict[str, Any]:
         ready, _, _ = select.select([stdout], [], [], limit_s)
         if not ready:
             self.kill()
@@ -193,14 +226,25 @@ class _Worker:
         return (" Its last output: " + " | ".join(lines[-3:])) if lines else ""
 
     def close(self) -> None:
+        self.ask_to_quit()
+        self.wait_closed()
+
+    def ask_to_quit(self) -> None:
+        """Send "quit" (`wait_closed` waits for it): several workers shut down together."""
         self._signal(signal.SIGCONT)
         if self.proc.poll() is None:
             try:
                 assert self.proc.stdin is not None
                 self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
                 self.proc.stdin.flush()
+            except (OSError, ValueError):
+                self.kill()
+
+    def wait_closed(self) -> None:
+        if self.proc.poll() is None:
+            try:
                 self.proc.wait(timeout=10)
-            except (OSError, ValueError, subprocess.TimeoutExpired):
+            except subprocess.TimeoutExpired:
                 self.kill()
         self.log.close()
 
@@ -209,6 +253,14 @@ class _Worker:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def _close_all(workers: Sequence[_Worker]) -> None:
+    """Close every worker, their shutdowns (JAX's, about a second) overlapping."""
+    for w in workers:
+        w.ask_to_quit()
+    for w in workers:
+        w.wait_closed()
 
 
 #: glibc malloc settings both sides' workers get (unless the caller's environment sets
@@ -261,13 +313,16 @@ def layout_offsets(rng: random.Random, count: int) -> list[int]:
 
 
 def _start(
-    sides: Sequence[Side], config: RunConfig, cores: Sequence[int], offsets: Sequence[int]
+    sides: Sequence[Side],
+    config: RunConfig,
+    cores: Sequence[Sequence[int]],
+    offsets: Sequence[int],
 ) -> list[_Worker]:
     """Start one worker per side (in parallel: JAX's import dominates) and init them, each
-    with its heap offset from `offsets`."""
+    with its heap offset from `offsets` and its cores from `cores` (one list a side)."""
     workers = [_Worker(side, env=side_environment(side)) for side in sides]
     try:
-        for w, offset in zip(workers, offsets, strict=True):
+        for w, offset, its_cores in zip(workers, offsets, cores, strict=True):
             assert w.proc.stdin is not None
             try:
                 w.proc.stdin.write(
@@ -277,7 +332,7 @@ def _start(
                             "config": config.to_dict(),
                             "suites": list(w.side.suites),
                             "cwd": w.side.cwd,
-                            "cores": list(cores),
+                            "cores": list(its_cores),
                             "layout_offset": offset,
                         }
                     )
@@ -351,10 +406,19 @@ def _measure_case(
     dtype = "float64" if config.x64 else "float32"
     sides = [s for s in ("base", "new") if s in case.on]
     calls: dict[str, dict[str, int]] = {}
-    for s in rng.sample(sides, len(sides)):
-        answer = workers[s].request(
-            "open", id=case_id, workload=case.workload, size=case.size, dtype=dtype
-        )
+    opening: dict[str, Any] = {
+        "id": case_id,
+        "workload": case.workload,
+        "size": case.size,
+        "dtype": dtype,
+    }
+    if plan.concurrent:  # both sides open (compile) at once; their answers read in turn
+        for s in sides:
+            workers[s].send("open", **opening)
+        answers = {s: workers[s].receive("open") for s in sides}
+    else:
+        answers = {s: workers[s].request("open", **opening) for s in rng.sample(sides, len(sides))}
+    for s, answer in answers.items():
         calls[s] = {m: int(c) for m, c in answer["calls"].items()}
     modes = [m.value for m in config.modes]
     # The same calls per sample on both sides, so a round's two samples are alike.
@@ -383,8 +447,19 @@ def _measure_case(
     out: dict[str, list[Measurement]] = {}
     for s in sides:
         answer = workers[s].request("finish", id=case_id)
-        out[s] = [measurement_from_dict(d) for d in answer["measurements"]]
+        texts = answer.get("programs") or {}
+        out[s] = [
+            _with_program(measurement_from_dict(d), texts.get(d.get("mode")))
+            for d in answer["measurements"]
+        ]
     return out
+
+
+def _with_program(m: Measurement, text: object) -> Measurement:
+    """`m` holding its program's text as the worker sent it (stored beside the run)."""
+    if m.compile is None or not isinstance(text, str):
+        return m
+    return replace(m, compile=replace(m.compile, program_text=text))
 
 
 def _pool(parts: Sequence[Sequence[Measurement]]) -> list[Measurement]:
@@ -430,7 +505,8 @@ def run_duet(
     Args:
         config: the sampling settings both sides run with (sizes, modes, threads, x64,
             devices); its budget is replaced by the plan's rounds.
-        cores: the cores both workers are pinned to (default: the first allowed core).
+        cores: the cores both workers are pinned to (default: the first allowed core; with
+            `plan.concurrent`, the first two allowed, one a side).
 
     Raises:
         DuetError: a worker could not start or died (after `checkpoint` saw what was
@@ -439,12 +515,19 @@ def run_duet(
     plan = plan or DuetPlan()
     emit = on_event or (lambda _e: None)
     save = checkpoint or (lambda _b, _n: None)
-    if not cores:
-        cores = (sorted(os.sched_getaffinity(0))[0],) if hasattr(os, "sched_getaffinity") else ()
+    allowed = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if cores:
+        side_cores: list[Sequence[int]] = [cores, cores]
+    elif plan.concurrent and len(allowed) >= 2:
+        side_cores = [allowed[:1], allowed[1:2]]
+    else:
+        side_cores = [allowed[:1], allowed[:1]]
     rng = random.Random(plan.seed)
     started_at = utc_now()
     ids = {"base": new_run_id(), "new": new_run_id()}
-    pairs = [_start((base, new), config, cores, layout_offsets(rng, 2)) for _ in range(plan.pairs)]
+    pairs = [
+        _start((base, new), config, side_cores, layout_offsets(rng, 2)) for _ in range(plan.pairs)
+    ]
     infos = {w.side.name: w.info for w in pairs[0]}
     if config.x64 is None:  # as each side's suites declare it (both must agree)
         widths = {bool(info.get("x64")) for info in infos.values()}
@@ -464,9 +547,7 @@ def run_duet(
         f"{name}: {err}" for name, info in infos.items() for err in info.get("suite_errors", ())
     )
     if not cases:
-        for workers in pairs:
-            for w in workers:
-                w.close()
+        _close_all([w for workers in pairs for w in workers])
         raise ConfigError(
             "no workload of either side matches the selection at sizes "
             f"{', '.join(config.sizes)}"
@@ -531,9 +612,7 @@ def run_duet(
         save(*runs(complete=False))
         raise
     finally:
-        for workers in pairs:
-            for w in workers:
-                w.close()
+        _close_all([w for workers in pairs for w in workers])
     base_run, new_run = runs(complete=True)
     save(base_run, new_run)
     return DuetResult(base=base_run, new=new_run, cases=len(cases), suite_errors=suite_errors)

@@ -14,7 +14,8 @@ so a workload that prints cannot break the protocol. Requests (`op`):
 - `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
   per call or null}.
 - `compile`: id → the cold jit compile's seconds, measured again (null when it cannot be).
-- `finish`: id → the case's measurements as run-file dicts; the case is closed.
+- `finish`: id → the case's measurements as run-file dicts and its programs' texts by
+  mode (`CompileInfo.program_text`); the case is closed.
 - `quit`.
 
 An answer is `{"ok": true, ...}` or `{"ok": false, "error": "one line"}`.
@@ -112,7 +113,16 @@ class _Worker:
         from jitbench.results.codec import measurement_to_dict
 
         session = self.sessions.pop(int(req["id"]))
-        return {"measurements": [measurement_to_dict(m) for m in session.measurements()]}
+        measurements = session.measurements()
+        return {
+            "measurements": [measurement_to_dict(m) for m in measurements],
+            # The programs' texts travel beside the run-file dicts, which leave them out.
+            "programs": {
+                m.mode.value: m.compile.program_text
+                for m in measurements
+                if m.compile is not None and m.compile.program_text
+            },
+        }
 
 
 @contextlib.contextmanager

@@ -60,6 +60,9 @@ def test_one_class_per_workload_with_size_by_mode_params(classes):
     assert double.peakmem_call.params == [["M"], ["numpy", "eager", "jit"]]
     # Each class has its own track functions: asv reads params from the function first.
     assert classes["wrong_in_jit"].track_compile_s.params == [["S"], ["jit"]]
+    for track, unit in asv_bridge.PROGRAM_TRACKS.items():
+        assert getattr(double, track).params == [["S", "M"], ["jit"]], track
+        assert getattr(double, track).unit == unit
 
 
 def test_class_names_are_identifiers_and_unique():
@@ -94,6 +97,7 @@ def test_setup_time_and_track_on_a_tiny_workload(classes, mode):
         assert case.dtype == "float32" and case.device == "cpu:0"
         first = bench.track_first_call_s("S", mode)
         compile_s = bench.track_compile_s("S", mode)
+        program = {track: getattr(bench, track)("S", mode) for track in asv_bridge.PROGRAM_TRACKS}
     finally:
         bench.teardown("S", mode)
     if mode == "numpy":
@@ -103,6 +107,13 @@ def test_setup_time_and_track_on_a_tiny_workload(classes, mode):
         assert case.compile_count >= 1  # a cold first call compiles
     if mode == "jit":
         assert 0 < compile_s < 60
+        # The program's metrics, as `jitbench run` records them (x * 2 over 16 floats).
+        assert program["track_hlo_instructions"] >= 3 and program["track_fusions"] >= 0
+        assert program["track_bytes_accessed"] > 0 and program["track_temp_bytes"] >= 0
+        assert program["track_hlo_instructions"] == sum(case.program.hlo_opcodes.values())
+    else:
+        assert set(program.values()) == {None}
+    if mode == "jit":
         # The median of several cold compiles, not one cold number.
         assert len(case.compile_repeats_s) == asv_bridge.COMPILE_REPEATS
         assert compile_s == sorted(case.compile_repeats_s)[1]
@@ -273,10 +284,13 @@ def test_nan_free_track_values_for_real_suite_workload():
     try:
         bench.time_call("S", "jit")
         value = bench.track_compile_s("S", "jit")
+        fusions = bench.track_fusions("S", "jit")
+        instructions = bench.track_hlo_instructions("S", "jit")
     finally:
         bench.teardown("S", "jit")
         asv_bridge.clear_cache()
     assert isinstance(value, float) and math.isfinite(value) and value > 0
+    assert fusions >= 1 and instructions > fusions  # selu's elementwise chain is fused
 
 
 def _suite_version(folder: Path, body: str, n: int = 8, module: str = "") -> str:

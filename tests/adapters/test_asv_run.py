@@ -127,6 +127,12 @@ def test_real_asv_run_stores_time_and_compile_results_and_publishes(tmp_path: Pa
     assert first_call["params"] == [["'S'"], ["'eager'", "'jit'"]]
     assert all(0 < v < 60 for v in first_call["result"])
 
+    # The jit program's metrics, tracked over commits (a program change is a step).
+    (instructions,) = results["asv_benchmarks.double.track_hlo_instructions"]["result"]
+    (bytes_accessed,) = results["asv_benchmarks.double.track_bytes_accessed"]["result"]
+    assert instructions >= 3 and bytes_accessed > 0
+    assert results["asv_benchmarks.double.track_fusions"]["params"] == [["'S'"], ["'jit'"]]
+
     peakmem = results["asv_benchmarks.double.peakmem_call"]
     assert all(v > 1_000_000 for v in peakmem["result"])  # bytes of a process with JAX
 
@@ -136,6 +142,7 @@ def test_real_asv_run_stores_time_and_compile_results_and_publishes(tmp_path: Pa
 
     benchmarks = json.loads((repo / ".asv" / "results" / "benchmarks.json").read_text())
     assert benchmarks["asv_benchmarks.double.track_compile_s"]["unit"] == "seconds"
+    assert benchmarks["asv_benchmarks.double.track_fusions"]["unit"] == "fusions"
 
     _asv(["publish"], cwd=repo, home=home)
     assert (repo / "reports" / "asv" / "index.html").is_file()

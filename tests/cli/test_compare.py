@@ -519,3 +519,46 @@ def test_ab_needs_its_sides_and_refuses_a_bad_output_first(tmp_path: Path, monke
     result = CliRunner().invoke(app, ["ab", "--rev", "main"])
     assert result.exit_code == 2 and "git repository" in result.output, result.output
     assert "jitbench ab" not in result.output.split("error:")[0]  # no pointer: this is ab
+
+
+def test_a_changed_programs_diff_is_written_and_named_in_every_format(tmp_path: Path) -> None:
+    """Stored runs with their programs beside them: the changed jit programs' diffs go to
+    files beside the new run, named after the table, previewed under --wide, listed in the
+    markdown and shown folded on the HTML page; unchanged programs get none."""
+    from tests.gate.builders import with_program_text
+
+    fixtures = Path(__file__).resolve().parents[1] / "results" / "fixtures"
+    base = load_run(fixtures / "run-schema-1.8.json")
+    text = "HloModule m\n\nENTRY %v0 {\n  ROOT %v1 = f32[8] add(%v2, %v3)\n}\n"
+    changed = replace(
+        base,
+        run_id="changed",
+        measurements=tuple(
+            replace(m, compile=replace(m.compile, program_fingerprint="0" * 16))
+            if m.mode is Mode.JIT and m.compile is not None
+            else m
+            for m in base.measurements
+        ),
+    )
+    a, b = tmp_path / "a" / "a.json", tmp_path / "b" / "b.json"
+    save_run(with_program_text(base, text), a)
+    save_run(with_program_text(changed, text.replace("add", "multiply")), b)
+    runner = CliRunner()
+    md, page = tmp_path / "gate.md", tmp_path / "gate.html"
+    args = ["compare", str(a), str(b), "--allow-inconclusive", "--markdown", str(md)]
+    result = runner.invoke(app, [*args, "--html", str(page), "--wide"])
+    assert result.exit_code == 0, result.output
+    diffs = sorted((tmp_path / "b").glob("*.diffs/*.diff"))
+    jit_cases = [m for m in changed.measurements if m.mode is Mode.JIT and m.compile]
+    assert diffs and len(diffs) == len(jit_cases)
+    assert diffs[0].read_text().startswith("--- jitbench program base ")
+    assert "-  ROOT %v1 = f32[8] add(%v2, %v3)" in diffs[0].read_text()
+    assert result.output.count("program diff of ") == len(diffs)
+    assert "+  ROOT %v1 = f32[8] multiply(%v2, %v3)" in result.output  # --wide: a preview
+    assert "### Program diffs" in md.read_text() and diffs[0].name in md.read_text()
+    html = page.read_text()
+    assert 'class="program-diff"' in html and "f32[8] multiply(%v2, %v3)" in html
+    compact = runner.invoke(app, args[:4])
+    assert "program diff of " in compact.output and "+  ROOT" not in compact.output
+    same = runner.invoke(app, ["compare", str(a), str(a), "--allow-inconclusive"])
+    assert "program diff" not in same.output

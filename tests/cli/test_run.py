@@ -348,3 +348,36 @@ def test_clock_cpu_is_recorded_and_said_under_the_table(tmp_path: Path) -> None:
     assert "measuring process's CPU time (--clock cpu" in " ".join(result.stdout.split())
     bad = invoke("run", *QUICK, "--out", tmp_path / "b", "--clock", "tsc", "ok_double")
     assert bad.exit_code == 2 and "--clock is one of wall, cpu" in bad.stderr
+
+
+def test_a_run_keeps_its_programs_and_diffs_a_changed_one_against_its_baseline(
+    tmp_path: Path,
+) -> None:
+    """A run stores its jit programs beside its file; `--baseline` names the diff of a
+    program that changed (here: the baseline's, edited) and writes it beside the run."""
+    from dataclasses import replace
+
+    from jitbench.results import Mode, load_programs, save_run
+    from tests.gate.builders import with_program_text
+
+    first = invoke("run", *QUICK, "-m", "numpy,jit", "--out", tmp_path, "ok_double")
+    assert first.exit_code == 0, first.stderr
+    [base] = run_files(tmp_path)
+    [(key, text)] = load_programs(base).items()
+    assert key.startswith("ok_double|") and key.endswith("|jit") and "HloModule m" in text
+    edited = load_run(base)
+    edited = replace(edited, measurements=tuple(
+        replace(m, compile=replace(m.compile, program_fingerprint="0" * 16))
+        if m.mode is Mode.JIT and m.compile is not None else m
+        for m in edited.measurements
+    ))  # fmt: skip
+    old = tmp_path / "old" / "base.json"
+    save_run(with_program_text(edited, text + "\n  %v99 = f32[] constant(0)"), old)
+    result = invoke(
+        "run", *QUICK, "-m", "numpy,jit", "--out", tmp_path, "ok_double", "--baseline", old
+    )
+    assert result.exit_code == 0, result.stderr
+    said = " ".join((result.stdout + result.stderr).split())
+    assert "program diff of ok_double" in said, said
+    [diff] = (tmp_path / "runs").glob("*.diffs/*.diff")
+    assert diff.read_text().startswith("--- jitbench program base ok_double")

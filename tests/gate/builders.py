@@ -6,6 +6,7 @@ Every run goes through the real JSON form and schema, as `jitbench compare` read
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from jitbench.results import (
     Case,
@@ -113,3 +114,17 @@ def runs_at_levels(levels_by_case: dict[str, list[float]], tag: str) -> list[Run
 STEADY = {
     f"u{i}": [1.0, 1.03, 0.97, 1.01][i % 4 :] + [1.0, 1.03, 0.97, 1.01][: i % 4] for i in range(8)
 }
+
+
+def with_program_text(run: Run, text: str, mode: Mode = Mode.JIT) -> Run:
+    """`run` with `mode`'s measurements holding `text` as their program's text (held in
+    memory only, so set after `make_run`'s round trip)."""
+    return replace(
+        run,
+        measurements=tuple(
+            replace(m, compile=replace(m.compile, program_text=text))
+            if m.mode is mode and m.compile is not None
+            else m
+            for m in run.measurements
+        ),
+    )

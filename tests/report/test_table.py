@@ -90,6 +90,23 @@ def test_details_show_the_device_peak_and_mark_a_bound(run: Run) -> None:
     assert details(False) == ["—", "≤ 5 MiB", "≤ 5 MiB"]  # an earlier case's mark bounds it
 
 
+def test_details_show_each_programs_metrics(run: Run) -> None:
+    ops = {"parameter": 2, "constant": 3, "fusion": 2, "multiply": 4, "add": 1, "copy": 1}
+    programmed = replace(run, measurements=tuple(
+        replace(m, compile=replace(m.compile, hlo_opcodes=ops, code_bytes=12_288,
+                                   program_fingerprint="f" * 16))
+        if m.mode is Mode.JIT and m.compile is not None else m
+        for m in run.measurements
+    ))  # fmt: skip
+    d = dict({x.case.workload: x for x in table.case_details(programmed)}["double"].rows)
+    assert d["HLO instructions"][-1] == "13"
+    assert d["top 5 opcodes"][-1] == "multiply 4 · fusion 2 · add 1 · copy 1"
+    assert d["generated code"][-1] == "12 KiB" and d["program fingerprint"][-1] == "f" * 16
+    assert d["fusions · custom calls"][-1] == "2 · 0"
+    assert "collectives" not in d  # no sharded mode: the row is left out
+    assert table.top_opcodes({"parameter": 1}) == "—"
+
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "reports" / "examples" / "runs"
 
 

@@ -210,3 +210,36 @@ def test_an_unknown_clock_is_refused_before_anything_starts() -> None:
         result = CliRunner().invoke(app, [command, *args, "--clock", "tsc"])
         assert result.exit_code == 2, (command, result.output)
         assert "--clock is one of wall, cpu" in result.output
+
+
+@pytest.mark.e2e
+def test_metrics_only_opens_both_sides_at_once_and_keeps_their_programs(
+    project: Path, tmp_path: Path
+) -> None:
+    """`--metrics-only`'s plan: the sides open each case concurrently (a core each where
+    two are allowed); each side's programs come back with its measurements and are stored
+    beside its run; a changed constant is a changed program with a diff."""
+    from jitbench.config import Mode
+    from jitbench.gate.diffs import program_diffs
+    from jitbench.results import load_programs, run_programs
+
+    tiny = project / "suites" / "tiny.py"
+    tiny.write_text(tiny.read_text().replace("return 2 * x + 1\n", "return 2 * x + 3\n"))
+    plan = DuetPlan(budget_s=0.0, min_rounds=1, max_rounds=1, compiles=1, pairs=1, concurrent=True)
+    out = tmp_path / "out"
+    cmp, result = compare_revisions(
+        rev="base",
+        config=RunConfig(sizes=("S",), processes=1, modes=(Mode.EAGER, Mode.JIT)),
+        plan=plan,
+        out=out,
+        cwd=project,
+        programs_only=True,
+    )
+    [scale] = [e for e in cmp.entries if e.workload == "scale" and e.mode is Mode.JIT]
+    assert scale.program is not None and scale.program.changed
+    base_programs, new_programs = run_programs(result.base), run_programs(result.new)
+    assert base_programs and set(base_programs) <= set(new_programs)
+    for run in (result.base, result.new):  # stored beside each run as it was checkpointed
+        assert load_programs(out / "runs" / f"{run.run_id}.json") == run_programs(run)
+    diff = program_diffs(cmp, base_programs, new_programs)["scale|S|cpu:0|float32|jit"]
+    assert "constant(1)" in diff and "constant(3)" in diff
