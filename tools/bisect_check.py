@@ -10,7 +10,7 @@ busy processes taking cores, and prints per trial whether the named commit is th
 one, the steps (and whether the commit, timed against its parent, carries the change) and
 the seconds; then the summary (correct/N, most steps, median seconds).
 
-    python tools/bisect_check.py --trials 10 --hog 1
+    python tools/bisect_check.py --trials 10 --hog 2
 """
 
 from __future__ import annotations
