@@ -22,7 +22,12 @@ PITFALLS = SUITES / "pitfalls.py"
 
 def quick_config() -> RunConfig:
     config = RunConfig.quick_settings()
-    return replace(config, plan=replace(config.plan, budget_s=0.1, min_samples=9, max_samples=15))
+    # CPU time (`--clock cpu`): the speed observations judge the code, and other processes
+    # taking the core (a busy CI box) must not make NumPy's 1 µs call look slow.
+    plan = replace(
+        config.plan, budget_s=0.1, min_samples=15, max_samples=25, floor_samples=15, clock="cpu"
+    )
+    return replace(config, plan=plan)
 
 
 def codes_by_mode(run: Run, workload: str) -> dict[str, list[str]]:
