@@ -587,6 +587,16 @@ def program_change_text(series: ProgramSeries, point: ProgramPoint) -> str:
     return f"◆ {workload} {size} {series.mode.value} at run {point.run.number}: {what}"
 
 
+def _program_marker(points: Sequence[ProgramPoint]) -> dict[str, object]:
+    """◆ at the points whose program changed (one symbol for the trace where none did)."""
+    if not any(p.changed for p in points):
+        return {"symbol": "circle", "size": 7}
+    return {
+        "symbol": [PROGRAM_CHANGED_SYMBOL if p.changed else "circle" for p in points],
+        "size": [11 if p.changed else 7 for p in points],
+    }
+
+
 def program_figure(
     hruns: Sequence[HistoryRun], workload: str, *, series: Sequence[ProgramSeries] | None = None
 ) -> Figure | None:
@@ -620,11 +630,10 @@ def program_figure(
             if not points:
                 continue
             first = next((p.values[metric] for p in points if p.values[metric] != 0), None)
-            ys = [p.values[metric] / first if first else 1.0 for p in points]
+            ys = [round(p.values[metric] / first, 6) if first else 1.0 for p in points]
             hover = [
-                f"{plot_text(p.run.name, limit=40)}<br>{plot_text(p.run.commit or 'no commit')}"
-                f"<br>{label} {s.mode.value} {name}: {show(p.values[metric])}"
-                + (f" (×{y:.3g} of its first run)" if first else "")
+                show(p.values[metric])
+                + (f" (×{y:.3g})" if first else "")
                 + (
                     "<br>◆ the compiled program changed since the run before: "
                     + plot_text(", ".join(p.moved) or "other instructions", limit=200)
@@ -643,15 +652,11 @@ def program_figure(
                     legendgroup=f"{s.mode.value} {label}",
                     visible=metric == PROGRAM_METRICS[0][0],
                     line={"color": color, "dash": "dash" if s.mode is Mode.SHARDED else "solid"},
-                    marker={
-                        "color": color,
-                        "symbol": [
-                            PROGRAM_CHANGED_SYMBOL if p.changed else "circle" for p in points
-                        ],
-                        "size": [11 if p.changed else 7 for p in points],
-                    },
+                    marker={"color": color, **_program_marker(points)},
+                    # the trace's words once, each point's value and what moved
+                    hovertemplate=f"{s.mode.value} {label} {name}: %{{hovertext}}"
+                    "<extra>%{x}</extra>",
                     hovertext=hover,
-                    hoverinfo="text",
                 )
             )
             drawn.append(metric)

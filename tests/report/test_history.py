@@ -144,11 +144,12 @@ def test_program_figure_one_metric_at_a_time_normalised_with_the_change_marked()
     assert {t.name for t in shown} == {"jit S", "sharded S"}
     jit = next(t for t in shown if t.name == "jit S")
     assert list(jit.x) == [h.category for h in hruns]
-    assert jit.y[0] == 1.0 and jit.y[4] == 7 / 6
+    assert jit.y[0] == 1.0 and jit.y[4] == round(7 / 6, 6)
     symbols = list(jit.marker.symbol)
     assert symbols.index(history.PROGRAM_CHANGED_SYMBOL) == 4
     assert symbols.count(history.PROGRAM_CHANGED_SYMBOL) == 1
-    assert "+1 fusion" in jit.hovertext[4] and "HLO instructions: 7" in jit.hovertext[4]
+    assert "+1 fusion" in jit.hovertext[4] and jit.hovertext[4].startswith("7 (×1.17)")
+    assert jit.hovertemplate.startswith("jit S HLO instructions: %{hovertext}")
     # a menu entry shows its metric's traces only
     fusions = fig.layout.updatemenus[0].buttons[1].args[0]["visible"]
     assert sum(fusions) == 2 and len(fusions) == len(fig.data)
