@@ -86,10 +86,25 @@ def program_change_of(
     b, n = base.compile, new.compile
     if b is None or n is None:
         return None
+    return compile_change_of(
+        b, n, eager=base.mode is Mode.EAGER, tolerance=tolerance, memory_tolerance=memory_tolerance
+    )
+
+
+def compile_change_of(
+    b: CompileInfo,
+    n: CompileInfo,
+    *,
+    eager: bool = False,
+    tolerance: float = 0.05,
+    memory_tolerance: float = 0.10,
+) -> ProgramChange | None:
+    """`program_change_of` on the two sides' compile figures (`eager`: the mode has no
+    one program); the history page explains a run's program change with it too."""
     recompiles = n.timed_compile_count - b.timed_compile_count
     if not (b.program_fingerprint and n.program_fingerprint):
         if recompiles <= 0:
-            return ProgramChange(changed=False) if base.mode is Mode.EAGER else None
+            return ProgramChange(changed=False) if eager else None
         many = f"{recompiles} new recompile{'s' if recompiles != 1 else ''}"
         return ProgramChange(changed=True, moved=(many,), regressed=True)
     same = b.program_fingerprint == n.program_fingerprint

@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.gate.program import compile_change_of
 from jitbench.report import data, figures
 from jitbench.report.data import plot_text
 from jitbench.report.figures import Figure, trace
-from jitbench.report.summary import CaseFigures, CaseKey, RunSummary, summarize
+from jitbench.report.summary import (
+    PROGRAM_MODES,
+    CaseFigures,
+    CaseKey,
+    ProgramMetrics,
+    RunSummary,
+    summarize,
+)
 from jitbench.results import Mode, Run
 from jitbench.results.analysis.changes import HistoryStep, Point, history_steps
 
@@ -479,5 +487,219 @@ def workload_figure(
             "gridcolor": "#e5e9ef",
             "automargin": True,
         },
+    )
+    return fig.build()
+
+
+# ---------------------------------------------------------------------------------------
+# The compiled programs over runs
+
+
+def _count(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+#: The program metrics drawn over runs: key, name, how a raw value reads.
+PROGRAM_METRICS: tuple[tuple[str, str, Callable[[float], str]], ...] = (
+    ("instructions", "HLO instructions", _count),
+    ("fusions", "fusions", _count),
+    ("bytes_accessed", "bytes accessed", lambda v: fmt.bytes_(int(v))),
+    ("flops", "flops", _count),
+    ("temp_bytes", "temp memory", lambda v: fmt.bytes_(int(v))),
+    ("peak_bytes", "peak memory", lambda v: fmt.bytes_(int(v))),
+    ("recompiles", "recompiles during timing", _count),
+)
+
+
+def metric_values(metrics: ProgramMetrics) -> dict[str, float]:
+    """A program's metrics by `PROGRAM_METRICS` key (those recorded)."""
+    values: dict[str, float | None] = {
+        "instructions": float(sum(metrics.opcodes.values())) if metrics.opcodes else None,
+        "fusions": float(metrics.opcodes.get("fusion", 0)) if metrics.opcodes else None,
+        "bytes_accessed": metrics.bytes_accessed,
+        "flops": metrics.flops,
+        "temp_bytes": metrics.temp_bytes,
+        "peak_bytes": metrics.peak_bytes,
+        "recompiles": float(metrics.recompiles),
+    }
+    return {k: float(v) for k, v in values.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class ProgramPoint:
+    """One run's compiled program of a case × mode: its metrics, and whether it changed
+    since the case's program in the run before that had one (`moved`: what moved, as
+    `gate.program` says it)."""
+
+    run: HistoryRun
+    values: Mapping[str, float]
+    changed: bool
+    moved: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ProgramSeries:
+    """A case × jit/sharded mode's compiled-program metrics across the runs that
+    recorded them (schema 1.8 on: older runs have no point)."""
+
+    key: CaseKey
+    mode: Mode
+    points: tuple[ProgramPoint, ...]
+
+    @property
+    def changes(self) -> tuple[ProgramPoint, ...]:
+        return tuple(p for p in self.points if p.changed)
+
+
+def program_series(hruns: Sequence[HistoryRun]) -> list[ProgramSeries]:
+    """Every case × jit/sharded mode with a recorded program in any run, first seen first:
+    its metrics in each run and the runs where its program changed (what the history
+    page draws and lists)."""
+    keys = list(dict.fromkeys(k for h in hruns for k in h.cases))
+    out = []
+    for key in keys:
+        for mode in PROGRAM_MODES:
+            points: list[ProgramPoint] = []
+            before: ProgramMetrics | None = None
+            for h in hruns:
+                figs = h.cases.get(key)
+                now = figs.compiled.get(mode.value) if figs else None
+                if now is None:
+                    continue
+                change = (
+                    compile_change_of(before.compile_info(), now.compile_info())
+                    if before is not None
+                    else None
+                )
+                changed = change is not None and change.changed
+                moved = change.moved if change is not None and changed else ()
+                points.append(ProgramPoint(h, metric_values(now), changed, moved))
+                before = now
+            if points:
+                out.append(ProgramSeries(key, mode, tuple(points)))
+    return out
+
+
+def program_change_text(series: ProgramSeries, point: ProgramPoint) -> str:
+    """'◆ double S jit at run 5: program changed: +2 fusion, bytes accessed +31 %'."""
+    workload, size = series.key[0], series.key[1]
+    what = ", ".join(point.moved) or "program changed"
+    return f"◆ {workload} {size} {series.mode.value} at run {point.run.number}: {what}"
+
+
+def _program_marker(points: Sequence[ProgramPoint]) -> dict[str, object]:
+    """◆ at the points whose program changed (one symbol for the trace where none did)."""
+    if not any(p.changed for p in points):
+        return {"symbol": "circle", "size": 7}
+    return {
+        "symbol": [PROGRAM_CHANGED_SYMBOL if p.changed else "circle" for p in points],
+        "size": [11 if p.changed else 7 for p in points],
+    }
+
+
+def program_figure(
+    hruns: Sequence[HistoryRun], workload: str, *, series: Sequence[ProgramSeries] | None = None
+) -> Figure | None:
+    """The workload's compiled-program metrics over the runs, one metric at a time (a
+    menu picks it): one series per size × device × jit/sharded, each as a multiple of its
+    first run so every size shares the axis, the raw value in the hover; a run whose
+    program changed is drawn ◆, its hover says what moved (`program_series`, or `series`
+    when given). None when no run recorded the workload's programs."""
+    mine = [
+        s for s in (program_series(hruns) if series is None else series) if s.key[0] == workload
+    ]
+    if not mine:
+        return None
+    devices = {s.key[2] for s in mine}
+    dtypes = {s.key[3] for s in mine}
+    colors: dict[CaseKey, str] = {}
+    fig = figures.Draft()
+    visible: list[str] = []
+    drawn: list[str] = []
+    for metric, name, show in PROGRAM_METRICS:
+        for s in mine:
+            _, size, device, dtype = s.key
+            parts = [
+                size,
+                *([device] if len(devices) > 1 else []),
+                *([dtype] if len(dtypes) > 1 else []),
+            ]
+            label = plot_text(" ".join(parts), limit=30)
+            color = colors.setdefault(s.key, SIZE_COLORS[len(colors) % len(SIZE_COLORS)])
+            points = [p for p in s.points if metric in p.values]
+            if not points:
+                continue
+            first = next((p.values[metric] for p in points if p.values[metric] != 0), None)
+            ys = [round(p.values[metric] / first, 6) if first else 1.0 for p in points]
+            hover = [
+                show(p.values[metric])
+                + (f" (×{y:.3g})" if first else "")
+                + (
+                    "<br>◆ the compiled program changed since the run before: "
+                    + plot_text(", ".join(p.moved) or "other instructions", limit=200)
+                    if p.changed
+                    else ""
+                )
+                for p, y in zip(points, ys, strict=True)
+            ]
+            fig.add_trace(
+                trace(
+                    "scatter",
+                    x=[p.run.category for p in points],
+                    y=ys,
+                    mode="lines+markers",
+                    name=f"{s.mode.value} {label}",
+                    legendgroup=f"{s.mode.value} {label}",
+                    visible=metric == PROGRAM_METRICS[0][0],
+                    line={"color": color, "dash": "dash" if s.mode is Mode.SHARDED else "solid"},
+                    marker={"color": color, **_program_marker(points)},
+                    # the trace's words once, each point's value and what moved
+                    hovertemplate=f"{s.mode.value} {label} {name}: %{{hovertext}}"
+                    "<extra>%{x}</extra>",
+                    hovertext=hover,
+                )
+            )
+            drawn.append(metric)
+        if metric in drawn:
+            visible.append(metric)
+    if not fig.data:
+        return None
+    figures.base_layout(fig, height=320)
+    names = {k: n for k, n, _ in PROGRAM_METRICS}
+    fig.update_layout(
+        margin={"t": 50},
+        xaxis={
+            "type": "category",
+            "categoryorder": "array",
+            "categoryarray": [h.category for h in hruns],
+            "tickangle": -30,
+            "gridcolor": "#e5e9ef",
+            "automargin": True,
+        },
+        yaxis={
+            "title": {"text": "× its first run"},
+            "gridcolor": "#e5e9ef",
+            "rangemode": "tozero",
+            "automargin": True,
+        },
+        updatemenus=[
+            {
+                "type": "dropdown",
+                "x": 0,
+                "xanchor": "left",
+                "y": 1.0,
+                "yanchor": "bottom",
+                "pad": {"b": 8},
+                "active": 0,
+                "buttons": [
+                    {
+                        "label": names[metric],
+                        "method": "update",
+                        "args": [{"visible": [m == metric for m in drawn]}],
+                    }
+                    for metric in visible
+                ],
+            }
+        ],
     )
     return fig.build()

@@ -570,6 +570,7 @@ def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
     names = history.history_workloads(hruns)
     pages = {h.run_id: layout.relative(layout.run_page(h.run_id)) for h in hruns}
     series = history.history_series(hruns)
+    programs = history.program_series(hruns)
     workloads = []
     for wl in names[:MAX_HISTORY_WORKLOADS]:
         fig = history.workload_figure(hruns, wl, series=series, pages=pages)
@@ -584,7 +585,21 @@ def render_history_page(runs: Sequence[Run | RunSummary]) -> str:
                 if s.workload == wl
                 for found in s.steps
             ]
-            workloads.append({"name": wl, "figure": fig, "steps": steps})
+            program_changes = [
+                history.program_change_text(p, point)
+                for p in programs
+                if p.key[0] == wl
+                for point in p.changes
+            ]
+            workloads.append(
+                {
+                    "name": wl,
+                    "figure": fig,
+                    "steps": steps,
+                    "programs": history.program_figure(hruns, wl, series=programs),
+                    "program_changes": program_changes,
+                }
+            )
     return _render(
         "history.html",
         root="",

@@ -27,7 +27,7 @@ from typing import Any
 
 from jitbench import formatting as fmt
 from jitbench import stats
-from jitbench.config import ALL_MODES, JAX_MODES
+from jitbench.config import ALL_MODES, JAX_MODES, Mode
 from jitbench.errors import OutputError, ResultsFormatError
 from jitbench.measure import diagnose, threads
 from jitbench.report import data
@@ -48,6 +48,68 @@ Interval = tuple[float, float | None, float | None]
 
 
 @dataclass(frozen=True, kw_only=True)
+class ProgramMetrics:
+    """A jit or sharded mode's compiled program as the history draws it over runs: its
+    fingerprint, instructions by opcode, XLA's flops and bytes accessed, temp and peak
+    memory, and compiles during timing (schema 1.8 on; None where not recorded)."""
+
+    fingerprint: str
+    opcodes: dict[str, int] = field(default_factory=dict)
+    flops: float | None = None
+    bytes_accessed: float | None = None
+    temp_bytes: int | None = None
+    peak_bytes: int | None = None
+    recompiles: int = 0
+
+    @classmethod
+    def of(cls, info: model.CompileInfo) -> ProgramMetrics | None:
+        """The metrics of one compile, or None before programs were fingerprinted."""
+        if not info.program_fingerprint:
+            return None
+        memory = info.memory or {}
+        return cls(
+            fingerprint=info.program_fingerprint,
+            opcodes=dict(info.hlo_opcodes or {}),
+            flops=info.flops,
+            bytes_accessed=info.bytes_accessed,
+            temp_bytes=memory.get("temp_bytes"),
+            peak_bytes=memory.get("peak_bytes"),
+            recompiles=info.timed_compile_count,
+        )
+
+    def compile_info(self) -> model.CompileInfo:
+        """The compile figures back, for `gate.program`'s account of what moved."""
+        memory = {"temp_bytes": self.temp_bytes, "peak_bytes": self.peak_bytes}
+        return model.CompileInfo(
+            program_fingerprint=self.fingerprint,
+            hlo_opcodes=self.opcodes,
+            flops=self.flops,
+            bytes_accessed=self.bytes_accessed,
+            memory={k: v for k, v in memory.items() if v is not None},
+            timed_compile_count=self.recompiles,
+        )
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ProgramMetrics:
+        opcodes = raw["opcodes"]
+        if not all(isinstance(k, str) and type(v) is int for k, v in opcodes.items()):
+            raise ValueError("bad opcode counts")
+        return cls(
+            fingerprint=str(raw["fingerprint"]),
+            opcodes=dict(opcodes),
+            flops=_number(raw["flops"]),
+            bytes_accessed=_number(raw["bytes_accessed"]),
+            temp_bytes=None if raw["temp_bytes"] is None else int(raw["temp_bytes"]),
+            peak_bytes=None if raw["peak_bytes"] is None else int(raw["peak_bytes"]),
+            recompiles=int(raw["recompiles"]),
+        )
+
+
+#: The modes whose compiled program the history draws (eager has one per primitive).
+PROGRAM_MODES = (Mode.JIT, Mode.SHARDED)
+
+
+@dataclass(frozen=True, kw_only=True)
 class CaseFigures:
     """One preset case's figures: speedup over NumPy per JAX mode and median time per call
     per mode (ok measurements only), each with its 95 % interval."""
@@ -56,6 +118,8 @@ class CaseFigures:
     times: dict[str, Interval] = field(default_factory=dict)
     #: each JAX mode's compiled-program fingerprint (modulo names; schema 1.8 on)
     programs: dict[str, str] = field(default_factory=dict)
+    #: jit's and sharded's compiled-program metrics (`ProgramMetrics`; schema 1.8 on)
+    compiled: dict[str, ProgramMetrics] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -105,6 +169,10 @@ class RunSummary:
                 speedups=_intervals(figs["speedups"]),
                 times=_intervals(figs["times"]),
                 programs=dict(programs),
+                compiled={
+                    str(mode): ProgramMetrics.from_json(m)
+                    for mode, m in figs.get("compiled", {}).items()
+                },
             )
         geomeans = {
             str(device): [(str(mode), None if v is None else float(v)) for mode, v in values]
@@ -170,7 +238,13 @@ def case_figures(run: Run, key: CaseKey) -> CaseFigures:
         m = run.get(key, mode)
         if m is not None and m.compile is not None and m.compile.program_fingerprint:
             programs[mode.value] = m.compile.program_fingerprint
-    return CaseFigures(speedups=speedups, times=times, programs=programs)
+    compiled = {}
+    for mode in PROGRAM_MODES:
+        m = run.get(key, mode)
+        metrics = ProgramMetrics.of(m.compile) if m is not None and m.compile else None
+        if metrics is not None:
+            compiled[mode.value] = metrics
+    return CaseFigures(speedups=speedups, times=times, programs=programs, compiled=compiled)
 
 
 def environment_fingerprint(run: Run) -> dict[str, str]:

@@ -144,3 +144,32 @@ def stepped_runs(commits: bool = True) -> list[Run]:
             )
         )
     return runs
+
+
+def program_changed_runs() -> list[Run]:
+    """`stepped_runs`, with double S's jit program changed from the fifth run on (another
+    fingerprint, one more fusion, 30 % more bytes accessed)."""
+    runs = stepped_runs()
+    out = []
+    for i, run in enumerate(runs):
+        if i < 4:
+            out.append(run)
+            continue
+        changed = []
+        for m in run.measurements:
+            if m.mode is Mode.JIT and m.case.workload == "double" and m.compile is not None:
+                c = m.compile
+                ops = dict(c.hlo_opcodes or {})
+                ops["fusion"] = ops.get("fusion", 0) + 1
+                m = replace(
+                    m,
+                    compile=replace(
+                        c,
+                        program_fingerprint="f" * 16,
+                        hlo_opcodes=ops,
+                        bytes_accessed=(c.bytes_accessed or 0) * 1.3,
+                    ),
+                )
+            changed.append(m)
+        out.append(replace(run, measurements=tuple(changed)))
+    return out

@@ -50,6 +50,7 @@ def every_figure(run: Run) -> dict[str, list[figures.Figure | None]]:
     hruns = history.history_runs([run, other])
     for wl in history.history_workloads(hruns):
         add("history.workload_figure", history.workload_figure(hruns, wl))
+        add("history.program_figure", history.program_figure(hruns, wl))
     alignment = comparison.align([run, other], [compare(run, other)])
     add("comparison.speedup_side_by_side", comparison.speedup_side_by_side(alignment))
     add("comparison.ratio_figure", comparison.ratio_figure(alignment, 0))

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from jitbench.report import history
 from jitbench.results import Run
-from tests.report.builders import labelled, stepped_runs
+from tests.report.builders import labelled, program_changed_runs, stepped_runs
 from tests.report.figure_check import checked
 
 
@@ -105,3 +105,72 @@ def test_without_commits_a_step_says_there_is_no_bisect_line() -> None:
     page = render_history_page(stepped_runs(commits=False))
     assert history.NO_COMMIT in page
     assert "jitbench bisect c" not in page
+
+
+def _old_run() -> Run:
+    """The 1.7 fixture: a run from before programs were fingerprinted."""
+    from pathlib import Path
+
+    from jitbench.results import load_run
+
+    fixture = Path(__file__).resolve().parents[1] / "results" / "fixtures" / "run-schema-1.7.json"
+    return replace(load_run(fixture), run_id="old", started_at="2026-11-01T00:00:00+00:00")
+
+
+def test_program_series_mark_the_run_whose_program_changed_and_say_what_moved() -> None:
+    hruns = history.history_runs([_old_run(), *program_changed_runs()])
+    series = history.program_series(hruns)
+    jit = next(s for s in series if s.key[:2] == ("double", "S") and s.mode.value == "jit")
+    # the old run has no point; the fifth 1.8 run (number 6 here) is the change
+    assert [p.run.run_id for p in jit.points] == [f"r{i}" for i in range(8)]
+    assert [p.run.number for p in jit.changes] == [6]
+    moved = jit.changes[0].moved
+    assert "+1 fusion" in moved and "bytes accessed +30 %" in moved
+    assert jit.points[0].values["fusions"] == 1 and jit.points[5].values["fusions"] == 2
+    assert jit.points[0].values["instructions"] == 6
+    assert jit.points[0].values["peak_bytes"] == 512
+    sharded = next(s for s in series if s.key[:2] == ("double", "S") and s.mode.value == "sharded")
+    assert sharded.changes == ()
+    text = history.program_change_text(jit, jit.changes[0])
+    assert text.startswith("◆ double S jit at run 6: +1 fusion")
+
+
+def test_program_figure_one_metric_at_a_time_normalised_with_the_change_marked() -> None:
+    hruns = history.history_runs(program_changed_runs())
+    fig = checked(history.program_figure(hruns, "double"))
+    labels = [b.label for b in fig.layout.updatemenus[0].buttons]
+    assert labels[:2] == ["HLO instructions", "fusions"] and "peak memory" in labels
+    shown = [t for t in fig.data if t.visible is True]
+    assert {t.name for t in shown} == {"jit S", "sharded S"}
+    jit = next(t for t in shown if t.name == "jit S")
+    assert list(jit.x) == [h.category for h in hruns]
+    assert jit.y[0] == 1.0 and jit.y[4] == round(7 / 6, 6)
+    symbols = list(jit.marker.symbol)
+    assert symbols.index(history.PROGRAM_CHANGED_SYMBOL) == 4
+    assert symbols.count(history.PROGRAM_CHANGED_SYMBOL) == 1
+    assert "+1 fusion" in jit.hovertext[4] and jit.hovertext[4].startswith("7 (×1.17)")
+    assert jit.hovertemplate.startswith("jit S HLO instructions: %{hovertext}")
+    # a menu entry shows its metric's traces only
+    fusions = fig.layout.updatemenus[0].buttons[1].args[0]["visible"]
+    assert sum(fusions) == 2 and len(fusions) == len(fig.data)
+
+
+def test_the_history_page_shows_the_program_metrics_and_lists_the_change() -> None:
+    from jitbench.report import render_history_page
+
+    page = render_history_page(program_changed_runs())
+    assert "<h3>Compiled program</h3>" in page
+    assert 'id="history-programs-' in page
+    changes = page[page.index('<ul class="program-changes">') :]
+    changes = changes[: changes.index("</ul>")]
+    assert "◆ double S jit at run 5: +1 fusion" in changes
+    assert "sharded" not in changes
+
+
+def test_an_old_schema_history_has_no_program_section() -> None:
+    from jitbench.report import render_history_page
+
+    hruns = history.history_runs([_old_run()])
+    assert history.program_series(hruns) == []
+    page = render_history_page([_old_run()])
+    assert "Compiled program" not in page and "program-changes" not in page

@@ -29,6 +29,19 @@ def test_summary_round_trips_through_json(run: Run) -> None:
     assert any(figs.speedups for figs in s.cases.values())
 
 
+def test_program_metrics_round_trip_and_a_damaged_one_is_refused() -> None:
+    from tests.report.builders import program_changed_runs
+
+    s = summary.summarize(program_changed_runs()[-1])
+    jit = s.cases[("double", "S", "cpu:0", "float32")].compiled["jit"]
+    assert jit.fingerprint == "f" * 16 and jit.opcodes["fusion"] == 2 and jit.peak_bytes == 512
+    raw = json.loads(json.dumps(s.to_json()))
+    assert summary.RunSummary.from_json(raw) == s
+    raw["cases"][0][-1]["compiled"]["jit"]["opcodes"] = {"fusion": "many"}
+    with pytest.raises(ValueError):
+        summary.RunSummary.from_json(raw)
+
+
 def test_a_refresh_reads_summaries_not_runs(
     run: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
