@@ -28,7 +28,7 @@ from jitbench.cli.options import (
     TableFormat,
     ThresholdOpt,
 )
-from jitbench.cli.output import check_gate_outputs, fails_on_program, finish_gate
+from jitbench.cli.output import check_gate_outputs, finish_gate, gate_thresholds
 from jitbench.cli.revisions import (
     BUDGET_S,
     COMPILES,
@@ -116,16 +116,15 @@ def ab_cmd(
       jitbench ab --python-base old-venv/bin/python --python-new new-venv/bin/python
     """
     check_gate_outputs(markdown, json_path, html)  # before minutes of measuring
-    thresholds = Thresholds(
+    thresholds = gate_thresholds(
         threshold=INTERLEAVED_THRESHOLD if threshold is None else threshold,
         alpha=alpha,
-        compile_threshold=compile_threshold,
-        compile_floor_s=compile_floor,
-        # --metrics-only gates on the programs alone: its one cold compile a side is
-        # reported, never judged (a busy core slows a compile by 1.5x at random).
-        compile_gates=compile_gate and not metrics_only,
         p_adjust=p_adjust,
-        program_gates=metrics_only or fails_on_program(fail_on or []),
+        compile_threshold=compile_threshold,
+        compile_floor=compile_floor,
+        compile_gate=compile_gate,
+        fail_on=fail_on,
+        metrics_only=metrics_only,
     )
     cmp, sides = measure_sides(
         rev=rev,

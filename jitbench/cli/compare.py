@@ -28,7 +28,7 @@ from jitbench.cli.options import (
     TableFormat,
     ThresholdOpt,
 )
-from jitbench.cli.output import check_gate_outputs, fails_on_program, finish_gate
+from jitbench.cli.output import check_gate_outputs, finish_gate, gate_thresholds
 from jitbench.errors import ConfigError
 from jitbench.gate import (
     DISTURBED_FACTOR,
@@ -167,15 +167,15 @@ def compare_cmd(
     if threshold is None:
         threshold = INTERLEAVED_THRESHOLD if interleaved else _DEFAULTS.threshold
     # Built once, here, so bad options fail (exit 2) before any file is read.
-    thresholds = Thresholds(
+    thresholds = gate_thresholds(
         threshold=threshold,
         alpha=alpha,
-        compile_threshold=compile_threshold,
-        compile_floor_s=compile_floor,
-        # --metrics-only gates on the programs alone (see `jitbench ab`).
-        compile_gates=compile_gate and not metrics_only,
         p_adjust=p_adjust,
-        program_gates=metrics_only or fails_on_program(fail_on or []),
+        compile_threshold=compile_threshold,
+        compile_floor=compile_floor,
+        compile_gate=compile_gate,
+        fail_on=fail_on,
+        metrics_only=metrics_only,
     )
     if interleaved:
         from jitbench.cli.revisions import BUDGET_S, COMPILES, OUT, PAIRS, measure_sides

@@ -13,7 +13,7 @@ from jitbench.cli.options import TableFormat
 from jitbench.errors import OutputError
 
 if TYPE_CHECKING:
-    from jitbench.gate import Comparison
+    from jitbench.gate import Comparison, Thresholds
 
 
 def check_output_file(path: Path | None) -> None:
@@ -172,6 +172,38 @@ def finish_gate(
 
 #: What `--fail-on` takes besides the timing and compile verdicts that always gate.
 FAIL_ON_CHOICES = ("program",)
+
+
+def gate_thresholds(
+    *,
+    threshold: float,
+    alpha: float,
+    p_adjust: str,
+    compile_threshold: float,
+    compile_floor: float,
+    compile_gate: bool,
+    fail_on: Sequence[str] | None,
+    metrics_only: bool,
+) -> Thresholds:
+    """The gate's thresholds from `compare`'s and `ab`'s options, built before anything is
+    read or measured so that bad options fail at once (exit 2). --metrics-only gates on the
+    programs alone: its one cold compile a side is reported, never judged (a busy core
+    slows a compile by 1.5x at random).
+
+    Raises:
+        ConfigError: an option out of range, or a --fail-on value it does not know.
+    """
+    from jitbench.gate import Thresholds
+
+    return Thresholds(
+        threshold=threshold,
+        alpha=alpha,
+        compile_threshold=compile_threshold,
+        compile_floor_s=compile_floor,
+        compile_gates=compile_gate and not metrics_only,
+        p_adjust=p_adjust,
+        program_gates=metrics_only or fails_on_program(fail_on or []),
+    )
 
 
 def fails_on_program(fail_on: Sequence[str]) -> bool:
