@@ -53,6 +53,7 @@ from jitbench.results import (
     ShardingInfo,
     Status,
     TimeSplit,
+    is_cpu_device,
 )
 from jitbench.suite.jitted import jitted_parts
 from jitbench.suite.workload import Inputs, Workload
@@ -187,7 +188,7 @@ def sample_clock(plan: SamplingPlan, devices: Sequence[str]) -> Clock | None:
     """The clock a case's samples are timed with: the process's CPU time where the plan
     asks for it and every device of the case is a CPU (a GPU's work is not this process's
     CPU time), else None (the sampler's wall clock)."""
-    if plan.clock == "cpu" and all(d.split(":", 1)[0] == "cpu" for d in devices):
+    if plan.clock == "cpu" and all(is_cpu_device(d) for d in devices):
         return time.process_time
     return None
 

@@ -48,6 +48,7 @@ from jitbench.results.model import (
     ShardingInfo,
     Status,
     TimeSplit,
+    is_cpu_device,
     is_host_copy,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "check_run_copy",
     "dump_run",
     "ensure_writable_dir",
+    "is_cpu_device",
     "is_host_copy",
     "load_programs",
     "load_run",

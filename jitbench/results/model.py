@@ -420,6 +420,12 @@ def _selection(value: object) -> tuple[Selection, ...] | None:
     return tuple(entries)
 
 
+def is_cpu_device(label: str) -> bool:
+    """Whether a device label ('cpu:0', 'gpu:1') names a CPU: its work is this process's
+    CPU time (`SamplingPlan.clock`)."""
+    return label.split(":", 1)[0] == "cpu"
+
+
 def is_host_copy(m: Measurement, of: Measurement) -> bool:
     """Whether NumPy measurement `m` holds no samples but those of `of`, the same
     workload × size × dtype filed under another device: a run measures NumPy, host code,

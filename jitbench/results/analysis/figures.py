@@ -23,7 +23,7 @@ from jitbench.config import JAX_MODES, Mode
 from jitbench.results.analysis import estimates, machine
 from jitbench.results.analysis.estimates import Estimate
 from jitbench.results.analysis.machine import ProcessSpread
-from jitbench.results.model import Case, Measurement, Run, Status, is_host_copy
+from jitbench.results.model import Case, Measurement, Run, Status, is_cpu_device, is_host_copy
 
 CaseKey = tuple[str, str, str, str]
 
@@ -401,8 +401,8 @@ class RunAnalysis:
         text = machine.run_banner(self.run.environment, self.process_spread)
         settings = self.run.config.settings
         wall = settings is None or settings.plan.clock == "wall"
-        on_cpu = all(c.device.startswith("cpu") for c in self.run.cases())
-        if text is not None and text.startswith("busy") and wall and on_cpu:
+        on_cpu = all(is_cpu_device(c.device) for c in self.run.cases())
+        if text is not None and "busy" in self.machine_flags and wall and on_cpu:
             text += " · --clock cpu leaves other processes' time out"
         return text
 
