@@ -152,6 +152,11 @@ def sharing_compiles(directory: Path) -> Iterator[None]:
         _shared = previous
 
 
+def shared_folder() -> Path | None:
+    """The folder the cold calls share programs in now (`sharing_compiles`), or None."""
+    return _shared
+
+
 @contextmanager
 def shared_subfolder(name: str) -> Iterator[None]:
     """Within `sharing_compiles`, the cold calls of the block share under `name` only

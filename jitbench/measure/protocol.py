@@ -32,6 +32,7 @@ from jitbench.measure import diagnose, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
 from jitbench.measure.limits import ModeLimit, ModeTimeout
+from jitbench.measure.shared_inputs import shared_inputs
 from jitbench.measure.timer import (
     DEFAULT_CLOCK,
     Agree,
@@ -810,7 +811,7 @@ def _open(
     report("inputs", None)
     try:
         _check_dtype_available(wl, first.dtype)
-        host = wl.make_inputs(first.params, dtype=first.dtype, seed=seed)
+        host = shared_inputs(lambda: wl.make_inputs(first.params, dtype=first.dtype, seed=seed))
     except Exception as exc:
         add_hint(
             exc,

@@ -673,3 +673,83 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
         assert eager.status is Status.SKIPPED
         assert eager.diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
         assert "eager exceeded --timeout 0.3 s" in eager.diagnostics[0].message
+
+
+INPUT_COUNTING_SUITE = """
+import os
+import numpy as np
+from jitbench import workload
+
+def _count():
+    with open(os.environ["JITBENCH_TEST_INPUT_CALLS"], "a") as f:
+        f.write("call\\n")
+
+def vec(rng, *, dtype, n):
+    _count()
+    return {"x": rng.standard_normal(n).astype(dtype)}
+
+@workload(inputs=vec, sizes={"S": {"n": 64}, "M": {"n": 128}})
+def shared(xp, x):
+    return x * 2.0
+
+def vec_and_a_function(rng, *, dtype, n):
+    _count()
+    return {"x": rng.standard_normal(n).astype(dtype), "f": lambda v: v + 1.0}
+
+@workload(
+    inputs=vec_and_a_function, sizes={"S": {"n": 64}, "M": {"n": 128}}, static_argnames=("f",)
+)
+def unpicklable(xp, x, f):
+    return f(x)
+"""
+
+
+@pytest.mark.parametrize(("name", "input_calls"), [("shared", 2), ("unpicklable", 4)])
+def test_a_worker_loads_the_inputs_the_first_process_made_where_they_pickle(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, name: str, input_calls: int
+) -> None:
+    """The input function runs once per case (two) in a run of two processes, as the
+    worker loads what the first made; inputs that do not pickle are made by each."""
+    import jitbench
+    from jitbench.results import Status
+    from jitbench.runner import scheduler
+
+    suite = tmp_path / "inputs_suite.py"
+    suite.write_text(INPUT_COUNTING_SUITE)
+    calls = tmp_path / "input_calls"
+    monkeypatch.setenv("JITBENCH_TEST_INPUT_CALLS", str(calls))
+
+    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
+        return worker_in_this_process(selection, config, target, shared_compiles, cases)
+
+    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    config = RunConfig.quick_settings(processes=2, sizes=("S", "M"))
+    run = jitbench.run([name], suites=[suite], config=config)
+    assert {m.status for m in run.measurements} == {Status.OK}
+    assert all(m.run_sample_counts and len(m.run_sample_counts) == 2 for m in run.measurements)
+    assert len(calls.read_text().splitlines()) == input_calls
+
+
+def test_shared_inputs_are_made_again_where_the_kept_file_is_broken(tmp_path: Path) -> None:
+    import numpy as np
+
+    from jitbench.measure import compilation
+    from jitbench.measure.shared_inputs import INPUTS_FILE, shared_inputs
+    from jitbench.suite.workload import Inputs
+
+    made: list[int] = []
+
+    def make() -> Inputs:
+        made.append(1)
+        return Inputs(args=(np.arange(3.0),), kwargs={}, static={})
+
+    with compilation.sharing_compiles(tmp_path):
+        first = shared_inputs(make)
+        again = shared_inputs(make)
+        (tmp_path / INPUTS_FILE).write_bytes(b"not a pickle")
+        third = shared_inputs(make)
+        fourth = shared_inputs(make)
+    assert len(made) == 2  # the first, and again after the file broke
+    for inputs in (again, third, fourth):
+        np.testing.assert_array_equal(inputs.args[0], first.args[0])
+    assert shared_inputs(make) is not None and len(made) == 3  # outside: no sharing
