@@ -14,6 +14,7 @@ Keeping is best effort: inputs that do not pickle are made again by each process
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import pickle
 import tempfile
@@ -51,7 +52,9 @@ def _load(path: Path) -> Inputs | None:
         return None
     except Exception:  # a half-written or foreign file: make the inputs again
         return None
-    return found if isinstance(found, Inputs) else None
+    # A copy: unpickled arrays are views into the pickle's buffers; copied, each is an
+    # array of NumPy's own, allocated as the input function's are.
+    return copy.deepcopy(found) if isinstance(found, Inputs) else None
 
 
 def _keep(path: Path, inputs: Inputs) -> None:

@@ -752,4 +752,6 @@ def test_shared_inputs_are_made_again_where_the_kept_file_is_broken(tmp_path: Pa
     assert len(made) == 2  # the first, and again after the file broke
     for inputs in (again, third, fourth):
         np.testing.assert_array_equal(inputs.args[0], first.args[0])
+    # Loaded arrays are NumPy's own (not views into the pickle's buffers), and writable.
+    assert again.args[0].flags.owndata and again.args[0].flags.writeable
     assert shared_inputs(make) is not None and len(made) == 3  # outside: no sharing
