@@ -8,7 +8,8 @@ inputs (pickled, beside the programs its cold calls kept) and every later proces
 them; elsewhere (one process, `--isolate` children) each process makes its own. The
 inputs are then identical in every process by construction, not only by seeding.
 
-Keeping is best effort: inputs that do not pickle are made again by each process.
+Keeping is best effort: inputs that do not pickle, or over `KEEP_LIMIT_BYTES` (a temporary
+folder that size, read back whole), are made again by each process.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from jitbench.measure import compilation
+from jitbench.measure import compilation, modes
 from jitbench.suite.workload import Inputs
 
 #: The file, in the group's shared folder, that holds its inputs.
 INPUTS_FILE = "inputs.pickle"
+#: Inputs larger than this are not kept: each process makes its own.
+KEEP_LIMIT_BYTES = 1 << 30
 
 
 def shared_inputs(make: Callable[[], Inputs]) -> Inputs:
@@ -40,7 +43,8 @@ def shared_inputs(make: Callable[[], Inputs]) -> Inputs:
     if found is not None:
         return found
     inputs = make()
-    _keep(path, inputs)
+    if modes.nbytes_of((inputs.args, inputs.kwargs)) <= KEEP_LIMIT_BYTES:
+        _keep(path, inputs)
     return inputs
 
 

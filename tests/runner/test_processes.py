@@ -755,3 +755,24 @@ def test_shared_inputs_are_made_again_where_the_kept_file_is_broken(tmp_path: Pa
     # Loaded arrays are NumPy's own (not views into the pickle's buffers), and writable.
     assert again.args[0].flags.owndata and again.args[0].flags.writeable
     assert shared_inputs(make) is not None and len(made) == 3  # outside: no sharing
+
+
+def test_inputs_over_the_limit_are_made_by_each_process(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import numpy as np
+
+    from jitbench.measure import compilation, shared_inputs
+    from jitbench.suite.workload import Inputs
+
+    monkeypatch.setattr(shared_inputs, "KEEP_LIMIT_BYTES", 16)
+    made: list[int] = []
+
+    def make() -> Inputs:
+        made.append(1)
+        return Inputs(args=(np.arange(3.0),), kwargs={}, static={})  # 24 bytes
+
+    with compilation.sharing_compiles(tmp_path):
+        shared_inputs.shared_inputs(make)
+        shared_inputs.shared_inputs(make)
+    assert len(made) == 2 and not (tmp_path / shared_inputs.INPUTS_FILE).exists()
