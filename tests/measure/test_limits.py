@@ -4,6 +4,7 @@ figures; a mode that reaches it while sampling keeps the samples it took."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 import jax
@@ -93,6 +94,38 @@ def test_a_mode_that_reaches_its_limit_while_sampling_keeps_its_samples() -> Non
     assert any(d.code == diagnose.MODE_CAPPED for d in eager.diagnostics)
     # The others sampled on after it stopped.
     assert min(len(ms[m].samples_s) for m in (Mode.JIT, Mode.NUMPY)) > len(eager.samples_s)
+
+
+def test_a_limit_never_raises_inside_a_context_managers_exit() -> None:
+    """An alarm that lands while a context manager exits (as `charged`'s own exit begins)
+    waits for the retry: raised there, it would abort that exit and leave the handler and
+    its timer armed after the block, to fire in whatever runs next."""
+    import contextlib
+    import signal
+    import sys
+
+    raised: list[str] = []
+
+    @contextlib.contextmanager
+    def exiting() -> Iterator[None]:
+        try:
+            yield
+        finally:  # runs within contextlib's __exit__
+            handler = signal.getsignal(signal.SIGALRM)
+            assert callable(handler)
+            try:
+                handler(signal.SIGALRM, sys._getframe())
+            except ModeTimeout:
+                raised.append("in the exit")
+
+    limit = ModeLimit("jit", 30.0)
+    with limit.charged("samples"):
+        with exiting():
+            pass
+        with pytest.raises(ModeTimeout):  # in the block itself it raises
+            signal.getsignal(signal.SIGALRM)(signal.SIGALRM, sys._getframe())  # type: ignore[operator]
+    assert raised == []
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # and the block's exit disarmed it
 
 
 def test_a_swallowed_timeout_is_raised_again_until_the_mode_stops() -> None:
