@@ -43,11 +43,12 @@ class ModeTimeout(Exception):
         self.spent_s = spent_s
 
 
-def _leaving_a_context(frame: FrameType | None) -> bool:
+def leaving_a_context(frame: FrameType | None) -> bool:
     """Whether `frame` is within a context manager's exit (contextlib's `__exit__`, or an
     `ExitStack`'s callbacks). A ModeTimeout raised there would abort that exit before it
-    reaches `charged`'s own, leaving its handler and timer armed after the block (they
-    fired again in a later test's teardown); the retry a moment later raises it instead."""
+    reaches `charged`'s own (or `runner.deadline`'s), leaving its handler and repeating
+    timer armed after the block (they fired in a later test's teardown); the retry a
+    moment later raises it instead."""
     while frame is not None:
         code = frame.f_code
         if code.co_filename == contextlib.__file__ and code.co_name in _EXITS:
@@ -108,7 +109,7 @@ class ModeLimit:
         active, fired, counted = [True], [False], [0.0]
 
         def on_alarm(signum: int, frame: FrameType | None) -> None:
-            if not active[0] or _leaving_a_context(frame):
+            if not active[0] or leaving_a_context(frame):
                 return
             if outer_first and callable(previous):
                 previous(signum, frame)  # the outer deadline's own handler (it raises)

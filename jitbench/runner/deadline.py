@@ -16,8 +16,10 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from types import FrameType
 
 from jitbench.errors import ConfigError
+from jitbench.measure.limits import leaving_a_context
 
 # After the deadline, SIGALRM fires again at this interval until the case stops, in case
 # the first CaseTimeout was swallowed (e.g. converted by native code into another error).
@@ -72,8 +74,8 @@ def deadline(seconds: float | None) -> Iterator[Deadline]:
             "call from the main thread or use isolate=True."
         )
 
-    def on_alarm(_signum: int, _frame: object) -> None:
-        if state.active:
+    def on_alarm(_signum: int, frame: FrameType | None) -> None:
+        if state.active and not leaving_a_context(frame):
             state.expired = True
             raise CaseTimeout(seconds)
 

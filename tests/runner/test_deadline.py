@@ -61,3 +61,32 @@ def test_a_limit_too_small_to_enter_the_block_still_disarms_the_timer() -> None:
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
         assert signal.getsignal(signal.SIGALRM) is before
     assert timeouts > 0
+
+
+def test_the_deadline_never_raises_inside_a_context_managers_exit() -> None:
+    """An alarm that lands while a context manager exits waits for the retry: raised
+    there, it would abort the exit before the deadline's own and leave its handler and
+    repeating timer armed after the block."""
+    import contextlib
+    import sys
+    from collections.abc import Iterator
+
+    raised: list[str] = []
+
+    @contextlib.contextmanager
+    def exiting() -> Iterator[None]:
+        try:
+            yield
+        finally:  # runs within contextlib's __exit__
+            try:
+                signal.getsignal(signal.SIGALRM)(signal.SIGALRM, sys._getframe())  # type: ignore[operator]
+            except CaseTimeout:
+                raised.append("in the exit")
+
+    with deadline(30.0):
+        with exiting():
+            pass
+        with pytest.raises(CaseTimeout):  # in the block itself it raises
+            signal.getsignal(signal.SIGALRM)(signal.SIGALRM, sys._getframe())  # type: ignore[operator]
+    assert raised == []
+    assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
