@@ -108,3 +108,30 @@ def tiny_suite(tmp_path: Path) -> Path:
     path = tmp_path / "tiny_suite.py"
     path.write_text(TINY_SUITE)
     return path
+
+
+def alarm_raises_inside_an_exit(expected: type[BaseException]) -> bool:
+    """Call the SIGALRM handler now armed while a context manager exits (within
+    contextlib's `__exit__`, where a time limit must not raise) and say whether it raised
+    `expected` there."""
+    import contextlib
+    import signal
+    from collections.abc import Iterator
+
+    raised: list[bool] = []
+
+    @contextlib.contextmanager
+    def exiting() -> Iterator[None]:
+        try:
+            yield
+        finally:
+            handler = signal.getsignal(signal.SIGALRM)
+            assert callable(handler)
+            try:
+                handler(signal.SIGALRM, sys._getframe())
+            except expected:
+                raised.append(True)
+
+    with exiting():
+        pass
+    return bool(raised)

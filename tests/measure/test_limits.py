@@ -4,7 +4,6 @@ figures; a mode that reaches it while sampling keeps the samples it took."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 
 import jax
@@ -20,6 +19,7 @@ from jitbench.measure.protocol import measure_cases
 from jitbench.results import Mode, Status
 from jitbench.runner.plan import plan_cases
 from jitbench.runner.scheduler import timed_out_modes
+from tests.conftest import alarm_raises_inside_an_exit
 
 
 def _vec(rng, *, dtype, n):
@@ -100,31 +100,14 @@ def test_a_limit_never_raises_inside_a_context_managers_exit() -> None:
     """An alarm that lands while a context manager exits (as `charged`'s own exit begins)
     waits for the retry: raised there, it would abort that exit and leave the handler and
     its timer armed after the block, to fire in whatever runs next."""
-    import contextlib
     import signal
     import sys
 
-    raised: list[str] = []
-
-    @contextlib.contextmanager
-    def exiting() -> Iterator[None]:
-        try:
-            yield
-        finally:  # runs within contextlib's __exit__
-            handler = signal.getsignal(signal.SIGALRM)
-            assert callable(handler)
-            try:
-                handler(signal.SIGALRM, sys._getframe())
-            except ModeTimeout:
-                raised.append("in the exit")
-
     limit = ModeLimit("jit", 30.0)
     with limit.charged("samples"):
-        with exiting():
-            pass
+        assert not alarm_raises_inside_an_exit(ModeTimeout)
         with pytest.raises(ModeTimeout):  # in the block itself it raises
             signal.getsignal(signal.SIGALRM)(signal.SIGALRM, sys._getframe())  # type: ignore[operator]
-    assert raised == []
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0  # and the block's exit disarmed it
 
 

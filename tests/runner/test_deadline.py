@@ -9,6 +9,7 @@ import pytest
 
 from jitbench.errors import ConfigError
 from jitbench.runner.deadline import CaseTimeout, deadline
+from tests.conftest import alarm_raises_inside_an_exit
 
 
 def test_in_process_timeout_restores_the_alarm_handler() -> None:
@@ -67,26 +68,10 @@ def test_the_deadline_never_raises_inside_a_context_managers_exit() -> None:
     """An alarm that lands while a context manager exits waits for the retry: raised
     there, it would abort the exit before the deadline's own and leave its handler and
     repeating timer armed after the block."""
-    import contextlib
     import sys
-    from collections.abc import Iterator
-
-    raised: list[str] = []
-
-    @contextlib.contextmanager
-    def exiting() -> Iterator[None]:
-        try:
-            yield
-        finally:  # runs within contextlib's __exit__
-            try:
-                signal.getsignal(signal.SIGALRM)(signal.SIGALRM, sys._getframe())  # type: ignore[operator]
-            except CaseTimeout:
-                raised.append("in the exit")
 
     with deadline(30.0):
-        with exiting():
-            pass
+        assert not alarm_raises_inside_an_exit(CaseTimeout)
         with pytest.raises(CaseTimeout):  # in the block itself it raises
             signal.getsignal(signal.SIGALRM)(signal.SIGALRM, sys._getframe())  # type: ignore[operator]
-    assert raised == []
     assert signal.getitimer(signal.ITIMER_REAL)[0] == 0
