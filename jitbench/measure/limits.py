@@ -43,6 +43,10 @@ class ModeTimeout(Exception):
         self.spent_s = spent_s
 
 
+#: contextlib's functions that run a context manager's exit (ExitStack's callbacks too).
+_EXITS = ("__exit__", "_exit_wrapper")
+
+
 def leaving_a_context(frame: FrameType | None) -> bool:
     """Whether `frame` is within a context manager's exit (contextlib's `__exit__`, or an
     `ExitStack`'s callbacks). A ModeTimeout raised there would abort that exit before it
@@ -55,9 +59,6 @@ def leaving_a_context(frame: FrameType | None) -> bool:
             return True
         frame = frame.f_back
     return False
-
-
-_EXITS = ("__exit__", "_exit_wrapper")
 
 
 def _can_alarm() -> bool:

@@ -52,9 +52,7 @@ def _load(path: Path) -> Inputs | None:
     try:
         with path.open("rb") as f:
             found = pickle.load(f)  # the run's own private folder (see sharing_compiles)
-    except FileNotFoundError:
-        return None
-    except Exception:  # a half-written or foreign file: make the inputs again
+    except Exception:  # none yet, or a broken or foreign file: make the inputs
         return None
     # A copy: unpickled arrays are views into the pickle's buffers; copied, each is an
     # array of NumPy's own, allocated as the input function's are.
