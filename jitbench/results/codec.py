@@ -521,8 +521,23 @@ def load_run(path: str | os.PathLike[str]) -> Run:
 
 
 def dump_run(run: Run) -> str:
-    """Serialise a run to JSON text (strict JSON: no NaN or Infinity)."""
-    return json.dumps(run_to_dict(run), indent=1, allow_nan=False, default=_json_default)
+    """Serialise a run to JSON text (strict JSON: no NaN or Infinity): the run's fields
+    indented, each measurement on one line of its own. One line a measurement is what
+    `json`'s C encoder writes (indenting goes through its Python one, several times
+    slower), and a run is written after each case it measures (`api.run`'s checkpoints);
+    a diff of two runs still shows which measurements changed."""
+    fields = []
+    for key, value in run_to_dict(run).items():
+        if key == "measurements" and value:
+            text = "[\n" + ",\n".join("  " + _json_text(m) for m in value) + "\n ]"
+        else:
+            text = _json_text(value, indent=1).replace("\n", "\n ")
+        fields.append(f" {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(fields) + "\n}"
+
+
+def _json_text(value: Any, indent: int | None = None) -> str:
+    return json.dumps(value, indent=indent, allow_nan=False, default=_json_default)
 
 
 def _json_default(value: Any) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
+from jitbench.measure import validation
 from jitbench.measure.validation import check_outputs, default_tolerance
 from jitbench.results import Mode
 
@@ -148,3 +149,23 @@ def test_a_small_shift_all_one_way_is_not_called_rounding():
     shifted = ref + np.float32(1.0)
     result = check_outputs(ref, shifted)
     assert not result.ok and not result.rounding
+
+
+def test_outputs_longer_than_a_chunk_are_checked_to_their_last_value():
+    n = 3 * validation._CHUNK + 5
+    ref = np.linspace(1, 2, n, dtype=np.float32).reshape(-1, 1)
+    assert check_outputs(ref, ref.copy()).ok
+    for i in (validation._CHUNK, n - 1):  # the first value of the second chunk; the last
+        off = ref.copy()
+        off[i] = 3.0
+        v = check_outputs(ref, off)
+        assert not v.ok and f"worst at flat index {i}:" in v.message
+        off[i] = np.nan
+        assert check_outputs(ref, off).nonfinite
+    # The tolerance scales with the largest finite value anywhere, the last chunk's too.
+    big = ref.copy()
+    big[-1] = 1e6
+    shifted = big + np.float32(5.0)
+    shifted[-1] = big[-1]
+    assert check_outputs(big, shifted).ok and not check_outputs(ref, ref + np.float32(5.0)).ok
+    assert check_outputs(np.full(n, np.inf), np.full(n, np.inf)).ok

@@ -113,6 +113,17 @@ def test_json_carries_schema_and_summary(tmp_path):
     assert data["measurements"][0]["summary"]["median"] == pytest.approx(2e-3)
 
 
+def test_each_measurement_takes_one_line_and_the_rest_is_indented():
+    run = make_run()
+    text = dump_run(run)
+    lines = text.splitlines()
+    assert lines[-2:] == [" ]", "}"]
+    for m, line in zip(json.loads(text)["measurements"], lines[-2 - len(run.measurements) : -2]):
+        assert json.loads(line.strip().rstrip(",")) == m
+    assert ' "environment": {\n  "host": "h"\n },' in text
+    assert json.loads(dump_run(make_run(measurements=())))["measurements"] == []
+
+
 def test_break_even_is_infinite_when_jit_is_slower():
     case = ("w", "S", "cpu:0", "float32")
     run = make_run()
