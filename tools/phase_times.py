@@ -16,6 +16,10 @@ its totals when it exits; the tool then prints one line per process:
 - the rest: start-up (imports, JAX's backend), planning, pooling, the report; for the
   first process, less the time it waited for the others (their lifetimes).
 
+A second table shows parts inside those steps, mostly inside the cold first calls: XLA's
+compiles and JAX's lowering to MLIR (the durations JAX's monitoring events report, in any
+step), validation against NumPy, and clearing JAX's caches.
+
 Processes that measured nothing (multiprocessing's resource tracker) are left out.
 
 The wrapping adds a few microseconds per step, a few hundred steps a run.
@@ -49,17 +53,20 @@ STEPS = (
     "sampling",
     "checkpoints",
 )
+INSIDE = ("XLA compiles", "lowering", "validation", "cache clears")
 
 
 def install(folder: str) -> None:
     """Wrap the protocol's steps in this process; write the totals to `folder` at exit."""
     import multiprocessing
 
+    import jax
+
     from jitbench import api
-    from jitbench.measure import protocol
+    from jitbench.measure import compilation, protocol
 
     started = time.perf_counter()
-    totals = dict.fromkeys(STEPS, 0.0)
+    totals = dict.fromkeys(STEPS + INSIDE, 0.0)
 
     def timed(owner: Any, name: str, step: str) -> None:
         fn: Callable[..., Any] = getattr(owner, name)
@@ -80,6 +87,18 @@ def install(folder: str) -> None:
     timed(protocol, "warm_up_and_calibrate", "warm-up")
     timed(protocol, "sample_interleaved", "sampling")
     timed(api, "save_run", "checkpoints")
+    timed(protocol, "_validate", "validation")
+    timed(compilation, "clear_caches", "cache clears")
+    events = {
+        compilation.BACKEND_COMPILE_EVENT: "XLA compiles",
+        compilation.LOWER_EVENT: "lowering",
+    }
+
+    def on_duration(event: str, seconds: float, **_: Any) -> None:
+        if event in events:
+            totals[events[event]] += seconds
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
 
     def write() -> None:
         record = {
@@ -131,7 +150,7 @@ def main() -> None:
     print(f"{'process':<18}{'alive':>7}" + "".join(f"{s:>18}" for s in STEPS) + f"{'the rest':>10}")
     for index, r in enumerate(records):
         steps = r["steps"]
-        rest = r["seconds"] - sum(steps.values()) - (waited if index == 0 else 0.0)
+        rest = r["seconds"] - sum(steps[s] for s in STEPS) - (waited if index == 0 else 0.0)
         print(
             f"{r['process']:<18}{r['seconds']:>6.1f}s"
             + "".join(f"{steps[s]:>17.2f}s" for s in STEPS)
@@ -139,6 +158,9 @@ def main() -> None:
         )
     if records:
         print(f"(the first process waited {waited:.1f} s for the others: their lifetimes)")
+        print(f"\n{'inside the steps':<25}" + "".join(f"{s:>15}" for s in INSIDE))
+        for r in records:
+            print(f"{r['process']:<25}" + "".join(f"{r['steps'][s]:>14.2f}s" for s in INSIDE))
 
 
 if __name__ == "__main__":
