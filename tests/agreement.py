@@ -8,6 +8,7 @@ import csv
 import io
 import math
 import re
+from collections.abc import Sequence
 
 from rich.console import Console
 
@@ -22,6 +23,10 @@ from jitbench.results.analysis import PROCESS_SPLIT_FACTOR, WIDE_FACTOR, analyse
 EXACT = 1e-9
 
 
+def geomean(xs: Sequence[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs))
+
+
 def close(a: float, b: float, rel: float) -> bool:
     return math.isclose(a, b, rel_tol=rel) or (math.isinf(a) and math.isinf(b))
 
@@ -33,6 +38,11 @@ def close(a: float, b: float, rel: float) -> bool:
 def check_analysis(run: Run) -> None:
     figures = analyse(run)
     for c in figures:
+        for f in c.figures.values():
+            # The process parts `compare` tests multiply out to the time every run shows.
+            if f.time is not None:
+                parts = f.shown_process_times
+                assert parts and close(geomean(parts), f.time.value, EXACT), (f.mode, parts)
         numpy = c.get(Mode.NUMPY)
         for mode in JAX_MODES:
             f = c.get(mode)

@@ -36,6 +36,8 @@ from jitbench.gate.model import (
 from jitbench.gate.pooling import pooling_notes
 from jitbench.gate.program import explain, program_change_of
 from jitbench.results import Measurement, Mode, Run, is_host_copy
+from jitbench.results.analysis import RunAnalysis, analyse
+from jitbench.results.analysis.estimates import time_estimate
 from jitbench.results.merge import judged_compile_s
 
 #: Prior degrees of freedom of a case's between-run variance in the run-level test: the
@@ -56,6 +58,32 @@ MIN_CASES_FOR_GROUP_PRIOR = 5
 #: Fewest runs per side with which the run-level test found a 30 % slowdown every time on a
 #: shared 2-vCPU VM (with two it found 5 of 12); fewer earn a warning in the report.
 MIN_RUNS_PER_SIDE = 3
+
+
+@dataclass(frozen=True)
+class ShownTime:
+    """A side's time per call for one case × mode as its run shows it
+    (`results.analysis`), and each process's part of it (their geometric mean is
+    `seconds`): what the gate's ratios and run-by-run test are taken of, so that a
+    comparison's times and changes are those of the runs' own tables."""
+
+    seconds: float
+    process_seconds: tuple[float, ...]
+
+
+def shown_time(figures: RunAnalysis | None, m: Measurement | None) -> ShownTime | None:
+    """`m`'s `ShownTime` in its run's `figures`; without them (a measurement judged on
+    its own), its own time (`time_estimate`) and process medians. None for a side that is
+    missing or not ok."""
+    if m is None or not m.ok:
+        return None
+    f = figures.figure(m.case.key, m.mode) if figures is not None else None
+    if f is not None:
+        if f.time is None:
+            return None
+        return ShownTime(f.time.value, f.shown_process_times)
+    own = time_estimate(m, None)
+    return ShownTime(own.value, m.run_medians_s) if own is not None else None
 
 
 @dataclass(frozen=True)
@@ -107,17 +135,23 @@ def compare_timing(
     base_samples: tuple[float, ...] | list[float],
     new_samples: tuple[float, ...] | list[float],
     thresholds: Thresholds,
+    *,
+    shown_ratio: float | None = None,
 ) -> TimingResult:
     """Classify a run-time change from raw samples (seconds per call) on both sides.
 
     The verdict is REGRESSION / IMPROVEMENT only when the median ratio is beyond the factor
     *and* the two-sided Mann–Whitney test is significant; a large change that the sample
     counts cannot make significant is INCONCLUSIVE (never a regression); everything else
-    is UNCHANGED.
+    is UNCHANGED. `shown_ratio` (new / base of the times the runs show, where a JAX mode's
+    is NumPy's ÷ its paired speedup) replaces the ratio of the medians, its bootstrap
+    interval moved with it: the two differ by a percent or two.
     """
     if not (statistics.median(base_samples) > 0 and statistics.median(new_samples) > 0):
         return TimingResult(Verdict.NOT_COMPARED, math.nan, note="a median is zero")
     r = stats.ratio_of_medians(list(new_samples), list(base_samples))
+    if shown_ratio is not None and math.isfinite(shown_ratio) and shown_ratio > 0:
+        r = r.scaled(shown_ratio / r.value)
     p = stats.mann_whitney_p(list(base_samples), list(new_samples))
     return judge_change(
         r.value,
@@ -137,7 +171,8 @@ def compare_runs(
     prior_variance: float | None,
     thresholds: Thresholds,
 ) -> TimingResult:
-    """Classify a run-time change of pooled runs from each run's median (`run_spread_of`).
+    """Classify a run-time change of pooled runs from each run's part of the time it
+    shows (`run_spread_of`).
 
     Samples within one run agree far better than runs of the same code do (on a shared VM
     a case's median moves ~5 % from run to run beyond the whole run's level), so with
@@ -147,7 +182,8 @@ def compare_runs(
     `RUN_PRIOR_DF` degrees of freedom. The
     Mann–Whitney test on the pooled samples must agree too: the p-value is the larger of
     the two (an intersection–union test, valid at `alpha` for "both are significant").
-    The ratio is that of the geometric means of the runs' medians, with the t-test's CI.
+    The ratio is that of the geometric means of the runs' parts, which are the times the
+    runs show, with the t-test's CI.
     """
     test = stats.moderated_t_test(spread, prior_variance, RUN_PRIOR_DF)
     p = max(test.p_value, stats.mann_whitney_p(list(base.samples_s), list(new.samples_s)))
@@ -162,11 +198,18 @@ def compare_runs(
     )
 
 
-def run_spread_of(base: Measurement, new: Measurement) -> stats.RunSpread | None:
+def run_spread_of(
+    base: Measurement,
+    new: Measurement,
+    shown: tuple[ShownTime | None, ShownTime | None] | None = None,
+) -> stats.RunSpread | None:
     """The between-run spread of a case when either side pools several runs, else None
-    (one run per side: the samples are all there is)."""
+    (one run per side: the samples are all there is): of each run's part of the time
+    its run shows (`shown`, the sides' `ShownTime`s), or of each run's median without it."""
     if not (base.run_sample_counts or new.run_sample_counts):
         return None
+    if shown is not None and shown[0] is not None and shown[1] is not None:
+        return stats.run_spread(shown[0].process_seconds, shown[1].process_seconds)
     return stats.run_spread(base.run_medians_s, new.run_medians_s)
 
 
@@ -257,12 +300,17 @@ def compare_measurements(
     thresholds: Thresholds,
     *,
     run_prior_variance: float | None = None,
+    shown: tuple[ShownTime | None, ShownTime | None] | None = None,
 ) -> Entry:
     """Classify one case × mode (either side may be missing). With pooled runs the
     run-time test is `compare_runs`, given the typical `run_prior_variance` of the case's
-    mode on its device (`run_priors`)."""
+    mode on its device (`run_priors`). `shown` holds the times each side's run shows
+    (`shown_time`); without it, each measurement's own."""
     ref = new if new is not None else base
     assert ref is not None, "at least one side must exist"
+    if shown is None:
+        shown = (shown_time(None, base), shown_time(None, new))
+    base_shown, new_shown = shown
     common: dict[str, Any] = {
         "workload": ref.case.workload,
         "size": ref.case.size,
@@ -273,6 +321,8 @@ def compare_measurements(
         "new": new,
         "compile_gates": thresholds.compile_gates,
         "program_gates": thresholds.program_gates,
+        "base_s": base_shown.seconds if base_shown is not None else None,
+        "new_s": new_shown.seconds if new_shown is not None else None,
     }
     if base is None:
         return Entry(verdict=Verdict.NEW, **common)
@@ -312,11 +362,16 @@ def compare_measurements(
             note="; ".join(n for n in (note, said) if n),
             **common,
         )
-    spread = run_spread_of(base, new)
+    spread = run_spread_of(base, new, shown)
     if spread is not None:
         timing = compare_runs(base, new, spread, run_prior_variance, thresholds)
     else:
-        timing = compare_timing(base.samples_s, new.samples_s, thresholds)
+        ratio = (
+            new_shown.seconds / base_shown.seconds
+            if base_shown and new_shown and base_shown.seconds > 0
+            else None
+        )
+        timing = compare_timing(base.samples_s, new.samples_s, thresholds, shown_ratio=ratio)
     said = explain(
         timing.verdict is Verdict.REGRESSION, timing.verdict is Verdict.IMPROVEMENT, program
     )
@@ -410,12 +465,17 @@ class RunPriors:
 def run_priors(
     base_by_key: dict[tuple[CaseKey, Mode], Measurement],
     new_by_key: dict[tuple[CaseKey, Mode], Measurement],
+    shown: dict[tuple[CaseKey, Mode], tuple[ShownTime | None, ShownTime | None]] | None = None,
 ) -> RunPriors:
-    """The comparison's `RunPriors`, from the cases ok on both sides whose runs are pooled."""
+    """The comparison's `RunPriors`, from the cases ok on both sides whose runs are pooled
+    (their spreads of the shown times' parts, `shown`, where given)."""
     groups: dict[tuple[str, Mode], list[stats.RunSpread]] = {}
     for (key, mode), m in new_by_key.items():
         b = base_by_key.get((key, mode))
-        if b is not None and b.ok and m.ok and (spread := run_spread_of(b, m)) is not None:
+        if b is None or not (b.ok and m.ok):
+            continue
+        spread = run_spread_of(b, m, (shown or {}).get((key, mode)))
+        if spread is not None:
             groups.setdefault((m.case.device, mode), []).append(spread)
     return RunPriors(
         whole=stats.typical_run_variance([s for g in groups.values() for s in g]),
@@ -566,18 +626,24 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
     base_by_key = {k: m for k, m in base_by_key.items() if k not in copies}
     new_keys = [k for k in new_keys if k not in copies]
     new_by_key = {k: new_by_key[k] for k in new_keys}
-    priors = run_priors(base_by_key, new_by_key)
+    base_figures, new_figures = analyse(base), analyse(new)
+    shown = {
+        k: (shown_time(base_figures, base_by_key.get(k)), shown_time(new_figures, new_by_key.get(k)))
+        for k in dict.fromkeys([*new_keys, *base_by_key])
+    }
+    priors = run_priors(base_by_key, new_by_key, shown)
     entries = [
         compare_measurements(
             base_by_key.get(k),
             new_by_key[k],
             thresholds,
             run_prior_variance=priors.of(new_by_key[k].case.device, k[1]),
+            shown=shown[k],
         )
         for k in dict.fromkeys(new_keys)
     ]
     entries += [
-        compare_measurements(m, None, thresholds)
+        compare_measurements(m, None, thresholds, shown=shown[k])
         for k, m in base_by_key.items()
         if k not in new_by_key
     ]

@@ -16,7 +16,6 @@ from typing import Any
 from jitbench.errors import ConfigError
 from jitbench.gate.program import ProgramChange
 from jitbench.results import Measurement, Mode
-from jitbench.results.analysis.estimates import time_estimate
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
@@ -184,13 +183,17 @@ class CompileChange:
 class Entry:
     """One case × mode present in either run, with its verdict.
 
-    Timing fields are None unless both sides are ok with samples. `ratio` is
-    new median / base median (above 1 is slower); `ratio_low`/`ratio_high` its 95 % CI;
-    `p_value` the two-sided p-value of `test` (with pooled runs, the larger of the run
-    t-test's and Mann–Whitney's) and `p_adjusted` the same after the comparison-wide
-    adjustment (the one the verdict used). With pooled runs the ratio is that of the
-    geometric means of the runs' medians and the CI is the t-test's; with one run per side
-    it is the ratio of medians with a bootstrap CI.
+    Timing fields are None unless both sides are ok with samples. `base_s`/`new_s` are
+    the times per call each run shows (`results.analysis`: a JAX mode's is NumPy's time ÷
+    its speedup), None for a side that is missing or not ok. `ratio` is new / base of
+    those times (above 1 is slower), except with paired rounds (`compare --rev`), which
+    take it round by round; `ratio_low`/`ratio_high` its 95 % CI; `p_value` the two-sided
+    p-value of `test` (with pooled runs, the larger of the run t-test's and
+    Mann–Whitney's) and `p_adjusted` the same after the comparison-wide adjustment (the
+    one the verdict used). With several processes a side, the t-test is on each
+    process's part of the shown time (`ModeFigure.shown_process_times`), whose CI it
+    gives; with one, the interval is the bootstrap CI of the ratio of the medians, moved
+    to the ratio of the shown times.
     """
 
     workload: str
@@ -201,6 +204,8 @@ class Entry:
     verdict: Verdict
     base: Measurement | None = None
     new: Measurement | None = None
+    base_s: float | None = None
+    new_s: float | None = None
     ratio: float | None = None
     ratio_low: float | None = None
     ratio_high: float | None = None
@@ -234,27 +239,6 @@ class Entry:
     @property
     def new_median_s(self) -> float | None:
         return self.new.median_s if self.new is not None else None
-
-    @property
-    def base_s(self) -> float | None:
-        """The base side's time that `ratio` is taken over (`_side_s`)."""
-        return self._side_s(self.base)
-
-    @property
-    def new_s(self) -> float | None:
-        """The new side's time that `ratio` is taken of (`_side_s`)."""
-        return self._side_s(self.new)
-
-    def _side_s(self, m: Measurement | None) -> float | None:
-        """The side's own time per call (`analysis.estimates.time_estimate`): the geometric
-        mean of its processes' (runs') medians, as the ratio of a test run by run is; one
-        median otherwise. Paired rounds (`compare --rev`) take the ratio round by round,
-        which no pair of times matches: the times are shown, with a note where they moved
-        the other way (`gate.paired`). None for a side that is missing or not ok."""
-        if m is None or not m.ok:
-            return None
-        t = time_estimate(m, None)
-        return t.value if t is not None else None
 
     @property
     def fails_gate(self) -> bool:

@@ -191,15 +191,15 @@ def paired_compile(
     )
 
 
-def _medians_disagree(e: Entry, ratio: float) -> str:
-    """A note when the sides' medians (the table's columns) moved against the paired ratio,
-    which decides: the rounds' drift falls unevenly on the two sides' medians and cancels
-    only in each round's ratio."""
-    b, n = e.base_median_s, e.new_median_s
+def _times_disagree(e: Entry, ratio: float) -> str:
+    """A note when the sides' shown times (the table's columns) moved against the paired
+    ratio, which decides: the rounds' drift falls unevenly on the two sides' medians and
+    cancels only in each round's ratio."""
+    b, n = e.base_s, e.new_s
     if not (b and n) or (n / b - 1) * (ratio - 1) >= 0:
         return ""
     return (
-        f"the medians moved the other way ({fmt.seconds(b)} → {fmt.seconds(n)}); the "
+        f"the times moved the other way ({fmt.seconds(b)} → {fmt.seconds(n)}); the "
         "per-round ratios decide"
     )
 
@@ -238,7 +238,7 @@ def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = 
             p_value=timing.p_value,
             p_adjusted=None,
             test=timing.test,
-            note="; ".join(filter(None, (timing.note, _medians_disagree(e, timing.ratio)))),
+            note="; ".join(filter(None, (timing.note, _times_disagree(e, timing.ratio)))),
             compile=paired_compile(e.base, e.new, thresholds) or e.compile,
         )
     judged = adjust_for_multiplicity(tuple(adjust_compiles(entries, thresholds)), thresholds)

@@ -125,9 +125,20 @@ class Alignment:
     def sets_differ(self) -> bool:
         return any(self.only_in)
 
-    def case_keys(self, run: Run) -> frozenset[tuple[str, str, str, str]]:
-        """`run`'s own case keys that every run has (for like-for-like geometric means)."""
-        return frozenset(c.key for c in run.cases() if self.key_of(c) in self.common)
+    def headline_keys(self, run: Run, mode: Mode) -> frozenset[tuple[str, str, str, str]]:
+        """`run`'s own case keys that every run has with a headline `mode` speedup
+        (`ModeFigure.headline`): the like-for-like cases of the runs' geometric means, so
+        that a case left out on one side (processes that disagree, a wide interval, a
+        failure) is left out on every side."""
+        everywhere = set(self.common)
+        for r in self.runs:
+            figures = analyse(r)
+            everywhere -= {
+                self.key_of(c)
+                for c in r.cases()
+                if (f := figures.figure(c, mode)) is None or not f.headline
+            }
+        return frozenset(c.key for c in run.cases() if self.key_of(c) in everywhere)
 
     def key_of(self, case: Case) -> AlignKey:
         return align_key(case, by_device=self.by_device)

@@ -388,10 +388,12 @@ def render_comparison_page(
     pages = list(run_pages) if run_pages is not None else [None] * len(runs)
     geomeans = []
     for i, run in enumerate(runs):
-        keys = alignment.case_keys(run)
         for device in data.device_labels(run):
-            for g in data.geomean_speedups(run, device, keys=keys):
-                geomeans.append((names[i], data.device_title(run, device), g))
+            for mode in JAX_MODES:
+                keys = alignment.headline_keys(run, mode)
+                for g in data.geomean_speedups(run, device, keys=keys):
+                    if g.mode is mode:
+                        geomeans.append((names[i], data.device_title(run, device), g))
     labels = comparison.row_labels(alignment)
     n_cats = len(labels)
     charts = {

@@ -130,3 +130,28 @@ def test_labels_that_reduce_to_one_file_name_name_two_pages(run: Run) -> None:
     d, e = (labelled(replace(run, run_id=f"l{i}"), long + tag) for i, tag in enumerate("xy"))
     assert comparison.page_name([d, a]) != comparison.page_name([e, a])
     assert comparison.page_name([d, a]).startswith("compare-nightly-build-of-the-main-branc")
+
+
+def test_geometric_means_leave_out_on_every_side_what_one_side_leaves_out() -> None:
+    """A case whose processes disagree in one run left that run's geometric mean but
+    stayed in the other's, so the two means covered different cases."""
+    from tests.gate.builders import make_run, meas, spread
+
+    def case(workload: str, jit_slowdown: float) -> list:
+        counts = (10, 10)
+        numpy = spread(1e-3, 10) * 2
+        jit = spread(2e-4, 10) + spread(2e-4 * jit_slowdown, 10)
+        return [
+            replace(meas(workload, Mode.NUMPY, numpy), run_sample_counts=counts),
+            replace(meas(workload, Mode.JIT, jit), run_sample_counts=counts),
+        ]
+
+    same = [m for w in "abcd" for m in case(w, 1.0)]
+    base = make_run(*same, *case("e", 1.0), run_id="base")
+    new = make_run(*same, *case("e", 2.0), run_id="new")  # e's processes: 2x apart
+    a = comparison.align([base, new], [compare(base, new)])
+    assert {k[0] for k in a.headline_keys(base, Mode.JIT)} == set("abcd")
+    assert a.headline_keys(new, Mode.JIT) == a.headline_keys(base, Mode.JIT)
+    html = pages.render_comparison_page([base, new], [compare(base, new)])
+    row = r"<td>jit</td><td class=\"num\">[^<]*</td><td class=\"num\">(\d+)</td>"
+    assert re.findall(row, html) == ["4", "4"]

@@ -57,6 +57,11 @@ class ModeFigure:
         own_time: the mode's own time (the geometric mean of its processes' medians, or
             its median), which `time` agrees with to a percent or two.
         process_times: each process's median (one for a one-process run).
+        shown_process_times: each process's part of `time`, whose geometric mean is
+            `time`: for a mode shown beside NumPy, NumPy's process median ÷ that process's
+            speedup (sharded mode's likewise beside jit's); one value, `time`, for a
+            one-process run; the process medians elsewhere. What `compare` tests run by
+            run, so that its times and ratios are the ones the runs show.
         speedup: NumPy time / this mode's time, taken round by round (the geometric mean
             over processes of each one's median per-round ratio) with the interval a
             repeat run lands in; the quotient of the two shown `time` values by
@@ -72,6 +77,7 @@ class ModeFigure:
     time: Estimate | None
     own_time: Estimate | None = None
     process_times: tuple[float, ...] = ()
+    shown_process_times: tuple[float, ...] = ()
     speedup: Estimate | None = None
     process_speedups: tuple[float, ...] = ()
     time_disagree: bool = False
@@ -268,26 +274,35 @@ class RunAnalysis:
             shown[Mode.SHARDED] = _anchored(own.get(Mode.SHARDED), shown.get(Mode.JIT), over_jit)
             scaling = Scaling(sharded_m.sharding.device_count, over_jit)
         numpy_suspect = _suspect(numpy_m)
+        per_process = {
+            mode: self._process_ratios(numpy_m, measured.get(mode), speedups[mode])
+            for mode in JAX_MODES
+        }
+        parts = {mode: estimates.process_medians(m) for mode, m in measured.items()}
+        for mode in JAX_MODES:
+            parts[mode] = _process_parts(parts, Mode.NUMPY, per_process[mode], mode)
+        if scaling is not None:
+            over_jit_parts = self._process_ratios(jit_m, sharded_m, over_jit)
+            parts[Mode.SHARDED] = _process_parts(parts, Mode.JIT, over_jit_parts, Mode.SHARDED)
         figures: dict[Mode, ModeFigure] = {}
         for mode, m in measured.items():
             speedup = speedups.get(mode)
-            logs = (
-                estimates.process_log_ratios(numpy_m, m, paired=run.paired)
-                if speedup is not None and numpy_m is not None
-                else None
-            )
-            per_process = tuple(math.exp(x) for x in logs) if logs else ()
             medians = estimates.process_medians(m)
+            shown_t = shown.get(mode)
             factor = speedup.factor if speedup is not None else None
+            ratios = per_process.get(mode, ())
             figures[mode] = ModeFigure(
                 measurement=m,
-                time=shown.get(mode),
+                time=shown_t,
                 own_time=own.get(mode),
                 process_times=medians,
+                shown_process_times=(
+                    (shown_t.value,) if shown_t is not None and len(medians) == 1 else parts[mode]
+                ),
                 speedup=speedup,
-                process_speedups=per_process,
+                process_speedups=ratios,
                 time_disagree=_split(medians) >= PROCESS_SPLIT_FACTOR,
-                disagree=_split(per_process) >= PROCESS_SPLIT_FACTOR,
+                disagree=_split(ratios) >= PROCESS_SPLIT_FACTOR,
                 wide=factor is not None and factor > WIDE_FACTOR,
                 suspect=_suspect(m) or (mode is not Mode.NUMPY and numpy_suspect),
             )
@@ -310,6 +325,16 @@ class RunAnalysis:
         if not m.samples_s or m.status not in (Status.OK, Status.MISMATCH):
             return None
         return estimates.time_estimate(m, self.time_prior(m.mode, m.case.device))
+
+    def _process_ratios(
+        self, base: Measurement | None, other: Measurement | None, ratio: Estimate | None
+    ) -> tuple[float, ...]:
+        """Each process's own base / other ratio behind `ratio`; () for one process or
+        where there is no ratio."""
+        if ratio is None or base is None or other is None:
+            return ()
+        logs = estimates.process_log_ratios(base, other, paired=self.run.paired)
+        return tuple(math.exp(x) for x in logs) if logs else ()
 
     def _ratio(self, base: Measurement | None, other: Measurement | None) -> Estimate | None:
         """base time / other time, round by round, with its interval; None unless both
@@ -457,6 +482,22 @@ def _anchored(
     if own is None or anchor is None or ratio is None or not ratio.value > 0:
         return own
     return own.scaled(anchor.value / ratio.value / own.value)
+
+
+def _process_parts(
+    parts: Mapping[Mode, tuple[float, ...]],
+    anchor: Mode,
+    ratios: tuple[float, ...],
+    mode: Mode,
+) -> tuple[float, ...]:
+    """`mode`'s process parts of its shown time, as `_anchored` shows it: each process's
+    anchor part ÷ its own ratio (the geometric mean of these is the anchor's time ÷ the
+    ratio); the mode's own medians where the processes do not pair up."""
+    own = parts.get(mode, ())
+    base = parts.get(anchor, ())
+    if not ratios or len(base) != len(ratios) or len(own) != len(ratios):
+        return own
+    return tuple(b / r for b, r in zip(base, ratios, strict=True))
 
 
 def _suspect(m: Measurement | None) -> bool:

@@ -1,0 +1,60 @@
+"""`compare` takes its times and ratios from what the runs show (`results.analysis`), so
+a comparison's base and new times are the runs' own and its change is their quotient, in
+every format it writes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import replace
+
+import pytest
+
+from jitbench.gate import compare
+from jitbench.render.comparison import comparison_csv
+from jitbench.report.comparison import align
+from jitbench.results import Mode
+from jitbench.results.analysis import analyse
+from tests.gate.builders import make_run, meas, spread
+
+ORDER = (3, 7, 1, 9, 0, 5, 2, 8, 4, 6)  # jit's rounds out of step with NumPy's
+
+
+def _process(center: float, shuffled: bool) -> tuple[float, ...]:
+    xs = spread(center, len(ORDER), rel=0.3)
+    return tuple(xs[i] for i in ORDER) if shuffled else xs
+
+
+def _run(run_id: str, jit_center: float, processes: int) -> object:
+    numpy = tuple(x for p in range(processes) for x in _process(1e-3 * (1 + 0.1 * p), False))
+    jit = tuple(x for p in range(processes) for x in _process(jit_center * (1 + 0.07 * p), True))
+    counts = (len(ORDER),) * processes if processes > 1 else ()
+    return make_run(
+        replace(meas(mode=Mode.NUMPY, samples=numpy), run_sample_counts=counts),
+        replace(meas(mode=Mode.JIT, samples=jit), run_sample_counts=counts),
+        run_id=run_id,
+    )
+
+
+@pytest.mark.parametrize("processes", [1, 2, 3])
+def test_compare_shows_the_runs_times_and_their_quotient(processes):
+    base, new = _run("b", 4e-4, processes), _run("n", 5e-4, processes)
+    cmp = compare(base, new)
+    e = next(e for e in cmp.entries if e.mode is Mode.JIT)
+    shown_b = analyse(base).time(e.key, Mode.JIT).value
+    shown_n = analyse(new).time(e.key, Mode.JIT).value
+    own_b = analyse(base).figure(e.key, Mode.JIT).own_time.value
+    # The run's jit time (NumPy ÷ paired speedup) is not jit's own median here, so the
+    # identities below can fail.
+    assert abs(shown_b / own_b - 1) > 1e-3
+    assert e.base_s == pytest.approx(shown_b, rel=1e-12)
+    assert e.new_s == pytest.approx(shown_n, rel=1e-12)
+    assert e.ratio == pytest.approx(shown_n / shown_b, rel=1e-9)
+    assert e.ratio_low <= e.ratio <= e.ratio_high
+    row = next(r for r in csv.DictReader(io.StringIO(comparison_csv(cmp))) if r["mode"] == "jit")
+    base_s, new_s, ratio = (float(row[c]) for c in ("base_s", "new_s", "ratio"))
+    assert math.isclose(ratio, new_s / base_s, rel_tol=1e-9)
+    page = next(r for r in align([base, new], [cmp]).rows if r.mode is Mode.JIT)
+    assert page.times[0].value == pytest.approx(base_s, rel=1e-12)
+    assert page.changes[0].ratio == pytest.approx(page.times[1].value / page.times[0].value)
