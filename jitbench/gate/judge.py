@@ -493,8 +493,9 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
     run_tested = [e for e in entries if e.test is SignificanceTest.RUNS]
     if not run_tested:
         return ()
-    n_base = max(len(e.base.run_medians_s) for e in run_tested if e.base)
-    n_new = max(len(e.new.run_medians_s) for e in run_tested if e.new)
+    base_counts = [len(e.base.run_medians_s) for e in run_tested if e.base]
+    new_counts = [len(e.new.run_medians_s) for e in run_tested if e.new]
+    n_base, n_new = _count_range(base_counts), _count_range(new_counts)
 
     def spread(variance: float | None) -> str:
         return f"{math.expm1(math.sqrt(variance)):.1%}" if variance is not None else "unknown"
@@ -521,11 +522,11 @@ def _run_test_notes(entries: tuple[Entry, ...], priors: RunPriors) -> tuple[Pool
         typical = f"the whole comparison's typical run-to-run spread of {spread(priors.whole)}"
     # The unit is a measuring process: a run of --processes K brings K medians.
     text = (
-        f"run time tested run by run: a t-test on the median of each process that measured "
-        f"it ({n_base} base vs {n_new} new; a run of --processes K gives K), each case's "
+        f"run time tested run by run: a t-test on each measuring process's part of the time "
+        f"shown ({n_base} base vs {n_new} new; a run of --processes K gives K), each case's "
         f"spread shrunk toward {typical}, and Mann–Whitney on the samples"
     )
-    if min(n_base, n_new) < MIN_RUNS_PER_SIDE:
+    if min(*base_counts, *new_counts) < MIN_RUNS_PER_SIDE:
         text += (
             f"; with fewer than {MIN_RUNS_PER_SIDE} on a side it finds only large changes: "
             "measure 4 per side (more runs, or --processes 4)"
@@ -590,6 +591,13 @@ def _run_ids(run: Run) -> list[str]:
     if isinstance(pooled, dict) and pooled.get("runs"):
         return [str(x) for x in pooled["runs"]]
     return [run.run_id]
+
+
+def _count_range(counts: Sequence[int]) -> str:
+    """'2', or '2-3' where the cases were measured in different numbers of processes (a
+    run's extra processes measure only the cases whose intervals are widest)."""
+    low, high = min(counts), max(counts)
+    return f"{low}" if low == high else f"{low}–{high}"
 
 
 def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:

@@ -58,3 +58,19 @@ def test_compare_shows_the_runs_times_and_their_quotient(processes):
     page = next(r for r in align([base, new], [cmp]).rows if r.mode is Mode.JIT)
     assert page.times[0].value == pytest.approx(base_s, rel=1e-12)
     assert page.changes[0].ratio == pytest.approx(page.times[1].value / page.times[0].value)
+
+
+def test_the_note_gives_the_range_of_processes_the_cases_had():
+    """A run's extra processes measure only its widest cases: most had 2, a few 3."""
+
+    def run(run_id: str) -> object:
+        ms = []
+        for workload, processes in (("a", 2), ("b", 3)):
+            counts = (len(ORDER),) * processes
+            for mode, center in ((Mode.NUMPY, 1e-3), (Mode.JIT, 4e-4)):
+                samples = tuple(x for p in range(processes) for x in _process(center, False))
+                ms.append(replace(meas(workload, mode, samples), run_sample_counts=counts))
+        return make_run(*ms, run_id=run_id)
+
+    note = compare(run("b"), run("n")).pooling[-1].text
+    assert "(2–3 base vs 2–3 new; " in note and "finds only large changes" in note
