@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jitbench.config import Mode, RunConfig, SamplingPlan
+from jitbench.config import Mode, RunConfig, SamplingPlan, check_budget, check_count
 from jitbench.errors import ConfigError, OutputError
 from jitbench.gate import (
     INTERLEAVED_THRESHOLD,
@@ -412,10 +412,9 @@ def bisect_revisions(
 
     started = time.perf_counter()
     emit = on_event or (lambda _e: None)
-    if not (isinstance(budget_s, (int, float)) and budget_s > 0):
-        raise ConfigError(f"--budget is a number of seconds above 0 such as 0.7, got {budget_s!r}.")
-    if not (isinstance(pairs, int) and pairs >= 1):
-        raise ConfigError(f"--pairs is a whole number of at least 1, got {pairs!r}.")
+    budget_s = check_budget(budget_s)
+    check_count("--pairs", pairs, least=1, fix="pass e.g. --pairs 3.")
+    check_count("--attempts", max_attempts, least=1, fix="pass e.g. --attempts 3.")
     py_good = python_executable(python_good, "--python-good") if python_good else None
     py_bad = python_executable(python_bad, "--python-bad") if python_bad else None
     config = RunConfig(

@@ -63,6 +63,27 @@ def _budget_error(value: object) -> ConfigError:
     )
 
 
+def check_budget(value: object) -> float:
+    """`--budget` as seconds: a finite number above 0.
+
+    Raises:
+        ConfigError: anything else (0, negative, NaN, infinite, not a number).
+    """
+    budget = _real(value)
+    if budget is None or budget <= 0:
+        raise _budget_error(value)
+    return budget
+
+
+def check_count(name: str, value: object, *, least: int, fix: str) -> int:
+    """A whole-number option (`name`, as the user typed it) of at least `least`.
+
+    Raises:
+        ConfigError: a bool, a non-integer or a smaller number; `fix` says what to pass.
+    """
+    return _count(name, value, least=least, fix=fix)
+
+
 def _precision_error(value: object) -> ConfigError:
     return ConfigError(
         f"--precision is a fraction such as 0.01 (±1 %), between 0 and 1, got {value!r}; "

@@ -94,9 +94,9 @@ def install(folder: str) -> None:
         compilation.LOWER_EVENT: "lowering",
     }
 
-    def on_duration(event: str, seconds: float, **_: Any) -> None:
+    def on_duration(event: str, duration_secs: float, **_: Any) -> None:
         if event in events:
-            totals[events[event]] += seconds
+            totals[events[event]] += duration_secs
 
     jax.monitoring.register_event_duration_secs_listener(on_duration)
 

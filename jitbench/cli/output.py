@@ -49,7 +49,7 @@ def write_output(path: Path, text: str) -> None:
     check_output_file(path)
     from jitbench.results import write_text_atomic
 
-    write_text_atomic(path, text)
+    write_text_atomic(path, text, fix="give another path.")
 
 
 def render_comparison(

@@ -13,7 +13,14 @@ from typing import Annotated, Any
 import typer
 
 from jitbench.cli.common import err, escape, split_list
-from jitbench.config import Mode, RunConfig, SamplingPlan, parse_threads
+from jitbench.config import (
+    Mode,
+    RunConfig,
+    SamplingPlan,
+    check_budget,
+    check_count,
+    parse_threads,
+)
 from jitbench.errors import ConfigError
 from jitbench.gate import Comparison, Thresholds
 from jitbench.results import Run
@@ -165,6 +172,12 @@ def measure_sides(
         raise ConfigError(
             "name the sides to measure: --rev BASE (against the working tree, or --rev-new "
             "NEW), or --python-base/--python-new for two environments."
+        )
+    if not metrics_only:  # which measures no time: one round, one compile, one pair
+        budget = check_budget(budget)
+        check_count("--pairs", pairs, least=1, fix="pass e.g. --pairs 3.")
+        check_count(
+            "--compiles", compiles, least=1, fix="the first is each case's own; pass e.g. 5."
         )
     plan = (
         # One worker a side, each case opened (its cold compile) and given one round,

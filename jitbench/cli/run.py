@@ -697,5 +697,11 @@ def run_cmd(
             else EXIT_OK
         )
     strict_failure = strict and (failed or reporter.suite_errors > 0)
+    if strict_failure and not broken:
+        count = sum(m.failed for m in run.measurements)
+        why = [f"{count} measurement(s) failed or mismatched"] if failed else []
+        if reporter.suite_errors:
+            why.append(f"{reporter.suite_errors} suite file(s) did not import")
+        say(f"exit 1 (--strict): {' and '.join(why)}.", console=err)
     outcome = EXIT_BROKEN_WORKLOAD if broken else EXIT_FAILED if strict_failure else EXIT_OK
     raise typer.Exit(gate or outcome)

@@ -636,7 +636,10 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
     new_by_key = {k: new_by_key[k] for k in new_keys}
     base_figures, new_figures = analyse(base), analyse(new)
     shown = {
-        k: (shown_time(base_figures, base_by_key.get(k)), shown_time(new_figures, new_by_key.get(k)))
+        k: (
+            shown_time(base_figures, base_by_key.get(k)),
+            shown_time(new_figures, new_by_key.get(k)),
+        )
         for k in dict.fromkeys([*new_keys, *base_by_key])
     }
     priors = run_priors(base_by_key, new_by_key, shown)

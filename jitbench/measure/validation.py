@@ -13,8 +13,8 @@ overrides (a number, or one per dtype name) are used as given (`atol` absolute, 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import jax

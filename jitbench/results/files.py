@@ -46,22 +46,35 @@ from jitbench.results.safe_io import (
 )
 
 
-def write_text_atomic(path: Path, text: str) -> None:
+def write_text_atomic(
+    path: Path, text: str, *, fix: str = "choose another folder with --out."
+) -> None:
     """Write `text` to `path` through a temp file and rename, so readers never see half.
 
     Raises:
         OutputError: the folder cannot be created or written.
     """
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), fix=fix)
 
 
-def write_bytes_atomic(path: Path, data: bytes) -> None:
+def write_bytes_atomic(
+    path: Path, data: bytes, *, fix: str = "choose another folder with --out."
+) -> None:
     """`write_text_atomic` for bytes.
 
+    A symbolic link is written through (its target is replaced, the link stays), and so
+    is a path that is no regular file (a device such as /dev/stdout, a named pipe): it is
+    opened and written, since renaming over it would replace it.
+
     Raises:
-        OutputError: the folder cannot be created or written.
+        OutputError: the folder cannot be created or written (`fix` says what to do).
     """
     try:
+        if path.exists() and not path.is_file() and not path.is_dir():
+            with open(path, "wb") as fh:
+                fh.write(data)
+            return
+        path = Path(os.path.realpath(path)) if path.is_symlink() else path
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
@@ -76,9 +89,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError as exc:
-        raise OutputError(
-            f"cannot write {str(path)!r}: {exc.strerror or exc}; choose another folder with --out."
-        ) from None
+        raise OutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}; {fix}") from None
 
 
 def lock_path(run_file: Path) -> Path:

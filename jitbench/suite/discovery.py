@@ -104,7 +104,12 @@ class Registry:
         try:
             return self.workloads[name]
         except KeyError:
-            raise SuiteError(unknown_name_message("workload", name, self.workloads)) from None
+            message = unknown_name_message("workload", name, self.workloads)
+            failed = [Path(e.path).name for e in self.errors if e.exc_type != "SuiteError"]
+            if failed:  # the workload may live in a file that did not import
+                files = " or ".join([", ".join(failed[:-1]), failed[-1]] if failed[:-1] else failed)
+                message += f" It may be in {files}, which did not import (see above)."
+            raise SuiteError(message) from None
 
     def select(self, names: Sequence[str] = (), keyword: str | None = None) -> list[Workload]:
         """Workloads named in `names` (all when empty) that match the `-k` expression, each

@@ -135,7 +135,9 @@ def test_a_state_of_another_bisection_is_not_overwritten(
         ("HEAD", "HEAD~2", "not an older ancestor"),
         ("HEAD~3", "no-such", "BAD 'no-such' names no commit"),
         ("HEAD~3 --python-good /no/such/python", "HEAD", "--python-good '/no/such/python'"),
-        ("HEAD~3 --pairs 0", "HEAD", "--pairs is a whole number"),
+        ("HEAD~3 --pairs 0", "HEAD", "--pairs must be at least 1"),
+        ("HEAD~3 --attempts 0", "HEAD", "--attempts must be at least 1"),
+        ("HEAD~3 --budget inf", "HEAD", "--budget must be positive and finite"),
     ],
 )
 def test_bad_input_exits_2_before_anything_is_measured(

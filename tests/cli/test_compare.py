@@ -562,3 +562,20 @@ def test_a_changed_programs_diff_is_written_and_named_in_every_format(tmp_path: 
     assert "program diff of " in compact.output and "+  ROOT" not in compact.output
     same = runner.invoke(app, ["compare", str(a), str(a), "--allow-inconclusive"])
     assert "program diff" not in same.output
+
+
+@pytest.mark.parametrize(
+    ("option", "needle"),
+    [
+        ("--pairs=0", "--pairs must be at least 1"),
+        ("--budget=nan", "--budget must be positive and finite"),
+        ("--budget=0", "--budget must be positive and finite"),
+        ("--compiles=0", "--compiles must be at least 1"),
+    ],
+)
+def test_ab_refuses_a_bad_amount_before_measuring(option: str, needle: str) -> None:
+    import sys
+
+    result = CliRunner().invoke(app, ["ab", "--python-base", sys.executable, option])
+    assert result.exit_code == 2 and needle in result.output, result.output
+    assert "internal error" not in result.output

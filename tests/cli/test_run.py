@@ -91,6 +91,7 @@ IN_PROCESS_FAULTS = {
         ("ok_double", "returns_none", "--strict"),
         1,
         {"ok_double[S]": OK, "returns_none[S]": {"numpy": "ok", "eager": "error", "jit": "error"}},
+        "exit 1 (--strict): 2 measurement(s) failed or mismatched.",
     ),
     "unknown-workload": Fault(("ok_doubel",), 2, {}, "did you mean 'ok_double'"),
     "unknown-size": Fault(("ok_double", "-s", "XL"), 2, {}, "unknown size 'XL'"),

@@ -118,7 +118,8 @@ def test_each_measurement_takes_one_line_and_the_rest_is_indented():
     text = dump_run(run)
     lines = text.splitlines()
     assert lines[-2:] == [" ]", "}"]
-    for m, line in zip(json.loads(text)["measurements"], lines[-2 - len(run.measurements) : -2]):
+    measurement_lines = lines[-2 - len(run.measurements) : -2]
+    for m, line in zip(json.loads(text)["measurements"], measurement_lines, strict=True):
         assert json.loads(line.strip().rstrip(",")) == m
     assert ' "environment": {\n  "host": "h"\n },' in text
     assert json.loads(dump_run(make_run(measurements=())))["measurements"] == []

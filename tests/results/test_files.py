@@ -146,3 +146,30 @@ def test_a_resumed_run_adds_to_the_programs_its_earlier_session_kept(tmp_path: P
     files._programs_written.clear()
     save_run(other, path)  # another run's file at that path: nothing of the first kept
     assert list(load_programs(path).values()) == ["second session"]
+
+
+def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+    from jitbench.results import write_text_atomic
+
+    (tmp_path / "target.md").write_text("old")
+    link = tmp_path / "link.md"
+    link.symlink_to("target.md")
+    write_text_atomic(link, "new")
+    assert link.is_symlink() and (tmp_path / "target.md").read_text() == "new"
+
+
+def test_a_named_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
+    import os
+    import stat
+    import threading
+
+    from jitbench.results import write_text_atomic
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    write_text_atomic(fifo, "through the pipe")
+    reader.join(timeout=10)
+    assert got == [b"through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)

@@ -43,6 +43,17 @@ def test_broken_file_is_reported_with_line_and_others_still_load(suite_dir):
     assert "raises.py:3: ValueError: bad suite" in str(by_file["raises.py"])
 
 
+def test_an_unknown_name_points_at_the_files_that_did_not_import(suite_dir):
+    with pytest.raises(SuiteError, match=r"^unknown workload 'lost'") as caught:
+        discover([suite_dir]).get("lost")
+    assert "did not import" not in str(caught.value)
+    (suite_dir / "broken.py").write_text("x = 1\ndef f(:\n    pass\n")
+    (suite_dir / "raises.py").write_text("raise ValueError('bad suite')\n")
+    with pytest.raises(SuiteError) as caught:
+        discover([suite_dir]).get("lost")
+    assert "It may be in broken.py or raises.py, which did not import" in str(caught.value)
+
+
 def test_collect_false_files_load_only_when_named(suite_dir):
     extra = suite_dir / "extra.py"
     extra.write_text(
