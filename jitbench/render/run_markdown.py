@@ -9,14 +9,21 @@ from collections.abc import Collection
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.render.run_table import INCOMPLETE, cases_of_sizes, mark_legend, speedup_marks
+from jitbench.render.run_table import (
+    FOOTER_CODES,
+    INCOMPLETE,
+    cases_of_sizes,
+    compact_notes,
+    mark_legend,
+    speedup_marks,
+)
 from jitbench.results import Case, Mode, Run
 from jitbench.results.analysis import analyse
 
 HEADER = (
     "| workload | size | device | NumPy | eager | jit | eager × | jit × | jit compile "
-    "| break-even |\n"
-    "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    "| break-even | notes |\n"
+    "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 )
 
 
@@ -32,11 +39,13 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
 
     A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
     without a trustworthy value shows `—`; a marked one (`run_table.speedup_marks`) is
-    explained under the table.
+    explained under the table. The notes are the diagnostic codes of the row, as the
+    terminal's compact table writes them (`noisy` aside: the JSON and `--wide` have it).
     """
     lines = [HEADER]
     figures = analyse(run)
-    for case in cases_of_sizes(run, sizes):
+    cases = cases_of_sizes(run, sizes)
+    for case in cases:
         c = figures.case(case)
         assert c is not None
         times = []
@@ -65,9 +74,12 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
             *ratios,
             fmt.seconds(compile_s),
             fmt.count(c.break_even_calls),
+            fmt.md_escape(
+                compact_notes((run.get(case.key, m) for m in ALL_MODES), skip=FOOTER_CODES)
+            ),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    legend = mark_legend(run)
+    legend = mark_legend(run, cases)
     if legend:
         lines += ["", fmt.md_escape(legend)]
     if not run.complete:  # a pull-request comment must not pass a partial run off as whole

@@ -76,9 +76,12 @@ def _speedup_cell(f: ModeFigure | None) -> Text:
     return Text(text, style=_speedup_style(f))
 
 
-def mark_legend(run: Run) -> str | None:
-    """The line under a table that says what its speedup marks mean, or None unmarked."""
-    figures = analyse(run)
+def mark_legend(run: Run, cases: Iterable[Case] | None = None) -> str | None:
+    """The line under a table of `cases` (all the run's by default) that says what its
+    speedup marks mean and which speedups the geometric means leave out; None where
+    nothing is marked or left out."""
+    keys = None if cases is None else {c.key for c in cases}
+    figures = [c for c in analyse(run) if keys is None or c.key in keys]
     shown = {mark for c in figures for f in c.figures.values() for mark in speedup_marks(f)}
     parts = []
     if SUSPECT_MARK in shown:
@@ -88,12 +91,12 @@ def mark_legend(run: Run) -> str | None:
             f"{DISAGREE_MARK} its processes measured it ≥ {PROCESS_SPLIT_FACTOR:g}× apart "
             "(each process's figure: --wide, the HTML report, the JSON)"
         )
-    if not parts:
-        return None
-    return (
-        "; ".join(parts) + ": left out of geometric means, as are dimmed figures "
-        f"(interval wider than ×/÷ {WIDE_FACTOR:g})."
-    )
+    wide = f"speedups with an interval wider than ×/÷ {WIDE_FACTOR:g}"  # dimmed where shown
+    if parts:
+        return "; ".join(parts) + f": left out of geometric means, as are {wide}."
+    if any(f.wide for c in figures for f in c.figures.values()):
+        return f"Left out of geometric means: {wide}."
+    return None
 
 
 def transfer_of(run: Run, key: tuple[str, str, str, str]) -> tuple[float | None, int | None]:
@@ -496,16 +499,18 @@ def _compact_ratio(r: stats.Ratio | None, layout: _Layout) -> Text:
     return Text(text)
 
 
-def compact_notes(measurements: Iterable[Measurement | None]) -> str:
+def compact_notes(
+    measurements: Iterable[Measurement | None], *, skip: Collection[str] = COMPACT_FOOTER_CODES
+) -> str:
     """The short note of a compact row: each diagnostic code once, with the modes that
     carry it ('recompiled-during-timing (eager, jit)'; none for a code only one mode can
     carry, such as 'jit-slower-than-numpy'), an error's type after its mode; the codes
-    summed up under the table (`COMPACT_FOOTER_CODES`) left out."""
+    in `skip` (by default those summed up under the table) left out."""
     by_code: dict[str, list[str]] = {}
     for m in measurements:
         if m is None:
             continue
-        codes = [d.code for d in m.diagnostics if d.code not in COMPACT_FOOTER_CODES]
+        codes = [d.code for d in m.diagnostics if d.code not in skip]
         if m.error is not None and not codes:
             codes = [m.error.type]
         for code in dict.fromkeys(codes):

@@ -19,7 +19,9 @@ def test_one_row_per_case_with_times_speedups_compile_and_break_even() -> None:
     run = load_run(RUN_FILE)
     lines = run_markdown(run).splitlines()
     assert lines[0].startswith("| workload | size | device | NumPy | eager | jit |")
-    assert len(lines) == 2 + len(run.cases())
+    # the rows, then the line saying which speedups the geometric means leave out
+    assert len(lines) == 2 + len(run.cases()) + 2 and lines[-2] == ""
+    assert "wider than ×/÷ 1.5" in lines[-1] and lines[0].endswith("| notes |")
     row = next(line for line in lines if line.startswith("| `double`"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:3] == ["S (n=64)", "cpu:0"]
@@ -44,7 +46,7 @@ def test_failed_mode_shows_its_status_and_hostile_names_are_escaped() -> None:
     text = run_markdown(replace(run, measurements=broken))
     assert "`a\\|b`" in text
     row = text.splitlines()[2]
-    assert len(re.findall(r"(?<!\\)\|", row)) == 11  # the name's pipe adds no cell
+    assert len(re.findall(r"(?<!\\)\|", row)) == 12  # the name's pipe adds no cell
     assert "| error |" in row
 
 
