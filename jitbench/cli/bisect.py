@@ -248,7 +248,7 @@ def bisect_cmd(
         bad,
         suites=[str(p) for p in suite or ()],
         keyword=keyword,
-        sizes=split_list(sizes) or ["S"],
+        sizes=split_list(sizes, "--sizes") or ["S"],
         threads=parse_threads(threads),
         x64=x64,
         clock=clock,

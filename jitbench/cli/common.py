@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
 
-from jitbench.errors import JitbenchError
+from jitbench.errors import ConfigError, JitbenchError
 from jitbench.formatting import terminal_safe
 from jitbench.runner.signals import Terminated, exit_status
 
@@ -327,11 +327,23 @@ def escape(text: str) -> str:
     return _escape(text)
 
 
-def split_list(values: Sequence[str] | None) -> list[str]:
-    """Accept both repeated options and comma-separated values: `-s S,M -s L`."""
+def split_list(values: Sequence[str] | None, option: str | None = None) -> list[str]:
+    """Accept both repeated options and comma-separated values: `-s S,M -s L`.
+
+    Raises:
+        ConfigError: with `option` (its name, for the message), a value that names
+            nothing (`-s ''`, as an unset variable in a CI script gives), which would
+            otherwise run the default silently.
+    """
     items: list[str] = []
     for v in values or ():
-        items.extend(p.strip() for p in v.split(",") if p.strip())
+        named = [p.strip() for p in v.split(",") if p.strip()]
+        if option is not None and not named:
+            raise ConfigError(
+                f"{option} was given an empty value ({v!r}); name one, or leave {option} "
+                "out for its default."
+            )
+        items.extend(named)
     return items
 
 

@@ -13,7 +13,7 @@ import typer
 
 from jitbench.cli.common import app, handles_errors, say, split_list, write_plain
 from jitbench.cli.options import KeywordOpt
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, unknown_name_message
 
 
 class HistoryFormat(str, enum.Enum):
@@ -83,7 +83,7 @@ def history_cmd(
     from jitbench.suite.discovery import compile_keyword
 
     known = [m.value for m in JAX_MODES]
-    wanted = split_list(modes) or known
+    wanted = split_list(modes, "--modes") or known
     unknown = [m for m in wanted if m not in known]
     if unknown:
         raise ConfigError(
@@ -91,10 +91,17 @@ def history_cmd(
         )
     matcher = compile_keyword(keyword) if keyword else None
     hruns = history.history_runs(summaries_of(paths or [Path("reports")]))
-    chosen = split_list(devices)
+    chosen = split_list(devices, "--device")
+    every = history.history_series(hruns)
+    known_devices = sorted({s.key[2] for s in every})
+    for device in chosen:
+        if known_devices and device not in known_devices:
+            raise ConfigError(
+                unknown_name_message("device", device, known_devices, known_as="the runs have")
+            )
     series = [
         s
-        for s in history.history_series(hruns)
+        for s in every
         if s.mode.value in wanted
         and (not chosen or s.key[2] in chosen)
         and (matcher is None or matcher(SimpleNamespace(name=s.workload, tags=())))

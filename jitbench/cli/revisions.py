@@ -188,7 +188,7 @@ def measure_sides(
         else DuetPlan(budget_s=budget, pairs=pairs, compiles=compiles)
     )
     config = RunConfig(
-        sizes=tuple(split_list(sizes)) or ("S",),
+        sizes=tuple(split_list(sizes, "--sizes")) or ("S",),
         plan=SamplingPlan(clock=clock),
         x64=x64,
         threads=parse_threads(threads),

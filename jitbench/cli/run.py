@@ -555,9 +555,9 @@ def run_cmd(
         raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
     config = build_config(
         quick=quick,
-        sizes=split_list(sizes),
-        modes=split_list(modes),
-        devices=split_list(devices),
+        sizes=split_list(sizes, "--sizes"),
+        modes=split_list(modes, "--modes"),
+        devices=split_list(devices, "--devices"),
         x64=x64,
         sweep=sweep,
         budget=budget,

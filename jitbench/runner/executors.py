@@ -127,16 +127,21 @@ def group_timeout(timeout_s: float | None, cases: int, modes: int = 1) -> float 
     return None if timeout_s is None else timeout_s * cases * (modes + 1)
 
 
-def _timeout_error(seconds: float | None, cases: int = 1, modes: int = 1) -> ErrorInfo:
+def _timeout_error(
+    seconds: float | None, cases: int = 1, modes: int = 1, *, isolated: bool = False
+) -> ErrorInfo:
     what = "case" if cases == 1 else f"{cases} cases measured together"
     whole = group_timeout(seconds, cases, modes)
+    hint = "raise --timeout or choose a smaller --sizes preset"
+    if not isolated:
+        hint += "; a single long native call (one huge compile or BLAS call) is only cut "
+        hint += "short with --isolate"
     return ErrorInfo(
         type="Timeout",
         message=f"{what} exceeded {whole:g} s as a whole (--timeout {seconds:g} s per mode, "
         f"{modes} mode(s), and as much again for inputs and staging) and "
         f"{'was' if cases == 1 else 'were'} stopped",
-        hint="raise --timeout or choose a smaller --sizes preset; a single long native call "
-        "(one huge compile or BLAS call) is only cut short with --isolate.",
+        hint=hint + ".",
     )
 
 
@@ -361,7 +366,7 @@ class ChildProcessExecutor:
             error = outcome.error
             if outcome.status is Status.TIMEOUT and error.message.startswith("case exceeded"):
                 # Killed at the whole case's limit: say what that limit is made of.
-                whole = _timeout_error(config.timeout_s, len(pcs), len(config.modes))
+                whole = _timeout_error(config.timeout_s, len(pcs), len(config.modes), isolated=True)
                 error = replace(whole, message=whole.message + "; child process killed")
             return failed_case(pcs, config.modes, outcome.status, error), None
         return [measurement_from_dict(d) for d in outcome], None

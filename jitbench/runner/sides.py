@@ -11,6 +11,8 @@ with this jitbench's protocol. Suite paths are taken relative to the repository'
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from jitbench.errors import ConfigError
 from jitbench.runner.duet import Side, harness_path
+from jitbench.suite.discovery import default_roots
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -32,18 +35,25 @@ def _git(repo: Path, *args: str) -> str:
     return proc.stdout.strip()
 
 
-def repository_top(cwd: Path) -> Path:
+#: What measures revisions, and what else it could measure, as each command names them.
+_AB_NEEDS = ("--rev", "compare two environments with --python-base/--python-new")
+_BISECT_NEEDS = ("bisect", "compare two environments with `jitbench ab --python-base/--python-new`")
+
+
+def repository_top(cwd: Path, needs: tuple[str, str] = _AB_NEEDS) -> Path:
     """The top of the git repository holding `cwd`.
 
     Raises:
-        ConfigError: `cwd` is not in a git repository (or git is missing).
+        ConfigError: `cwd` is not in a git repository (or git is missing); the message
+            names `needs`: what asked for one, and what to do instead.
     """
     try:
         return Path(_git(cwd, "rev-parse", "--show-toplevel"))
     except (ConfigError, OSError):
+        what, instead = needs
         raise ConfigError(
-            f"--rev needs a git repository, and {str(cwd)!r} is not in one; run from your "
-            "project's checkout, or compare two environments with --python-base/--python-new."
+            f"{what} needs a git repository, and {str(cwd)!r} is not in one; run from your "
+            f"project's checkout, or {instead}."
         ) from None
 
 
@@ -175,7 +185,10 @@ def comparison_sides(
         )
     if by_rev and rev is None:
         raise ConfigError("--rev-new needs --rev BASE: the revision to compare it against.")
-    suites = list(suites) or ["suites"]
+    if not suites:
+        # Two revisions: each one's own ./suites. Two environments: the suite `run` would
+        # take here (./suites, else the default suite installed with jitbench).
+        suites = [str(p) for p in default_roots()] if by_python else ["suites"]
     with tempfile.TemporaryDirectory(prefix="jitbench-compare-") as tmp:
         scratch = Path(tmp)
         harness = harness_path(scratch / "harness")
@@ -227,6 +240,9 @@ def python_executable(python: str, option: str) -> str:
         ConfigError: it does not, naming `option`.
     """
     if not Path(python).exists():
+        found = shutil.which(python) if os.sep not in python else None
+        if found is not None:  # a name on PATH, such as python3.12
+            return found
         raise ConfigError(
             f"{option} {python!r} does not exist; pass the path of a Python executable "
             "(e.g. venv/bin/python) whose environment has jitbench's dependencies."
@@ -262,7 +278,7 @@ class Checkouts:
 
     def __init__(self, cwd: Path, suites: Sequence[str]) -> None:
         self.cwd = cwd
-        self.top = repository_top(cwd)
+        self.top = repository_top(cwd, _BISECT_NEEDS)
         self.suites = list(suites) or ["suites"]
         self._scratch = tempfile.TemporaryDirectory(prefix="jitbench-bisect-")
         self._root = Path(self._scratch.name)

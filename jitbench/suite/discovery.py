@@ -394,6 +394,11 @@ def discover(paths: Sequence[str | Path] = ()) -> Registry:
                 f"suite path {str(root)!r} does not exist; pass a suite file or folder "
                 "with --suite, or run from a folder that has ./suites."
             )
+        if root.is_file() and root.suffix != ".py":
+            raise SuiteError(
+                f"suite path {str(root)!r} is not a Python file; a suite is a .py file of "
+                "@workload functions, or a folder of them."
+            )
         for file, explicit in _suite_files(root, explicit=True):
             module = load_suite_file(file)
             if isinstance(module, SuiteLoadError):  # a broken suite must not stop the others

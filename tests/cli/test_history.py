@@ -48,8 +48,10 @@ def test_selection_by_keyword_mode_and_device(out: Path) -> None:
     assert result.exit_code == 0, result.output
     series = [line.strip() for line in result.stdout.splitlines()[1:]]
     assert series and all(line.startswith("cumulative S eager:") for line in series)
-    nothing = history(out, "--device", "tpu:9")
+    nothing = history(out, "-k", "no_such_workload")
     assert nothing.exit_code == 0 and "no series matching" in nothing.stdout
+    unknown = history(out, "--device", "tpu:9")  # a device no run has: a usage error
+    assert unknown.exit_code == 2 and "unknown device 'tpu:9'" in unknown.output
 
 
 def test_json_and_markdown_carry_the_same_step(out: Path) -> None:

@@ -95,6 +95,8 @@ IN_PROCESS_FAULTS = {
     ),
     "unknown-workload": Fault(("ok_doubel",), 2, {}, "did you mean 'ok_double'"),
     "unknown-size": Fault(("ok_double", "-s", "XL"), 2, {}, "unknown size 'XL'"),
+    "empty-size": Fault(("ok_double", "-s", ""), 2, {}, "--sizes was given an empty value"),
+    "empty-modes": Fault(("ok_double", "-m", ","), 2, {}, "--modes was given an empty value"),
     "unknown-mode": Fault(("ok_double", "-m", "jitt"), 2, {}, "did you mean 'jit'"),
     "unknown-device": Fault(("ok_double", "-d", "tpu"), 2, {}, "unknown device 'tpu'"),
     "bad-timeout-value": Fault(("ok_double", "--timeout", "0"), 2, {}, "--timeout is a positive"),

@@ -130,6 +130,19 @@ def test_bad_sides_are_refused_before_anything_starts(project: Path, kwargs, nee
         pass
 
 
+def test_two_environments_without_a_suite_take_the_one_run_would(tmp_path, monkeypatch):
+    """Outside a checkout (no ./suites), `run` takes the suite installed with jitbench;
+    two environments compared without --suite looked for ./suites and failed."""
+    import sys
+
+    from jitbench.suite.discovery import default_suite_path
+
+    monkeypatch.chdir(tmp_path)
+    opts = {"rev": None, "rev_new": None, "python_new": None}
+    with comparison_sides(suites=[], cwd=tmp_path, python_base=sys.executable, **opts) as sides:
+        assert [s.suites for s in sides] == [(str(default_suite_path()),)] * 2
+
+
 @pytest.mark.e2e
 def test_outside_a_git_repository_rev_says_what_to_do(tmp_path: Path) -> None:
     proc = run_cli("compare", "--rev", "main", cwd=tmp_path)

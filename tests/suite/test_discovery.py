@@ -54,6 +54,13 @@ def test_an_unknown_name_points_at_the_files_that_did_not_import(suite_dir):
     assert "It may be in broken.py or raises.py, which did not import" in str(caught.value)
 
 
+def test_a_file_that_is_not_python_is_refused_as_such(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("not code")
+    with pytest.raises(SuiteError, match="is not a Python file"):
+        discover([notes])
+
+
 def test_collect_false_files_load_only_when_named(suite_dir):
     extra = suite_dir / "extra.py"
     extra.write_text(
