@@ -7,7 +7,6 @@ under `config["pooled"]`, which `pooling_notes` turns into lines for the report.
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
@@ -19,7 +18,7 @@ from typing import Any
 
 from jitbench.errors import ConfigError, ResultsFormatError
 from jitbench.gate.envdiff import commit_label, environment_differences
-from jitbench.gate.model import COMPARISON_SCHEMA_ID, PoolingNote
+from jitbench.gate.model import PoolingNote
 from jitbench.results import Run, load_run
 from jitbench.results.files import OutputLayout
 from jitbench.results.merge import pool_runs
@@ -183,18 +182,7 @@ def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURB
             f"folder {str(path)!r} holds no run JSON files (*.json or runs/*.json); "
             "pass a run file or the --out folder of `jitbench run`."
         )
-    runs = []
-    for f in files:
-        try:
-            runs.append(load_run(f))
-        except ResultsFormatError:
-            if _is_comparison(f):
-                raise ResultsFormatError(
-                    f"{str(f)!r} is a comparison written by `jitbench compare --json`, not a "
-                    "run; a side's folder holds run files only: move it out (write --json "
-                    "elsewhere)."
-                ) from None
-            raise
+    runs = [load_run(f) for f in files]  # a comparison left among them is named as one
     runs, copies = _distinct(runs, files)
     merged = merge_runs(runs, disturbed_factor=disturbed_factor)
     if not copies:
@@ -202,15 +190,6 @@ def load_side(path: str | os.PathLike[str], *, disturbed_factor: float = DISTURB
     pooled = dict(merged.config.pooled or {"runs": [merged.run_id], "excluded": []})
     pooled["copies"] = copies
     return replace(merged, config=replace(merged.config, pooled=pooled))
-
-
-def _is_comparison(path: Path) -> bool:
-    """Whether `path` holds what `jitbench compare --json` writes (a run's folder is where
-    a gate script is likely to leave it)."""
-    try:
-        return json.loads(path.read_bytes()).get("schema") == COMPARISON_SCHEMA_ID
-    except (OSError, ValueError, AttributeError):
-        return False
 
 
 def _distinct(runs: Sequence[Run], files: Sequence[Path]) -> tuple[list[Run], list[dict[str, Any]]]:

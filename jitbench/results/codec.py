@@ -50,7 +50,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jitbench.errors import ResultsFormatError
+from jitbench.errors import ResultsFormatError, short_repr
 from jitbench.results import validated
 from jitbench.results.model import (
     SCHEMA_ID,
@@ -324,6 +324,11 @@ def validate_run_dict(data: Any, *, source: str = "<data>") -> None:
         ) from None
 
 
+#: The schema of what `jitbench compare --json` writes (`gate.model`), a file often left
+#: beside runs: named, so that its refusal says what it is.
+_COMPARISON_SCHEMA = "jitbench.comparison"
+
+
 def run_from_dict(data: Any, *, source: str = "<data>", validated: bool = False) -> Run:
     """Build a Run from its JSON form, validating it first.
 
@@ -336,9 +341,16 @@ def run_from_dict(data: Any, *, source: str = "<data>", validated: bool = False)
             more than one measurement of the same case and mode.
     """
     if not isinstance(data, dict) or data.get("schema") != SCHEMA_ID:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        if schema == _COMPARISON_SCHEMA:
+            raise ResultsFormatError(
+                f"{source} is a comparison written by `jitbench compare --json`, not a run; "
+                "pass run files (a folder of runs must hold run files only: move it out)."
+            )
+        found = f'"schema": {short_repr(schema)}' if schema is not None else 'no "schema"'
         raise ResultsFormatError(
-            f'{source} is not a jitbench run (no "schema": "{SCHEMA_ID}" field); '
-            "pass a file written by `jitbench run`."
+            f'{source} is not a jitbench run ({found}, not "{SCHEMA_ID}"); pass a file '
+            "written by `jitbench run`."
         )
     version = str(data.get("schema_version", ""))
     major = version.split(".")[0]
@@ -476,7 +488,10 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         raw, st = read_regular(p, limit=MAX_RUN_FILE_BYTES)
         stamp = validated.stamp_of(st)
     except FileNotFoundError:
-        raise ResultsFormatError(f"results file {str(p)!r} does not exist.") from None
+        raise ResultsFormatError(
+            f"results file {str(p)!r} does not exist; pass a run file written by `jitbench "
+            "run` (its --out folder's runs/*.json)."
+        ) from None
     except IsADirectoryError:
         raise ResultsFormatError(_a_folder(p)) from None
     except NotRegularFile as exc:
