@@ -553,6 +553,13 @@ def run_cmd(
     """
     if fail_on_regression and baseline is None:
         raise ConfigError("--fail-on-regression needs --baseline BASE.json to compare with.")
+    if retry_timeouts and timeout is None:
+        raise ConfigError(
+            "--retry-timeouts measures again a mode that ran past --timeout; give --timeout "
+            "SECONDS too."
+        )
+    if allow_changed_suites and resume is None:
+        raise ConfigError("--allow-changed-suites goes with --resume RUN.json.")
     config = build_config(
         quick=quick,
         sizes=split_list(sizes, "--sizes"),

@@ -658,6 +658,11 @@ def compare(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Com
         for k, m in base_by_key.items()
         if k not in new_by_key
     ]
+    # A side that is a partial run lacks cases it never reached: not removed or new.
+    for side, run, verdict in (("new", new, Verdict.REMOVED), ("base", base, Verdict.NEW)):
+        if not run.complete:
+            note = f"the {side} run is partial and stopped before this case"
+            entries = [replace(e, note=note) if e.verdict is verdict else e for e in entries]
     result = adjust_for_multiplicity(tuple(adjust_compiles(entries, thresholds)), thresholds)
     return Comparison(
         base_run_id=base.run_id,

@@ -95,6 +95,12 @@ IN_PROCESS_FAULTS = {
     ),
     "unknown-workload": Fault(("ok_doubel",), 2, {}, "did you mean 'ok_double'"),
     "unknown-size": Fault(("ok_double", "-s", "XL"), 2, {}, "unknown size 'XL'"),
+    "retry-without-timeout": Fault(
+        ("ok_double", "--retry-timeouts"), 2, {}, "--retry-timeouts measures again"
+    ),
+    "allow-changed-without-resume": Fault(
+        ("ok_double", "--allow-changed-suites"), 2, {}, "goes with --resume"
+    ),
     "empty-size": Fault(("ok_double", "-s", ""), 2, {}, "--sizes was given an empty value"),
     "empty-modes": Fault(("ok_double", "-m", ","), 2, {}, "--modes was given an empty value"),
     "unknown-mode": Fault(("ok_double", "-m", "jitt"), 2, {}, "did you mean 'jit'"),

@@ -43,6 +43,8 @@ def test_a_partial_new_run_against_a_complete_base_does_not_pass(tmp_path: Path)
     assert "--allow-inconclusive" in output and "jitbench run --resume" in output
     gate = json.loads((tmp_path / "gate.json").read_text())
     assert gate["inconclusive"] and not gate["has_regression"]
+    unreached = [e for e in gate["entries"] if e["verdict"] == "removed"]
+    assert unreached and all("partial and stopped before" in e["note"] for e in unreached)
     # Accepted on purpose: exit 0, the warning still printed.
     code, output = _compare(base, new, "--allow-inconclusive")
     assert code == 0 and "partial" in output
