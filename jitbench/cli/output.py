@@ -4,6 +4,7 @@ printed and written the same way by `compare` and `run --baseline`."""
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,15 +42,66 @@ def check_output_file(path: Path | None) -> None:
         )
 
 
+#: Paths that name a file descriptor this process already has open: written to it, not
+#: reopened (reopening a redirected stdout would truncate it, `>>` and earlier output too).
+_OPEN_STREAM = re.compile(r"/dev/(?:std(in|out|err)|fd/(\d+))|/proc/self/fd/(\d+)")
+
+
 def write_output(path: Path, text: str) -> None:
-    """Write `text` to `path`, or to stdout when path is '-'."""
-    if str(path) == "-":
+    """Write `text` where the user named it (`--json`, `--markdown`): stdout for '-' or
+    /dev/stdout, another open stream for /dev/stderr or /dev/fd/N; through a symbolic
+    link, a named pipe or a device in place, as a shell's `> path` would (a rename would
+    replace it); any other path atomically, by a rename."""
+    stream = _OPEN_STREAM.fullmatch(str(path))
+    if str(path) == "-" or (stream and (stream[1] == "out" or "1" in (stream[2], stream[3]))):
         write_plain(text if text.endswith("\n") else text + "\n")
         return
+    if stream:
+        named = stream[2] or stream[3]
+        fd = int(named) if named else {"in": 0, "err": 2}[stream[1]]
+        _write_in_place(path, text.encode("utf-8"), fd=fd)
+        return
     check_output_file(path)
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        _write_in_place(path, text.encode("utf-8"))
+        return
     from jitbench.results import write_text_atomic
 
     write_text_atomic(path, text, fix="give another path.")
+
+
+def _write_in_place(path: Path, data: bytes, *, fd: int | None = None) -> None:
+    """Write `data` to the open descriptor `fd`, or to `path` opened for writing
+    (truncated, created through a dangling link). A named pipe without a reader is refused
+    at once rather than waited on.
+
+    Raises:
+        OutputError: it cannot be opened or written (ENOSPC on /dev/full, a closed fd).
+    """
+    import errno
+    import sys
+
+    owned = fd is None
+    try:
+        if fd is None:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(path, flags, 0o666)
+            os.set_blocking(fd, True)
+        else:
+            sys.stderr.flush()
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        why = (
+            "a named pipe with no reader; start its reader first"
+            if exc.errno == errno.ENXIO
+            else f"{exc.strerror or exc}; give another path"
+        )
+        raise OutputError(f"cannot write {str(path)!r}: {why}.") from None
+    finally:
+        if owned and fd is not None:
+            os.close(fd)
 
 
 def render_comparison(

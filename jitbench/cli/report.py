@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, escape, handles_errors, kept, out, say
+from jitbench.cli.common import app, escape, handles_errors, kept, out, say, split_list
 from jitbench.cli.options import OutOpt, TableFormat, WideOpt
 from jitbench.cli.output import console_footers, print_run_table, write_output
 from jitbench.errors import ConfigError
@@ -88,7 +88,7 @@ def report_cmd(
             "--markdown and --format both choose what report prints; give one: --format "
             "markdown|csv|table prints on stdout, --markdown FILE writes markdown to FILE."
         )
-    chosen = tuple(s.strip() for s in sizes.split(",") if s.strip()) if sizes else ()
+    chosen = tuple(split_list([sizes], "--sizes")) if sizes is not None else ()
     if chosen and markdown is None and table_format is None:
         raise ConfigError(
             "-s filters the tables of --markdown and --format; the HTML pages show every "

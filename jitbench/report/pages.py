@@ -46,6 +46,7 @@ from jitbench.results import (
     save_run,
     write_text_atomic,
 )
+from jitbench.results.analysis import WIDE_FACTOR
 
 HISTORY_PAGE = OutputLayout(Path()).history.name
 #: Cases beyond this many get no sample-distribution chart (the page stays light; the
@@ -417,6 +418,7 @@ def render_comparison_page(
             for i, c in enumerate(comparisons)
         ],
         geomeans=geomeans,
+        wide_factor=f"{WIDE_FACTOR:g}",
         charts=charts,
         n_cats=n_cats,
         data=data,

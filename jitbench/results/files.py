@@ -52,7 +52,7 @@ def write_text_atomic(
     """Write `text` to `path` through a temp file and rename, so readers never see half.
 
     Raises:
-        OutputError: the folder cannot be created or written.
+        OutputError: the folder cannot be created or written (`fix` says what to do).
     """
     write_bytes_atomic(path, text.encode("utf-8"), fix=fix)
 
@@ -60,21 +60,13 @@ def write_text_atomic(
 def write_bytes_atomic(
     path: Path, data: bytes, *, fix: str = "choose another folder with --out."
 ) -> None:
-    """`write_text_atomic` for bytes.
-
-    A symbolic link is written through (its target is replaced, the link stays), and so
-    is a path that is no regular file (a device such as /dev/stdout, a named pipe): it is
-    opened and written, since renaming over it would replace it.
+    """`write_text_atomic` for bytes. A symbolic link at `path` is replaced, never written
+    through (a link planted in a results folder must not make jitbench write elsewhere).
 
     Raises:
         OutputError: the folder cannot be created or written (`fix` says what to do).
     """
     try:
-        if path.exists() and not path.is_file() and not path.is_dir():
-            with open(path, "wb") as fh:
-                fh.write(data)
-            return
-        path = Path(os.path.realpath(path)) if path.is_symlink() else path
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:

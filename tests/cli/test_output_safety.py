@@ -280,3 +280,52 @@ def test_a_run_file_that_is_no_file_is_refused_in_one_line(tmp_path: Path, kind:
         result = invoke(*command)
         assert result.exit_code == 2, result.stderr
         assert result.stderr.startswith("error:") and "internal error" not in result.stderr
+
+
+def test_a_link_at_an_index_cache_entry_is_replaced_and_its_target_kept(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "runs" / ".index-cache").mkdir(parents=True)
+    run_file = out / "runs" / FIXTURE.name
+    run_file.write_bytes(FIXTURE.read_bytes())
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    (out / "runs" / ".index-cache" / FIXTURE.name).symlink_to(precious)
+    result = invoke("report", run_file, "--out", out)
+    assert result.exit_code == 0, result.stderr
+    assert precious.read_text() == "keep me"
+
+
+def test_an_output_the_user_names_is_written_where_it_leads(tmp_path: Path) -> None:
+    """`--markdown`/`--json` write through a link, into a named pipe and to a redirected
+    stdout as `> path` would, instead of replacing them with a file."""
+    import os
+    import stat
+    import threading
+    import time
+
+    target = tmp_path / "target.md"
+    target.write_text("old")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    assert invoke("report", FIXTURE, "--markdown", link).exit_code == 0
+    assert link.is_symlink() and target.read_text().startswith("| workload |")
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    lonely = invoke("report", FIXTURE, "--markdown", fifo)  # no reader: refused, not waited on
+    assert lonely.exit_code == 2 and "a named pipe with no reader" in lonely.stderr
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 10
+    while True:  # the reader opens the pipe in its own time
+        result = invoke("report", FIXTURE, "--markdown", fifo)
+        if result.exit_code == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    reader.join(timeout=10)
+    assert result.exit_code == 0 and got and got[0].startswith(b"| workload |")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+    shown = invoke("report", FIXTURE, "--markdown", "/dev/stdout")
+    assert shown.exit_code == 0 and "| workload |" in shown.stdout

@@ -148,28 +148,14 @@ def test_a_resumed_run_adds_to_the_programs_its_earlier_session_kept(tmp_path: P
     assert list(load_programs(path).values()) == ["second session"]
 
 
-def test_a_symlink_is_written_through_and_stays_a_link(tmp_path: Path) -> None:
+def test_a_link_is_replaced_never_written_through(tmp_path: Path) -> None:
+    """Run files, checkpoints, pages and index entries are jitbench's own: a link planted
+    where one goes must not make jitbench write wherever it points."""
     from jitbench.results import write_text_atomic
 
-    (tmp_path / "target.md").write_text("old")
-    link = tmp_path / "link.md"
-    link.symlink_to("target.md")
+    (tmp_path / "precious.txt").write_text("keep me")
+    link = tmp_path / "entry.json"
+    link.symlink_to("precious.txt")
     write_text_atomic(link, "new")
-    assert link.is_symlink() and (tmp_path / "target.md").read_text() == "new"
-
-
-def test_a_named_pipe_is_written_into_not_replaced(tmp_path: Path) -> None:
-    import os
-    import stat
-    import threading
-
-    from jitbench.results import write_text_atomic
-
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
-    reader.start()
-    write_text_atomic(fifo, "through the pipe")
-    reader.join(timeout=10)
-    assert got == [b"through the pipe"] and stat.S_ISFIFO(fifo.stat().st_mode)
+    assert not link.is_symlink() and link.read_text() == "new"
+    assert (tmp_path / "precious.txt").read_text() == "keep me"

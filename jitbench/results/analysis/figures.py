@@ -60,8 +60,9 @@ class ModeFigure:
         shown_process_times: each process's part of `time`, whose geometric mean is
             `time`: for a mode shown beside NumPy, NumPy's process median ÷ that process's
             speedup (sharded mode's likewise beside jit's); one value, `time`, for a
-            one-process run; the process medians elsewhere. What `compare` tests run by
-            run, so that its times and ratios are the ones the runs show.
+            one-process run; elsewhere the process medians, moved together onto `time`
+            (`_agreeing`). What `compare` tests run by run, so that its times and ratios
+            are the ones the runs show.
         speedup: NumPy time / this mode's time, taken round by round (the geometric mean
             over processes of each one's median per-round ratio) with the interval a
             repeat run lands in; the quotient of the two shown `time` values by
@@ -296,9 +297,7 @@ class RunAnalysis:
                 time=shown_t,
                 own_time=own.get(mode),
                 process_times=medians,
-                shown_process_times=(
-                    (shown_t.value,) if shown_t is not None and len(medians) == 1 else parts[mode]
-                ),
+                shown_process_times=_agreeing(parts[mode], shown_t),
                 speedup=speedup,
                 process_speedups=ratios,
                 time_disagree=_split(medians) >= PROCESS_SPLIT_FACTOR,
@@ -498,6 +497,20 @@ def _process_parts(
     if not ratios or len(base) != len(ratios) or len(own) != len(ratios):
         return own
     return tuple(b / r for b, r in zip(base, ratios, strict=True))
+
+
+def _agreeing(parts: tuple[float, ...], time: Estimate | None) -> tuple[float, ...]:
+    """`parts` scaled so that their geometric mean is the shown `time`: exact already
+    where they are the anchor's parts ÷ the process ratios; otherwise (one process, or
+    a mode and NumPy measured in different numbers of processes, whose speedup is then
+    taken over all samples) each process's own median moved by the same factor. `time`
+    alone for one process or parts that are not all positive."""
+    if time is None:
+        return parts
+    if len(parts) < 2 or not all(p > 0 and math.isfinite(p) for p in parts):
+        return (time.value,)
+    factor = time.value / math.exp(statistics.fmean(math.log(p) for p in parts))
+    return parts if math.isclose(factor, 1.0, rel_tol=1e-12) else tuple(p * factor for p in parts)
 
 
 def _suspect(m: Measurement | None) -> bool:
