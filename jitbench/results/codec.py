@@ -71,6 +71,8 @@ from jitbench.results.model import (
 from jitbench.results.safe_io import FileTooBig, NotRegularFile, read_regular
 
 if TYPE_CHECKING:
+    from fastjsonschema import JsonSchemaValueException
+
     from jitbench.results.analysis import RunAnalysis
 
 # ---------------------------------------------------------------------------------------
@@ -295,15 +297,18 @@ def _schema() -> dict[str, Any]:
 
 
 @functools.cache
-def _validator() -> Callable[[Any], Any]:
+def _validator() -> tuple[Callable[[Any], Any], type[JsonSchemaValueException]]:
     """The schema compiled to Python code once per process (fastjsonschema): a 50 MB run
-    validates in about a second, where interpreting the schema (jsonschema) took 40 s."""
+    validates in about a second, where interpreting the schema (jsonschema) took 40 s.
+    With the exception class the compiled code raises: fastjsonschema imported again later
+    (a host that restores `sys.modules`, as pytester's in-process runs do) has a class of
+    its own, which would not catch it."""
     import fastjsonschema
 
     schema = _schema()
     # The items of samples_s ({"type": "number", "minimum": 0}) are checked by `_samples`.
     del schema["$defs"]["measurement"]["properties"]["samples_s"]["items"]
-    return fastjsonschema.compile(schema)
+    return fastjsonschema.compile(schema), fastjsonschema.JsonSchemaValueException
 
 
 def validate_run_dict(data: Any, *, source: str = "<data>") -> None:
@@ -312,11 +317,10 @@ def validate_run_dict(data: Any, *, source: str = "<data>") -> None:
     Raises:
         ResultsFormatError: the first place the data breaks the schema, and how.
     """
-    import fastjsonschema
-
+    validate, invalid = _validator()
     try:
-        _validator()(data)
-    except fastjsonschema.JsonSchemaValueException as exc:
+        validate(data)
+    except invalid as exc:
         where = "/".join(str(p) for p in exc.path[1:]) or "<root>"
         message = exc.message.removeprefix(f"{exc.name} ")
         raise ResultsFormatError(

@@ -207,3 +207,22 @@ def test_a_run_of_zero_times_prints_in_every_format(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
     result = CliRunner().invoke(app, ["compare", str(path), str(path)])
     assert result.exit_code in (0, 4), result.output
+
+
+def test_a_schema_error_is_caught_after_fastjsonschema_was_imported_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytester's in-process runs restore `sys.modules`, so fastjsonschema may be imported
+    a second time after the schema was compiled: its errors are then of another class than
+    the module now names, and slipped through (a random-order CI failure)."""
+    import sys
+
+    load_run(_stored(tmp_path))  # compiles the schema
+    for name in [m for m in sys.modules if m.split(".")[0] == "fastjsonschema"]:
+        monkeypatch.delitem(sys.modules, name)
+    bad = tmp_path / "bad.json"
+    data = json.loads(_stored(tmp_path / "other").read_text())
+    del data["measurements"][0]["case"]
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ResultsFormatError, match="not a valid jitbench run"):
+        load_run(bad)
