@@ -72,7 +72,8 @@ def compile_cell(e: Entry) -> str:
 
 def summary_line(cmp: Comparison) -> str:
     """One sentence: how many of each verdict, and whether the gate fails (FAIL), cannot
-    vouch for the new run (INCONCLUSIVE: a partial run, untestable changes) or passes."""
+    vouch for the new run (INCONCLUSIVE: a partial run, untestable changes), compared no
+    case at all (NOTHING COMPARED, exit 2) or passes."""
     parts = [f"{cmp.count(v)} {v.value}" for v in Verdict if cmp.count(v)]
     if cmp.compile_regressions:
         parts.append(f"{len(cmp.compile_regressions)} compile-time regression(s)")
@@ -86,7 +87,10 @@ def summary_line(cmp: Comparison) -> str:
         )
     if cmp.incomplete:
         parts.append("a partial run")
-    verdict = "FAIL" if cmp.has_regression else "INCONCLUSIVE" if cmp.inconclusive else "pass"
+    if cmp.nothing_compared is not None:  # exit 2 whatever else holds: it checked nothing
+        verdict = "NOTHING COMPARED"
+    else:
+        verdict = "FAIL" if cmp.has_regression else "INCONCLUSIVE" if cmp.inconclusive else "pass"
     return f"{verdict}: " + (", ".join(parts) if parts else "nothing to compare")
 
 

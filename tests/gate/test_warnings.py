@@ -44,6 +44,9 @@ def test_compare_prints_the_warnings(tmp_path: Path) -> None:
     assert "warning: base (1 measurement(s)) and new (1) have no case" in stderr
     assert "error: the gate compared nothing, so it checked nothing (exit 2)" in stderr
     assert json.loads(result.stdout)["warnings"]  # and what it wrote is kept
+    shown = CliRunner().invoke(app, ["compare", str(base), str(new)])
+    assert "NOTHING COMPARED: 1 new, 1 removed" in shown.stdout  # the line agrees with exit 2
+    assert "pass:" not in shown.stdout and "INCONCLUSIVE" not in shown.stdout
     itself = CliRunner().invoke(app, ["compare", str(base), str(base)])
     assert "same run (b)" in " ".join(itself.stderr.split())
 
