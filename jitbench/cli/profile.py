@@ -234,8 +234,8 @@ def _failures_by_reason(p: Profile) -> dict[tuple[str, str], list[str]]:
 
 
 def failure_summary(p: Profile) -> str | None:
-    """One line saying which modes failed and why ("numpy, eager and jit failed: error:
-    ValueError: …"), the same reasons together; None when every mode measured."""
+    """One line saying which modes failed and why ("profile of w failed in eager and jit:
+    error: ValueError: …"), the same reasons together; None when every mode measured."""
     if not p.failures:
         return None
     by_reason: dict[str, list[str]] = {}  # the hints are the failed section's, not this line's
@@ -247,7 +247,8 @@ def failure_summary(p: Profile) -> str | None:
         why = f": {next(iter(by_reason))}"
     else:
         why = f" ({'; '.join(f'{_joined(ms)}: {r}' for r, ms in by_reason.items())})"
-    return f"profile of {p.case.workload} failed, {what} failed{why}"
+    verb = "failed in every mode" if every else f"failed in {what}"
+    return f"profile of {p.case.workload} {verb}{why}"
 
 
 def _joined(names: list[str]) -> str:
