@@ -75,15 +75,6 @@ def check_budget(value: object) -> float:
     return budget
 
 
-def check_count(name: str, value: object, *, least: int, fix: str) -> int:
-    """A whole-number option (`name`, as the user typed it) of at least `least`.
-
-    Raises:
-        ConfigError: a bool, a non-integer or a smaller number; `fix` says what to pass.
-    """
-    return _count(name, value, least=least, fix=fix)
-
-
 def _precision_error(value: object) -> ConfigError:
     return ConfigError(
         f"--precision is a fraction such as 0.01 (±1 %), between 0 and 1, got {value!r}; "
@@ -91,7 +82,12 @@ def _precision_error(value: object) -> ConfigError:
     )
 
 
-def _count(name: str, value: object, *, least: int, fix: str) -> int:
+def check_count(name: str, value: object, *, least: int, fix: str) -> int:
+    """A whole-number option (`name`, as the user typed it) of at least `least`.
+
+    Raises:
+        ConfigError: a bool, a non-integer or a smaller number; `fix` says what to pass.
+    """
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ConfigError(f"{name} must be at least {least} (a whole number), got {value!r}; {fix}")
     return value
@@ -305,18 +301,20 @@ class SamplingPlan:
         if precision is None or not 0 <= precision < 1:
             raise _precision_error(self.precision)
         _set(self, "precision", precision)
-        _count("warmup_calls", self.warmup_calls, least=0, fix="0 skips the warm-up calls.")
-        _count("--min-samples", self.min_samples, least=1, fix="pass e.g. --min-samples 10.")
-        _count("max_samples", self.max_samples, least=1, fix="it caps the samples of a mode.")
-        _count("floor_samples", self.floor_samples, least=1, fix="a mode needs a sample.")
-        _count("max_calls_per_sample", self.max_calls_per_sample, least=1, fix="try 10_000_000.")
-        _count("block_samples", self.block_samples, least=1, fix="1 alternates every sample.")
+        check_count("warmup_calls", self.warmup_calls, least=0, fix="0 skips the warm-up calls.")
+        check_count("--min-samples", self.min_samples, least=1, fix="pass e.g. --min-samples 10.")
+        check_count("max_samples", self.max_samples, least=1, fix="it caps the samples of a mode.")
+        check_count("floor_samples", self.floor_samples, least=1, fix="a mode needs a sample.")
+        check_count(
+            "max_calls_per_sample", self.max_calls_per_sample, least=1, fix="try 10_000_000."
+        )
+        check_count("block_samples", self.block_samples, least=1, fix="1 alternates every sample.")
         _set(
             self,
             "rewarm_s",
             _seconds("rewarm_s", self.rewarm_s, fix="0 re-warms with one call."),
         )
-        _count("--rounds", self.rounds, least=1, fix="--rounds 1 samples each case in one go.")
+        check_count("--rounds", self.rounds, least=1, fix="--rounds 1 samples each case in one go.")
         if self.clock not in SAMPLE_CLOCKS:
             raise ConfigError(
                 f"--clock is one of {', '.join(SAMPLE_CLOCKS)}, got {self.clock!r}; wall "
@@ -443,8 +441,10 @@ class RunConfig:
             _flag(f"--{name}", getattr(self, name))
         _flag("--retry-timeouts", self.retry_timeouts)
         _flag("--time-split", self.time_split)
-        _count("--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more.")
-        _count(
+        check_count(
+            "--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more."
+        )
+        check_count(
             "--processes",
             self.processes,
             least=1,

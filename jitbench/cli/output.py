@@ -44,7 +44,7 @@ def check_output_file(path: Path | None) -> None:
 
 #: Paths that name a file descriptor this process already has open: written to it, not
 #: reopened (reopening a redirected stdout would truncate it, `>>` and earlier output too).
-_OPEN_STREAM = re.compile(r"/dev/(?:std(in|out|err)|fd/(\d+))|/proc/self/fd/(\d+)")
+_OPEN_STREAM = re.compile(r"/dev/(?:std(out|err)|fd/(\d+))|/proc/self/fd/(\d+)")
 
 
 def write_output(path: Path, text: str) -> None:
@@ -58,7 +58,7 @@ def write_output(path: Path, text: str) -> None:
         return
     if stream:
         named = stream[2] or stream[3]
-        fd = int(named) if named else {"in": 0, "err": 2}[stream[1]]
+        fd = int(named) if named else 2  # /dev/stderr
         _write_in_place(path, text.encode("utf-8"), fd=fd)
         return
     check_output_file(path)
