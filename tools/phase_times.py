@@ -18,7 +18,9 @@ its totals when it exits; the tool then prints one line per process:
 
 A second table shows parts inside those steps, mostly inside the cold first calls: XLA's
 compiles and JAX's lowering to MLIR (the durations JAX's monitoring events report, in any
-step), validation against NumPy, and clearing JAX's caches.
+step; the backend-compile event also times a program loaded from the first process's,
+so a worker's "XLA compiles" are loads), validation against NumPy, and clearing JAX's
+caches.
 
 Processes that measured nothing (multiprocessing's resource tracker) are left out.
 
