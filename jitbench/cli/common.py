@@ -327,18 +327,18 @@ def escape(text: str) -> str:
     return _escape(text)
 
 
-def split_list(values: Sequence[str] | None, option: str | None = None) -> list[str]:
+def split_list(values: Sequence[str] | None, option: str) -> list[str]:
     """Accept both repeated options and comma-separated values: `-s S,M -s L`.
 
     Raises:
-        ConfigError: with `option` (its name, for the message), a value that names
-            nothing (`-s ''`, as an unset variable in a CI script gives), which would
-            otherwise run the default silently.
+        ConfigError: a value of `option` (its name, for the message) that names nothing
+            (`-s ''`, as an unset variable in a CI script gives), which would otherwise
+            run the default silently.
     """
     items: list[str] = []
     for v in values or ():
         named = [p.strip() for p in v.split(",") if p.strip()]
-        if option is not None and not named:
+        if not named:
             raise ConfigError(
                 f"{option} was given an empty value ({v!r}); name one, or leave {option} "
                 "out for its default."

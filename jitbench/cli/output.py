@@ -3,8 +3,10 @@ printed and written the same way by `compare` and `run --baseline`."""
 
 from __future__ import annotations
 
+import errno
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -78,9 +80,6 @@ def _write_in_place(path: Path, data: bytes, *, fd: int | None = None) -> None:
     Raises:
         OutputError: it cannot be opened or written (ENOSPC on /dev/full, a closed fd).
     """
-    import errno
-    import sys
-
     owned = fd is None
     try:
         if fd is None:

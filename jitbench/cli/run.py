@@ -671,7 +671,7 @@ def run_cmd(
             f"`jitbench report {escape(str(path))} --out DIR` writes one.[/]",
             soft_wrap=True,
         )
-    failed = any(m.failed for m in run.measurements)
+    failed = sum(m.failed for m in run.measurements)  # measurements failed or mismatched
     if broken := api.broken_cases(run):
         labels = ", ".join(escape(case.label) for case in broken)
         err.print(
@@ -705,8 +705,7 @@ def run_cmd(
         )
     strict_failure = strict and (failed or reporter.suite_errors > 0)
     if strict_failure and not broken:
-        count = sum(m.failed for m in run.measurements)
-        why = [f"{count} measurement(s) failed or mismatched"] if failed else []
+        why = [f"{failed} measurement(s) failed or mismatched"] if failed else []
         if reporter.suite_errors:
             why.append(f"{reporter.suite_errors} suite file(s) did not import")
         say(f"exit 1 (--strict): {' and '.join(why)}.", console=err)

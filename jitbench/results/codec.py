@@ -542,9 +542,10 @@ def load_run(path: str | os.PathLike[str]) -> Run:
 def dump_run(run: Run) -> str:
     """Serialise a run to JSON text (strict JSON: no NaN or Infinity): the run's fields
     indented, each measurement on one line of its own. One line a measurement is what
-    `json`'s C encoder writes (indenting goes through its Python one, several times
-    slower), and a run is written after each case it measures (`api.run`'s checkpoints);
-    a diff of two runs still shows which measurements changed."""
+    `json`'s C encoder writes (indenting goes through its Python one: 4.4-5.2 ms against
+    1.6-1.7 ms for the measurements of a default run at S), and a run is written after
+    each case it measures (`api.run`'s checkpoints); a diff of two runs still shows which
+    measurements changed."""
     fields = []
     for key, value in run_to_dict(run).items():
         if key == "measurements" and value:
