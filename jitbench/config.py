@@ -384,6 +384,11 @@ class RunConfig:
     workers find the workloads again by suite file, so workloads defined elsewhere (in a
     notebook) need `processes=1`.
 
+    `overlap` (`--overlap/--no-overlap`) lets the second process measure beside the first,
+    on cores of its own, following it case by case (`runner.overlap`); None, the default,
+    overlaps where the run can (CPU devices, pinned threads, cores for both) and a run
+    records what it did. False measures the processes one after another.
+
     `timeout_s` (`--timeout`) limits each mode of a case: the seconds of its own calls
     (first call, warm-up and calibration, samples); a mode past it is stopped and the
     others keep their figures (`measure.limits`). A later `--processes` worker leaves out
@@ -422,6 +427,7 @@ class RunConfig:
     label: str | None = None
     time_split: bool = False
     retry_timeouts: bool = False
+    overlap: bool | None = None
 
     def __post_init__(self) -> None:
         sizes = _names("--sizes", self.sizes, example="('S', 'M')")
@@ -441,6 +447,8 @@ class RunConfig:
             _flag(f"--{name}", getattr(self, name))
         _flag("--retry-timeouts", self.retry_timeouts)
         _flag("--time-split", self.time_split)
+        if self.overlap is not None:
+            _flag("--overlap", self.overlap)
         check_count(
             "--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more."
         )
@@ -520,6 +528,7 @@ class RunConfig:
         kwargs = {k: v for k, v in data.items() if k in known}
         kwargs.setdefault("threads", None)
         kwargs.setdefault("processes", 1)  # measured before --processes existed: one
+        kwargs.setdefault("overlap", False)  # measured before --overlap existed: in turn
         try:
             if "plan" in kwargs:
                 plan = {k: v for k, v in dict(kwargs["plan"]).items() if k in plan_known}

@@ -348,12 +348,46 @@ def _print_device_priors(paths: list[Path]) -> None:
             print(f"  {mode:<6}{device:<8}between-process sd {sd:<7}median width {width}")
 
 
+def across(runs: list, others: list, mode: str) -> tuple[float, int, float, float, int]:  # type: ignore[type-arg]
+    """Whether two versions measure the same speedups: the share of this version's `mode`
+    intervals that contain the alternate's estimate of the same case (every run of one
+    against every run of the other), its count, and the mean log ratio of this version's
+    speedup to the alternate's over each case's runs (± its standard error over cases,
+    the case count): a version that shifts the figures shows a mean off 0 by more than a
+    few standard errors, and a coverage under the A/A coverage of either."""
+    covered = total = 0
+    shifts: list[float] = []
+    for case in runs[0].cases():
+        mine = [r for run in runs if (r := analyse(run).speedup(case, mode)) is not None]
+        theirs = [r for run in others if (r := analyse(run).speedup(case, mode)) is not None]
+        if not mine or not theirs:
+            continue
+        for a, b in itertools.product(mine, theirs):
+            if a.low is not None and a.high is not None:
+                total += 1
+                covered += a.low <= b.value <= a.high
+        shifts.append(
+            statistics.fmean(math.log(r.value) for r in mine)
+            - statistics.fmean(math.log(r.value) for r in theirs)
+        )
+    se = statistics.stdev(shifts) / math.sqrt(len(shifts)) if len(shifts) >= 2 else math.nan
+    mean = statistics.fmean(shifts) if shifts else math.nan
+    return (covered / total if total else math.nan), total, mean, se, len(shifts)
+
+
 def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
     """This version against the alternate, run pair by run pair (run i of each ran in the
     same minutes): how often its median interval was the wider, and, per case, whether
-    its speedups moved more from run to run."""
+    its speedups moved more from run to run; then whether the two measure the same
+    speedups (`across`)."""
     print("\nthis version vs the alternate, paired:")
     for mode in JAX_MODES:
+        coverage, total, mean, se, cases = across(runs, others, mode)
+        print(
+            f"{mode}: this version's intervals hold the alternate's speedups "
+            f"{coverage:.1%} of {total}; its speedups vs the alternate's "
+            f"{math.expm1(mean):+.1%} ± {se:.1%} (mean log ratio ± se, {cases} cases)"
+        )
         pairs = [
             (judge([a], (mode,))["median_width"], judge([b], (mode,))["median_width"])
             for a, b in zip(runs, others, strict=True)

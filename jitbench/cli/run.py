@@ -82,6 +82,7 @@ def build_config(
     time_split: bool = False,
     retry_timeouts: bool = False,
     clock: str | None = None,
+    overlap: bool | None = None,
 ) -> RunConfig:
     """The RunConfig the options ask for; it checks itself (ConfigError names the option).
     `--min-samples` above the default cap raises the cap with it; `threads` is a number or
@@ -115,6 +116,7 @@ def build_config(
         label=label,
         time_split=time_split,
         retry_timeouts=retry_timeouts,
+        overlap=overlap,
     )
 
 
@@ -385,9 +387,19 @@ def run_cmd(
         typer.Option(
             "--processes",
             metavar="K",
-            help="Measure every case in this many processes, one after another, so the "
-            "speedup intervals include what changes from run to run.",
+            help="Measure every case in this many processes, so the speedup intervals "
+            "include what changes from run to run.",
             show_default=str(_DEFAULT.processes),
+        ),
+    ] = None,
+    overlap: Annotated[
+        bool | None,
+        typer.Option(
+            "--overlap/--no-overlap",
+            help="The second process measures beside the first, on other cores, following "
+            "it case by case (default: where the run can: CPU devices, --threads leaving "
+            "cores for both); --no-overlap measures the processes one after another.",
+            show_default=False,
         ),
     ] = None,
     quick: Annotated[
@@ -580,6 +592,7 @@ def run_cmd(
         time_split=time_split,
         retry_timeouts=retry_timeouts,
         clock=clock,
+        overlap=overlap,
     )
     if distributed:
         if processes is None:  # the default's second process would not join the JAX run

@@ -130,6 +130,21 @@ def skips_from_json(
     return {(tuple(d["case"]), Mode(d["mode"])): str(d["why"]) for d in data or ()}
 
 
+def timed_out_skips(measurements: Iterable[Measurement]) -> dict[tuple[tuple[str, ...], Mode], str]:
+    """The JAX modes of `measurements` that ran past --timeout (or reached it while
+    sampling), with what happened: a later `--processes` worker leaves them out."""
+    skips: dict[tuple[tuple[str, ...], Mode], str] = {}
+    for m in measurements:
+        if m.mode is Mode.NUMPY:
+            continue
+        capped = next((d for d in m.diagnostics if d.code == diagnose.MODE_CAPPED), None)
+        if m.status is Status.TIMEOUT:
+            skips[(m.case.key, m.mode)] = m.failure_text.removeprefix("timeout: ")
+        elif capped is not None:
+            skips[(m.case.key, m.mode)] = capped.message
+    return skips
+
+
 Slot = tuple[str, Mode]
 """A sampled series of a session: (device label, mode); the shared NumPy side is on HOST."""
 

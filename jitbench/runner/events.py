@@ -64,8 +64,9 @@ class RunStarted:
     more that the file holds only some sampling rounds of, measured again; each case
     samples for `budget_s` seconds (all modes, all rounds), in `rounds` rounds spread over
     the run; the run is measured `processes` times (`--processes`). `sizes` are the size
-    presets of the cases left to measure, in order (what the time estimate learns by), and
-    `timeout_s` is `--timeout` (each mode's limit)."""
+    presets of the cases left to measure, in order (what the time estimate learns by),
+    `timeout_s` is `--timeout` (each mode's limit), and `beside` says the second process
+    measures at the same time as this one (`runner.overlap`)."""
 
     run_id: str
     total_cases: int
@@ -76,6 +77,7 @@ class RunStarted:
     redone_cases: int = 0
     sizes: tuple[str, ...] = ()
     timeout_s: float | None = None
+    beside: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,9 @@ class ProcessStarted:
     """Worker process `index` of `total` (`index` >= 2) starts measuring every case again
     (`--processes`); the first process is this one, reported by the other events. An
     extra process (`index` > the run's `--processes`, `total` = `index`) measures only
-    `cases` of them, those whose intervals are widest (`runner.allocation`)."""
+    `cases` of them, those whose intervals are widest (`runner.allocation`). The second
+    process of a run that overlaps them (`RunStarted.beside`) is announced when the first
+    has finished: it has measured most of its cases by then."""
 
     index: int
     total: int

@@ -8,7 +8,9 @@ cases of `plan.group_cases`): its NumPy side is measured once for all of them. A
 that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase` with the
 first round, which the scheduler asks for the next rounds and the repeated cold compiles.
 In-process, the processes of one `--processes` run share their cold calls' programs
-(`compilation.sharing_compiles`, a folder per group of cases).
+(`compilation.sharing_compiles`, a folder per group of cases); the first process marks
+each group it has opened, and a process measuring beside it waits for the mark
+(`runner.overlap`).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from jitbench.measure.protocol import (
     skips_to_json,
 )
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
-from jitbench.runner import child
+from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
 from jitbench.runner.signals import keep_stop_handlers
 from jitbench.runner.warmup import warm_up
@@ -96,15 +98,22 @@ def executor_for(
     shared_compiles: Path | None = None,
     check_outputs: bool = True,
     skip: Skips | None = None,
+    follow: bool = False,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
     outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker).
-    The modes of cases `skip` names are not measured (`protocol.open_cases`)."""
+    The modes of cases `skip` names are not measured (`protocol.open_cases`). With
+    `follow`, each group waits until the first process has opened it (`overlap`)."""
     if config.isolate:
         return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
-        config, devices, shared_compiles=shared_compiles, check_outputs=check_outputs, skip=skip
+        config,
+        devices,
+        shared_compiles=shared_compiles,
+        check_outputs=check_outputs,
+        skip=skip,
+        follow=follow,
     )
 
 
@@ -203,26 +212,51 @@ class InProcessExecutor:
         shared_compiles: Path | None = None,
         check_outputs: bool = True,
         skip: Skips | None = None,
+        follow: bool = False,
     ) -> None:
         self.config = config
         self.devices = list(devices)
         self.shared_compiles = shared_compiles
         self.check_outputs = check_outputs
         self.skip = skip
+        self.follow = follow
+
+    def _folder(self, pcs: Sequence[PlannedCase]) -> Path | None:
+        """The group's folder under `shared_compiles` (None where nothing is shared)."""
+        if self.shared_compiles is None:
+            return None
+        first = pcs[0]
+        key = "|".join((first.workload.name, first.size, first.dtype))
+        return self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
         """The programs the cases' cold calls compile, shared with the run's other
         processes in a folder of their own (see `compilation.sharing_compiles`)."""
-        if self.shared_compiles is None:
+        folder = self._folder(pcs)
+        if folder is None:
             yield
             return
         # Devices and modes get subfolders of their own (`protocol._cold_first_calls`).
-        first = pcs[0]
-        key = "|".join((first.workload.name, first.size, first.dtype))
-        folder = self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
         with compilation.sharing_compiles(folder):
             yield
+
+    def _opened(self, pcs: Sequence[PlannedCase], measured: list[Measurement]) -> None:
+        """The first process (it compares outputs: a worker does not) marks the group
+        opened for a process following it (`overlap.mark_opened`)."""
+        folder = self._folder(pcs)
+        if folder is not None and self.check_outputs and not self.follow:
+            folder.mkdir(parents=True, exist_ok=True)
+            overlap.mark_opened(folder, measured)
+
+    def _skips(self, pcs: Sequence[PlannedCase]) -> Skips | None:
+        """The modes to leave out: `skip`, and where this process follows the first, those
+        the first left out of the group (waiting until it has opened the group)."""
+        folder = self._folder(pcs)
+        if not self.follow or folder is None:
+            return self.skip
+        opened = overlap.wait_opened(folder)
+        return self.skip if self.config.retry_timeouts else {**(self.skip or {}), **opened}
 
     @property
     def spreads_rounds(self) -> bool:
@@ -237,6 +271,7 @@ class InProcessExecutor:
         config = self.config
         report = _keeping_stop_handlers(report)
         split_calls = timeline.SPLIT_CALLS if config.time_split else 0
+        skip = self._skips(pcs)
         if not self.spreads_rounds:
 
             def whole() -> list[Measurement]:
@@ -247,17 +282,18 @@ class InProcessExecutor:
                         split_calls=split_calls,
                         report=report,
                         check_outputs=self.check_outputs,
-                        skip=self.skip,
+                        skip=skip,
                     )
 
             result, _ = self.guarded(pcs, whole)
+            self._opened(pcs, result)
             return result, None
         opened: list[CaseSession] = []
 
         def first_round() -> list[Measurement]:
             with self._sharing(pcs):
                 session = open_configured(
-                    pcs, config, report=report, check_outputs=self.check_outputs, skip=self.skip
+                    pcs, config, report=report, check_outputs=self.check_outputs, skip=skip
                 )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
@@ -266,6 +302,7 @@ class InProcessExecutor:
             return session.measurements()
 
         result, finished = self.guarded(pcs, first_round)
+        self._opened(pcs, result)
         return result, _LiveSession(self, pcs, opened[0]) if finished else None
 
     def guarded(

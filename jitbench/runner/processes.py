@@ -36,7 +36,7 @@ from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
 from jitbench.runner.allocation import CaseKey, cases_for_another_process
 from jitbench.runner.child import receive, spawning_quietly
-from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted
+from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted, WorkerProgress
 
 
 class WorkerError(JitbenchError):
@@ -76,22 +76,76 @@ def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
         )
 
 
-def run_worker(
+class StartedWorker:
+    """A worker process started (`start_worker`) and not yet heard from: `result` waits for
+    its run, `stop` ends it."""
+
+    def __init__(self, proc: Any, receiver: Connection, started: float) -> None:
+        self._proc = proc
+        self._receiver = receiver
+        self.started = started  # time.monotonic() at the spawn
+        #: Seconds it waited for the first process (a process beside it: `overlap`).
+        self.waited_s = 0.0
+
+    @property
+    def pid(self) -> int:
+        return int(self._proc.pid)
+
+    def result(self, on_progress: Callable[[int, int], None] | None = None) -> Run:
+        """The worker's run, once it sends it (progress as it goes to `on_progress`).
+
+        Raises:
+            WorkerError: the worker failed or died.
+        """
+        proc, receiver = self._proc, self._receiver
+        try:
+            try:
+                # In slices, so a stop signal is obeyed at once (the worker is killed below).
+                # (no limit: it never answers None)
+                while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
+                    kind, body = receive(receiver, proc, None) or ("error", "no answer")
+                    if kind == "waited":
+                        self.waited_s = float(body)
+                        continue
+                    if kind != "progress":
+                        break
+                    if on_progress is not None:
+                        on_progress(*body)
+            except EOFError:
+                proc.join()
+                raise WorkerError(
+                    f"a worker process died (exit code {proc.exitcode}); run without "
+                    "--processes to see the failing case, or with --isolate."
+                ) from None
+            proc.join()
+        finally:
+            self.stop()
+        if kind == "refused":  # jitbench's own error, its cause and fix already in the text
+            raise WorkerError(f"a worker process stopped: {body}")
+        if kind != "ok":
+            raise WorkerError(
+                f"a worker process failed: {body}; run without --processes to see where."
+            )
+        return run_from_dict(json.loads(body), source="a worker process's run")
+
+    def stop(self) -> None:
+        """End the worker if it still runs."""
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+
+
+def start_worker(
     selection: Sequence[Selection],
     config: RunConfig,
     *,
     target: WorkerTarget,
     shared_compiles: str | None = None,
     cases: Sequence[CaseKey] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> Run:
-    """Measure the selected workloads (only the `cases` of them, if given) in a fresh
-    (spawned) process running `target` (a module-level function, so the child can import
-    it) and return its run.
-
-    Raises:
-        WorkerError: the worker failed or died.
-    """
+) -> StartedWorker:
+    """Start measuring the selected workloads (only the `cases` of them, if given) in a
+    fresh (spawned) process running `target` (a module-level function, so the child can
+    import it)."""
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
     payload = [s.to_dict() for s in selection]
@@ -106,35 +160,31 @@ def run_worker(
         ),
         name="jitbench-worker",
     )
+    started = time.monotonic()
     with spawning_quietly():
         proc.start()
     sender.close()
-    try:
-        try:
-            # In slices, so a stop signal is obeyed at once (the worker is killed below).
-            # (no limit: it never answers None)
-            while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
-                kind, body = receive(receiver, proc, None) or ("error", "no answer")
-                if kind != "progress":
-                    break
-                if on_progress is not None:
-                    on_progress(*body)
-        except EOFError:
-            proc.join()
-            raise WorkerError(
-                f"a worker process died (exit code {proc.exitcode}); run without --processes "
-                "to see the failing case, or with --isolate."
-            ) from None
-        proc.join()
-    finally:
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-    if kind == "refused":  # jitbench's own error, its cause and fix already in the text
-        raise WorkerError(f"a worker process stopped: {body}")
-    if kind != "ok":
-        raise WorkerError(f"a worker process failed: {body}; run without --processes to see where.")
-    return run_from_dict(json.loads(body), source="a worker process's run")
+    return StartedWorker(proc, receiver, started)
+
+
+def run_worker(
+    selection: Sequence[Selection],
+    config: RunConfig,
+    *,
+    target: WorkerTarget,
+    shared_compiles: str | None = None,
+    cases: Sequence[CaseKey] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> Run:
+    """`start_worker`, then its run (`StartedWorker.result`).
+
+    Raises:
+        WorkerError: the worker failed or died.
+    """
+    worker = start_worker(
+        selection, config, target=target, shared_compiles=shared_compiles, cases=cases
+    )
+    return worker.result(on_progress)
 
 
 def run_in_processes(
@@ -145,11 +195,13 @@ def run_in_processes(
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
     worker: Callable[..., Run],
+    beside: Callable[[], StartedWorker | None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Run:
     """`first()` measures the run in this process; then `config.processes - 1` workers
     (`worker(selection, config)`, e.g. `run_worker` with the scheduler's target) measure
-    it again, one after another, and the runs are pooled under the first run's
+    it again, one after another (the first of them `beside()`, where `first()` started it to
+    measure at the same time: `overlap`), and the runs are pooled under the first run's
     id (`results.merge.pool_runs`), with the last process's machine state after it. A
     checkpoint follows each worker. Where `first()` returns a resumed run that already
     pooled some workers, only the workers after them run.
@@ -168,8 +220,16 @@ def run_in_processes(
     emit = on_event or (lambda _e: None)
     save = checkpoint or (lambda _r: None)
     started = clock()
-    parts = [first()]
-    own_s = clock() - started  # the run's own processes' time, in this session
+    try:
+        parts = [first()]
+    except BaseException:  # the process beside it would wait for it for ever
+        if beside is not None and (started_beside := beside()) is not None:
+            started_beside.stop()
+        raise
+    second = beside() if beside is not None else None
+    # The run's own processes' time in this session, each process counted whole (one
+    # measuring beside another too): the extra processes' allowance.
+    own_s = clock() - started
     per_case_s: float | None = None  # the last worker's seconds per case
     # A smoke run, or one process asked for: no extra processes.
     extra = 0 if config.quick or config.processes < 2 else EXTRA_PROCESSES
@@ -178,10 +238,14 @@ def run_in_processes(
     def measure(index: int, total: int, cases: Sequence[CaseKey] | None) -> Run:
         emit(ProcessStarted(index=index, total=total, cases=None if cases is None else len(cases)))
         try:
+            if index == 2 and second is not None:
+                return second.result(lambda done, total: emit(WorkerProgress(done, total)))
             if cases is None:
                 return worker(selection, config)
             return worker(selection, config, cases=cases)
         except KeyboardInterrupt as exc:
+            if second is not None:
+                second.stop()
             partial = replace(_pooled(parts), complete=False)
             save(partial)
             raise RunInterrupted(partial, exc) from None
@@ -199,8 +263,12 @@ def run_in_processes(
     for index in range(parts[0].processes + 1, config.processes + 1):
         began = clock()
         parts.append(measure(index, config.processes, None))
-        own_s = clock() - started
-        per_case_s = (clock() - began) / max(1, len(parts[-1].cases()))
+        if index == 2 and second is not None:  # its time from its start, less its waits
+            took = clock() - second.started - second.waited_s
+        else:
+            took = clock() - began
+        own_s += took
+        per_case_s = took / max(1, len(parts[-1].cases()))
         pooled = _pooled(parts)
         if index < config.processes:
             save(replace(pooled, complete=False))

@@ -61,6 +61,7 @@ class ProgressEstimate:
     rounds: int = 1
     processes: int = 1
     process: int = 1
+    beside: bool = False  # the second process measures at the same time as the first
     step: str = ""
     label: str = ""
     round: int = 1
@@ -94,6 +95,7 @@ class ProgressEstimate:
             self.budget_s = event.budget_s
             self.rounds = max(1, event.rounds)
             self.processes = max(1, event.processes)
+            self.beside = event.beside
             self._held_cases = event.done_cases
             self._started_at = self._process_started_at = now
             self._live = event.total_cases - event.done_cases
@@ -262,7 +264,8 @@ class ProgressEstimate:
         if self.process == 1:
             left = self._this_process_left(now)
             this_process = (now - (self._process_started_at or now)) + left
-            return left + (self.processes - 1) * self._worker_s(this_process)
+            after = self.processes - (2 if self.beside else 1)  # processes still to come
+            return left + max(0, after) * self._worker_s(this_process)
         per_process = self._first_process_s or 0.0
         into = now - (self._process_started_at or now)
         if self._worker_done and self._worker_total:  # the worker's own pace so far

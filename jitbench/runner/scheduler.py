@@ -8,6 +8,7 @@ case is measured (this process or a child) is the executor's business (`run.exec
 from __future__ import annotations
 
 import functools
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -26,10 +27,13 @@ from jitbench.measure.protocol import (
     planned_case_record,
     skips_from_json,
     skips_to_json,
+    timed_out_skips,
 )
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Measurement, Mode, Run, Status, dump_run
+from jitbench.results import Case, Measurement, Run, dump_run
+from jitbench.results.analysis.machine import MachineState
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
+from jitbench.runner import overlap
 from jitbench.runner.allocation import CaseKey
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
@@ -44,6 +48,7 @@ from jitbench.runner.events import (
     WorkloadsLeftOut,
 )
 from jitbench.runner.executors import Executor, LiveCase, executor_for
+from jitbench.runner.overlap import Beside, plan_overlap
 from jitbench.runner.plan import (
     case_key,
     group_cases,
@@ -54,7 +59,13 @@ from jitbench.runner.plan import (
     workloads_for_selection,
     workloads_left_out,
 )
-from jitbench.runner.processes import require_suite_files, run_in_processes, run_worker
+from jitbench.runner.processes import (
+    StartedWorker,
+    require_suite_files,
+    run_in_processes,
+    run_worker,
+    start_worker,
+)
 from jitbench.runner.signals import raise_if_stop_requested
 from jitbench.suite.workload import Workload
 
@@ -122,6 +133,9 @@ def run_workloads(
     config, chosen = suite_float_width(workload_list(workloads), config)
     if chosen is not None and on_event is not None:
         on_event(chosen)
+    # Whether the second process measures beside the first (where the run can), recorded.
+    cores = plan_overlap(config, resuming=resume is not None)
+    config = replace(config, overlap=cores is not None)
     measure = functools.partial(
         _measure_once,
         workloads,
@@ -138,6 +152,7 @@ def run_workloads(
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             first: Callable[[], Run]
+            started: list[StartedWorker] = []  # the second process, started beside the first
             # A resumed run that pooled some worker processes already holds every case of
             # the first process: only the workers it lacks are left.
             if resume is not None and resume.processes >= 2:
@@ -149,6 +164,27 @@ def run_workloads(
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
                 )
+                if cores is not None:  # the second process follows the first beside it
+
+                    def start_beside(second: frozenset[int] = cores.second) -> int:
+                        started.append(
+                            start_worker(
+                                selection_of(workloads),
+                                config,
+                                target=functools.partial(
+                                    worker_main, cores=sorted(second), leader=os.getpid()
+                                ),
+                                shared_compiles=shared,
+                            )
+                        )
+                        return started[0].pid
+
+                    first = functools.partial(
+                        first,
+                        cores=cores.first,
+                        beside=Beside(cores_used=cores.count, leads=False),
+                        start_beside=start_beside,
+                    )
             firsts: list[Run] = []
 
             def first_kept() -> Run:
@@ -181,6 +217,7 @@ def run_workloads(
                 on_event=on_event,
                 checkpoint=checkpoint,
                 worker=worker,
+                beside=lambda: started[0] if started else None,
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -198,16 +235,7 @@ def timed_out_modes(run: Run) -> Skips:
     """The JAX modes of `run`'s cases that ran past --timeout (or reached it while sampling),
     with what happened: a later `--processes` worker leaves them out (`--retry-timeouts`
     measures them again)."""
-    skips: dict[tuple[tuple[str, ...], Mode], str] = {}
-    for m in run.measurements:
-        if m.mode is Mode.NUMPY:
-            continue
-        capped = next((d for d in m.diagnostics if d.code == diagnose.MODE_CAPPED), None)
-        if m.status is Status.TIMEOUT:
-            skips[(m.case.key, m.mode)] = m.failure_text.removeprefix("timeout: ")
-        elif capped is not None:
-            skips[(m.case.key, m.mode)] = capped.message
-    return skips
+    return timed_out_skips(run.measurements)
 
 
 def _resumed_whole(resume: Run, clock: Clock) -> Run:
@@ -237,6 +265,9 @@ def _measure_once(
     processes: int = 1,
     only: Sequence[CaseKey] | None = None,
     skip: Skips | None = None,
+    cores: frozenset[int] | None = None,
+    beside: Beside | None = None,
+    start_beside: Callable[[], int] | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
     `run_workloads`), the
@@ -246,10 +277,26 @@ def _measure_once(
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
     announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
-    names are left out (`timed_out_modes`)."""
+    names are left out (`timed_out_modes`). `cores` are the cores to pin to (default: the
+    least busy); `beside` is the run's process measuring at the same time on other cores,
+    if any (`overlap`), not counted as another process in the machine's snapshots;
+    `start_beside` starts it once this process's first snapshot is taken (whose noise
+    probe its start-up would disturb) and returns its pid."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
-    with x64_enabled(config.x64), limited_threads(config.threads) as threads:
+    pids = () if beside is None or beside.pid is None else (beside.pid,)
+
+    def snapshot() -> MachineState:
+        if beside is None:
+            return machine.capture(probe_samples=probe)
+        return machine.capture(
+            probe_samples=probe, cores_used=beside.cores_used, exclude_pids=(os.getpid(), *pids)
+        )
+
+    with (
+        x64_enabled(config.x64),
+        limited_threads(config.threads, cores=None if cores is None else set(cores)) as threads,
+    ):
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
         if only is not None:  # an extra process of a --processes run: the cases it picked
@@ -268,12 +315,12 @@ def _measure_once(
                 started_at=clock(),
                 finished_at=None,
                 complete=False,
-                environment=environment.capture(
-                    threads=threads, machine_before=machine.capture(probe_samples=probe)
-                ),
+                environment=environment.capture(threads=threads, machine_before=snapshot()),
                 config=RecordedConfig(settings=config, selection=selection_of(workloads)),
                 measurements=(),
             )
+        if start_beside is not None:
+            pids = (start_beside(),)
         run = schedule(
             cases,
             executor_for(
@@ -282,6 +329,7 @@ def _measure_once(
                 shared_compiles=shared_compiles,
                 check_outputs=check_outputs,
                 skip=skip,
+                follow=beside is not None and beside.leads,
             ),
             start,
             plan=sampling.plan,
@@ -291,8 +339,9 @@ def _measure_once(
             processes=processes,
             repeat_compiles=repeat_compiles,
             timeout_s=config.timeout_s,
+            beside=beside is not None and not beside.leads,
         )
-        after = machine.capture(probe_samples=probe)
+        after = snapshot()
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
 
 
@@ -308,8 +357,10 @@ def schedule(
     processes: int = 1,
     repeat_compiles: bool = True,
     timeout_s: float | None = None,
+    beside: bool = False,
 ) -> Run:
     """Measure the `cases` that `start` does not hold yet and return the completed run.
+    `beside`: the run's second process measures at the same time (`RunStarted.beside`).
 
     A case `start` holds only some rounds of (a run stopped between its rounds marks it
     `diagnose.UNFINISHED_ROUNDS`) is measured again, every round; its old measurements stay in the
@@ -391,6 +442,7 @@ def schedule(
                 redone_cases=sum(case_key(pc) in held for pc in todo),
                 sizes=tuple(pc.size for pc in todo),
                 timeout_s=timeout_s,
+                beside=beside,
             )
         )
         first_index: dict[int, tuple[Case, int, int]] = {}
@@ -440,11 +492,15 @@ def worker_main(
     shared_compiles: str | None = None,
     cases: list[list[str]] | None = None,
     skip: list[dict[str, Any]] | None = None,
+    cores: list[int] | None = None,
+    leader: int | None = None,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the first process left in `shared_compiles`; leaving out the
-    modes `skip` names), send the run back."""
+    modes `skip` names), send the run back. With `leader` (the first process's pid), it
+    measures beside the first process on `cores`, following it group by group (`overlap`),
+    and says how long it waited for it before the run."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -477,7 +533,13 @@ def worker_main(
             check_outputs=not shared_compiles,
             only=None if cases is None else [_case_key(key) for key in cases],
             skip=skips_from_json(skip),
+            cores=None if cores is None else frozenset(cores),
+            beside=None
+            if leader is None
+            else Beside(cores_used=2 * len(cores or ()), leads=True, pid=leader),
         )
+        if leader is not None:
+            conn.send(("waited", overlap.waited_s()))
         if shared_compiles:
             # Its cold calls loaded the first process's programs: those are no compiles.
             run = replace(

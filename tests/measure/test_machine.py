@@ -155,7 +155,7 @@ def test_busy_when_load_others_or_steal_exceed_their_thresholds(
 
 def test_just_under_the_thresholds_is_quiet() -> None:
     state = quiet(
-        load_avg=(2.0, 2.0, 2.0),  # as many runnable tasks as cores
+        load_avg=(2.0 + BUSY_OTHERS_MARGIN_CORES - 0.01,) * 3,  # about as many tasks as cores
         others_cores=1.0 + BUSY_OTHERS_MARGIN_CORES - 0.01,
         steal=BUSY_STEAL,
     )

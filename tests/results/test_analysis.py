@@ -18,10 +18,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jitbench import formatting as fmt
-from jitbench.config import JAX_MODES, Mode
+from jitbench.config import JAX_MODES, Mode, RunConfig
 from jitbench.report import table
 from jitbench.results import Case, Measurement, Run, Status, load_run
 from jitbench.results.analysis import analyse
+from jitbench.results.model import RecordedConfig
 from tests.agreement import CHECKS, check_markdown, check_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,6 +165,16 @@ def test_the_footer_counts_the_processes_each_case_had() -> None:
     assert processes_text(_run_with_process_counts([2, 3])) == (
         "2 processes (3 for 1 of 2 measurements)"
     )
+    # Where the first two measured side by side (--overlap), it says so.
+    overlapped = replace(run, config=RecordedConfig(settings=RunConfig(overlap=True), selection=()))
+    assert processes_text(overlapped) == (
+        "2 processes, the first two side by side (3–4 for 2 of 4 measurements)"
+    )
+    one = replace(
+        _run_with_process_counts([1]),
+        config=RecordedConfig(settings=RunConfig(overlap=True), selection=()),
+    )
+    assert processes_text(one) == "1 process"
 
 
 def _run_with_process_counts(counts: list[int]) -> Run:

@@ -87,10 +87,15 @@ def test_settings_missing_from_an_older_file_take_their_defaults() -> None:
     run = make_run({"plan": {"budget_s": 2.0}, "quick": True})
     # ... except threads: a file from before --threads was measured with the libraries'
     # own thread pools, and says so when resumed or compared; and processes: one from
-    # before --processes was measured in one process (the default is now two); and the
-    # plan's rewarm_s: one from before it re-warmed with one call (the default is 4 ms).
+    # before --processes was measured in one process (the default is now two); the
+    # plan's rewarm_s: one from before it re-warmed with one call (the default is 4 ms);
+    # and overlap: one from before --overlap measured its processes one after another.
     assert run.config.settings == RunConfig(
-        quick=True, plan=SamplingPlan(budget_s=2.0, rewarm_s=0.0), threads=None, processes=1
+        quick=True,
+        plan=SamplingPlan(budget_s=2.0, rewarm_s=0.0),
+        threads=None,
+        processes=1,
+        overlap=False,
     )
     assert run.config.selection is None and run.config.resumed_at == ()
 

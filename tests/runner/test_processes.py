@@ -146,7 +146,8 @@ def _resumable_processes(
 
 def _three_processes() -> RunConfig:
     quick = RunConfig.quick_settings(sizes=("S", "M"))
-    return replace(quick, processes=3, plan=replace(quick.plan, budget_s=0.03))
+    # One after another: the workers run here, in this test's process.
+    return replace(quick, processes=3, plan=replace(quick.plan, budget_s=0.03), overlap=False)
 
 
 def test_a_run_stopped_in_a_worker_process_is_resumed_with_the_workers_it_lacks(
@@ -301,7 +302,8 @@ def test_each_process_samples_with_its_share_of_the_cases_budget(
 
     budgets, workers = _resumable_processes(monkeypatch, stop=lambda: None)
     quick = RunConfig.quick_settings()
-    config = replace(quick, processes=3, plan=replace(quick.plan, budget_s=0.03))
+    plan = replace(quick.plan, budget_s=0.03)
+    config = replace(quick, processes=3, plan=plan, overlap=False)  # the workers run here
     run = jitbench.run(["double"], suites=[tiny_suite], config=config)
     assert budgets == pytest.approx([0.01, 0.01, 0.01]) and workers == [3, 3]
     assert run.processes == 3 and run.config.settings is not None
@@ -345,7 +347,7 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
         return workers[-1]
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
-    config = RunConfig.quick_settings(processes=2)
+    config = RunConfig.quick_settings(processes=2, overlap=False)
     run = jitbench.run(["wrong_in_jit"], suites=[tiny_suite], config=config)
     assert {m.mode: m.status for m in run.measurements if m.mode is not Mode.NUMPY} == {
         Mode.EAGER: Status.MISMATCH,
@@ -394,7 +396,7 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
         return run
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
-    config = RunConfig.quick_settings(processes=2, modes=(Mode.JIT,))
+    config = RunConfig.quick_settings(processes=2, modes=(Mode.JIT,), overlap=False)
     run = jitbench.run(["counted"], suites=[suite], config=config)
     [m] = run.measurements
     assert m.mode is Mode.JIT and m.status is Status.OK  # checked against NumPy, once
@@ -661,7 +663,9 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
         return workers[-1]
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
-    config = RunConfig.quick_settings(processes=2, timeout_s=0.3, retry_timeouts=retry)
+    config = RunConfig.quick_settings(
+        processes=2, timeout_s=0.3, retry_timeouts=retry, overlap=False
+    )
     run = jitbench.run(suites=[suite], config=config)
     statuses = {m.mode: m.status for m in run.measurements}
     assert statuses == {Mode.NUMPY: Status.OK, Mode.EAGER: Status.TIMEOUT, Mode.JIT: Status.OK}
@@ -723,7 +727,7 @@ def test_a_worker_loads_the_inputs_the_first_process_made_where_they_pickle(
         return worker_in_this_process(selection, config, target, shared_compiles, cases)
 
     monkeypatch.setattr(scheduler, "run_worker", worker_here)
-    config = RunConfig.quick_settings(processes=2, sizes=("S", "M"))
+    config = RunConfig.quick_settings(processes=2, sizes=("S", "M"), overlap=False)
     run = jitbench.run([name], suites=[suite], config=config)
     assert {m.status for m in run.measurements} == {Status.OK}
     assert all(m.run_sample_counts and len(m.run_sample_counts) == 2 for m in run.measurements)

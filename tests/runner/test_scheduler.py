@@ -417,8 +417,9 @@ def test_a_resumed_run_records_when_it_was_resumed() -> None:
     again = run_workloads([registry.get("ok_double")], config, resume=partial, clock=clock)
     assert again.config.resumed_at == ("T2",) and again.finished_at == "T3"
     assert again.measurements == first.measurements  # nothing left to measure
-    # x64 left unset is recorded as what the run did (float32: no suite declared float64).
-    assert again.config.settings == replace(config, x64=False)
+    # x64 and overlap left unset are recorded as what the run did (float32: no suite
+    # declared float64; one process, so nothing overlapped).
+    assert again.config.settings == replace(config, x64=False, overlap=False)
     assert again.config.selection == first.config.selection
 
 

@@ -44,7 +44,9 @@ class ProcessSpread:
 BUSY_STEAL = 0.05
 #: Other processes may use this much more than the cores jitbench leaves free before the
 #: machine counts as busy: background daemons take a few % of a core, a fifth of a core is
-#: a real competitor for the cores being measured.
+#: a real competitor for the cores being measured. The load average gets the same margin
+#: over the cores (it counts jitbench's own processes, which a run of two processes side
+#: by side brings to the cores' number by itself).
 BUSY_OTHERS_MARGIN_CORES = 0.2
 #: The noise probe's robust CV (1.4826·MAD/median) above which the machine is noisy. The
 #: calmest snapshots on a 2-vCPU VM read 0.9–1.3 %; at 3 % single samples are disturbed by
@@ -149,11 +151,16 @@ class MachineState:
         return self.probe.robust_cv if self.probe is not None else None
 
     def verdict(self) -> Verdict:
-        """Busy: more runnable tasks than cores over the last minute, other processes using
-        more than the cores jitbench leaves free (plus `BUSY_OTHERS_MARGIN_CORES`), or steal
-        above `BUSY_STEAL`. Noisy: the probe's robust CV above `NOISY_CV`."""
+        """Busy: more runnable tasks than cores over the last minute, or other processes
+        using more than the cores jitbench leaves free (each plus
+        `BUSY_OTHERS_MARGIN_CORES`), or steal above `BUSY_STEAL`. Noisy: the probe's robust
+        CV above `NOISY_CV`."""
         busy: list[str] = []
-        if self.load_avg is not None and self.cores_total and self.load_avg[0] > self.cores_total:
+        if (
+            self.load_avg is not None
+            and self.cores_total
+            and self.load_avg[0] > self.cores_total + BUSY_OTHERS_MARGIN_CORES
+        ):
             busy.append(f"load {self.load_avg[0]:.2f} on {self.cores_total} cores")
         spare = self.spare_cores
         if (
@@ -323,12 +330,16 @@ def clock_text(run: Run) -> str | None:
 
 def processes_text(run: Run) -> str:
     """'2 processes', or '2 processes (3–4 for 41 of 80 measurements)' where extra
-    processes measured the cases whose figures disagreed or were wide."""
+    processes measured the cases whose figures disagreed or were wide; ', the first two
+    side by side' where they overlapped (`--overlap`)."""
     counts = [len(m.run_sample_counts) for m in run.measurements if m.run_sample_counts]
     if not counts:
         return "1 process"
     least, most = min(counts), max(counts)
     text = f"{least} process" + ("" if least == 1 else "es")
+    settings = run.config.settings
+    if settings is not None and settings.overlap and least >= 2:
+        text += ", the first two side by side"
     if most > least:
         more = sum(1 for c in counts if c > least)
         extra = f"{least + 1}" if most == least + 1 else f"{least + 1}–{most}"

@@ -1,0 +1,153 @@
+"""The second process of a run measuring beside the first, on cores of its own.
+
+A `--processes` run measures every case in one process, then again in fresh ones. On a
+machine with cores to spare, the second process need not wait for the first to finish:
+it starts with it, pinned to other cores, and follows it group by group (a workload ×
+size × dtype), measuring each group once the first process has opened it, so that it
+loads the programs and inputs the first kept instead of compiling and making them again
+(`compilation.sharing_compiles`, `shared_inputs`). The first process marks each group it
+has opened (`mark_opened`, with the modes that ran past --timeout there, which the
+follower leaves out as a later worker would); the follower waits for the mark
+(`wait_opened`). Its samples then run while the first process compiles and samples the
+next groups on the other cores: what that costs the figures is measured on the docs'
+validation pages ("Overlapping processes").
+
+`plan_overlap` decides whether a run overlaps: CPU devices only (a GPU is one device the
+two processes would share), pinned threads (`--threads N`, not `all`) and twice those
+cores free to pin, a fresh run (not a resume), cases measured in this process (not
+`--isolate`). The later processes (a third, the extra ones) still run one after another.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitbench.config import RunConfig
+from jitbench.errors import ConfigError
+from jitbench.measure import machine
+from jitbench.measure.devices import resolve_devices
+from jitbench.measure.protocol import Skips, skips_from_json, skips_to_json, timed_out_skips
+from jitbench.measure.threads import allowed_cores, choose_cores, limited_threads
+from jitbench.results import Measurement
+
+#: The file, in a group's shared folder, that says the first process has opened it.
+OPENED_FILE = "opened.json"
+#: How often a follower looks for the mark of the group it waits for.
+POLL_S = 0.01
+
+
+@dataclass(frozen=True)
+class OverlapPlan:
+    """Where the two processes of an overlapping run measure: `first` for this process,
+    `second` for the one beside it (disjoint sets of `--threads` cores each)."""
+
+    first: frozenset[int]
+    second: frozenset[int]
+
+    @property
+    def count(self) -> int:
+        """The cores both processes measure on."""
+        return len(self.first) + len(self.second)
+
+
+@dataclass(frozen=True)
+class Beside:
+    """The run's other process measuring at the same time as this one: the cores both use
+    together (`cores_used`: neither is "another process" in the machine's snapshots, and
+    no core is left free), whether it `leads` (it is the first process, so this one
+    follows it), and its `pid` (None where this process starts it: `scheduler`)."""
+
+    cores_used: int
+    leads: bool
+    pid: int | None = None
+
+
+_waited_s = 0.0
+
+
+def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
+    """The cores of an overlapping run, or None where the run measures its processes one
+    after another (`config.overlap` False, or the run cannot overlap: see the module).
+
+    Starts JAX's backend (to see the devices) pinned to the first process's cores, as the
+    first process would.
+
+    Raises:
+        ConfigError: `config.overlap` is True and the run cannot overlap; says why.
+    """
+    if config.overlap is False or config.processes < 2:
+        return None
+    why = _why_not(config, resuming=resuming)
+    cores: list[int] = []
+    if why is None:
+        assert config.threads is not None  # _why_not refuses --threads all
+        allowed = allowed_cores()
+        cores = sorted(
+            choose_cores(2 * config.threads, allowed, machine.busy_by_core(), start=os.getpid())
+        )
+        with limited_threads(config.threads, cores=set(cores[: config.threads])):
+            devices = resolve_devices(config.devices)
+        if any(d.platform != "cpu" for d in devices):
+            why = "its devices are not all CPUs (two processes would share a device)"
+    if why is not None:
+        if config.overlap:
+            raise ConfigError(
+                f"--overlap: this run cannot measure its processes side by side: {why}; "
+                "leave out --overlap."
+            )
+        return None
+    n = config.threads or 1
+    return OverlapPlan(first=frozenset(cores[:n]), second=frozenset(cores[n:]))
+
+
+def _why_not(config: RunConfig, *, resuming: bool) -> str | None:
+    if resuming:
+        return "a resumed run measures its remaining processes one after another"
+    if config.isolate:
+        return "--isolate measures each case in a child process of its own"
+    if config.threads is None:
+        return "--threads all leaves the threads unpinned"
+    free = len(allowed_cores())
+    if 2 * config.threads > free:
+        need = 2 * config.threads
+        return f"two processes of {config.threads} thread(s) need {need} cores, {free} allowed"
+    return None
+
+
+def mark_opened(folder: Path, measurements: Iterable[Measurement]) -> None:
+    """Say, in a group's shared folder, that this (first) process has opened the group:
+    its programs and inputs are kept; with the modes that ran past --timeout."""
+    body = json.dumps(skips_to_json(timed_out_skips(measurements)))
+    tmp = folder / f".{OPENED_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(body, encoding="utf-8")
+    os.replace(tmp, folder / OPENED_FILE)
+
+
+def wait_opened(folder: Path, *, poll_s: float = POLL_S) -> Skips:
+    """Wait until the first process has opened the group whose shared folder is `folder`
+    (`mark_opened`); the modes it left out. The parent stops a follower whose first
+    process failed (`processes.run_in_processes`)."""
+    global _waited_s
+    path = folder / OPENED_FILE
+    began = time.monotonic()
+    try:
+        while True:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                time.sleep(poll_s)
+                continue
+            return skips_from_json(json.loads(text))
+    finally:
+        _waited_s += time.monotonic() - began
+
+
+def waited_s() -> float:
+    """Seconds this process has waited in `wait_opened`: its time beside the first process
+    less the waits is what it took to measure."""
+    return _waited_s

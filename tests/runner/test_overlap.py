@@ -1,0 +1,153 @@
+"""The second process measuring beside the first: when a run overlaps, and how the
+follower keeps to the first process's pace and its timeouts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from jitbench import Mode, RunConfig, load_run, workload
+from jitbench.errors import ConfigError
+from jitbench.measure import diagnose
+from jitbench.measure.devices import resolve_devices
+from jitbench.measure.protocol import skips_to_json
+from jitbench.measure.threads import allowed_cores
+from jitbench.results import Status
+from jitbench.runner import overlap
+from jitbench.runner.executors import InProcessExecutor
+from jitbench.runner.plan import case_key, plan_cases
+from tests.conftest import TINY_SUITE, run_cli
+
+TWO_CORES = len(allowed_cores()) >= 2
+
+
+def _vec(rng, *, dtype, n):  # type: ignore[no-untyped-def]
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+@workload(inputs=_vec, sizes={"S": {"n": 4}}, name="twice")
+def twice(xp, x):  # type: ignore[no-untyped-def]
+    return x * 2.0
+
+
+@pytest.mark.parametrize(
+    ("settings", "why"),
+    [
+        ({"isolate": True}, "--isolate"),
+        ({"threads": None}, "--threads all"),
+        # As many threads as cores: two such processes cannot both be pinned.
+        ({"threads": len(allowed_cores())}, f"need {2 * len(allowed_cores())} cores"),
+    ],
+)
+def test_a_run_that_cannot_overlap_measures_in_turn_and_refuses_to_be_told_to(
+    settings: dict[str, object], why: str
+) -> None:
+    config = RunConfig(**settings)  # type: ignore[arg-type]
+    assert overlap.plan_overlap(config, resuming=False) is None
+    with pytest.raises(ConfigError, match=f"--overlap: .*{why}.*leave out --overlap"):
+        overlap.plan_overlap(replace(config, overlap=True), resuming=False)
+
+
+def test_one_process_no_overlap_or_a_resume_measure_in_turn() -> None:
+    assert overlap.plan_overlap(RunConfig(processes=1, overlap=True), resuming=False) is None
+    assert overlap.plan_overlap(RunConfig(overlap=False), resuming=False) is None
+    assert overlap.plan_overlap(RunConfig(), resuming=True) is None
+
+
+def test_a_default_run_overlaps_on_two_cores_one_each() -> None:
+    plan = overlap.plan_overlap(RunConfig(), resuming=False)
+    if not TWO_CORES:
+        assert plan is None
+        return
+    assert plan is not None
+    assert len(plan.first) == len(plan.second) == 1 and not plan.first & plan.second
+    assert plan.first | plan.second <= set(allowed_cores()) and plan.count == 2
+
+
+def test_the_config_records_overlap_and_older_files_measured_in_turn() -> None:
+    assert RunConfig().overlap is None
+    assert RunConfig.from_dict({"sizes": ["S"]}).overlap is False
+    assert RunConfig.from_dict(RunConfig(overlap=True).to_dict()).overlap is True
+    with pytest.raises(ConfigError, match="--overlap is a flag"):
+        RunConfig(overlap="yes")  # type: ignore[arg-type]
+
+
+def test_the_first_process_marks_each_group_and_a_follower_waits_for_the_mark(
+    tmp_path: Path,
+) -> None:
+    config = RunConfig.quick_settings()
+    devices = resolve_devices([])
+    [planned] = plan_cases([twice], config, devices)
+    lead = InProcessExecutor(config, devices, shared_compiles=tmp_path)
+    result, _ = lead.measure([planned])
+    assert {m.status for m in result} == {Status.OK}
+    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
+    assert json.loads(mark.read_text()) == []  # nothing timed out
+    # The follower waits while the mark is away, and goes on once it is back.
+    held = mark.read_text()
+    mark.unlink()
+    writer = threading.Timer(0.2, lambda: mark.write_text(held))
+    follower = InProcessExecutor(
+        config, devices, shared_compiles=tmp_path, check_outputs=False, follow=True
+    )
+    before = overlap.waited_s()
+    began = time.monotonic()
+    writer.start()
+    result, _ = follower.measure([planned])
+    writer.join()
+    assert time.monotonic() - began >= 0.2 and overlap.waited_s() - before > 0
+    assert {m.status for m in result} == {Status.OK}
+    assert mark.read_text() == held  # a follower marks nothing
+
+
+@pytest.mark.parametrize("retry", [False, True])
+def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
+    tmp_path: Path, retry: bool
+) -> None:
+    config = RunConfig.quick_settings(timeout_s=5.0, retry_timeouts=retry)
+    devices = resolve_devices([])
+    [planned] = plan_cases([twice], config, devices)
+    InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
+    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
+    why = "eager exceeded --timeout 5 s"
+    mark.write_text(json.dumps(skips_to_json({(case_key(planned), Mode.EAGER): why})))
+    follower = InProcessExecutor(
+        config, devices, shared_compiles=tmp_path, check_outputs=False, follow=True
+    )
+    result, _ = follower.measure([planned])
+    eager = next(m for m in result if m.mode is Mode.EAGER)
+    if retry:
+        assert eager.status is Status.OK
+    else:
+        assert eager.status is Status.SKIPPED
+        assert eager.diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
+        assert why in eager.diagnostics[0].message
+
+
+@pytest.mark.skipif(not TWO_CORES, reason="two processes side by side need two cores")
+def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_another(
+    tmp_path: Path,
+) -> None:
+    suite = tmp_path / "tiny.py"
+    suite.write_text(TINY_SUITE)
+    out = tmp_path / "out"
+    proc = run_cli(
+        "run", "double", "--suite", str(suite), "--quick", "--processes", "2", "--overlap",
+        "-s", "S,M", "--out", str(out),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [path] = (out / "runs").glob("*.json")
+    run = load_run(path)
+    assert run.config.settings is not None and run.config.settings.overlap is True
+    assert run.processes == 2
+    assert all(len(m.run_sample_counts) == 2 for m in run.measurements if m.ok)
+    # Each process's snapshots count both processes' cores as jitbench's.
+    for snapshot in ("machine_before", "machine_after"):
+        assert run.environment[snapshot]["cores_used"] == 2
+    # The compiles are the first process's: the second loaded its programs.
+    assert all(m.compile.compile_count == 1 for m in run.measurements if m.mode is Mode.JIT)
