@@ -13,6 +13,10 @@ Splits each run's wall time (finished_at - started_at, whole seconds) into:
 - the rest: start-ups of the worker processes, inputs, loading the first process's
   programs in the workers, warm-up and calibration, validation, checkpoints, the report.
 
+Where the first two processes measured side by side (`--overlap`, the run's
+`config.overlap`), the second's sampling ran during the first's and is left out of the
+sum that the rest is the wall time less.
+
     python tools/run_time_split.py reports/runs/*.json
 """
 
@@ -47,6 +51,7 @@ class TimeSplit:
     timed: list[float] = field(default_factory=list)  # per process
     rewarm: list[float] = field(default_factory=list)  # per process, estimated
     clock: str = "wall"  # what the samples count (--clock)
+    overlap: bool = False  # the second process measured beside the first
     asked: int = 1  # --processes
     in_extra: int = 0  # measurements that extra processes measured again
     measurements: int = 0
@@ -59,6 +64,7 @@ def split(run: Run) -> TimeSplit:
         wall=_seconds(run),
         cold={Mode.EAGER: 0.0, Mode.JIT: 0.0},
         clock=plan.clock,
+        overlap=bool(settings is not None and settings.overlap),
         asked=settings.processes if settings is not None else run.processes,
         measurements=len(run.measurements),
     )
@@ -92,6 +98,8 @@ def main() -> None:
         s = split(load_run(path))
         cold_s = sum(s.cold.values())
         sampling = sum(s.timed) + sum(s.rewarm)
+        # The second process's sampling, where it ran beside the first: not in the wall.
+        beside = s.timed[1] + s.rewarm[1] if s.overlap and len(s.timed) > 1 else 0.0
         wall = "?" if s.wall is None else f"{s.wall:.0f}"
         print(
             f"{path.name}: {wall} s wall, {s.asked} processes and {len(s.timed) - s.asked} "
@@ -107,10 +115,12 @@ def main() -> None:
             + ("; --clock cpu: CPU seconds, fewer than wall on a busy machine" * (s.clock == "cpu"))
         )
         for index, (t, r) in enumerate(zip(s.timed, s.rewarm, strict=True), start=1):
-            print(f"    process {index}: {t + r:5.1f} s  (timed {t:.1f}, re-warm {r:.1f})")
+            note = "  beside the first (--overlap)" if beside and index == 2 else ""
+            print(f"    process {index}: {t + r:5.1f} s  (timed {t:.1f}, re-warm {r:.1f}){note}")
         if s.wall is not None:
+            rest = s.wall - cold_s - (sampling - beside)
             print(
-                f"  the rest:                        {s.wall - cold_s - sampling:5.1f} s  "
+                f"  the rest:                        {rest:5.1f} s  "
                 "(start-ups, inputs, workers loading programs, warm-up, validation, "
                 "checkpoints, report)"
             )

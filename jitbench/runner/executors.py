@@ -264,6 +264,8 @@ class InProcessExecutor:
 
     def prepare(self) -> None:
         warm_up(self.devices)
+        if self.follow and self.shared_compiles is not None:  # the first may begin now
+            overlap.mark_ready(self.shared_compiles)
 
     def measure(
         self, pcs: Sequence[PlannedCase], report: StepReport | None = None

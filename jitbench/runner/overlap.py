@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +37,8 @@ from jitbench.results import Measurement
 
 #: The file, in a group's shared folder, that says the first process has opened it.
 OPENED_FILE = "opened.json"
+#: The file, in the run's shared folder, that says the follower has started and waits.
+READY_FILE = "follower-ready"
 #: How often a follower looks for the mark of the group it waits for.
 POLL_S = 0.01
 
@@ -117,6 +119,26 @@ def _why_not(config: RunConfig, *, resuming: bool) -> str | None:
         need = 2 * config.threads
         return f"two processes of {config.threads} thread(s) need {need} cores, {free} allowed"
     return None
+
+
+def mark_ready(folder: Path) -> None:
+    """Say, in the run's shared folder, that this (following) process has started: its
+    interpreter, JAX and the suites are loaded and its backend is up, so what is left of
+    it is waiting and measuring."""
+    (folder / READY_FILE).touch()
+
+
+def wait_ready(folder: Path, alive: Callable[[], bool], *, poll_s: float = POLL_S) -> bool:
+    """Wait until the follower has started (`mark_ready`), or has died (`alive()` False:
+    False is returned, and the run reports it when it asks for its result). The first
+    process measures nothing before: a spawned interpreter importing JAX beside it made
+    the first cases' cold compiles twice as slow, and its noise probe read ±8-26 %."""
+    path = folder / READY_FILE
+    while not path.exists():
+        if not alive():
+            return False
+        time.sleep(poll_s)
+    return True
 
 
 def mark_opened(folder: Path, measurements: Iterable[Measurement]) -> None:

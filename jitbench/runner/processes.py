@@ -91,6 +91,9 @@ class StartedWorker:
     def pid(self) -> int:
         return int(self._proc.pid)
 
+    def alive(self) -> bool:
+        return bool(self._proc.is_alive())
+
     def result(self, on_progress: Callable[[int, int], None] | None = None) -> Run:
         """The worker's run, once it sends it (progress as it goes to `on_progress`).
 

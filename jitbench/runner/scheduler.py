@@ -177,6 +177,7 @@ def run_workloads(
                                 shared_compiles=shared,
                             )
                         )
+                        overlap.wait_ready(Path(shared), started[0].alive)
                         return started[0].pid
 
                     first = functools.partial(
@@ -280,8 +281,8 @@ def _measure_once(
     names are left out (`timed_out_modes`). `cores` are the cores to pin to (default: the
     least busy); `beside` is the run's process measuring at the same time on other cores,
     if any (`overlap`), not counted as another process in the machine's snapshots;
-    `start_beside` starts it once this process's first snapshot is taken (whose noise
-    probe its start-up would disturb) and returns its pid."""
+    `start_beside` starts it, returning its pid once it waits for this process, before
+    this process's first snapshot and first case (its start-up would disturb both)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     pids = () if beside is None or beside.pid is None else (beside.pid,)
@@ -304,6 +305,8 @@ def _measure_once(
             cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
+        if start_beside is not None:
+            pids = (start_beside(),)
         if resume is not None:
             record = resume.config
             start = replace(
@@ -319,8 +322,6 @@ def _measure_once(
                 config=RecordedConfig(settings=config, selection=selection_of(workloads)),
                 measurements=(),
             )
-        if start_beside is not None:
-            pids = (start_beside(),)
         run = schedule(
             cases,
             executor_for(

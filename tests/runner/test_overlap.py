@@ -151,3 +151,12 @@ def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_anoth
         assert run.environment[snapshot]["cores_used"] == 2
     # The compiles are the first process's: the second loaded its programs.
     assert all(m.compile.compile_count == 1 for m in run.measurements if m.mode is Mode.JIT)
+
+
+def test_the_first_process_waits_for_the_follower_to_start_or_to_die(tmp_path: Path) -> None:
+    assert not overlap.wait_ready(tmp_path, lambda: False)  # died before it was ready
+    waiting = threading.Timer(0.1, lambda: overlap.mark_ready(tmp_path))
+    waiting.start()
+    assert overlap.wait_ready(tmp_path, lambda: True)
+    waiting.join()
+    assert (tmp_path / overlap.READY_FILE).exists()

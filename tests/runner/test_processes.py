@@ -426,7 +426,8 @@ def test_a_suite_edited_during_a_run_stops_it_with_the_cause_and_keeps_the_first
         jitbench.run(
             ["double"],
             suites=[suite],
-            config=RunConfig.quick_settings(processes=2),
+            # In turn: a second process beside the first has read the suite before.
+            config=RunConfig.quick_settings(processes=2, overlap=False),
             on_event=edit_on_the_second_process,
             checkpoint=saved.append,
         )
