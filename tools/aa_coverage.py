@@ -375,6 +375,41 @@ def across(runs: list, others: list, mode: str) -> tuple[float, int, float, floa
     return (covered / total if total else math.nan), total, mean, se, len(shifts)
 
 
+def time_shift(runs: list, others: list) -> dict[str, tuple[float, float, int]]:  # type: ignore[type-arg]
+    """Run i of this version against run i of the alternate (the same minutes), per case:
+    the mean log ratio of the shown times of each mode, and of the cold first calls of
+    eager and jit (`compile.first_call_s`), ± its standard error, and the count. A version
+    that slows what it measures shows it here, where the speedups (paired) would not."""
+    from jitbench import Mode
+
+    logs: dict[str, list[float]] = {}
+    for a, b in zip(runs, others, strict=False):
+        fa, fb = analyse(a), analyse(b)
+        for case in a.cases():
+            ca, cb = fa.case(case.key), fb.case(case.key)
+            if ca is None or cb is None:
+                continue
+            for mode, x in ca.figures.items():
+                y = cb.figures.get(mode)
+                if x.ok and y is not None and y.ok and x.time and y.time:
+                    logs.setdefault(f"{mode.value} time", []).append(
+                        math.log(x.time.value / y.time.value)
+                    )
+            for mode in (Mode.EAGER, Mode.JIT):
+                ma, mb = a.get(case.key, mode), b.get(case.key, mode)
+                if ma is None or mb is None or ma.compile is None or mb.compile is None:
+                    continue
+                if ma.compile.first_call_s and mb.compile.first_call_s:
+                    logs.setdefault(f"{mode.value} cold first call", []).append(
+                        math.log(ma.compile.first_call_s / mb.compile.first_call_s)
+                    )
+    return {
+        name: (statistics.fmean(v), statistics.stdev(v) / math.sqrt(len(v)), len(v))
+        for name, v in logs.items()
+        if len(v) >= 2
+    }
+
+
 def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
     """This version against the alternate, run pair by run pair (run i of each ran in the
     same minutes): how often its median interval was the wider, and, per case, whether
@@ -404,6 +439,11 @@ def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
                 f"{mode}: run-to-run sd of log speedup larger in {larger} of {len(common)} "
                 f"cases (median ratio {ratio:.2f})"
             )
+    for name, (mean, se, count) in sorted(time_shift(runs, others).items()):
+        print(
+            f"{name}s vs the alternate's, run by run: {math.expm1(mean):+.1%} ± {se:.1%} "
+            f"(mean log ratio ± se, {count} cases × runs)"
+        )
 
 
 def process_bias(runs: list) -> dict[str, tuple[float, float, int]]:  # type: ignore[type-arg]
