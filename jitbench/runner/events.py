@@ -133,6 +133,7 @@ class ProcessStarted:
     index: int
     total: int
     cases: int | None = None
+    together: int = 1  # processes starting at once, side by side: `index` is the last
 
 
 RunEvent = (

@@ -99,12 +99,15 @@ def executor_for(
     check_outputs: bool = True,
     skip: Skips | None = None,
     follow: bool = False,
+    ready: tuple[Path, int] | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
     outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker).
     The modes of cases `skip` names are not measured (`protocol.open_cases`). With
-    `follow`, each group waits until the first process has opened it (`overlap`)."""
+    `follow`, each group waits until the first process has opened it (`overlap`); with
+    `ready` (a folder, a count), the process says it has started there before its first
+    case and waits until that many have (`overlap.wait_ready`)."""
     if config.isolate:
         return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
@@ -114,6 +117,7 @@ def executor_for(
         check_outputs=check_outputs,
         skip=skip,
         follow=follow,
+        ready=ready,
     )
 
 
@@ -213,6 +217,7 @@ class InProcessExecutor:
         check_outputs: bool = True,
         skip: Skips | None = None,
         follow: bool = False,
+        ready: tuple[Path, int] | None = None,
     ) -> None:
         self.config = config
         self.devices = list(devices)
@@ -220,6 +225,9 @@ class InProcessExecutor:
         self.check_outputs = check_outputs
         self.skip = skip
         self.follow = follow
+        self.ready = ready
+        #: The pids of the processes that started with this one (`ready`), once met.
+        self.siblings: tuple[int, ...] = ()
 
     def _folder(self, pcs: Sequence[PlannedCase]) -> Path | None:
         """The group's folder under `shared_compiles` (None where nothing is shared)."""
@@ -264,8 +272,12 @@ class InProcessExecutor:
 
     def prepare(self) -> None:
         warm_up(self.devices)
-        if self.follow and self.shared_compiles is not None:  # the first may begin now
-            overlap.mark_ready(self.shared_compiles)
+        if self.ready is not None:  # the others may begin now (and this one once they can)
+            folder, count = self.ready
+            overlap.mark_ready(folder)
+            if count > 1:
+                met = overlap.wait_ready(folder, lambda: True, count=count)
+                self.siblings = tuple(pid for pid in met if pid != os.getpid())
 
     def measure(
         self, pcs: Sequence[PlannedCase], report: StepReport | None = None

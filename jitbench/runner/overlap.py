@@ -37,8 +37,12 @@ from jitbench.results import Measurement
 
 #: The file, in a group's shared folder, that says the first process has opened it.
 OPENED_FILE = "opened.json"
-#: The file, in the run's shared folder, that says the follower has started and waits.
-READY_FILE = "follower-ready"
+#: The files, in a folder of the run's, that say a process has started and waits (one
+#: per process, named by its pid).
+READY_PREFIX = "ready-"
+#: How long a process waits for the others it starts with before it measures anyway (one
+#: of them died: the run reports it when it asks for that one's result).
+READY_LIMIT_S = 120.0
 #: How often a follower looks for the mark of the group it waits for.
 POLL_S = 0.01
 
@@ -46,7 +50,8 @@ POLL_S = 0.01
 @dataclass(frozen=True)
 class OverlapPlan:
     """Where the two processes of an overlapping run measure: `first` for this process,
-    `second` for the one beside it (disjoint sets of `--threads` cores each)."""
+    `second` for the one beside it (disjoint sets of `--threads` cores each); the two
+    extra processes that measure side by side take one each too."""
 
     first: frozenset[int]
     second: frozenset[int]
@@ -122,23 +127,32 @@ def _why_not(config: RunConfig, *, resuming: bool) -> str | None:
 
 
 def mark_ready(folder: Path) -> None:
-    """Say, in the run's shared folder, that this (following) process has started: its
-    interpreter, JAX and the suites are loaded and its backend is up, so what is left of
-    it is waiting and measuring."""
-    (folder / READY_FILE).touch()
+    """Say, in `folder`, that this process has started: its interpreter, JAX and the
+    suites are loaded and its backend is up, so what is left of it is waiting and
+    measuring."""
+    (folder / f"{READY_PREFIX}{os.getpid()}").touch()
 
 
-def wait_ready(folder: Path, alive: Callable[[], bool], *, poll_s: float = POLL_S) -> bool:
-    """Wait until the follower has started (`mark_ready`), or has died (`alive()` False:
-    False is returned, and the run reports it when it asks for its result). The first
-    process measures nothing before: a spawned interpreter importing JAX beside it made
-    the first cases' cold compiles twice as slow, and its noise probe read ±8-26 %."""
-    path = folder / READY_FILE
-    while not path.exists():
-        if not alive():
-            return False
+def wait_ready(
+    folder: Path,
+    alive: Callable[[], bool],
+    *,
+    count: int = 1,
+    limit_s: float = READY_LIMIT_S,
+    poll_s: float = POLL_S,
+) -> tuple[int, ...]:
+    """Wait until `count` processes have started (`mark_ready`), while `alive()`, for at
+    most `limit_s`; the pids of those that have. Nothing is measured before: a spawned
+    interpreter importing JAX beside a measuring process made the first workload's cold
+    compiles twice as slow, and its noise probe read ±8-26 %."""
+    end = time.monotonic() + limit_s
+    while True:
+        pids = tuple(
+            int(p.name.removeprefix(READY_PREFIX)) for p in folder.glob(f"{READY_PREFIX}*")
+        )
+        if len(pids) >= count or not alive() or time.monotonic() >= end:
+            return pids
         time.sleep(poll_s)
-    return True
 
 
 def mark_opened(folder: Path, measurements: Iterable[Measurement]) -> None:

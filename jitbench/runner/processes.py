@@ -199,6 +199,7 @@ def run_in_processes(
     checkpoint: Callable[[Run], None] | None = None,
     worker: Callable[..., Run],
     beside: Callable[[], StartedWorker | None] | None = None,
+    pair: Callable[[Sequence[CaseKey]], list[Run]] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Run:
     """`first()` measures the run in this process; then `config.processes - 1` workers
@@ -214,7 +215,9 @@ def run_in_processes(
     from the pooled run, up to `EXTRA_PROCESSES` more per case, within `EXTRA_TIME_SHARE`
     of the time the workers before took (`clock`); the checkpoint of the last process is
     the complete run. A resumed run goes on with the extra processes it lacks (without a
-    time limit where its first processes ran in another session).
+    time limit where its first processes ran in another session). With `pair` (a run
+    whose first two overlapped), two extra processes at a time measure the cases side by
+    side (`pair(keys)` returns both runs), where two more are allowed.
 
     Raises:
         RunInterrupted: on Ctrl-C or a stop signal; it carries the pooled partial run.
@@ -280,9 +283,19 @@ def run_in_processes(
     if started_here:
         save(replace(pooled, complete=not keys))
     while keys:
-        index += 1
         began = clock()
-        parts.append(measure(index, index, keys))
+        if pair is not None and most - index >= 2:  # two at once, on a core each
+            emit(ProcessStarted(index=index + 2, total=index + 2, cases=len(keys), together=2))
+            try:
+                parts.extend(pair(keys))
+            except KeyboardInterrupt as exc:
+                partial = replace(_pooled(parts), complete=False)
+                save(partial)
+                raise RunInterrupted(partial, exc) from None
+            index += 2
+        else:
+            index += 1
+            parts.append(measure(index, index, keys))
         took = clock() - began
         extra_s += took
         per_case_s = took / len(keys)

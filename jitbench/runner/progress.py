@@ -159,8 +159,9 @@ class ProgressEstimate:
             self.step = (
                 f"worker process {event.index}/{event.total}: every case again"
                 if event.cases is None
-                else f"extra process {event.index}: {event.cases} case(s) whose intervals "
-                "are widest, again"
+                else f"extra process{'es' if event.together > 1 else ''} "
+                f"{_numbers(event.index, event.together)}: {event.cases} case(s) whose "
+                "intervals are widest, again"
             )
             self.label = ""
 
@@ -304,3 +305,10 @@ def eta_text(seconds: float | None) -> str:
     if hours:
         return f"ETA {hours}:{minutes:02d}:{secs:02d}"
     return f"ETA {minutes}:{secs:02d}"
+
+
+def _numbers(last: int, together: int) -> str:
+    """'3' or, for processes side by side, '3 and 4'."""
+    if together <= 1:
+        return str(last)
+    return " and ".join(str(i) for i in range(last - together + 1, last + 1))

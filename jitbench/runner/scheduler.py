@@ -211,6 +211,32 @@ def run_workloads(
                     else lambda done, total: on_event(WorkerProgress(done, total)),
                 )
 
+            def pair(cases: Sequence[CaseKey]) -> list[Run]:
+                # Two extra processes at once, a core each, both measuring once both started.
+                assert cores is not None
+                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                together = tempfile.mkdtemp(prefix="together-", dir=shared)
+                workers = [
+                    start_worker(
+                        selection_of(workloads),
+                        config,
+                        target=functools.partial(
+                            worker_main,
+                            skip=skips_to_json(skip),
+                            cores=sorted(own),
+                            together=together,
+                        ),
+                        shared_compiles=shared,
+                        cases=cases,
+                    )
+                    for own in (cores.first, cores.second)
+                ]
+                try:
+                    return [w.result() for w in workers]
+                finally:
+                    for w in workers:
+                        w.stop()
+
             pooled = run_in_processes(
                 first_kept,
                 selection_of(workloads),
@@ -219,6 +245,7 @@ def run_workloads(
                 checkpoint=checkpoint,
                 worker=worker,
                 beside=lambda: started[0] if started else None,
+                pair=None if cores is None else pair,
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -269,6 +296,7 @@ def _measure_once(
     cores: frozenset[int] | None = None,
     beside: Beside | None = None,
     start_beside: Callable[[], int] | None = None,
+    ready: tuple[Path, int] | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
     `run_workloads`), the
@@ -282,7 +310,8 @@ def _measure_once(
     least busy); `beside` is the run's process measuring at the same time on other cores,
     if any (`overlap`), not counted as another process in the machine's snapshots;
     `start_beside` starts it, returning its pid once it waits for this process, before
-    this process's first snapshot and first case (its start-up would disturb both)."""
+    this process's first snapshot and first case (its start-up would disturb both);
+    `ready` is where this process says it has started (`executors.executor_for`)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     pids = () if beside is None or beside.pid is None else (beside.pid,)
@@ -322,16 +351,18 @@ def _measure_once(
                 config=RecordedConfig(settings=config, selection=selection_of(workloads)),
                 measurements=(),
             )
+        executor = executor_for(
+            sampling,
+            devices,
+            shared_compiles=shared_compiles,
+            check_outputs=check_outputs,
+            skip=skip,
+            follow=beside is not None and beside.leads,
+            ready=ready,
+        )
         run = schedule(
             cases,
-            executor_for(
-                sampling,
-                devices,
-                shared_compiles=shared_compiles,
-                check_outputs=check_outputs,
-                skip=skip,
-                follow=beside is not None and beside.leads,
-            ),
+            executor,
             start,
             plan=sampling.plan,
             on_event=on_event,
@@ -342,6 +373,7 @@ def _measure_once(
             timeout_s=config.timeout_s,
             beside=beside is not None and not beside.leads,
         )
+        pids = (*pids, *getattr(executor, "siblings", ()))
         after = snapshot()
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
 
@@ -495,13 +527,16 @@ def worker_main(
     skip: list[dict[str, Any]] | None = None,
     cores: list[int] | None = None,
     leader: int | None = None,
+    together: str | None = None,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the first process left in `shared_compiles`; leaving out the
     modes `skip` names), send the run back. With `leader` (the first process's pid), it
     measures beside the first process on `cores`, following it group by group (`overlap`),
-    and says how long it waited for it before the run."""
+    and says how long it waited for it before the run. With `together` (a folder), it is
+    one of two extra processes measuring side by side on `cores`: each starts measuring
+    once both have started."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -536,8 +571,13 @@ def worker_main(
             skip=skips_from_json(skip),
             cores=None if cores is None else frozenset(cores),
             beside=None
-            if leader is None
-            else Beside(cores_used=2 * len(cores or ()), leads=True, pid=leader),
+            if leader is None and together is None
+            else Beside(cores_used=2 * len(cores or ()), leads=leader is not None, pid=leader),
+            ready=(Path(shared_compiles), 1)
+            if leader is not None and shared_compiles
+            else (Path(together), 2)
+            if together is not None
+            else None,
         )
         if leader is not None:
             conn.send(("waited", overlap.waited_s()))

@@ -168,7 +168,7 @@ def test_the_footer_counts_the_processes_each_case_had() -> None:
     # Where the first two measured side by side (--overlap), it says so.
     overlapped = replace(run, config=RecordedConfig(settings=RunConfig(overlap=True), selection=()))
     assert processes_text(overlapped) == (
-        "2 processes, the first two side by side (3–4 for 2 of 4 measurements)"
+        "2 processes, two at a time, side by side (3–4 for 2 of 4 measurements)"
     )
     one = replace(
         _run_with_process_counts([1]),

@@ -4,6 +4,7 @@ follower keeps to the first process's pace and its timeouts."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from dataclasses import replace
@@ -154,9 +155,20 @@ def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_anoth
 
 
 def test_the_first_process_waits_for_the_follower_to_start_or_to_die(tmp_path: Path) -> None:
-    assert not overlap.wait_ready(tmp_path, lambda: False)  # died before it was ready
+    assert overlap.wait_ready(tmp_path, lambda: False) == ()  # died before it was ready
     waiting = threading.Timer(0.1, lambda: overlap.mark_ready(tmp_path))
     waiting.start()
-    assert overlap.wait_ready(tmp_path, lambda: True)
+    assert overlap.wait_ready(tmp_path, lambda: True) == (os.getpid(),)
     waiting.join()
-    assert (tmp_path / overlap.READY_FILE).exists()
+
+
+def test_two_extra_processes_each_wait_for_the_other_or_for_the_limit(tmp_path: Path) -> None:
+    overlap.mark_ready(tmp_path)
+    began = time.monotonic()
+    # The other never starts: this one measures after the limit, alone.
+    assert overlap.wait_ready(tmp_path, lambda: True, count=2, limit_s=0.1) == (os.getpid(),)
+    assert time.monotonic() - began >= 0.1
+    (tmp_path / f"{overlap.READY_PREFIX}12345").touch()  # the other, started
+    assert sorted(overlap.wait_ready(tmp_path, lambda: True, count=2)) == sorted(
+        (os.getpid(), 12345)
+    )

@@ -556,6 +556,47 @@ def test_cases_with_wide_intervals_are_measured_in_extra_processes_up_to_the_mos
     assert {m.case.key: len(m.run_sample_counts) for m in again.measurements} == counts
 
 
+def test_where_the_first_two_overlapped_two_extra_processes_measure_side_by_side() -> None:
+    """The wild case's extra processes 3 and 4 start together (`pair`, announced once with
+    both numbers), each a part of the pooled run; no single extra process follows."""
+    runs, wild, calm = _processes([1.0, 1.3, 1.15, 1.15])
+    clock = _Clock()
+    events: list[object] = []
+    calls: list[object] = []
+    pairs: list[list[object]] = []
+
+    def first():  # type: ignore[no-untyped-def]
+        clock.now += 6.0
+        return runs[0]
+
+    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
+        clock.now += len(runs[1].cases())
+        return runs[1]
+
+    def pair(cases):  # type: ignore[no-untyped-def]
+        pairs.append(list(cases))
+        clock.now += 1.0 * len(cases)  # both at once: one's time
+        return [_only(runs[2], set(cases)), _only(runs[3], set(cases))]
+
+    run = run_in_processes(
+        first,
+        SELECTION,
+        RunConfig(processes=2),
+        on_event=events.append,
+        worker=worker,
+        pair=pair,
+        clock=clock,
+    )
+    assert calls == [None] and pairs == [[wild]]
+    assert events == [
+        ProcessStarted(index=2, total=2),
+        ProcessStarted(index=4, total=4, cases=1, together=2),
+    ]
+    counts = {m.case.key: len(m.run_sample_counts) for m in run.measurements}
+    assert counts[wild] == 4 and counts[calm] == 2 and run.processes == 4
+
+
 def test_extra_processes_stay_within_their_share_of_the_runs_time() -> None:
     """The first two processes took 12 s (the worker 1 s a case): the extra processes may
     take `EXTRA_TIME_SHARE` of that, 3.6 s: the wild case once more, which took 5 s, and

@@ -95,6 +95,22 @@ def test_worker_processes_take_as_long_as_the_first() -> None:
     assert "worker process 2/3" in est.description()
 
 
+def test_a_second_process_beside_the_first_adds_no_time_and_a_pair_is_named() -> None:
+    """With the second process measuring beside the first (`RunStarted.beside`), only the
+    third of three is foreseen after the first; two extra processes side by side are
+    announced by both numbers."""
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=1, budget_s=0.5, processes=3, beside=True))
+    a = _case("a")
+    est.update(CaseStarted(a, 0, 1))
+    clock.now += 2.0
+    est.update(CaseFinished(a, 0, 1, ()))
+    assert est.eta_s() == pytest.approx(2.0)  # the third process; the second ran beside
+    est.update(ProcessStarted(5, 5, cases=1, together=2))
+    assert "extra processes 4 and 5: 1 case(s)" in est.description()
+
+
 def test_an_extra_process_takes_its_share_of_the_cases_time() -> None:
     """An extra process measures the cases whose intervals are widest: 1 of 4 here, so a
     quarter of what the first process took, and nothing after it is foreseen."""

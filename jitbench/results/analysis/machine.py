@@ -330,7 +330,7 @@ def clock_text(run: Run) -> str | None:
 
 def processes_text(run: Run) -> str:
     """'2 processes', or '2 processes (3–4 for 41 of 80 measurements)' where extra
-    processes measured the cases whose figures disagreed or were wide; ', the first two
+    processes measured the cases whose figures disagreed or were wide; ', two at a time,
     side by side' where they overlapped (`--overlap`)."""
     counts = [len(m.run_sample_counts) for m in run.measurements if m.run_sample_counts]
     if not counts:
@@ -339,7 +339,7 @@ def processes_text(run: Run) -> str:
     text = f"{least} process" + ("" if least == 1 else "es")
     settings = run.config.settings
     if settings is not None and settings.overlap and least >= 2:
-        text += ", the first two side by side"
+        text += ", two at a time, side by side"
     if most > least:
         more = sum(1 for c in counts if c > least)
         extra = f"{least + 1}" if most == least + 1 else f"{least + 1}–{most}"
