@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -45,9 +45,11 @@ from jitbench.results import (
     save_run,
 )
 from jitbench.results.model import new_run_id
+from jitbench.runner import overlap
 from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, Side, run_duet
 from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
+from jitbench.runner.processes import StandbyWorker, start_standby
 from jitbench.runner.scheduler import run_workloads
 from jitbench.runner.sides import comparison_sides
 from jitbench.runner.signals import signals_ignored
@@ -140,6 +142,7 @@ def run(
     root = Path(out).absolute() if out is not None else None
     with contextlib.ExitStack() as held:  # the run file's lock, until it is saved
         previous: Run | None = None
+        standby: StandbyWorker | None = None
         path: Path | None
         if resume is not None:
             given = [
@@ -158,6 +161,10 @@ def run(
             if root is not None:  # its page's copy of the run must not replace another file
                 check_run_copy(previous, root, source=path)
         else:
+            # The run's second process, where it may measure beside the first: started
+            # now, it loads JAX while the suites are found (ended below if not taken).
+            if overlap.may_overlap(config or RunConfig()):
+                standby = held.enter_context(_standby())
             registry = discover(suites)
             for error in registry.errors:
                 emit(SuiteSkipped(str(error)))
@@ -199,6 +206,7 @@ def run(
                 checkpoint=save_partial,
                 run_id=run_id,
                 resume=previous,
+                standby=standby,
             )
         except RunInterrupted as exc:
             if path is None:
@@ -211,6 +219,17 @@ def run(
             with signals_ignored():
                 save(result)
         return result
+
+
+@contextlib.contextmanager
+def _standby() -> Iterator[StandbyWorker]:
+    """A worker process started now (`processes.start_standby`), ended on the way out
+    unless the run took it."""
+    standby = start_standby()
+    try:
+        yield standby
+    finally:
+        standby.dismiss()
 
 
 def _unsaved_message(exc: OutputError, path: Path, saved: list[int]) -> str:

@@ -112,6 +112,16 @@ def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
     return OverlapPlan(first=frozenset(cores[:n]), second=frozenset(cores[n:]))
 
 
+def may_overlap(config: RunConfig) -> bool:
+    """Whether a fresh run of `config` may overlap, by its settings alone (its devices
+    are not known yet): where it may, `api.run` starts the second process early."""
+    return (
+        config.processes >= 2
+        and config.overlap is not False
+        and not _why_not(config, resuming=False)
+    )
+
+
 def _why_not(config: RunConfig, *, resuming: bool) -> str | None:
     if resuming:
         return "a resumed run measures its remaining processes one after another"

@@ -20,6 +20,7 @@ K processes took. A case's measurements record how many processes measured it
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import multiprocessing
@@ -35,7 +36,7 @@ from jitbench.results import Run, run_from_dict
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
 from jitbench.runner.allocation import CaseKey, cases_for_another_process
-from jitbench.runner.child import receive, spawning_quietly
+from jitbench.runner.child import die_with_parent, receive, spawning_quietly
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted, WorkerProgress
 
 
@@ -138,6 +139,94 @@ class StartedWorker:
             self._proc.join()
 
 
+class StandbyWorker:
+    """A worker process started before it has work (`start_standby`): its interpreter
+    imports JAX and jitbench while the caller finds the suites, then waits for `order`."""
+
+    def __init__(self, proc: Any, orders: Connection, receiver: Connection) -> None:
+        self._proc = proc
+        self._orders = orders
+        self._receiver = receiver
+        self._ordered = False
+
+    def order(
+        self,
+        selection: Sequence[Selection],
+        config: RunConfig,
+        *,
+        target: WorkerTarget,
+        shared_compiles: str | None = None,
+        cases: Sequence[CaseKey] | None = None,
+    ) -> StartedWorker:
+        """Give it what `start_worker` gives a fresh process; the worker it becomes."""
+        args = _worker_args(selection, config, shared_compiles, cases)
+        self._orders.send((target, args))
+        self._ordered = True
+        return StartedWorker(self._proc, self._receiver, time.monotonic())
+
+    def alive(self) -> bool:
+        return bool(self._proc.is_alive())
+
+    def dismiss(self) -> None:
+        """End it, unless it was given work (its `StartedWorker` ends it then)."""
+        if self._ordered:
+            return
+        with contextlib.suppress(OSError):  # it has gone already
+            self._orders.send(None)
+        self._proc.join(timeout=5)
+        if self._proc.is_alive():
+            self._proc.kill()
+            self._proc.join()
+
+
+def start_standby() -> StandbyWorker:
+    """Start a worker process that imports what a worker needs and waits for its work
+    (`StandbyWorker.order`), so that its start-up runs while the caller still prepares,
+    before anything is measured."""
+    ctx = multiprocessing.get_context("spawn")
+    orders_out, orders_in = ctx.Pipe(duplex=False)
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=standby_main, args=(orders_out, sender), name="jitbench-worker")
+    with spawning_quietly():
+        proc.start()
+    sender.close()
+    orders_out.close()
+    return StandbyWorker(proc, orders_in, receiver)
+
+
+def standby_main(orders: Connection, conn: Connection) -> None:
+    """A standby worker (a spawned child): import what a worker runs, then run the
+    `(target, args)` it is sent as `start_worker`'s child would, or end on None."""
+    die_with_parent()
+    # JAX, NumPy and the measuring code, loaded now: what makes a worker's start slow.
+    import jitbench.measure.protocol
+    import jitbench.runner.executors  # noqa: F401
+
+    try:
+        order = orders.recv()
+    except EOFError:  # the parent went
+        return
+    if order is None:
+        return
+    target, args = order
+    target(conn, *args)
+
+
+def _worker_args(
+    selection: Sequence[Selection],
+    config: RunConfig,
+    shared_compiles: str | None,
+    cases: Sequence[CaseKey] | None,
+) -> tuple[Any, ...]:
+    """What a `WorkerTarget` gets after its connection."""
+    return (
+        [s.to_dict() for s in selection],
+        config.to_dict(),
+        shared_compiles,
+        None if cases is None else [list(key) for key in cases],
+    )
+
+
 def start_worker(
     selection: Sequence[Selection],
     config: RunConfig,
@@ -151,16 +240,9 @@ def start_worker(
     import it)."""
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    payload = [s.to_dict() for s in selection]
     proc = ctx.Process(
         target=target,
-        args=(
-            sender,
-            payload,
-            config.to_dict(),
-            shared_compiles,
-            None if cases is None else [list(key) for key in cases],
-        ),
+        args=(sender, *_worker_args(selection, config, shared_compiles, cases)),
         name="jitbench-worker",
     )
     started = time.monotonic()

@@ -60,6 +60,7 @@ from jitbench.runner.plan import (
     workloads_left_out,
 )
 from jitbench.runner.processes import (
+    StandbyWorker,
     StartedWorker,
     require_suite_files,
     run_in_processes,
@@ -93,6 +94,7 @@ def run_workloads(
     run_id: str | None = None,
     resume: Run | None = None,
     clock: Clock = utc_now,
+    standby: StandbyWorker | None = None,
 ) -> Run:
     """Measure `workloads` under `config` and return the Run.
 
@@ -116,6 +118,9 @@ def run_workloads(
             processes it has not pooled yet (`Run.processes`: the first and those pooled).
             `config` is what the rest is measured with (see `plan.settings_for_resume`).
         clock: the UTC time of day as text, for the run's timestamps.
+        standby: a worker process started early (`processes.start_standby`), which the
+            second process takes where it measures beside the first; the caller ends it
+            where it is not taken (`StandbyWorker.dismiss`).
 
     Raises:
         ConfigError: unknown device or size names.
@@ -167,13 +172,15 @@ def run_workloads(
                 if cores is not None:  # the second process follows the first beside it
 
                     def start_beside(second: frozenset[int] = cores.second) -> int:
+                        target = functools.partial(
+                            worker_main, cores=sorted(second), leader=os.getpid()
+                        )
+                        begin = start_worker if standby is None else standby.order
                         started.append(
-                            start_worker(
+                            begin(
                                 selection_of(workloads),
                                 config,
-                                target=functools.partial(
-                                    worker_main, cores=sorted(second), leader=os.getpid()
-                                ),
+                                target=target,
                                 shared_compiles=shared,
                             )
                         )

@@ -172,3 +172,19 @@ def test_two_extra_processes_each_wait_for_the_other_or_for_the_limit(tmp_path: 
     assert sorted(overlap.wait_ready(tmp_path, lambda: True, count=2)) == sorted(
         (os.getpid(), 12345)
     )
+
+
+def test_a_run_that_may_overlap_is_told_by_its_settings() -> None:
+    assert overlap.may_overlap(RunConfig()) is TWO_CORES
+    assert not overlap.may_overlap(RunConfig(processes=1))
+    assert not overlap.may_overlap(RunConfig(overlap=False))
+    assert not overlap.may_overlap(RunConfig(isolate=True))
+    assert not overlap.may_overlap(RunConfig(threads=None))
+
+
+def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
+    from jitbench.runner.processes import start_standby
+
+    standby = start_standby()
+    standby.dismiss()
+    assert not standby.alive()
