@@ -381,6 +381,8 @@ def _measure_once(
             beside=beside is not None and not beside.leads,
         )
         pids = (*pids, *getattr(executor, "siblings", ()))
+        if ready is not None and ready[1] > 1:
+            overlap.end_together(*ready)
         after = snapshot()
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
 

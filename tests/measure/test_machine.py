@@ -15,6 +15,7 @@ from jitbench.measure.machine import CpuTimes
 from jitbench.measure.threads import choose_cores
 from jitbench.results.analysis import machine as verdict
 from jitbench.results.analysis.machine import (
+    BUSY_LOAD_MARGIN,
     BUSY_OTHERS_MARGIN_CORES,
     BUSY_STEAL,
     NOISY_CV,
@@ -137,7 +138,7 @@ def test_a_quiet_machine_is_neither_busy_nor_noisy() -> None:
 @pytest.mark.parametrize(
     ("changes", "reason"),
     [
-        ({"load_avg": (2.5, 1.0, 0.5)}, "load 2.50 on 2 cores"),
+        ({"load_avg": (2.0 + BUSY_LOAD_MARGIN + 0.01, 1.0, 0.5)}, "load 2.51 on 2 cores"),
         # One core left free; another process keeps more than it (and the margin) busy.
         ({"others_cores": 1.0 + BUSY_OTHERS_MARGIN_CORES + 0.01}, "other processes used 1.21"),
         # Using every core, a fifth of a core of others is already a competitor.
@@ -155,7 +156,7 @@ def test_busy_when_load_others_or_steal_exceed_their_thresholds(
 
 def test_just_under_the_thresholds_is_quiet() -> None:
     state = quiet(
-        load_avg=(2.0 + BUSY_OTHERS_MARGIN_CORES - 0.01,) * 3,  # about as many tasks as cores
+        load_avg=(2.0 + BUSY_LOAD_MARGIN - 0.01,) * 3,  # about as many tasks as cores
         others_cores=1.0 + BUSY_OTHERS_MARGIN_CORES - 0.01,
         steal=BUSY_STEAL,
     )

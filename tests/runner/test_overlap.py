@@ -188,3 +188,17 @@ def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
     standby = start_standby()
     standby.dismiss()
     assert not standby.alive()
+
+
+def test_processes_started_together_end_together(tmp_path: Path) -> None:
+    def the_other_finishes() -> None:
+        (tmp_path / "done").mkdir(exist_ok=True)
+        (tmp_path / "done" / f"{overlap.READY_PREFIX}12345").touch()
+
+    other = threading.Timer(0.1, the_other_finishes)
+    began = time.monotonic()
+    other.start()
+    overlap.end_together(tmp_path, 2)
+    other.join()
+    assert time.monotonic() - began >= 0.1
+    assert len(list((tmp_path / "done").iterdir())) == 2
