@@ -14,7 +14,8 @@ Splits each run's wall time (finished_at - started_at, whole seconds) into:
   programs in the workers, warm-up and calibration, validation, checkpoints, the report.
 
 Where the first two processes measured side by side (`--overlap`, the run's
-`config.overlap`), the second's sampling ran during the first's and is left out of the
+`config.overlap`), the second's sampling ran during the first's, and the extra processes
+ran in pairs: the second's sampling and the shorter of each pair's are left out of the
 sum that the rest is the wall time less.
 
     python tools/run_time_split.py reports/runs/*.json
@@ -98,8 +99,14 @@ def main() -> None:
         s = split(load_run(path))
         cold_s = sum(s.cold.values())
         sampling = sum(s.timed) + sum(s.rewarm)
-        # The second process's sampling, where it ran beside the first: not in the wall.
-        beside = s.timed[1] + s.rewarm[1] if s.overlap and len(s.timed) > 1 else 0.0
+        # Where processes overlapped, the sampling of the one beside another is not in the
+        # wall: the second's, and the shorter of each pair of extra processes.
+        parts = [t + r for t, r in zip(s.timed, s.rewarm, strict=True)]
+        beside = 0.0
+        if s.overlap and len(parts) > 1:
+            beside = parts[1] + sum(
+                min(parts[i : i + 2]) for i in range(s.asked, len(parts) - 1, 2)
+            )
         wall = "?" if s.wall is None else f"{s.wall:.0f}"
         print(
             f"{path.name}: {wall} s wall, {s.asked} processes and {len(s.timed) - s.asked} "
@@ -115,7 +122,9 @@ def main() -> None:
             + ("; --clock cpu: CPU seconds, fewer than wall on a busy machine" * (s.clock == "cpu"))
         )
         for index, (t, r) in enumerate(zip(s.timed, s.rewarm, strict=True), start=1):
-            note = "  beside the first (--overlap)" if beside and index == 2 else ""
+            note = "  beside the first (--overlap)" if s.overlap and index == 2 else ""
+            if s.overlap and index > s.asked:
+                note = "  two at a time (--overlap)"
             print(f"    process {index}: {t + r:5.1f} s  (timed {t:.1f}, re-warm {r:.1f}){note}")
         if s.wall is not None:
             rest = s.wall - cold_s - (sampling - beside)

@@ -397,7 +397,7 @@ def run_cmd(
         typer.Option(
             "--overlap/--no-overlap",
             help="The second process measures beside the first, on other cores, following "
-            "it case by case (default: where the run can: CPU devices, --threads leaving "
+            "it group by group (default: where the run can: CPU devices, --threads leaving "
             "cores for both); --no-overlap measures the processes one after another.",
             show_default=False,
         ),

@@ -15,7 +15,9 @@ validation pages ("Overlapping processes").
 `plan_overlap` decides whether a run overlaps: CPU devices only (a GPU is one device the
 two processes would share), pinned threads (`--threads N`, not `all`) and twice those
 cores free to pin, a fresh run (not a resume), cases measured in this process (not
-`--isolate`). The later processes (a third, the extra ones) still run one after another.
+`--isolate`). A third process of `--processes 3` runs after them, alone; the extra
+processes run two at a time, a core each (`runner.processes.run_in_processes`), each
+measuring once both have started and taking its last snapshot once both have finished.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ READY_PREFIX = "ready-"
 #: How long a process waits for the others it starts with before it measures anyway (one
 #: of them died: the run reports it when it asks for that one's result).
 READY_LIMIT_S = 120.0
+#: How long a process that has finished waits for the others it started with before it
+#: takes its last snapshot anyway (one of them died mid-run).
+END_LIMIT_S = 30.0
 #: How often a follower looks for the mark of the group it waits for.
 POLL_S = 0.01
 
@@ -67,7 +72,8 @@ class Beside:
     """The run's other process measuring at the same time as this one: the cores both use
     together (`cores_used`: neither is "another process" in the machine's snapshots, and
     no core is left free), whether it `leads` (it is the first process, so this one
-    follows it), and its `pid` (None where this process starts it: `scheduler`)."""
+    follows it), and its `pid` (None where it is not known yet: the first process starts
+    the second after, and two extra processes learn each other's as they start)."""
 
     cores_used: int
     leads: bool
@@ -84,10 +90,13 @@ def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
     Starts JAX's backend (to see the devices) pinned to the first process's cores, as the
     first process would.
 
+    A resumed run never overlaps and is not refused: its recorded settings say what its
+    first session did, not what the user asks of this one.
+
     Raises:
-        ConfigError: `config.overlap` is True and the run cannot overlap; says why.
+        ConfigError: `config.overlap` is True and the fresh run cannot overlap; says why.
     """
-    if config.overlap is False or config.processes < 2:
+    if config.overlap is False or config.processes < 2 or resuming:
         return None
     why = _why_not(config, resuming=resuming)
     cores: list[int] = []
@@ -118,6 +127,7 @@ def may_overlap(config: RunConfig) -> bool:
     return (
         config.processes >= 2
         and config.overlap is not False
+        and all(name.startswith("cpu") for name in config.devices)
         and not _why_not(config, resuming=False)
     )
 
@@ -129,6 +139,10 @@ def _why_not(config: RunConfig, *, resuming: bool) -> str | None:
         return "--isolate measures each case in a child process of its own"
     if config.threads is None:
         return "--threads all leaves the threads unpinned"
+    if config.plan.rounds > 1 and config.timeout_s is not None:
+        # The first process marks a group after its first round; a mode that reaches
+        # --timeout in a later round would be measured by the second all the same.
+        return "with --rounds and --timeout a mode may time out after the second measured it"
     free = len(allowed_cores())
     if 2 * config.threads > free:
         need = 2 * config.threads
@@ -172,7 +186,7 @@ def end_together(folder: Path, count: int) -> None:
     done = folder / "done"
     done.mkdir(exist_ok=True)
     mark_ready(done)
-    wait_ready(done, lambda: True, count=count)
+    wait_ready(done, lambda: True, count=count, limit_s=END_LIMIT_S)
 
 
 def mark_opened(folder: Path, measurements: Iterable[Measurement]) -> None:

@@ -1,11 +1,12 @@
-"""Measure a run in several worker processes, one after another, and pool them.
+"""Measure a run in several worker processes and pool them.
 
 Within one process, a case's samples agree with each other more than with another
 process's: the memory layout, where the threads landed and the minute the process ran in
 stay fixed for its life. An interval from one process's samples then describes that
 process, not the next run (docs: validation, "Protocol checks" and "A/A coverage"). With
-`processes=K`, this process measures every case, then K-1 fresh worker processes measure
-every case again; the pooled run keeps each process's share of the samples
+`processes=K`, this process measures every case, and K-1 fresh worker processes measure
+every case again (the first of them beside this one where the run overlaps, the others
+after it: `overlap`); the pooled run keeps each process's share of the samples
 (`run_sample_counts`), and `Run.speedup` turns the spread between processes into the
 interval (`stats.repeat_interval`).
 
@@ -55,10 +56,12 @@ WorkerTarget = Callable[
 #: Further processes a case may get beyond the run's `--processes` (where its interval is
 #: wide: `allocation.cases_for_another_process`).
 EXTRA_PROCESSES = 2
-#: The extra processes together take at most this share of the wall time the run's own
-#: processes took (measured in this session; each extra process's time estimated from the
-#: last worker's time per case): a default run that takes 35 s on a quiet machine may take
-#: 45 s on a busy one, where its intervals are wide everywhere, not twice as long.
+#: The extra processes together take at most this share, in wall time, of the time the
+#: run's own processes took, each counted whole however they overlapped (so the allowance
+#: is what it was when they ran one after another; measured in this session; each extra
+#: process's time estimated from the last worker's time per case): a run whose intervals
+#: are wide everywhere, on a busy machine, takes a third longer, not twice as long. Two
+#: extra processes side by side spend it once.
 EXTRA_TIME_SHARE = 0.3
 
 
@@ -315,76 +318,81 @@ def run_in_processes(
             started_beside.stop()
         raise
     second = beside() if beside is not None else None
-    # The run's own processes' time in this session, each process counted whole (one
-    # measuring beside another too): the extra processes' allowance.
-    own_s = clock() - started
-    per_case_s: float | None = None  # the last worker's seconds per case
-    # A smoke run, or one process asked for: no extra processes.
-    extra = 0 if config.quick or config.processes < 2 else EXTRA_PROCESSES
-    most = config.processes + extra
+    try:
+        # The run's own processes' time in this session, each process counted whole (one
+        # measuring beside another too): the extra processes' allowance.
+        own_s = clock() - started
+        per_case_s: float | None = None  # the last worker's seconds per case
+        # A smoke run, or one process asked for: no extra processes.
+        extra = 0 if config.quick or config.processes < 2 else EXTRA_PROCESSES
+        most = config.processes + extra
 
-    def measure(index: int, total: int, cases: Sequence[CaseKey] | None) -> Run:
-        emit(ProcessStarted(index=index, total=total, cases=None if cases is None else len(cases)))
-        try:
-            if index == 2 and second is not None:
-                return second.result(lambda done, total: emit(WorkerProgress(done, total)))
-            if cases is None:
-                return worker(selection, config)
-            return worker(selection, config, cases=cases)
-        except KeyboardInterrupt as exc:
-            if second is not None:
-                second.stop()
-            partial = replace(_pooled(parts), complete=False)
-            save(partial)
-            raise RunInterrupted(partial, exc) from None
-
-    def wanted(pooled: Run, spent_s: float) -> list[CaseKey]:
-        keys = cases_for_another_process(pooled, most=most)
-        if not keys or per_case_s is None or not started_here:
-            return keys
-        left = EXTRA_TIME_SHARE * own_s - spent_s
-        return keys[: max(0, math.floor(left / per_case_s))] if per_case_s > 0 else keys
-
-    started_here = parts[0].processes < config.processes
-    pooled = parts[0]
-    index = parts[0].processes
-    for index in range(parts[0].processes + 1, config.processes + 1):
-        began = clock()
-        parts.append(measure(index, config.processes, None))
-        if index == 2 and second is not None:  # its time from its start, less its waits
-            took = clock() - second.started - second.waited_s
-        else:
-            took = clock() - began
-        own_s += took
-        per_case_s = took / max(1, len(parts[-1].cases()))
-        pooled = _pooled(parts)
-        if index < config.processes:
-            save(replace(pooled, complete=False))
-    extra_s = 0.0
-    keys = wanted(pooled, extra_s)
-    if started_here:
-        save(replace(pooled, complete=not keys))
-    while keys:
-        began = clock()
-        if pair is not None and most - index >= 2:  # two at once, on a core each
-            emit(ProcessStarted(index=index + 2, total=index + 2, cases=len(keys), together=2))
+        def measure(index: int, total: int, cases: Sequence[CaseKey] | None) -> Run:
+            count = None if cases is None else len(cases)
+            emit(ProcessStarted(index=index, total=total, cases=count))
             try:
-                parts.extend(pair(keys))
+                if index == 2 and second is not None:
+                    return second.result(lambda done, total: emit(WorkerProgress(done, total)))
+                if cases is None:
+                    return worker(selection, config)
+                return worker(selection, config, cases=cases)
             except KeyboardInterrupt as exc:
+                if second is not None:
+                    second.stop()
                 partial = replace(_pooled(parts), complete=False)
                 save(partial)
                 raise RunInterrupted(partial, exc) from None
-            index += 2
-        else:
-            index += 1
-            parts.append(measure(index, index, keys))
-        took = clock() - began
-        extra_s += took
-        per_case_s = took / len(keys)
-        pooled = _pooled(parts)
+
+        def wanted(pooled: Run, spent_s: float) -> list[CaseKey]:
+            keys = cases_for_another_process(pooled, most=most)
+            if not keys or per_case_s is None or not started_here:
+                return keys
+            left = EXTRA_TIME_SHARE * own_s - spent_s
+            return keys[: max(0, math.floor(left / per_case_s))] if per_case_s > 0 else keys
+
+        started_here = parts[0].processes < config.processes
+        pooled = parts[0]
+        index = parts[0].processes
+        for index in range(parts[0].processes + 1, config.processes + 1):
+            began = clock()
+            parts.append(measure(index, config.processes, None))
+            if index == 2 and second is not None:  # its time from its start, less its waits
+                took = clock() - second.started - second.waited_s
+            else:
+                took = clock() - began
+            own_s += took
+            per_case_s = took / max(1, len(parts[-1].cases()))
+            pooled = _pooled(parts)
+            if index < config.processes:
+                save(replace(pooled, complete=False))
+        extra_s = 0.0
         keys = wanted(pooled, extra_s)
-        save(replace(pooled, complete=not keys))
-    return replace(pooled, complete=all(p.complete for p in parts))
+        if started_here:
+            save(replace(pooled, complete=not keys))
+        while keys:
+            began = clock()
+            if pair is not None and most - index >= 2:  # two at once, on a core each
+                emit(ProcessStarted(index=index + 2, total=index + 2, cases=len(keys), together=2))
+                try:
+                    parts.extend(pair(keys))
+                except KeyboardInterrupt as exc:
+                    partial = replace(_pooled(parts), complete=False)
+                    save(partial)
+                    raise RunInterrupted(partial, exc) from None
+                index += 2
+            else:
+                index += 1
+                parts.append(measure(index, index, keys))
+            took = clock() - began
+            extra_s += took
+            per_case_s = took / len(keys)
+            pooled = _pooled(parts)
+            keys = wanted(pooled, extra_s)
+            save(replace(pooled, complete=not keys))
+        return replace(pooled, complete=all(p.complete for p in parts))
+    finally:  # on every way out: a follower left behind would wait for ever
+        if second is not None:
+            second.stop()
 
 
 def _pooled(parts: Sequence[Run]) -> Run:

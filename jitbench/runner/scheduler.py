@@ -141,6 +141,9 @@ def run_workloads(
     # Whether the second process measures beside the first (where the run can), recorded.
     cores = plan_overlap(config, resuming=resume is not None)
     config = replace(config, overlap=cores is not None)
+    if cores is None and standby is not None:  # not needed: gone before anything is timed
+        standby.dismiss()
+        standby = None
     measure = functools.partial(
         _measure_once,
         workloads,
@@ -175,7 +178,8 @@ def run_workloads(
                         target = functools.partial(
                             worker_main, cores=sorted(second), leader=os.getpid()
                         )
-                        begin = start_worker if standby is None else standby.order
+                        usable = standby is not None and standby.alive()
+                        begin = standby.order if standby is not None and usable else start_worker
                         started.append(
                             begin(
                                 selection_of(workloads),
@@ -239,7 +243,15 @@ def run_workloads(
                     for own in (cores.first, cores.second)
                 ]
                 try:
-                    return [w.result() for w in workers]
+                    # One that dies starting would leave the other waiting for it: its
+                    # error now (the other stopped), not after the other's wait.
+                    alive = lambda: all(w.alive() for w in workers)  # noqa: E731
+                    got: dict[int, Run] = {}
+                    if len(overlap.wait_ready(Path(together), alive, count=2)) < 2:
+                        for i, w in enumerate(workers):
+                            if not w.alive():  # its WorkerError, saying how it ended
+                                got[i] = w.result()
+                    return [got[i] if i in got else w.result() for i, w in enumerate(workers)]
                 finally:
                     for w in workers:
                         w.stop()
@@ -315,7 +327,9 @@ def _measure_once(
     announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
     names are left out (`timed_out_modes`). `cores` are the cores to pin to (default: the
     least busy); `beside` is the run's process measuring at the same time on other cores,
-    if any (`overlap`), not counted as another process in the machine's snapshots;
+    if any (`overlap`), not counted as another process in the machine's snapshots (an
+    extra process of a pair learns the other's pid only as both start: its first snapshot,
+    which the pooled run does not keep, counts it);
     `start_beside` starts it, returning its pid once it waits for this process, before
     this process's first snapshot and first case (its start-up would disturb both);
     `ready` is where this process says it has started (`executors.executor_for`)."""

@@ -170,6 +170,10 @@ def test_the_footer_counts_the_processes_each_case_had() -> None:
     assert processes_text(overlapped) == (
         "2 processes, two at a time, side by side (3–4 for 2 of 4 measurements)"
     )
+    # Three processes or more: the third ran alone.
+    assert processes_text(_with_overlap(_run_with_process_counts([3, 3]))) == (
+        "3 processes, the first two side by side"
+    )
     one = replace(
         _run_with_process_counts([1]),
         config=RecordedConfig(settings=RunConfig(overlap=True), selection=()),
@@ -190,3 +194,7 @@ def _run_with_process_counts(counts: list[int]) -> Run:
     )
     return Run(run_id="r", started_at="t", finished_at="t", complete=True, environment={},
                measurements=ms)  # fmt: skip
+
+
+def _with_overlap(run: Run) -> Run:
+    return replace(run, config=RecordedConfig(settings=RunConfig(overlap=True), selection=()))

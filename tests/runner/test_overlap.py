@@ -58,6 +58,16 @@ def test_one_process_no_overlap_or_a_resume_measure_in_turn() -> None:
     assert overlap.plan_overlap(RunConfig(processes=1, overlap=True), resuming=False) is None
     assert overlap.plan_overlap(RunConfig(overlap=False), resuming=False) is None
     assert overlap.plan_overlap(RunConfig(), resuming=True) is None
+    # A run recorded as overlapped is resumed in turn, not refused.
+    assert overlap.plan_overlap(RunConfig(overlap=True), resuming=True) is None
+
+
+def test_rounds_with_a_timeout_measure_in_turn() -> None:
+    rounds = RunConfig(timeout_s=5.0)
+    rounds = replace(rounds, plan=replace(rounds.plan, rounds=3))
+    assert overlap.plan_overlap(rounds, resuming=False) is None
+    with pytest.raises(ConfigError, match="--rounds and --timeout"):
+        overlap.plan_overlap(replace(rounds, overlap=True), resuming=False)
 
 
 def test_a_default_run_overlaps_on_two_cores_one_each() -> None:
@@ -180,6 +190,8 @@ def test_a_run_that_may_overlap_is_told_by_its_settings() -> None:
     assert not overlap.may_overlap(RunConfig(overlap=False))
     assert not overlap.may_overlap(RunConfig(isolate=True))
     assert not overlap.may_overlap(RunConfig(threads=None))
+    assert not overlap.may_overlap(RunConfig(devices=("cpu", "gpu")))
+    assert overlap.may_overlap(RunConfig(devices=("cpu:0",))) is TWO_CORES
 
 
 def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:

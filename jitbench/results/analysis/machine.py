@@ -334,7 +334,8 @@ def clock_text(run: Run) -> str | None:
 def processes_text(run: Run) -> str:
     """'2 processes', or '2 processes (3–4 for 41 of 80 measurements)' where extra
     processes measured the cases whose figures disagreed or were wide; ', two at a time,
-    side by side' where they overlapped (`--overlap`)."""
+    side by side' where they overlapped (`--overlap`; ', the first two side by side' for
+    three processes or more, whose third ran alone)."""
     counts = [len(m.run_sample_counts) for m in run.measurements if m.run_sample_counts]
     if not counts:
         return "1 process"
@@ -342,7 +343,8 @@ def processes_text(run: Run) -> str:
     text = f"{least} process" + ("" if least == 1 else "es")
     settings = run.config.settings
     if settings is not None and settings.overlap and least >= 2:
-        text += ", two at a time, side by side"
+        # The first two overlap, and the extra processes run in pairs: all of a default run.
+        text += ", two at a time, side by side" if least == 2 else ", the first two side by side"
     if most > least:
         more = sum(1 for c in counts if c > least)
         extra = f"{least + 1}" if most == least + 1 else f"{least + 1}–{most}"
