@@ -2,7 +2,8 @@
 
 A `--processes` run measures every case in one process, then again in fresh ones. On a
 machine with cores to spare, the second process need not wait for the first to finish:
-it starts with it, pinned to other cores, and follows it group by group (a workload ×
+it starts with it, pinned to other cores (the first measures nothing until it has
+started: `mark_ready`, `wait_ready`), and follows it group by group (a workload ×
 size × dtype), measuring each group once the first process has opened it, so that it
 loads the programs and inputs the first kept instead of compiling and making them again
 (`compilation.sharing_compiles`, `shared_inputs`). The first process marks each group it
@@ -10,7 +11,7 @@ has opened (`mark_opened`, with the modes that ran past --timeout there, which t
 follower leaves out as a later worker would); the follower waits for the mark
 (`wait_opened`). Its samples then run while the first process compiles and samples the
 next groups on the other cores: what that costs the figures is measured on the docs'
-validation pages ("Overlapping processes").
+validation pages ("Overlapping the processes").
 
 `plan_overlap` decides whether a run overlaps: CPU devices only (a GPU is one device the
 two processes would share), pinned threads (`--threads N`, not `all`) and twice those
@@ -98,15 +99,14 @@ def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
     """
     if config.overlap is False or config.processes < 2 or resuming:
         return None
-    why = _why_not(config, resuming=resuming)
+    why = _why_not(config)
     cores: list[int] = []
+    n = config.threads or 1  # _why_not refuses --threads all (None)
     if why is None:
-        assert config.threads is not None  # _why_not refuses --threads all
-        allowed = allowed_cores()
         cores = sorted(
-            choose_cores(2 * config.threads, allowed, machine.busy_by_core(), start=os.getpid())
+            choose_cores(2 * n, allowed_cores(), machine.busy_by_core(), start=os.getpid())
         )
-        with limited_threads(config.threads, cores=set(cores[: config.threads])):
+        with limited_threads(n, cores=set(cores[:n])):
             devices = resolve_devices(config.devices)
         if any(d.platform != "cpu" for d in devices):
             why = "its devices are not all CPUs (two processes would share a device)"
@@ -117,7 +117,6 @@ def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
                 "leave out --overlap."
             )
         return None
-    n = config.threads or 1
     return OverlapPlan(first=frozenset(cores[:n]), second=frozenset(cores[n:]))
 
 
@@ -128,13 +127,12 @@ def may_overlap(config: RunConfig) -> bool:
         config.processes >= 2
         and config.overlap is not False
         and all(name.startswith("cpu") for name in config.devices)
-        and not _why_not(config, resuming=False)
+        and not _why_not(config)
     )
 
 
-def _why_not(config: RunConfig, *, resuming: bool) -> str | None:
-    if resuming:
-        return "a resumed run measures its remaining processes one after another"
+def _why_not(config: RunConfig) -> str | None:
+    """Why a fresh run of `config` cannot overlap, by its settings; None where it can."""
     if config.isolate:
         return "--isolate measures each case in a child process of its own"
     if config.threads is None:
@@ -168,7 +166,7 @@ def wait_ready(
     """Wait until `count` processes have started (`mark_ready`), while `alive()`, for at
     most `limit_s`; the pids of those that have. Nothing is measured before: a spawned
     interpreter importing JAX beside a measuring process made the first workload's cold
-    compiles twice as slow, and its noise probe read ±8-26 %."""
+    compiles twice as slow, and its noise probe read up to ±26 %."""
     end = time.monotonic() + limit_s
     while True:
         pids = tuple(

@@ -87,7 +87,7 @@ class StartedWorker:
     def __init__(self, proc: Any, receiver: Connection, started: float) -> None:
         self._proc = proc
         self._receiver = receiver
-        self.started = started  # time.monotonic() at the spawn
+        self.started = started  # time.monotonic() when it was given its work
         #: Seconds it waited for the first process (a process beside it: `overlap`).
         self.waited_s = 0.0
 

@@ -22,7 +22,7 @@ from jitbench.results import Status
 from jitbench.runner import overlap
 from jitbench.runner.executors import InProcessExecutor
 from jitbench.runner.plan import case_key, plan_cases
-from tests.conftest import TINY_SUITE, run_cli
+from tests.conftest import run_cli
 
 TWO_CORES = len(allowed_cores()) >= 2
 
@@ -142,13 +142,11 @@ def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
 
 @pytest.mark.skipif(not TWO_CORES, reason="two processes side by side need two cores")
 def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_another(
-    tmp_path: Path,
+    tiny_suite: Path, tmp_path: Path
 ) -> None:
-    suite = tmp_path / "tiny.py"
-    suite.write_text(TINY_SUITE)
     out = tmp_path / "out"
     proc = run_cli(
-        "run", "double", "--suite", str(suite), "--quick", "--processes", "2", "--overlap",
+        "run", "double", "--suite", str(tiny_suite), "--quick", "--processes", "2", "--overlap",
         "-s", "S,M", "--out", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
