@@ -34,6 +34,7 @@ from jitbench.gate.bisect import (
     bounds,
     timing_side,
 )
+from jitbench.measure.devices import share_gpu_memory
 from jitbench.results import (
     Case,
     OutputLayout,
@@ -49,7 +50,7 @@ from jitbench.runner import overlap
 from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, Side, run_duet
 from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
-from jitbench.runner.processes import StandbyWorker, start_standby
+from jitbench.runner.processes import StandbyWorker, jax_processes_at_once, start_standby
 from jitbench.runner.scheduler import run_workloads
 from jitbench.runner.sides import comparison_sides
 from jitbench.runner.signals import signals_ignored
@@ -140,6 +141,10 @@ def run(
         raise ConfigError(f"allow_changed_suites is True or False, got {allow_changed_suites!r}.")
     # Absolute now: a suite file may change the working folder when it is imported.
     root = Path(out).absolute() if out is not None else None
+    # Before anything starts JAX here (a suite's import may): each of the run's processes
+    # alive at once gets its part of a GPU (a resumed run's processes: `run_workloads`).
+    asked = config or RunConfig()
+    share_gpu_memory(jax_processes_at_once(asked), asked.devices)
     with contextlib.ExitStack() as held:  # the run file's lock, until it is saved
         previous: Run | None = None
         standby: StandbyWorker | None = None
@@ -163,7 +168,7 @@ def run(
         else:
             # The run's second process, where it may measure beside the first: started
             # now, it loads JAX while the suites are found (ended below if not taken).
-            if overlap.may_overlap(config or RunConfig()):
+            if overlap.may_overlap(asked):
                 standby = held.enter_context(_standby())
             registry = discover(suites)
             for error in registry.errors:

@@ -29,6 +29,24 @@ FIRST_LINE_CHARS = 120
 
 # absl / XLA C++ log lines: "W0000 00:00:1700000000.123456  1234 file.cc:12] message".
 _RUNTIME_LOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d")
+# What such a record may carry on its next lines: a source-location trace ("=== Source
+# Location Trace: ===", then "external/xla+/xla/…/cuda_status.cc:45" lines) and the blank
+# line that ends it.
+_RUNTIME_MORE = re.compile(rb"^(=== Source Location Trace: ===|\S+\.(cc|cpp|h):\d+)?\s*$")
+
+
+def split_runtime_log(text: bytes) -> tuple[list[bytes], list[bytes]]:
+    """`text`'s lines (ends kept) as (the workload's, the runtime's log records): a
+    record is a line in absl/XLA's format and the trace lines after it."""
+    own: list[bytes] = []
+    runtime: list[bytes] = []
+    in_record = False
+    for line in text.splitlines(keepends=True):
+        in_record = bool(_RUNTIME_LOG.match(line)) or (
+            in_record and bool(_RUNTIME_MORE.match(line))
+        )
+        (runtime if in_record else own).append(line)
+    return own, runtime
 
 
 @dataclass
@@ -52,7 +70,7 @@ class PrintTally:
 
     def add(self, text: bytes, *, timed: bool) -> None:
         """Count `text` (runtime log lines left out)."""
-        kept = [line for line in text.splitlines() if not _RUNTIME_LOG.match(line)]
+        kept = [line.rstrip(b"\r\n") for line in split_runtime_log(text)[0]]
         if not kept:
             return
         nbytes = sum(len(line) + 1 for line in kept)
@@ -170,13 +188,8 @@ class OutputCapture:
             if end > s.read_to:
                 chunks.append(os.pread(s.file.fileno(), end - s.read_to, s.read_to))
                 s.read_to = end
-        text = b"".join(chunks)
-        kept = []
-        for line in text.splitlines(keepends=True):
-            if _RUNTIME_LOG.match(line):
-                self.runtime_log += line
-            else:
-                kept.append(line)
+        kept, runtime = split_runtime_log(b"".join(chunks))
+        self.runtime_log += b"".join(runtime)
         return b"".join(kept)
 
     def _take_unattributed(self) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pkgutil
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -17,6 +19,60 @@ import numpy as np
 
 from jitbench.errors import ConfigError, unknown_name_message
 from jitbench.measure import environment
+
+#: The share of a GPU's memory JAX preallocates in each process by default.
+JAX_PREALLOCATED_SHARE = 0.75
+#: The variables that choose JAX's GPU allocation: where the user set one, the runs leave
+#: the allocation to them (`share_gpu_memory`).
+GPU_ALLOCATOR_VARS = (
+    "XLA_PYTHON_CLIENT_MEM_FRACTION",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "XLA_PYTHON_CLIENT_ALLOCATOR",
+)
+
+
+def share_gpu_memory(processes_at_once: int, specs: Sequence[str] = ()) -> str | None:
+    """Give each of a run's JAX processes alive at once an equal part of JAX's usual
+    share of a GPU (XLA_PYTHON_CLIENT_MEM_FRACTION, in this process's environment, which
+    the workers inherit): the value set, or None where nothing was.
+
+    JAX preallocates 75 % of a GPU's memory in every process. A `--processes` worker (or an
+    `--isolate` child) measures while the first process, idle, still holds its 75 %: on
+    an 80 GB H100 the worker got under 20 GB, and cuFFT could not allocate its plan's
+    scratch space beside it. Nothing is set for one process, for a run of CPU devices
+    (`specs`, the run's --devices; by default, where no GPU plugin of JAX is installed),
+    where the user set any of `GPU_ALLOCATOR_VARS`, or where this process's JAX backend is
+    already up (the first process's share can no longer change: set the fraction before
+    JAX starts). The run records the variable (`environment.env`)."""
+    if processes_at_once < 2 or any(name in os.environ for name in GPU_ALLOCATOR_VARS):
+        return None
+    if not _may_use_gpu(specs) or _backends_started():
+        return None
+    value = f"{JAX_PREALLOCATED_SHARE / processes_at_once:.3g}"
+    os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = value
+    return value
+
+
+def _may_use_gpu(specs: Sequence[str]) -> bool:
+    """Whether a run of devices `specs` may measure on a GPU, before JAX starts: one named,
+    or by default (every platform) where a GPU plugin of JAX is installed."""
+    if specs:
+        return any(not spec.strip().lower().startswith("cpu") for spec in specs)
+    return any(_GPU_PLUGIN.match(module.name) for module in pkgutil.iter_modules())
+
+
+#: JAX's GPU plugins (jax_cuda12_plugin, jax_cuda13_plugin, jax_rocm60_plugin, …).
+_GPU_PLUGIN = re.compile(r"jax_(cuda|rocm)\d*_plugin$")
+
+
+def _backends_started() -> bool:
+    """Whether this process's JAX backends are initialised (devices allocated)."""
+    from jax._src import xla_bridge
+
+    started = getattr(xla_bridge, "backends_are_initialized", None)
+    if started is not None:
+        return bool(started())
+    return bool(getattr(xla_bridge, "_backends", None))
 
 
 def device_label(device: jax.Device) -> str:

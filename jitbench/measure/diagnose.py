@@ -166,6 +166,12 @@ def hint_for_exception(exc: BaseException) -> str:
             "the function copies data between host and device inside the timed call "
             "(np.asarray, float(), .item(), a NumPy constant); keep the work in jax.numpy."
         )
+    if "cuFFT" in text and "scratch" in text or "CUDA_ERROR_OUT_OF_MEMORY" in text:
+        return (
+            "the GPU's memory ran out: JAX preallocates 75 % of a GPU in every process, and "
+            "other processes on it (a notebook, another run) hold theirs; choose a smaller "
+            "--sizes preset, or set XLA_PYTHON_CLIENT_MEM_FRACTION before JAX starts."
+        )
     if isinstance(exc, MemoryError) or "RESOURCE_EXHAUSTED" in text:
         return "the size does not fit in memory; choose a smaller --sizes preset."
     return ""

@@ -65,6 +65,14 @@ EXTRA_PROCESSES = 2
 EXTRA_TIME_SHARE = 0.3
 
 
+def jax_processes_at_once(config: RunConfig) -> int:
+    """How many of a run's processes hold a JAX backend at once: the first (idle while the
+    others measure), a `--processes` worker, and with `--isolate` the child measuring a
+    case (`devices.share_gpu_memory`). The extra processes and a standby worker run on CPU
+    devices only beside another."""
+    return 1 + (config.processes > 1) + config.isolate
+
+
 def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
     """Refuse, before anything is measured, a run in several processes of workloads a
     worker process could not find again (defined in a notebook, not in a suite file).

@@ -19,7 +19,7 @@ from typing import Any
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
-from jitbench.measure.devices import resolve_devices, x64_enabled
+from jitbench.measure.devices import resolve_devices, share_gpu_memory, x64_enabled
 from jitbench.measure.protocol import (
     PlannedCase,
     Skips,
@@ -62,6 +62,7 @@ from jitbench.runner.plan import (
 from jitbench.runner.processes import (
     StandbyWorker,
     StartedWorker,
+    jax_processes_at_once,
     require_suite_files,
     run_in_processes,
     run_worker,
@@ -133,6 +134,8 @@ def run_workloads(
             # find them again, so the default's second process is left out (the run says
             # its intervals describe one process). Asked for explicitly, it is refused.
             config = replace(config, processes=1)
+    # Before JAX starts here: each process alive at once gets its part of a GPU.
+    share_gpu_memory(jax_processes_at_once(config), config.devices)
     # --x64 left unset: the suites' own float width (NPBench's float64), said once (after
     # the workloads are known to be workloads: `workload_list` refuses anything else).
     config, chosen = suite_float_width(workload_list(workloads), config)

@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from jitbench.measure import diagnose
-from jitbench.measure.capture import OutputCapture, PrintTally
+from jitbench.measure.capture import OutputCapture, PrintTally, split_runtime_log
 from jitbench.results import Mode, Severity
 
 
@@ -68,3 +68,26 @@ def test_prints_during_call_says_where_and_how_much() -> None:
     info = diagnose.prints_during_call(traced, Mode.JIT)
     assert info is not None and info.severity is Severity.INFO
     assert "trace time" in info.message and "jax.debug.print" in info.hint
+
+
+# An XLA record as an H100 printed it in a worker process (the GPU's memory was taken):
+# the header, its source-location trace and the blank line that ends it.
+_XLA_RECORD = (
+    b"E1127 07:58:06.033955    4115 cuda_executor.cc:1365] [0] Failed to allocate device "
+    b"memory of 48.10GiB (51648761856 bytes): RESOURCE_EXHAUSTED: out of memory\n"
+    b"=== Source Location Trace: === \n"
+    b"external/xla+/xla/stream_executor/cuda/cuda_status.cc:45\n"
+    b"external/xla+/xla/stream_executor/cuda/cuda_device_allocator.cc:230\n"
+    b"\n"
+)
+
+
+def test_a_runtime_record_with_its_trace_is_not_the_workloads_printing() -> None:
+    tally = PrintTally()
+    tally.add(_XLA_RECORD * 3, timed=False)
+    assert tally.lines == 0
+    own, runtime = split_runtime_log(b"step 1\n" + _XLA_RECORD + b"step 2\n")
+    assert own == [b"step 1\n", b"step 2\n"]
+    assert b"".join(runtime) == _XLA_RECORD
+    # A trace-like line of the workload's own, with no record before it, is its own.
+    assert split_runtime_log(b"model.cc:12\n")[0] == [b"model.cc:12\n"]

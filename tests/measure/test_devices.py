@@ -1,6 +1,11 @@
-"""Devices when JAX cannot start a backend: a one-line ConfigError, never an internal error."""
+"""Devices when JAX cannot start a backend (a one-line ConfigError, never an internal error),
+and a GPU shared by a run's processes."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
 
 import jax
 import pytest
@@ -64,3 +69,41 @@ def test_jax_platforms_hiding_a_platform_is_named(monkeypatch: pytest.MonkeyPatc
 def test_a_typo_of_a_platform_jax_has_is_still_corrected() -> None:
     with pytest.raises(ConfigError, match=r"unknown device 'cpu:5'; did you mean 'cpu:0'"):
         devices.resolve_devices(["cpu:5"])
+
+
+def _fraction_in_fresh_process(env: dict[str, str], call: str) -> str:
+    """XLA_PYTHON_CLIENT_MEM_FRACTION after `call` in a fresh interpreter (JAX not started)."""
+    script = (
+        "import os\n"
+        "from jitbench.measure.devices import share_gpu_memory\n"
+        f"{call}\n"
+        "print(os.environ.get('XLA_PYTHON_CLIENT_MEM_FRACTION', '-'))\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if k not in devices.GPU_ALLOCATOR_VARS}
+    out = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return out.stdout.strip()
+
+
+def test_processes_alive_at_once_share_a_gpu_in_equal_parts() -> None:
+    assert _fraction_in_fresh_process({}, "share_gpu_memory(2, ('gpu',))") == "0.375"
+    assert _fraction_in_fresh_process({}, "share_gpu_memory(3, ('cpu', 'cuda:0'))") == "0.25"
+    # One process, CPU devices only, or the user's own choice: left alone.
+    assert _fraction_in_fresh_process({}, "share_gpu_memory(1, ('gpu',))") == "-"
+    assert _fraction_in_fresh_process({}, "share_gpu_memory(2, ('cpu', 'cpu:1'))") == "-"
+    mine = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    assert _fraction_in_fresh_process(mine, "share_gpu_memory(2, ('gpu',))") == "-"
+
+
+def test_a_started_backend_keeps_its_share(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in devices.GPU_ALLOCATOR_VARS:
+        monkeypatch.delenv(name, raising=False)
+    jax.devices()  # started in this process: its allocation can no longer change
+    assert devices.share_gpu_memory(2, ("gpu",)) is None
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ

@@ -845,3 +845,14 @@ def test_a_shape_mismatch_is_told_to_return_the_same_arrays_not_about_purity() -
     assert "trace time" not in found.hint
     values = check_outputs(np.zeros(3), np.ones(3))
     assert not values.ok and not values.structural
+
+
+def test_a_gpu_out_of_memory_names_the_other_processes() -> None:
+    # As an H100 worker raised it when the first process held 75 % of the GPU.
+    exc = RuntimeError(
+        "INTERNAL: RET_CHECK failure (external/xla+/xla/backends/gpu/runtime/fft_thunk.cc:201)"
+        " fft_plan != nullptr Failed to create cuFFT batched plan with scratch allocator"
+    )
+    hint = diagnose.hint_for_exception(exc)
+    assert "XLA_PYTHON_CLIENT_MEM_FRACTION" in hint and "75 %" in hint
+    assert "fit in memory" in diagnose.hint_for_exception(MemoryError())
