@@ -166,7 +166,7 @@ def hint_for_exception(exc: BaseException) -> str:
             "the function copies data between host and device inside the timed call "
             "(np.asarray, float(), .item(), a NumPy constant); keep the work in jax.numpy."
         )
-    if "cuFFT" in text and "scratch" in text or "CUDA_ERROR_OUT_OF_MEMORY" in text:
+    if ("cuFFT" in text and "scratch" in text) or "CUDA_ERROR_OUT_OF_MEMORY" in text:
         return (
             "the GPU's memory ran out: JAX preallocates 75 % of a GPU in every process, and "
             "other processes on it (a notebook, another run) hold theirs; choose a smaller "

@@ -8,9 +8,9 @@ cases of `plan.group_cases`): its NumPy side is measured once for all of them. A
 that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase` with the
 first round, which the scheduler asks for the next rounds and the repeated cold compiles.
 In-process, the processes of one `--processes` run share their cold calls' programs
-(`compilation.sharing_compiles`, a folder per group of cases); the first process marks
-each group it has opened, and a process measuring beside it waits for the mark
-(`runner.overlap`).
+(`compilation.sharing_compiles`, a folder per group of cases); the process that leads
+a group marks it opened, and a process measuring beside it that follows the group waits
+for the mark (`runner.overlap`).
 """
 
 from __future__ import annotations
@@ -98,16 +98,17 @@ def executor_for(
     shared_compiles: Path | None = None,
     check_outputs: bool = True,
     skip: Skips | None = None,
-    follow: bool = False,
+    turns: Turns | None = None,
     ready: tuple[Path, int] | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
     outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker).
     The modes of cases `skip` names are not measured (`protocol.open_cases`). With
-    `follow`, each group waits until the first process has opened it (`overlap`); with
-    `ready` (a folder, a count), the process says it has started there before its first
-    case and waits until that many have (`overlap.wait_ready`)."""
+    `turns`, the groups it names are followed: each waits until the other process has
+    opened it (`overlap`); with `ready` (a folder, a count), the process says it has
+    started there before its first case and waits until that many have
+    (`overlap.wait_ready`)."""
     if config.isolate:
         return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
@@ -116,9 +117,23 @@ def executor_for(
         shared_compiles=shared_compiles,
         check_outputs=check_outputs,
         skip=skip,
-        follow=follow,
+        turns=turns,
         ready=ready,
     )
+
+
+@dataclass
+class Turns:
+    """A process of an overlapping run and the groups it follows (`overlap`): it waits
+    until the process that leads such a group has opened it (while `leader_alive()`:
+    where that one died, it leads the group itself), loads its programs and inputs and
+    compares no outputs. With `followed` (the first process), it records the leader's
+    measurements of those groups, which come with the mark, and keeps its own here: the
+    run's second part (`overlap.second_part`)."""
+
+    follows: frozenset[overlap.GroupKey]
+    leader_alive: Callable[[], bool] = lambda: True
+    followed: list[Measurement] | None = None
 
 
 def failed_case(
@@ -216,7 +231,7 @@ class InProcessExecutor:
         shared_compiles: Path | None = None,
         check_outputs: bool = True,
         skip: Skips | None = None,
-        follow: bool = False,
+        turns: Turns | None = None,
         ready: tuple[Path, int] | None = None,
     ) -> None:
         self.config = config
@@ -224,7 +239,7 @@ class InProcessExecutor:
         self.shared_compiles = shared_compiles
         self.check_outputs = check_outputs
         self.skip = skip
-        self.follow = follow
+        self.turns = turns
         self.ready = ready
         #: The pids of the processes that started with this one (`ready`), once met.
         self.siblings: tuple[int, ...] = ()
@@ -250,21 +265,46 @@ class InProcessExecutor:
             yield
 
     def _opened(self, pcs: Sequence[PlannedCase], measured: list[Measurement]) -> None:
-        """The first process (it compares outputs: a worker does not) marks the group
-        opened for a process following it (`overlap.mark_opened`)."""
+        """The process leading the group (it compares outputs) marks it opened for a
+        process following it (`overlap.mark_opened`)."""
         folder = self._folder(pcs)
-        if folder is not None and self.check_outputs and not self.follow:
+        if folder is not None and self.check_outputs:
             folder.mkdir(parents=True, exist_ok=True)
             overlap.mark_opened(folder, measured)
 
-    def _skips(self, pcs: Sequence[PlannedCase]) -> Skips | None:
-        """The modes to leave out: `skip`, and where this process follows the first, those
-        the first left out of the group (waiting until it has opened the group)."""
+    def _leader(self, pcs: Sequence[PlannedCase]) -> overlap.Opened | None:
+        """Where this process follows the group: the leader's mark, once it is there
+        (None where this process leads the group, or the leader died first)."""
         folder = self._folder(pcs)
-        if not self.follow or folder is None:
+        turns = self.turns
+        if turns is None or folder is None or overlap.group_key(pcs) not in turns.follows:
+            return None
+        return overlap.wait_opened(folder, turns.leader_alive)
+
+    def _skips(self, leader: overlap.Opened | None) -> Skips | None:
+        """The modes to leave out: `skip`, and where this process follows the group, those
+        its leader left out (unless --retry-timeouts)."""
+        if leader is None or self.config.retry_timeouts:
             return self.skip
-        opened = overlap.wait_opened(folder)
-        return self.skip if self.config.retry_timeouts else {**(self.skip or {}), **opened}
+        return {**(self.skip or {}), **leader.skips}
+
+    def _recorded(
+        self, leader: overlap.Opened | None, measured: list[Measurement]
+    ) -> list[Measurement]:
+        """What the run records of a group: this process's measurements, or, where the
+        first process followed it, the leader's (its own kept in `Turns.followed`, the
+        program texts, which the leader's mark lacks, lent to the leader's)."""
+        turns = self.turns
+        if leader is None or turns is None or turns.followed is None:
+            return measured
+        texts = {
+            (m.case.key, m.mode): m.compile.program_text
+            for m in measured
+            if m.compile is not None and m.compile.program_text
+        }
+        # Its cold calls loaded the leader's programs: those are no compiles.
+        turns.followed.extend(replace(m, compile=None) for m in measured)
+        return [_with_text(m, texts.get((m.case.key, m.mode))) for m in leader.measurements]
 
     @property
     def spreads_rounds(self) -> bool:
@@ -285,7 +325,9 @@ class InProcessExecutor:
         config = self.config
         report = _keeping_stop_handlers(report)
         split_calls = timeline.SPLIT_CALLS if config.time_split else 0
-        skip = self._skips(pcs)
+        leader = self._leader(pcs)
+        skip = self._skips(leader)
+        check_outputs = self.check_outputs and leader is None
         if not self.spreads_rounds:
 
             def whole() -> list[Measurement]:
@@ -295,19 +337,20 @@ class InProcessExecutor:
                         config,
                         split_calls=split_calls,
                         report=report,
-                        check_outputs=self.check_outputs,
+                        check_outputs=check_outputs,
                         skip=skip,
                     )
 
             result, _ = self.guarded(pcs, whole)
-            self._opened(pcs, result)
-            return result, None
+            if leader is None:
+                self._opened(pcs, result)
+            return self._recorded(leader, result), None
         opened: list[CaseSession] = []
 
         def first_round() -> list[Measurement]:
             with self._sharing(pcs):
                 session = open_configured(
-                    pcs, config, report=report, check_outputs=self.check_outputs, skip=skip
+                    pcs, config, report=report, check_outputs=check_outputs, skip=skip
                 )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples
@@ -315,8 +358,10 @@ class InProcessExecutor:
             opened.append(session)
             return session.measurements()
 
+        # With rounds the first process leads every group (`overlap.takes_turns`).
         result, finished = self.guarded(pcs, first_round)
-        self._opened(pcs, result)
+        if leader is None:
+            self._opened(pcs, result)
         return result, _LiveSession(self, pcs, opened[0]) if finished else None
 
     def guarded(
@@ -345,6 +390,13 @@ class InProcessExecutor:
             return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
         timeout = _timeout_error(config.timeout_s, len(pcs), len(config.modes))
         return failed_case(pcs, config.modes, Status.TIMEOUT, timeout), False
+
+
+def _with_text(m: Measurement, text: str | None) -> Measurement:
+    """`m` with its compiled program's text, where it has none and `text` is one."""
+    if text is None or m.compile is None or m.compile.program_text:
+        return m
+    return replace(m, compile=replace(m.compile, program_text=text))
 
 
 @dataclass

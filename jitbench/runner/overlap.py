@@ -26,8 +26,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jitbench.config import RunConfig
@@ -36,7 +36,13 @@ from jitbench.measure import machine
 from jitbench.measure.devices import resolve_devices
 from jitbench.measure.protocol import Skips, skips_from_json, skips_to_json, timed_out_skips
 from jitbench.measure.threads import allowed_cores, choose_cores, limited_threads
-from jitbench.results import Measurement
+from jitbench.results import Measurement, Run
+from jitbench.results.codec import measurement_from_dict, measurement_to_dict
+from jitbench.runner.plan import PlannedCase
+from jitbench.runner.signals import raise_if_stop_requested
+
+#: A group of cases measured together: workload, size and dtype (`plan.group_cases`).
+GroupKey = tuple[str, str, str]
 
 #: The file, in a group's shared folder, that says the first process has opened it.
 OPENED_FILE = "opened.json"
@@ -148,6 +154,56 @@ def _why_not(config: RunConfig) -> str | None:
     return None
 
 
+def takes_turns(config: RunConfig) -> bool:
+    """Whether the two processes of an overlapping run take turns to lead the groups (see
+    the module): with one round each. With --rounds a group's measurements grow round by
+    round after its mark, so the first process leads every group."""
+    return config.plan.rounds == 1
+
+
+def led_groups(
+    groups: Sequence[Sequence[PlannedCase]], *, second: bool, turns: bool
+) -> frozenset[GroupKey]:
+    """The groups (in plan order) a process of an overlapping run leads: with `turns`,
+    the first process every other one from the first, the second the others; else the
+    first process all of them."""
+    return frozenset(
+        group_key(group)
+        for index, group in enumerate(groups)
+        if (index % 2 == second if turns else not second)
+    )
+
+
+def turn_order(groups: Sequence[Sequence[PlannedCase]]) -> list[PlannedCase]:
+    """The second process's order of the cases of `groups` (in plan order) when the two take
+    turns: each pair of groups the other way round, so that each process first leads one
+    group of the pair while the other leads the other, then follows it."""
+    order: list[PlannedCase] = []
+    for start in range(0, len(groups), 2):
+        for group in reversed(groups[start : start + 2]):
+            order.extend(group)
+    return order
+
+
+def group_key(group: Sequence[PlannedCase]) -> GroupKey:
+    """A group's workload, size and dtype (`plan.group_cases`)."""
+    first = group[0]
+    return (first.workload.name, first.size, first.dtype)
+
+
+def second_part(run: Run, followed: Sequence[Measurement]) -> Run:
+    """The second process's run as the run's second part: its own measurements of the
+    groups it followed, and the first process's (`followed`) of those it led, whose own
+    measurements the first process recorded (`Opened.measurements`)."""
+    if not followed:
+        return run
+    cases = {m.case.key for m in followed}
+    return replace(
+        run,
+        measurements=(*(m for m in run.measurements if m.case.key not in cases), *followed),
+    )
+
+
 def mark_ready(folder: Path) -> None:
     """Say, in `folder`, that this process has started: its interpreter, JAX and the
     suites are loaded and its backend is up, so what is left of it is waiting and
@@ -187,19 +243,38 @@ def end_together(folder: Path, count: int) -> None:
     wait_ready(done, lambda: True, count=count, limit_s=END_LIMIT_S)
 
 
-def mark_opened(folder: Path, measurements: Iterable[Measurement]) -> None:
-    """Say, in a group's shared folder, that this (first) process has opened the group:
-    its programs and inputs are kept; with the modes that ran past --timeout."""
-    body = json.dumps(skips_to_json(timed_out_skips(measurements)))
+def mark_opened(folder: Path, measurements: Sequence[Measurement]) -> None:
+    """Say, in a group's shared folder, that the process leading the group has opened it:
+    its programs and inputs are kept; with the modes that ran past --timeout, and the
+    group's measurements (the first process records those of the groups the second led:
+    `Opened.measurements`)."""
+    body = json.dumps(
+        {
+            "skips": skips_to_json(timed_out_skips(measurements)),
+            "measurements": [measurement_to_dict(m) for m in measurements],
+        }
+    )
     tmp = folder / f".{OPENED_FILE}.{os.getpid()}.tmp"
     tmp.write_text(body, encoding="utf-8")
     os.replace(tmp, folder / OPENED_FILE)
 
 
-def wait_opened(folder: Path, *, poll_s: float = POLL_S) -> Skips:
-    """Wait until the first process has opened the group whose shared folder is `folder`
-    (`mark_opened`); the modes it left out. The parent stops a follower whose first
-    process failed (`processes.run_in_processes`)."""
+@dataclass(frozen=True)
+class Opened:
+    """A group as the process that led it opened it (`mark_opened`): the modes it left
+    out, and its measurements of the group."""
+
+    skips: Skips
+    measurements: tuple[Measurement, ...]
+
+
+def wait_opened(
+    folder: Path, alive: Callable[[], bool] = lambda: True, *, poll_s: float = POLL_S
+) -> Opened | None:
+    """Wait until the process leading the group whose shared folder is `folder` has opened
+    it (`mark_opened`), while `alive()`; None where it died first (the waiting process
+    then leads the group itself). The parent stops a follower whose first process
+    failed (`processes.run_in_processes`)."""
     global _waited_s
     path = folder / OPENED_FILE
     began = time.monotonic()
@@ -208,9 +283,16 @@ def wait_opened(folder: Path, *, poll_s: float = POLL_S) -> Skips:
             try:
                 text = path.read_text(encoding="utf-8")
             except FileNotFoundError:
+                if not alive():
+                    return None
+                raise_if_stop_requested()
                 time.sleep(poll_s)
                 continue
-            return skips_from_json(json.loads(text))
+            body = json.loads(text)
+            return Opened(
+                skips=skips_from_json(body["skips"]),
+                measurements=tuple(measurement_from_dict(d) for d in body["measurements"]),
+            )
     finally:
         _waited_s += time.monotonic() - began
 

@@ -56,9 +56,8 @@ WorkerTarget = Callable[
 #: Further processes a case may get beyond the run's `--processes` (where its interval is
 #: wide: `allocation.cases_for_another_process`).
 EXTRA_PROCESSES = 2
-#: The extra processes together take at most this share, in wall time, of the time the
-#: run's own processes took, each counted whole however they overlapped (so the allowance
-#: is what it was when they ran one after another; measured in this session; each extra
+#: The extra processes together take at most this share of the wall time the run's own
+#: processes took (two side by side counted once; measured in this session; each extra
 #: process's time estimated from the last worker's time per case): a run whose intervals
 #: are wide everywhere, on a busy machine, takes a third longer, not twice as long. Two
 #: extra processes side by side spend it once.
@@ -292,13 +291,15 @@ def run_in_processes(
     checkpoint: Callable[[Run], None] | None = None,
     worker: Callable[..., Run],
     beside: Callable[[], StartedWorker | None] | None = None,
+    second_part: Callable[[Run], Run] = lambda run: run,
     pair: Callable[[Sequence[CaseKey]], list[Run]] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Run:
     """`first()` measures the run in this process; then `config.processes - 1` workers
     (`worker(selection, config)`, e.g. `run_worker` with the scheduler's target) measure
     it again, one after another (the first of them `beside()`, where `first()` started it to
-    measure at the same time: `overlap`), and the runs are pooled under the first run's
+    measure at the same time: `overlap`; its run is the run's second part as
+    `second_part(run)` has it), and the runs are pooled under the first run's
     id (`results.merge.pool_runs`), with the last process's machine state after it. A
     checkpoint follows each worker. Where `first()` returns a resumed run that already
     pooled some workers, only the workers after them run.
@@ -327,8 +328,8 @@ def run_in_processes(
         raise
     second = beside() if beside is not None else None
     try:
-        # The run's own processes' time in this session, each process counted whole (one
-        # measuring beside another too): the extra processes' allowance.
+        # The wall time of the run's own processes in this session (the second beside the
+        # first counted once): the extra processes' allowance is a share of it.
         own_s = clock() - started
         per_case_s: float | None = None  # the last worker's seconds per case
         # A smoke run, or one process asked for: no extra processes.
@@ -340,7 +341,9 @@ def run_in_processes(
             emit(ProcessStarted(index=index, total=total, cases=count))
             try:
                 if index == 2 and second is not None:
-                    return second.result(lambda done, total: emit(WorkerProgress(done, total)))
+                    return second_part(
+                        second.result(lambda done, total: emit(WorkerProgress(done, total)))
+                    )
                 if cases is None:
                     return worker(selection, config)
                 return worker(selection, config, cases=cases)
@@ -364,11 +367,11 @@ def run_in_processes(
         for index in range(parts[0].processes + 1, config.processes + 1):
             began = clock()
             parts.append(measure(index, config.processes, None))
+            own_s += clock() - began  # beside the first: the time it ran on after it
             if index == 2 and second is not None:  # its time from its start, less its waits
                 took = clock() - second.started - second.waited_s
             else:
                 took = clock() - began
-            own_s += took
             per_case_s = took / max(1, len(parts[-1].cases()))
             pooled = _pooled(parts)
             if index < config.processes:

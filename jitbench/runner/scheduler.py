@@ -47,7 +47,7 @@ from jitbench.runner.events import (
     WorkerProgress,
     WorkloadsLeftOut,
 )
-from jitbench.runner.executors import Executor, LiveCase, executor_for
+from jitbench.runner.executors import Executor, LiveCase, Turns, executor_for
 from jitbench.runner.overlap import Beside, plan_overlap
 from jitbench.runner.plan import (
     case_key,
@@ -164,6 +164,8 @@ def run_workloads(
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             first: Callable[[], Run]
             started: list[StartedWorker] = []  # the second process, started beside the first
+            # The first process's own measurements of the groups the second led.
+            followed: list[Measurement] = []
             # A resumed run that pooled some worker processes already holds every case of
             # the first process: only the workers it lacks are left.
             if resume is not None and resume.processes >= 2:
@@ -177,7 +179,7 @@ def run_workloads(
                 )
                 if cores is not None:  # the second process follows the first beside it
 
-                    def start_beside(second: frozenset[int] = cores.second) -> int:
+                    def start_beside(second: frozenset[int] = cores.second) -> StartedWorker:
                         target = functools.partial(
                             worker_main, cores=sorted(second), leader=os.getpid()
                         )
@@ -192,13 +194,14 @@ def run_workloads(
                             )
                         )
                         overlap.wait_ready(Path(shared), started[0].alive)
-                        return started[0].pid
+                        return started[0]
 
                     first = functools.partial(
                         first,
                         cores=cores.first,
                         beside=Beside(cores_used=cores.count, leads=False),
                         start_beside=start_beside,
+                        followed=followed,
                     )
             firsts: list[Run] = []
 
@@ -267,6 +270,7 @@ def run_workloads(
                 checkpoint=checkpoint,
                 worker=worker,
                 beside=lambda: started[0] if started else None,
+                second_part=lambda run: overlap.second_part(run, followed),
                 pair=None if cores is None else pair,
             )
         # What the first process judged on its share (the CI target but in a smoke run,
@@ -317,7 +321,8 @@ def _measure_once(
     skip: Skips | None = None,
     cores: frozenset[int] | None = None,
     beside: Beside | None = None,
-    start_beside: Callable[[], int] | None = None,
+    start_beside: Callable[[], StartedWorker] | None = None,
+    followed: list[Measurement] | None = None,
     ready: tuple[Path, int] | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
@@ -333,9 +338,12 @@ def _measure_once(
     if any (`overlap`), not counted as another process in the machine's snapshots (an
     extra process of a pair learns the other's pid only as both start: its first snapshot,
     which the pooled run does not keep, counts it);
-    `start_beside` starts it, returning its pid once it waits for this process, before
-    this process's first snapshot and first case (its start-up would disturb both);
-    `ready` is where this process says it has started (`executors.executor_for`)."""
+    `start_beside` starts it, returning it once it waits for this process, before this
+    process's first snapshot and first case (its start-up would disturb both); the two
+    take turns to lead the groups (`overlap.takes_turns`), and this first process records
+    the second's measurements of the groups the second led, keeping its own of them in
+    `followed`. `ready` is where this process says it has started
+    (`executors.executor_for`)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     pids = () if beside is None or beside.pid is None else (beside.pid,)
@@ -358,8 +366,15 @@ def _measure_once(
             cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
+        alive: Callable[[], bool] = lambda: True  # noqa: E731
         if start_beside is not None:
-            pids = (start_beside(),)
+            second = start_beside()
+            pids, alive = (second.pid,), second.alive
+        turns = _turns(cases, config, beside, first=start_beside is not None)
+        if turns is not None:
+            turns = replace(turns, leader_alive=alive, followed=followed)
+            if beside is not None and beside.leads and overlap.takes_turns(config):
+                cases = overlap.turn_order(group_cases(cases))
         if resume is not None:
             record = resume.config
             start = replace(
@@ -381,7 +396,7 @@ def _measure_once(
             shared_compiles=shared_compiles,
             check_outputs=check_outputs,
             skip=skip,
-            follow=beside is not None and beside.leads,
+            turns=turns,
             ready=ready,
         )
         run = schedule(
@@ -402,6 +417,19 @@ def _measure_once(
             overlap.end_together(*ready)
         after = snapshot()
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
+
+
+def _turns(
+    cases: Sequence[PlannedCase], config: RunConfig, beside: Beside | None, *, first: bool
+) -> Turns | None:
+    """The groups a process of an overlapping run follows (the first process `first`, or
+    the second: `beside` leads), or None for any other process."""
+    second = beside is not None and beside.leads
+    if not (first or second):
+        return None
+    groups = group_cases(cases)
+    led = overlap.led_groups(groups, second=second, turns=overlap.takes_turns(config))
+    return Turns(follows=frozenset(overlap.group_key(g) for g in groups) - led)
 
 
 def schedule(
@@ -590,9 +618,11 @@ def worker_main(
             clock=utc_now,
             shared_compiles=Path(shared_compiles) if shared_compiles else None,
             # The first process times the compiles (repeated too, with --rounds) and
-            # checks the outputs of the programs it compiled, which the worker loads.
+            # checks the outputs of the programs it compiled, which the worker loads;
+            # beside it, taking turns, the worker does so for the groups it leads.
             repeat_compiles=not shared_compiles,
-            check_outputs=not shared_compiles,
+            check_outputs=not shared_compiles
+            or (leader is not None and overlap.takes_turns(settings)),
             only=None if cases is None else [_case_key(key) for key in cases],
             skip=skips_from_json(skip),
             cores=None if cores is None else frozenset(cores),

@@ -1,5 +1,5 @@
-"""The second process measuring beside the first: when a run overlaps, and how the
-follower keeps to the first process's pace and its timeouts."""
+"""The second process measuring beside the first: when a run overlaps, how the two take
+turns to lead the groups, and how a follower keeps to its leader's pace and timeouts."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,10 +19,12 @@ from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
 from jitbench.measure.protocol import skips_to_json
 from jitbench.measure.threads import allowed_cores
-from jitbench.results import Status
+from jitbench.results import Measurement, Run, Status
+from jitbench.results.files import load_programs
+from jitbench.results.model import RecordedConfig
 from jitbench.runner import overlap
-from jitbench.runner.executors import InProcessExecutor
-from jitbench.runner.plan import case_key, plan_cases
+from jitbench.runner.executors import InProcessExecutor, Turns
+from jitbench.runner.plan import PlannedCase, case_key, group_cases, plan_cases
 from tests.conftest import run_cli
 
 TWO_CORES = len(allowed_cores()) >= 2
@@ -34,6 +37,24 @@ def _vec(rng, *, dtype, n):  # type: ignore[no-untyped-def]
 @workload(inputs=_vec, sizes={"S": {"n": 4}}, name="twice")
 def twice(xp, x):  # type: ignore[no-untyped-def]
     return x * 2.0
+
+
+@workload(inputs=_vec, sizes={"S": {"n": 4}, "M": {"n": 8}, "L": {"n": 16}}, name="triple")
+def triple(xp, x):  # type: ignore[no-untyped-def]
+    return x * 3.0
+
+
+def load_run_like(measurements: list[Measurement]) -> Run:
+    """A Run holding `measurements` (a second process's, for `second_part`)."""
+    return Run(
+        run_id="20261127T000000Z-000000",
+        started_at="2026-11-27T00:00:00Z",
+        finished_at=None,
+        complete=True,
+        environment={},
+        config=RecordedConfig(),
+        measurements=tuple(measurements),
+    )
 
 
 @pytest.mark.parametrize(
@@ -88,7 +109,17 @@ def test_the_config_records_overlap_and_older_files_measured_in_turn() -> None:
         RunConfig(overlap="yes")  # type: ignore[arg-type]
 
 
-def test_the_first_process_marks_each_group_and_a_follower_waits_for_the_mark(
+def _following(
+    planned: PlannedCase,
+    *,
+    leader_alive: Callable[[], bool] = lambda: True,
+    followed: list[Measurement] | None = None,
+) -> Turns:
+    """Turns that follow the group of `planned`."""
+    return Turns(frozenset({overlap.group_key([planned])}), leader_alive, followed)
+
+
+def test_the_leader_marks_each_group_and_a_follower_waits_for_the_mark(
     tmp_path: Path,
 ) -> None:
     config = RunConfig.quick_settings()
@@ -98,13 +129,15 @@ def test_the_first_process_marks_each_group_and_a_follower_waits_for_the_mark(
     result, _ = lead.measure([planned])
     assert {m.status for m in result} == {Status.OK}
     [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
-    assert json.loads(mark.read_text()) == []  # nothing timed out
+    body = json.loads(mark.read_text())
+    assert body["skips"] == []  # nothing timed out
+    assert len(body["measurements"]) == len(result)  # for the first process to record
     # The follower waits while the mark is away, and goes on once it is back.
     held = mark.read_text()
     mark.unlink()
     writer = threading.Timer(0.2, lambda: mark.write_text(held))
     follower = InProcessExecutor(
-        config, devices, shared_compiles=tmp_path, check_outputs=False, follow=True
+        config, devices, shared_compiles=tmp_path, check_outputs=False, turns=_following(planned)
     )
     before = overlap.waited_s()
     began = time.monotonic()
@@ -114,6 +147,65 @@ def test_the_first_process_marks_each_group_and_a_follower_waits_for_the_mark(
     assert time.monotonic() - began >= 0.2 and overlap.waited_s() - before > 0
     assert {m.status for m in result} == {Status.OK}
     assert mark.read_text() == held  # a follower marks nothing
+
+
+def test_the_two_take_turns_to_lead_pairs_of_groups() -> None:
+    config = RunConfig(sizes=("S", "M", "L"))
+    groups = group_cases(plan_cases([triple], config, resolve_devices([])))
+    keys = [overlap.group_key(g) for g in groups]
+    first = overlap.led_groups(groups, second=False, turns=True)
+    second = overlap.led_groups(groups, second=True, turns=True)
+    assert first == {keys[0], keys[2]} and second == {keys[1]}
+    # The second leads one group of each pair while the first leads the other.
+    assert [pc.size for pc in overlap.turn_order(groups)] == ["M", "S", "L"]
+    # Without turns (--rounds), the first leads every group.
+    assert overlap.led_groups(groups, second=False, turns=False) == set(keys)
+    assert overlap.led_groups(groups, second=True, turns=False) == set()
+    with_rounds = replace(config, plan=replace(config.plan, rounds=2))
+    assert overlap.takes_turns(config) and not overlap.takes_turns(with_rounds)
+
+
+def test_the_first_process_records_what_the_leader_measured_and_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    config = RunConfig.quick_settings()
+    devices = resolve_devices([])
+    [planned] = plan_cases([twice], config, devices)
+    led, _ = InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
+    own: list[Measurement] = []
+    first = InProcessExecutor(
+        config, devices, shared_compiles=tmp_path, turns=_following(planned, followed=own)
+    )
+    recorded, _ = first.measure([planned])
+    # The run's part 0 holds the leader's measurements, with the compiles it timed ...
+    assert [m.samples_s for m in recorded] == [m.samples_s for m in led]
+    jit = next(m for m in recorded if m.mode is Mode.JIT)
+    assert jit.compile is not None and jit.compile.compile_count == 1
+    assert jit.compile.program_text  # lent by the follower: a mark carries no program text
+    # ... and the first's own, programs loaded (no compiles), are the run's second part.
+    assert {m.mode for m in own} == {m.mode for m in led}
+    assert all(m.compile is None for m in own)
+    part = overlap.second_part(load_run_like(led), own)
+    assert part.measurements == tuple(own)
+
+
+def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> None:
+    config = RunConfig.quick_settings()
+    devices = resolve_devices([])
+    [planned] = plan_cases([twice], config, devices)
+    own: list[Measurement] = []
+    first = InProcessExecutor(
+        config,
+        devices,
+        shared_compiles=tmp_path,
+        turns=_following(planned, leader_alive=lambda: False, followed=own),
+    )
+    result, _ = first.measure([planned])  # no mark comes: it does not wait for ever
+    assert {m.status for m in result} == {Status.OK} and own == []
+    jit = next(m for m in result if m.mode is Mode.JIT)
+    assert jit.compile is not None and jit.compile.compile_count == 1  # compiled here
+    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")  # and marked, as a leader does
+    assert json.loads(mark.read_text())["skips"] == []
 
 
 @pytest.mark.parametrize("retry", [False, True])
@@ -126,9 +218,11 @@ def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
     InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
     [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
     why = "eager exceeded --timeout 5 s"
-    mark.write_text(json.dumps(skips_to_json({(case_key(planned), Mode.EAGER): why})))
+    body = json.loads(mark.read_text())
+    body["skips"] = skips_to_json({(case_key(planned), Mode.EAGER): why})
+    mark.write_text(json.dumps(body))
     follower = InProcessExecutor(
-        config, devices, shared_compiles=tmp_path, check_outputs=False, follow=True
+        config, devices, shared_compiles=tmp_path, check_outputs=False, turns=_following(planned)
     )
     result, _ = follower.measure([planned])
     eager = next(m for m in result if m.mode is Mode.EAGER)
@@ -140,13 +234,28 @@ def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
         assert why in eager.diagnostics[0].message
 
 
+# Right at S, wrong on the JAX side at M: the group the second process leads.
+TURNS_SUITE = """
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={"S": {"n": 64}, "M": {"n": 256}})
+def wrong_at_m(xp, x):
+    return 2 * x + (1 if xp.__name__ != "numpy" and x.shape[0] == 256 else 0)
+"""
+
+
 @pytest.mark.skipif(not TWO_CORES, reason="two processes side by side need two cores")
 def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_another(
-    tiny_suite: Path, tmp_path: Path
+    tmp_path: Path,
 ) -> None:
+    suite = tmp_path / "turns_suite.py"
+    suite.write_text(TURNS_SUITE)
     out = tmp_path / "out"
     proc = run_cli(
-        "run", "double", "--suite", str(tiny_suite), "--quick", "--processes", "2", "--overlap",
+        "run", "--suite", str(suite), "--quick", "--processes", "2", "--overlap",
         "-s", "S,M", "--out", str(out),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
@@ -154,12 +263,20 @@ def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_anoth
     run = load_run(path)
     assert run.config.settings is not None and run.config.settings.overlap is True
     assert run.processes == 2
+    status = {(m.case.size, m.mode): m.status for m in run.measurements}
+    # S was led by the first process, M by the second, which compared its outputs too.
+    assert {status["S", mode] for mode in (Mode.NUMPY, Mode.EAGER, Mode.JIT)} == {Status.OK}
+    assert status["M", Mode.NUMPY] is Status.OK
+    assert status["M", Mode.EAGER] is status["M", Mode.JIT] is Status.MISMATCH
     assert all(len(m.run_sample_counts) == 2 for m in run.measurements if m.ok)
     # Each process's snapshots count both processes' cores as jitbench's.
     for snapshot in ("machine_before", "machine_after"):
         assert run.environment[snapshot]["cores_used"] == 2
-    # The compiles are the first process's: the second loaded its programs.
-    assert all(m.compile.compile_count == 1 for m in run.measurements if m.mode is Mode.JIT)
+    # One compile per program, timed by the process that led its group (the other loaded
+    # it); its text kept for the program gate.
+    [jit] = [m for m in run.measurements if m.mode is Mode.JIT and m.ok]
+    assert jit.compile is not None and jit.compile.compile_count == 1
+    assert {key.split("|")[1] for key in load_programs(path)} == {"S", "M"}
 
 
 def test_the_first_process_waits_for_the_follower_to_start_or_to_die(tmp_path: Path) -> None:

@@ -620,6 +620,47 @@ def test_extra_processes_stay_within_their_share_of_the_runs_time() -> None:
     assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {3}
 
 
+def test_a_second_process_beside_the_first_counts_once_in_the_allowance() -> None:
+    """The first process took 20 s with the second beside it, which measured for 8 of them
+    (4 s a case) and finished with it: the run's own wall time is 20 s, not 28, so the
+    extra processes may take 6 s: one more process for the wild case (4 s), not two."""
+    runs, wild, _ = _processes([1.0, 1.3, 1.15, 1.15])
+    clock = _Clock()
+    calls: list[object] = []
+
+    class Beside:  # a StartedWorker that finished with the first process
+        started, waited_s, pid = 0.0, 12.0, 12345
+
+        def result(self, on_progress=None):  # type: ignore[no-untyped-def]
+            return runs[1]
+
+        def alive(self) -> bool:
+            return False
+
+        def stop(self) -> None:
+            pass
+
+    def first():  # type: ignore[no-untyped-def]
+        clock.now += 20.0
+        return runs[0]
+
+    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
+        clock.now += 4.0
+        return _only(runs[1 + len(calls)], set(cases))
+
+    run = run_in_processes(
+        first,
+        SELECTION,
+        RunConfig(processes=2),
+        worker=worker,
+        beside=lambda: Beside(),  # type: ignore[arg-type, return-value]
+        clock=clock,
+    )
+    assert calls == [[wild]]
+    assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {3}
+
+
 def test_a_smoke_run_gets_no_extra_process() -> None:
     runs, _, _ = _processes([1.0, 1.3])
     calls: list[object] = []
