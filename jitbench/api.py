@@ -189,17 +189,20 @@ def run(
 
         saved: list[int] = []  # the cases of the last partial run saved
 
-        def save(run: Run) -> None:
+        def save(run: Run, *, figures: bool = True) -> None:
             assert path is not None
             try:
-                save_run(run, path)
+                save_run(run, path, figures=figures)
             except OutputError as exc:
                 raise OutputError(_unsaved_message(exc, path, saved)) from None
             saved[:] = [len(run.cases())]
 
         def save_partial(partial: Run) -> None:
+            # After each case, without the figures that the last save (the run's end, or
+            # its interruption) writes: analysing the whole run at every case cost about
+            # 0.6 s of a default run on the 2-vCPU VM.
             if path is not None:
-                save(partial)
+                save(partial, figures=False)
             if checkpoint is not None:
                 checkpoint(partial)
 

@@ -174,10 +174,12 @@ def _ratio_dict(r: Any) -> dict[str, float | None]:
     return {k: _finite_or_none(getattr(r, k)) for k in ("value", "low", "high")}
 
 
-def run_to_dict(run: Run) -> dict[str, Any]:
+def run_to_dict(run: Run, *, figures: bool = True) -> dict[str, Any]:
+    """`run`'s JSON form; with `figures`, each measurement carries the figures readers show
+    of it (`_with_figures`), which loading ignores."""
     from jitbench.results.analysis import analyse
 
-    figures = analyse(run)
+    shown = analyse(run) if figures else None
     return {
         "schema": run.schema,
         "schema_version": run.schema_version,
@@ -187,7 +189,10 @@ def run_to_dict(run: Run) -> dict[str, Any]:
         "complete": run.complete,
         "environment": dict(run.environment),
         "config": run.config.to_dict(),
-        "measurements": [_with_figures(figures, m) for m in run.measurements],
+        "measurements": [
+            measurement_to_dict(m) if shown is None else _with_figures(shown, m)
+            for m in run.measurements
+        ],
     }
 
 
@@ -539,15 +544,15 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     return run
 
 
-def dump_run(run: Run) -> str:
+def dump_run(run: Run, *, figures: bool = True) -> str:
     """Serialise a run to JSON text (strict JSON: no NaN or Infinity): the run's fields
     indented, each measurement on one line of its own. One line a measurement is what
     `json`'s C encoder writes (indenting goes through its Python one: 4.4-5.2 ms against
     1.6-1.7 ms for the measurements of a default run at S), and a run is written after
     each case it measures (`api.run`'s checkpoints); a diff of two runs still shows which
-    measurements changed."""
+    measurements changed. Without `figures` the measurements carry none (`run_to_dict`)."""
     fields = []
-    for key, value in run_to_dict(run).items():
+    for key, value in run_to_dict(run, figures=figures).items():
         if key == "measurements" and value:
             text = "[\n" + ",\n".join("  " + _json_text(m) for m in value) + "\n ]"
         else:

@@ -165,11 +165,12 @@ def _umask() -> int:
     return mask
 
 
-def save_run(run: Run, path: str | os.PathLike[str]) -> Path:
+def save_run(run: Run, path: str | os.PathLike[str], *, figures: bool = True) -> Path:
     """Write `run` to `path` atomically and return the path; the programs' texts its
-    measurements hold (`CompileInfo.program_text`) go beside it (`save_programs`)."""
+    measurements hold (`CompileInfo.program_text`) go beside it (`save_programs`). Without
+    `figures`, the measurements carry none of the figures readers recompute (`dump_run`)."""
     p = Path(path)
-    write_text_atomic(p, dump_run(run))
+    write_text_atomic(p, dump_run(run, figures=figures))
     save_programs(run, p)
     return p
 

@@ -114,6 +114,16 @@ def test_json_carries_schema_and_summary(tmp_path):
     assert data["measurements"][0]["summary"]["median"] == pytest.approx(2e-3)
 
 
+def test_a_checkpoint_leaves_out_the_figures_that_loading_recomputes(tmp_path):
+    run = make_run()
+    with_figures = json.loads(dump_run(run))
+    assert all("figures" in m for m in with_figures["measurements"])
+    path = save_run(run, tmp_path / "run.json", figures=False)
+    data = json.loads(path.read_text())
+    assert not any("figures" in m for m in data["measurements"])
+    assert load_run(path) == run
+
+
 def test_each_measurement_takes_one_line_and_the_rest_is_indented():
     run = make_run()
     text = dump_run(run)

@@ -100,3 +100,18 @@ def test_the_two_process_gpu_example_loads_with_each_devices_own_prior() -> None
     assert run.config.settings.plan.rewarm_s == 0.004
     jit = {d: analyse(run).ratio_prior(Mode.NUMPY, Mode.JIT, d) for d in ("cpu:0", "gpu:0")}
     assert jit["gpu:0"] > 2 * jit["cpu:0"]  # variances: sd 0.071 against 0.045
+
+
+def test_the_h100_examples_load_with_the_gpu_memory_shared() -> None:
+    """The H100 check and A/A runs (docs/validation/h100.md) keep loading: every process
+    measured fft_convolve, each with its part of the GPU's memory."""
+    examples = FIXTURES.parents[2] / "reports" / "examples"
+    runs = [load_run(examples / "runs" / "20261127T080211Z-372d12.json")]
+    runs += [load_run(p) for p in sorted((examples / "h100-aa").glob("run*/runs/*.json"))]
+    assert len(runs) == 5
+    for run in runs:
+        assert run.complete and run.processes >= 2
+        assert run.environment["env"]["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.375"
+        assert all(m.status is Status.OK for m in run.measurements)
+        fft = [m for m in run.measurements if m.case.workload == "fft_convolve"]
+        assert fft and all(len(m.run_sample_counts) >= 2 for m in fft)
