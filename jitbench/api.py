@@ -142,9 +142,11 @@ def run(
     # Absolute now: a suite file may change the working folder when it is imported.
     root = Path(out).absolute() if out is not None else None
     # Before anything starts JAX here (a suite's import may): each of the run's processes
-    # alive at once gets its part of a GPU (a resumed run's processes: `run_workloads`).
+    # alive at once gets its part of a GPU (a resumed run's, by its recorded settings, in
+    # `run_workloads`).
     asked = config or RunConfig()
-    share_gpu_memory(jax_processes_at_once(asked), asked.devices)
+    if resume is None:
+        share_gpu_memory(jax_processes_at_once(asked), asked.devices)
     with contextlib.ExitStack() as held:  # the run file's lock, until it is saved
         previous: Run | None = None
         standby: StandbyWorker | None = None

@@ -385,7 +385,8 @@ class RunConfig:
     notebook) need `processes=1`.
 
     `overlap` (`--overlap/--no-overlap`) lets the second process measure beside the first,
-    on cores of its own, following it group by group (`runner.overlap`); None, the default,
+    on cores of its own, the two taking turns to lead the groups (`runner.overlap`); None,
+    the default,
     overlaps where the run can (CPU devices, pinned threads, cores for both) and a run
     records what it did. False measures the processes one after another.
 

@@ -447,10 +447,11 @@ def _print_paired(runs: list, others: list) -> None:  # type: ignore[type-arg]
 
 
 def process_bias(runs: list) -> dict[str, tuple[float, float, int]]:  # type: ignore[type-arg]
-    """Per JAX mode, how far each later process's paired speedup sits from the first
-    process's of the same run (mean log difference, its standard error, the count): the
-    workers load the programs the first process compiled, and must not run them faster or
-    slower for it."""
+    """Per JAX mode, how far each later part's paired speedup sits from the first part's of
+    the same run (mean log difference, its standard error, the count). The first part is
+    the process that led each group (the first process, or the second where the two took
+    turns beside each other); the others load the programs it compiled, and must not run
+    them faster or slower for it."""
     diffs: dict[str, list[float]] = {mode: [] for mode in JAX_MODES}
     for _key, mode, logs in _process_parts(runs):
         diffs[mode] += [later - logs[0] for later in logs[1:]]
@@ -517,7 +518,7 @@ def _print_spread(runs: list) -> None:  # type: ignore[type-arg]
         )
     for mode, (mean, se, n) in process_bias(runs).items():
         print(
-            f"{mode}: later processes' speedups vs the first's: {math.expm1(mean):+.1%} "
+            f"{mode}: later processes' speedups vs the leaders' (part 0): {math.expm1(mean):+.1%} "
             f"± {se:.1%} (mean log difference ± se, {n} pairs)"
         )
     for mode, (shift, cases, ratio) in process_disagreement(runs).items():

@@ -5,12 +5,13 @@ process of the run (the first, its `--processes` workers and extra processes), t
 `sitecustomize` module on PYTHONPATH that only this tool puts there. Each process writes
 its totals when it exits; the tool then prints one line per process:
 
-- inputs: making the case's inputs, or loading those the first process made
+- inputs: making the case's inputs, or loading those the group's leader made
   (`shared_inputs`);
 - NumPy reference: the NumPy side's first call, the reference the others are checked
   against;
 - cold first calls: one clear of JAX's caches, then each JAX mode's first call (compiles
-  in the first process, loaded programs in the others), with validation against NumPy;
+  in the process leading the group, loaded programs in the others), with validation
+  against NumPy;
 - warm-up and calibration; sampling (the samples and their re-warm calls);
 - checkpoints (the run file written after each case);
 - the rest: start-up (imports, JAX's backend), planning, pooling, the report; for the

@@ -1,6 +1,6 @@
 """Does the same jitted program run at the same speed every time it is compiled?
 
-A run's first process compiles each case's jit program once, and the speedup it reports
+The process that leads a case's group compiles its jit program once, and the speedup it reports
 rests on that one executable. This compiles one workload's JAX side again and again in
 one process (after `jax.clear_caches()`, as a run's cold call does), on the same staged
 inputs, one pinned core as `jitbench run` has, and prints each executable's median and

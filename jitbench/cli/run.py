@@ -396,9 +396,10 @@ def run_cmd(
         bool | None,
         typer.Option(
             "--overlap/--no-overlap",
-            help="The second process measures beside the first, on other cores, following "
-            "it group by group (default: where the run can: CPU devices, --threads leaving "
-            "cores for both); --no-overlap measures the processes one after another.",
+            help="The second process measures beside the first, on other cores, the two "
+            "taking turns to compile and check each group (default: where the run can: CPU "
+            "devices, --threads leaving cores for both); --no-overlap measures the "
+            "processes one after another.",
             show_default=False,
         ),
     ] = None,

@@ -11,8 +11,9 @@ IR texts, and it is the reference the event split was checked against
 (`tools/compile_split.py`).
 
 `sharing_compiles` lets the processes of one `--processes` run share the programs their
-cold calls compile: the first process compiles (cold, timed as ever) and keeps each program
-on disk; the later ones load it instead of compiling again.
+cold calls compile: the process that leads a group of cases (the first, or the second
+beside it: `runner.overlap`) compiles (cold, timed as ever) and keeps each program on
+disk; the others load it instead of compiling again.
 """
 
 from __future__ import annotations
@@ -132,13 +133,13 @@ def sharing_compiles(directory: Path) -> Iterator[None]:
     compile under `directory`, and load a program from there instead of compiling it when
     it is there already (JAX's persistent compilation cache, on for those calls only).
 
-    The first process of a `--processes` run opens each group of cases with an empty
+    The process leading a group of cases in a `--processes` run opens it with an empty
     folder, and each device and mode of the group takes a subfolder of its own
     (`shared_subfolder`), so its cold calls are real compiles: no device loads another's
     program (JAX leaves the device out of a GPU program's key), and writing the programs
     added no time that could be told from noise (jit first calls 0.4 % and eager ones 5 %
-    faster *with* the writes, over the default suite). The later processes open the
-    group with the same folder and load what the first compiled, about four times faster
+    faster *with* the writes, over the default suite). The other processes open the
+    group with the same folder and load what the leader compiled, about four times faster
     than compiling. A loaded program is no compile: it is not counted, it has no stages
     to report (`prepare_jit`), and a worker's compile figures are dropped
     (`scheduler.worker_main`).
@@ -199,7 +200,7 @@ def _cold_call_cache(share: bool) -> contextlib.AbstractContextManager[None]:
     }
     if hasattr(jax.config, "jax_persistent_cache_enable_xla_caches"):
         # Else XLA's own caches (GPU autotuning) would follow the cache into the folder,
-        # and the first process's compiles would cost what they do not cost a user.
+        # and the leading process's compiles would cost what they do not cost a user.
         flags["jax_persistent_cache_enable_xla_caches"] = ""
     return _cache_config(flags)
 

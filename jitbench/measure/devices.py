@@ -32,25 +32,33 @@ GPU_ALLOCATOR_VARS = (
 
 
 def share_gpu_memory(processes_at_once: int, specs: Sequence[str] = ()) -> str | None:
-    """Give each of a run's JAX processes alive at once an equal part of JAX's usual
-    share of a GPU (XLA_PYTHON_CLIENT_MEM_FRACTION, in this process's environment, which
-    the workers inherit): the value set, or None where nothing was.
+    """Give each of a run's JAX processes alive at once an equal part of JAX's usual share
+    of a GPU, in this process's environment, which the workers inherit: the variable set
+    ("NAME=value"), or None where nothing was.
 
     JAX preallocates 75 % of a GPU's memory in every process. A `--processes` worker (or an
     `--isolate` child) measures while the first process, idle, still holds its 75 %: on
     an 80 GB H100 the worker got under 20 GB, and cuFFT could not allocate its plan's
-    scratch space beside it. Nothing is set for one process, for a run of CPU devices
-    (`specs`, the run's --devices; by default, where no GPU plugin of JAX is installed),
-    where the user set any of `GPU_ALLOCATOR_VARS`, or where this process's JAX backend is
-    already up (the first process's share can no longer change: set the fraction before
-    JAX starts). The run records the variable (`environment.env`)."""
+    scratch space beside it. So each process takes 75 %/N (XLA_PYTHON_CLIENT_MEM_FRACTION)
+    where JAX has not started here yet; where it has (a notebook), this process's share
+    can no longer change, and the workers allocate as they go instead
+    (XLA_PYTHON_CLIENT_PREALLOCATE=false) in what it left. Nothing is set for one process,
+    for a run of CPU devices (`specs`, the run's --devices; by default, where no GPU plugin
+    of JAX is installed), or where the user set any of `GPU_ALLOCATOR_VARS`. The run
+    records the variable (`environment.env`)."""
     if processes_at_once < 2 or any(name in os.environ for name in GPU_ALLOCATOR_VARS):
         return None
-    if not _may_use_gpu(specs) or _backends_started():
+    if not _may_use_gpu(specs):
         return None
-    value = f"{JAX_PREALLOCATED_SHARE / processes_at_once:.3g}"
-    os.environ["XLA_PYTHON_CLIENT_MEM_FRACTION"] = value
-    return value
+    if _backends_started():
+        name, value = "XLA_PYTHON_CLIENT_PREALLOCATE", "false"
+    else:
+        name, value = (
+            "XLA_PYTHON_CLIENT_MEM_FRACTION",
+            f"{JAX_PREALLOCATED_SHARE / processes_at_once:.3g}",
+        )
+    os.environ[name] = value
+    return f"{name}={value}"
 
 
 def _may_use_gpu(specs: Sequence[str]) -> bool:

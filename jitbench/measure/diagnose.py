@@ -59,7 +59,7 @@ OTHER_DEVICE = "output-on-other-device"
 UNFINISHED_ROUNDS = "unfinished-rounds"
 # A mode that ran past --timeout (the others kept their figures), stopped in its first call,
 # warm-up or samples; "mode-capped" where the samples it took before are kept; and a mode a
-# --processes worker did not measure again because the first process's timed out.
+# --processes worker did not measure again because the group's leader timed out.
 MODE_TIMEOUT = "mode-timeout"
 MODE_CAPPED = "mode-capped"
 TIMED_OUT_BEFORE = "timed-out-before"
@@ -231,12 +231,12 @@ def mode_capped(exc: Any, samples: int, others: Sequence[str]) -> Diagnostic:
 
 
 def timed_out_before(mode: str, why: str, others: Sequence[str]) -> Diagnostic:
-    """`timed-out-before`: a --processes worker left out a mode the first process stopped at
-    --timeout (`why`), rather than pay the timeout again."""
+    """`timed-out-before`: a --processes worker left out a mode the process that led the
+    group stopped at --timeout (`why`), rather than pay the timeout again."""
     return Diagnostic(
         code=TIMED_OUT_BEFORE,
         severity=Severity.INFO,
-        message=f"{mode} not measured again in this process: in the first, {why}",
+        message=f"{mode} not measured again in this process: in the one that led it, {why}",
         hint="--retry-timeouts measures it in every process; " + without_mode_hint(mode, others),
     )
 

@@ -429,7 +429,7 @@ class CaseSession:
     plan: SamplingPlan
     quick: bool
     timed: tuple[Mode, ...] = ()
-    # False in a `--processes` worker: the first process checked the same outputs.
+    # False in a process following a group: the group's leader checked the same outputs.
     check_outputs: bool = True
     transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
     samples: dict[Slot, list[float]] = field(default_factory=dict)

@@ -103,7 +103,8 @@ def executor_for(
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
-    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker).
+    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker; a
+    process following a group compares none).
     The modes of cases `skip` names are not measured (`protocol.open_cases`). With
     `turns`, the groups it names are followed: each waits until the other process has
     opened it (`overlap`); with `ready` (a folder, a count), the process says it has
@@ -243,14 +244,18 @@ class InProcessExecutor:
         self.ready = ready
         #: The pids of the processes that started with this one (`ready`), once met.
         self.siblings: tuple[int, ...] = ()
+        #: Groups this process followed until their leader died, then led itself.
+        self._taken_over: set[overlap.GroupKey] = set()
 
     def _folder(self, pcs: Sequence[PlannedCase]) -> Path | None:
-        """The group's folder under `shared_compiles` (None where nothing is shared)."""
+        """The group's folder under `shared_compiles` (None where nothing is shared); for a
+        group whose leader died, a folder of this process's own, so that its cold calls
+        compile instead of loading what the leader left."""
         if self.shared_compiles is None:
             return None
-        first = pcs[0]
-        key = "|".join((first.workload.name, first.size, first.dtype))
-        return self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
+        key = "|".join(overlap.group_key(pcs))
+        folder = self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
+        return folder / "taken-over" if overlap.group_key(pcs) in self._taken_over else folder
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
@@ -279,7 +284,10 @@ class InProcessExecutor:
         turns = self.turns
         if turns is None or folder is None or overlap.group_key(pcs) not in turns.follows:
             return None
-        return overlap.wait_opened(folder, turns.leader_alive)
+        opened = overlap.wait_opened(folder, turns.leader_alive)
+        if opened is None:
+            self._taken_over.add(overlap.group_key(pcs))
+        return opened
 
     def _skips(self, leader: overlap.Opened | None) -> Skips | None:
         """The modes to leave out: `skip`, and where this process follows the group, those

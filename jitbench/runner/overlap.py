@@ -3,15 +3,18 @@
 A `--processes` run measures every case in one process, then again in fresh ones. On a
 machine with cores to spare, the second process need not wait for the first to finish:
 it starts with it, pinned to other cores (the first measures nothing until it has
-started: `mark_ready`, `wait_ready`), and follows it group by group (a workload ×
-size × dtype), measuring each group once the first process has opened it, so that it
-loads the programs and inputs the first kept instead of compiling and making them again
-(`compilation.sharing_compiles`, `shared_inputs`). The first process marks each group it
-has opened (`mark_opened`, with the modes that ran past --timeout there, which the
-follower leaves out as a later worker would); the follower waits for the mark
-(`wait_opened`). Its samples then run while the first process compiles and samples the
-next groups on the other cores: what that costs the figures is measured on the docs'
-validation pages ("Overlapping the processes").
+started: `mark_ready`, `wait_ready`), and the two take turns to lead the groups (a
+workload × size × dtype; `takes_turns`, `led_groups`, `turn_order`). The leader of a
+group makes its inputs, compiles and times its cold calls, compares its outputs with
+NumPy's and marks it opened (`mark_opened`, with the modes that ran past --timeout there,
+which the other leaves out as a later worker would, and its measurements); the other
+waits for the mark (`wait_opened`) and follows, loading the programs and inputs the
+leader kept instead of compiling and making them again (`compilation.sharing_compiles`,
+`shared_inputs`). The first process records the leader's measurements of the groups the
+second led, so that the run's first part holds every group's compiles and checks; its
+own measurements of those groups join the second's run (`second_part`). What measuring
+side by side costs the figures is measured on the docs' validation pages ("Overlapping
+the processes", "Taking turns to lead").
 
 `plan_overlap` decides whether a run overlaps: CPU devices only (a GPU is one device the
 two processes would share), pinned threads (`--threads N`, not `all`) and twice those
@@ -44,7 +47,7 @@ from jitbench.runner.signals import raise_if_stop_requested
 #: A group of cases measured together: workload, size and dtype (`plan.group_cases`).
 GroupKey = tuple[str, str, str]
 
-#: The file, in a group's shared folder, that says the first process has opened it.
+#: The file, in a group's shared folder, that says the process leading it has opened it.
 OPENED_FILE = "opened.json"
 #: The files, in a folder of the run's, that say a process has started and waits (one
 #: per process, named by its pid).
@@ -78,12 +81,13 @@ class OverlapPlan:
 class Beside:
     """The run's other process measuring at the same time as this one: the cores both use
     together (`cores_used`: neither is "another process" in the machine's snapshots, and
-    no core is left free), whether it `leads` (it is the first process, so this one
-    follows it), and its `pid` (None where it is not known yet: the first process starts
-    the second after, and two extra processes learn each other's as they start)."""
+    no core is left free), whether it `is_first` (the run's first process, so this one is
+    the second, and the two take turns to lead the groups), and its `pid` (None where it
+    is not known yet: the first process starts the second after, and two extra processes
+    learn each other's as they start)."""
 
     cores_used: int
-    leads: bool
+    is_first: bool
     pid: int | None = None
 
 
@@ -283,7 +287,7 @@ def wait_opened(
             try:
                 text = path.read_text(encoding="utf-8")
             except FileNotFoundError:
-                if not alive():
+                if not alive() and not path.exists():  # it may have marked, then ended
                     return None
                 raise_if_stop_requested()
                 time.sleep(poll_s)

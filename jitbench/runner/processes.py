@@ -307,7 +307,7 @@ def run_in_processes(
     Then, unless the run is a smoke run (`config.quick`), extra workers (`worker(selection,
     config, cases=keys)`) measure the cases `allocation.cases_for_another_process` picks
     from the pooled run, up to `EXTRA_PROCESSES` more per case, within `EXTRA_TIME_SHARE`
-    of the time the workers before took (`clock`); the checkpoint of the last process is
+    of the wall time the processes before took (`clock`); the checkpoint of the last process is
     the complete run. A resumed run goes on with the extra processes it lacks (without a
     time limit where its first processes ran in another session). With `pair` (a run
     whose first two overlapped), two extra processes at a time measure the cases side by

@@ -177,11 +177,11 @@ def run_workloads(
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
                 )
-                if cores is not None:  # the second process follows the first beside it
+                if cores is not None:  # the second process measures beside the first
 
                     def start_beside(second: frozenset[int] = cores.second) -> StartedWorker:
                         target = functools.partial(
-                            worker_main, cores=sorted(second), leader=os.getpid()
+                            worker_main, cores=sorted(second), first_pid=os.getpid()
                         )
                         usable = standby is not None and standby.alive()
                         begin = standby.order if standby is not None and usable else start_worker
@@ -199,7 +199,7 @@ def run_workloads(
                     first = functools.partial(
                         first,
                         cores=cores.first,
-                        beside=Beside(cores_used=cores.count, leads=False),
+                        beside=Beside(cores_used=cores.count, is_first=False),
                         start_beside=start_beside,
                         followed=followed,
                     )
@@ -373,7 +373,7 @@ def _measure_once(
         turns = _turns(cases, config, beside, first=start_beside is not None)
         if turns is not None:
             turns = replace(turns, leader_alive=alive, followed=followed)
-            if beside is not None and beside.leads and overlap.takes_turns(config):
+            if beside is not None and beside.is_first and overlap.takes_turns(config):
                 cases = overlap.turn_order(group_cases(cases))
         if resume is not None:
             record = resume.config
@@ -410,7 +410,7 @@ def _measure_once(
             processes=processes,
             repeat_compiles=repeat_compiles,
             timeout_s=config.timeout_s,
-            beside=beside is not None and not beside.leads,
+            beside=beside is not None and not beside.is_first,
         )
         pids = (*pids, *getattr(executor, "siblings", ()))
         if ready is not None and ready[1] > 1:
@@ -424,7 +424,7 @@ def _turns(
 ) -> Turns | None:
     """The groups a process of an overlapping run follows (the first process `first`, or
     the second: `beside` leads), or None for any other process."""
-    second = beside is not None and beside.leads
+    second = beside is not None and beside.is_first
     if not (first or second):
         return None
     groups = group_cases(cases)
@@ -580,17 +580,19 @@ def worker_main(
     cases: list[list[str]] | None = None,
     skip: list[dict[str, Any]] | None = None,
     cores: list[int] | None = None,
-    leader: int | None = None,
+    first_pid: int | None = None,
     together: str | None = None,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
-    (loading the programs the first process left in `shared_compiles`; leaving out the
-    modes `skip` names), send the run back. With `leader` (the first process's pid), it
-    measures beside the first process on `cores`, following it group by group (`overlap`),
-    and says how long it waited for it before the run. With `together` (a folder), it is
-    one of two extra processes measuring side by side on `cores`: each starts measuring
-    once both have started."""
+    (loading the programs the run's leading processes left in `shared_compiles`; leaving
+    out the modes `skip` names), send the run back. With `first_pid` (the first process's
+    pid), it measures beside the first process on `cores`, the two taking turns to lead the
+    groups (`overlap`), and says how long it waited for the first's marks. With `together`
+    (a folder), it is one of two extra processes measuring side by side on `cores`: each
+    starts measuring once both have started. Only a worker measuring alone reports its
+    progress: the parent reads it only once its own measuring is done, and a pipe left full
+    would block a worker that the first process waits for."""
     die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
@@ -607,11 +609,13 @@ def worker_main(
             if isinstance(event, CaseFinished):
                 conn.send(("progress", (event.index + 1, event.total)))
 
+        alone = first_pid is None and together is None
+
         run = _measure_once(
             workloads,
             replace(settings, processes=1),
             plan=settings.plan.for_process(settings.processes),
-            on_event=progress,
+            on_event=progress if alone else None,
             checkpoint=None,
             run_id=None,
             resume=None,
@@ -622,27 +626,30 @@ def worker_main(
             # beside it, taking turns, the worker does so for the groups it leads.
             repeat_compiles=not shared_compiles,
             check_outputs=not shared_compiles
-            or (leader is not None and overlap.takes_turns(settings)),
+            or (first_pid is not None and overlap.takes_turns(settings)),
             only=None if cases is None else [_case_key(key) for key in cases],
             skip=skips_from_json(skip),
             cores=None if cores is None else frozenset(cores),
             beside=None
-            if leader is None and together is None
-            else Beside(cores_used=2 * len(cores or ()), leads=leader is not None, pid=leader),
+            if alone
+            else Beside(
+                cores_used=2 * len(cores or ()), is_first=first_pid is not None, pid=first_pid
+            ),
             ready=(Path(shared_compiles), 1)
-            if leader is not None and shared_compiles
+            if first_pid is not None and shared_compiles
             else (Path(together), 2)
             if together is not None
             else None,
         )
-        if leader is not None:
+        if first_pid is not None:
             conn.send(("waited", overlap.waited_s()))
         if shared_compiles:
-            # Its cold calls loaded the first process's programs: those are no compiles.
+            # Its cold calls loaded the programs of the groups' leaders: no compiles. Those
+            # of the groups it led itself went with their marks (`overlap.mark_opened`).
             run = replace(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )
-        conn.send(("ok", dump_run(run)))
+        conn.send(("ok", dump_run(run, figures=False)))  # loading recomputes them
     except JitbenchError as exc:  # a refusal whose message names the cause and the fix
         conn.send(("refused", str(exc)))
     except BaseException as exc:  # report anything, then exit

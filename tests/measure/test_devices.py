@@ -101,9 +101,12 @@ def test_processes_alive_at_once_share_a_gpu_in_equal_parts() -> None:
     assert _fraction_in_fresh_process(mine, "share_gpu_memory(2, ('gpu',))") == "-"
 
 
-def test_a_started_backend_keeps_its_share(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_started_backend_keeps_its_share_and_the_workers_allocate_as_they_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     for name in devices.GPU_ALLOCATOR_VARS:
-        monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv(name, "")  # so that the test's end takes them away again
+        monkeypatch.delenv(name)
     jax.devices()  # started in this process: its allocation can no longer change
-    assert devices.share_gpu_memory(2, ("gpu",)) is None
+    assert devices.share_gpu_memory(2, ("gpu",)) == "XLA_PYTHON_CLIENT_PREALLOCATE=false"
     assert "XLA_PYTHON_CLIENT_MEM_FRACTION" not in os.environ

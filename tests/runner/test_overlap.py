@@ -193,6 +193,10 @@ def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> 
     config = RunConfig.quick_settings()
     devices = resolve_devices([])
     [planned] = plan_cases([twice], config, devices)
+    # The leader compiled and kept its programs, then died before its mark.
+    InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
+    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
+    mark.unlink()
     own: list[Measurement] = []
     first = InProcessExecutor(
         config,
@@ -202,9 +206,10 @@ def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> 
     )
     result, _ = first.measure([planned])  # no mark comes: it does not wait for ever
     assert {m.status for m in result} == {Status.OK} and own == []
+    # Compiled here, in a folder of its own: not a load of what the dead leader left.
     jit = next(m for m in result if m.mode is Mode.JIT)
-    assert jit.compile is not None and jit.compile.compile_count == 1  # compiled here
-    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")  # and marked, as a leader does
+    assert jit.compile is not None and jit.compile.compile_count == 1
+    [mark] = tmp_path.glob(f"*/taken-over/{overlap.OPENED_FILE}")  # marked, as a leader does
     assert json.loads(mark.read_text())["skips"] == []
 
 
