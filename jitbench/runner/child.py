@@ -249,10 +249,17 @@ def main_module_hidden() -> Iterator[None]:
 
 def _guarded(path: str) -> bool:
     """Whether the script at `path` has a top-level `if __name__ == "__main__":` (or
-    cannot be read, when it is left alone as before)."""
+    cannot be read, when it is left alone as before). A script that is no file (`python -`
+    reading stdin names it '<stdin>') has none: spawn would fail to run it again."""
     try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return False
+    except (OSError, UnicodeDecodeError, ValueError):
+        return True
+    try:
+        tree = ast.parse(text, filename=path)
+    except (SyntaxError, ValueError):
         return True
     for node in tree.body:
         test = node.test if isinstance(node, ast.If) else None

@@ -438,10 +438,12 @@ def test_a_suite_edited_during_a_run_stops_it_with_the_cause_and_keeps_the_first
     assert {m.case.workload for m in saved[-1].measurements} == {"double"}
 
 
-def _run_script(tmp_path: Path, guarded: bool) -> tuple[subprocess.CompletedProcess[str], Path]:
+def _run_script(
+    tmp_path: Path, guarded: bool, *, stdin: bool = False
+) -> tuple[subprocess.CompletedProcess[str], Path]:
     """A user's script that calls jitbench.run() in two processes, with or without an
-    `if __name__ == "__main__":` guard; its top level appends a line to a marker file
-    each time it runs."""
+    `if __name__ == "__main__":` guard (from a file, or piped to `python -`); its top
+    level appends a line to a marker file each time it runs."""
     suite = tmp_path / "tiny.py"
     suite.write_text(TINY_SUITE)
     marker = tmp_path / "imported"
@@ -460,8 +462,14 @@ def _run_script(tmp_path: Path, guarded: bool) -> tuple[subprocess.CompletedProc
         "    f.write('imported\\n')\n" + body
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    command = [sys.executable, "-"] if stdin else [sys.executable, str(script)]
     proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+        command,
+        input=script.read_text() if stdin else None,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     return proc, marker
 
@@ -474,6 +482,16 @@ def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> 
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["processes 2"]
     assert marker.read_text().splitlines() == ["imported"]  # the worker did not run it
+
+
+@pytest.mark.e2e
+def test_a_script_piped_to_python_runs_in_two_processes(tmp_path: Path) -> None:
+    """`python - < bench.py`: the main script is '<stdin>', which spawn cannot run again
+    in the worker (it looked for a file of that name, and the worker died)."""
+    proc, marker = _run_script(tmp_path, guarded=False, stdin=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines() == ["processes 2"]
+    assert marker.read_text().splitlines() == ["imported"]
 
 
 @pytest.mark.e2e
