@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+import jax
 import pytest
 
 from jitbench import Mode, RunConfig, load_run, workload
@@ -19,13 +20,13 @@ from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
 from jitbench.measure.protocol import skips_to_json
 from jitbench.measure.threads import allowed_cores
-from jitbench.results import Measurement, Run, Status
+from jitbench.results import Measurement, Status
 from jitbench.results.files import load_programs
-from jitbench.results.model import RecordedConfig
 from jitbench.runner import overlap
 from jitbench.runner.executors import InProcessExecutor, Turns
 from jitbench.runner.plan import PlannedCase, case_key, group_cases, plan_cases
 from tests.conftest import run_cli
+from tests.runner.test_allocation import run_of
 
 TWO_CORES = len(allowed_cores()) >= 2
 
@@ -42,19 +43,6 @@ def twice(xp, x):  # type: ignore[no-untyped-def]
 @workload(inputs=_vec, sizes={"S": {"n": 4}, "M": {"n": 8}, "L": {"n": 16}}, name="triple")
 def triple(xp, x):  # type: ignore[no-untyped-def]
     return x * 3.0
-
-
-def load_run_like(measurements: list[Measurement]) -> Run:
-    """A Run holding `measurements` (a second process's, for `second_part`)."""
-    return Run(
-        run_id="20261127T000000Z-000000",
-        started_at="2026-11-27T00:00:00Z",
-        finished_at=None,
-        complete=True,
-        environment={},
-        config=RecordedConfig(),
-        measurements=tuple(measurements),
-    )
 
 
 @pytest.mark.parametrize(
@@ -109,6 +97,13 @@ def test_the_config_records_overlap_and_older_files_measured_in_turn() -> None:
         RunConfig(overlap="yes")  # type: ignore[arg-type]
 
 
+def _twice(config: RunConfig) -> tuple[RunConfig, list[jax.Device], PlannedCase]:
+    """`config`, the default devices and the one planned case of `twice`."""
+    devices = resolve_devices([])
+    [planned] = plan_cases([twice], config, devices)
+    return config, devices, planned
+
+
 def _following(
     planned: PlannedCase,
     *,
@@ -122,9 +117,7 @@ def _following(
 def test_the_leader_marks_each_group_and_a_follower_waits_for_the_mark(
     tmp_path: Path,
 ) -> None:
-    config = RunConfig.quick_settings()
-    devices = resolve_devices([])
-    [planned] = plan_cases([twice], config, devices)
+    config, devices, planned = _twice(RunConfig.quick_settings())
     lead = InProcessExecutor(config, devices, shared_compiles=tmp_path)
     result, _ = lead.measure([planned])
     assert {m.status for m in result} == {Status.OK}
@@ -168,9 +161,7 @@ def test_the_two_take_turns_to_lead_pairs_of_groups() -> None:
 def test_the_first_process_records_what_the_leader_measured_and_keeps_its_own(
     tmp_path: Path,
 ) -> None:
-    config = RunConfig.quick_settings()
-    devices = resolve_devices([])
-    [planned] = plan_cases([twice], config, devices)
+    config, devices, planned = _twice(RunConfig.quick_settings())
     led, _ = InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
     own: list[Measurement] = []
     first = InProcessExecutor(
@@ -185,14 +176,12 @@ def test_the_first_process_records_what_the_leader_measured_and_keeps_its_own(
     # ... and the first's own, programs loaded (no compiles), are the run's second part.
     assert {m.mode for m in own} == {m.mode for m in led}
     assert all(m.compile is None for m in own)
-    part = overlap.second_part(load_run_like(led), own)
+    part = overlap.second_part(run_of(*led), own)
     assert part.measurements == tuple(own)
 
 
 def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> None:
-    config = RunConfig.quick_settings()
-    devices = resolve_devices([])
-    [planned] = plan_cases([twice], config, devices)
+    config, devices, planned = _twice(RunConfig.quick_settings())
     # The leader compiled and kept its programs, then died before its mark.
     InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
     [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
@@ -217,9 +206,7 @@ def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> 
 def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
     tmp_path: Path, retry: bool
 ) -> None:
-    config = RunConfig.quick_settings(timeout_s=5.0, retry_timeouts=retry)
-    devices = resolve_devices([])
-    [planned] = plan_cases([twice], config, devices)
+    config, devices, planned = _twice(RunConfig.quick_settings(timeout_s=5.0, retry_timeouts=retry))
     InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
     [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
     why = "eager exceeded --timeout 5 s"
