@@ -253,9 +253,9 @@ class InProcessExecutor:
         compile instead of loading what the leader left."""
         if self.shared_compiles is None:
             return None
-        key = "|".join(overlap.group_key(pcs))
-        folder = self.shared_compiles / hashlib.sha256(key.encode()).hexdigest()[:16]
-        return folder / "taken-over" if overlap.group_key(pcs) in self._taken_over else folder
+        group = overlap.group_key(pcs)
+        folder = self.shared_compiles / hashlib.sha256("|".join(group).encode()).hexdigest()[:16]
+        return folder / "taken-over" if group in self._taken_over else folder
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:

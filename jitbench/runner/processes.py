@@ -367,11 +367,11 @@ def run_in_processes(
         for index in range(parts[0].processes + 1, config.processes + 1):
             began = clock()
             parts.append(measure(index, config.processes, None))
-            own_s += clock() - began  # beside the first: the time it ran on after it
+            wall = clock() - began  # beside the first: the time it ran on after it
+            own_s += wall
+            took = wall
             if index == 2 and second is not None:  # its time from its start, less its waits
                 took = clock() - second.started - second.waited_s
-            else:
-                took = clock() - began
             per_case_s = took / max(1, len(parts[-1].cases()))
             pooled = _pooled(parts)
             if index < config.processes:

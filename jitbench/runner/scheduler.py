@@ -366,14 +366,14 @@ def _measure_once(
             cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
-        alive: Callable[[], bool] = lambda: True  # noqa: E731
-        if start_beside is not None:
+        turns: Turns | None = None
+        if start_beside is not None:  # the first process of an overlapping run
             second = start_beside()
-            pids, alive = (second.pid,), second.alive
-        turns = _turns(cases, config, beside, first=start_beside is not None)
-        if turns is not None:
-            turns = replace(turns, leader_alive=alive, followed=followed)
-            if beside is not None and beside.is_first and overlap.takes_turns(config):
+            pids = (second.pid,)
+            turns = _turns(cases, config, second=False, alive=second.alive, followed=followed)
+        elif beside is not None and beside.is_first:  # the second, beside the first
+            turns = _turns(cases, config, second=True)
+            if overlap.takes_turns(config):
                 cases = overlap.turn_order(group_cases(cases))
         if resume is not None:
             record = resume.config
@@ -420,16 +420,19 @@ def _measure_once(
 
 
 def _turns(
-    cases: Sequence[PlannedCase], config: RunConfig, beside: Beside | None, *, first: bool
-) -> Turns | None:
-    """The groups a process of an overlapping run follows (the first process `first`, or
-    the second: `beside` leads), or None for any other process."""
-    second = beside is not None and beside.is_first
-    if not (first or second):
-        return None
+    cases: Sequence[PlannedCase],
+    config: RunConfig,
+    *,
+    second: bool,
+    alive: Callable[[], bool] = lambda: True,
+    followed: list[Measurement] | None = None,
+) -> Turns:
+    """The groups the first or the `second` process of an overlapping run follows, while
+    the other is `alive` (the first keeping its own measurements of them in `followed`)."""
     groups = group_cases(cases)
     led = overlap.led_groups(groups, second=second, turns=overlap.takes_turns(config))
-    return Turns(follows=frozenset(overlap.group_key(g) for g in groups) - led)
+    follows = frozenset(overlap.group_key(g) for g in groups) - led
+    return Turns(follows=follows, leader_alive=alive, followed=followed)
 
 
 def schedule(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import jax
 import pytest
@@ -99,6 +100,15 @@ def test_processes_alive_at_once_share_a_gpu_in_equal_parts() -> None:
     assert _fraction_in_fresh_process({}, "share_gpu_memory(2, ('cpu', 'cpu:1'))") == "-"
     mine = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
     assert _fraction_in_fresh_process(mine, "share_gpu_memory(2, ('gpu',))") == "-"
+
+
+def test_by_default_a_gpu_plugin_of_jax_means_a_gpu_may_be_used(tmp_path: Path) -> None:
+    # An empty package named as JAX's CUDA plugin: found on the path, never imported.
+    (tmp_path / "jax_cuda12_plugin").mkdir()
+    (tmp_path / "jax_cuda12_plugin" / "__init__.py").write_text("")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    assert _fraction_in_fresh_process(env, "share_gpu_memory(2)") == "0.375"
+    assert _fraction_in_fresh_process(env, "share_gpu_memory(2, ('cpu',))") == "-"
 
 
 def test_a_started_backend_keeps_its_share_and_the_workers_allocate_as_they_go(
