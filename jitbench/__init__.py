@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from jitbench.results.analysis import Estimate, RunAnalysis, analyse
     from jitbench.runner.scheduler import run_workloads
     from jitbench.suite.discovery import Registry, discover
-    from jitbench.suite.workload import Workload, workload
+    from jitbench.suite.workload import Arguments, Workload, workload
 
 __version__ = "0.1.0"
 
@@ -73,12 +73,14 @@ _EXPORTS: dict[str, str] = {
     "run_workloads": "jitbench.runner.scheduler",
     "Registry": "jitbench.suite.discovery",
     "discover": "jitbench.suite.discovery",
+    "Arguments": "jitbench.suite.workload",
     "Workload": "jitbench.suite.workload",
     "workload": "jitbench.suite.workload",
 }
 
 # Written out (not derived from _EXPORTS) so tools can read it; a test keeps them equal.
 __all__ = [
+    "Arguments",
     "BenchResult",
     "Case",
     "Comparison",

@@ -17,15 +17,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from jitbench.config import JAX_MODES, Mode, RunConfig, SamplingPlan, parse_mode
-from jitbench.errors import ConfigError, NoNumpySide, SuiteError
-from jitbench.measure.diagnose import NO_NUMPY_SIDE
+from jitbench.errors import ConfigError, SuiteError
 from jitbench.results import Run, dump_run
 from jitbench.results.analysis import CaseAnalysis, Estimate, RunAnalysis, analyse
 from jitbench.suite import shipped
-from jitbench.suite.workload import workload
+from jitbench.suite.workload import XP_FORM, Arguments, on_host, takes_xp, workload
 
 #: The size label of a call measured with the arguments given (no `sizes=` or `sweep=`).
 GIVEN = "given"
@@ -33,50 +30,32 @@ GIVEN = "given"
 ArgumentFactory = Callable[[], Any]
 
 
-def _host(value: Any) -> Any:
-    """A JAX array as a NumPy array (the protocol stages inputs from the host)."""
-    if hasattr(value, "__jax_array__") or type(value).__module__.startswith("jax"):
-        return np.asarray(value)
-    return value
-
-
-def _bound(
+def _given(
     fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any], *, xp: bool
-) -> tuple[Any, ...] | dict[str, Any]:
-    """The call's arguments as a workload's inputs return them: by keyword where the
-    signature allows (so keyword and static arguments keep their names), else as a
-    tuple of positional arguments."""
+) -> Arguments:
+    """The call's arguments as given, positional ones positional and keyword ones by
+    keyword (as `jax.grad`, `jax.vmap` and positional statics need them), with JAX arrays
+    copied to the host leaf by leaf (the protocol stages inputs from the host; typed PRNG
+    keys stay as they are).
+
+    Raises:
+        ConfigError: the arguments do not fit `fn`'s signature (where it has one).
+    """
     try:
         sig = inspect.signature(fn)
-    except (TypeError, ValueError):  # a builtin or a C function: positional only
+    except (TypeError, ValueError):  # a builtin or a C function: nothing to check
         sig = None
-    params = list(sig.parameters.values()) if sig else []
-    if xp and params:
-        params = params[1:]
-    positional = any(p.kind is p.VAR_POSITIONAL for p in params) or any(
-        p.kind is p.POSITIONAL_ONLY for p in params
-    )
-    if sig is None or positional:
-        if kwargs:
-            raise ConfigError(
-                f"{getattr(fn, '__name__', 'the function')} takes positional-only or *args "
-                "parameters: pass every argument positionally to bench()"
-            )
-        return tuple(_host(a) for a in args)
-    try:
-        bound = sig.replace(parameters=params).bind(*args, **kwargs)
-    except TypeError as exc:
-        raise ConfigError(f"bench(): the arguments do not fit {fn.__name__}{sig}: {exc}") from exc
-    return {k: _host(v) for k, v in bound.arguments.items()}
-
-
-def _takes_xp(fn: Callable[..., Any]) -> bool:
-    """Whether `fn` takes the array namespace first (`f(xp, ...)`), serving both sides."""
-    try:
-        first = next(iter(inspect.signature(fn).parameters), None)
-    except (TypeError, ValueError):
-        return False
-    return first == "xp"
+    if sig is not None:
+        params = list(sig.parameters.values())
+        if xp and params:
+            params = params[1:]
+        try:
+            sig.replace(parameters=params).bind(*args, **kwargs)
+        except TypeError as exc:
+            shown = _name_of(fn)
+            raise ConfigError(f"bench(): the arguments do not fit {shown}{sig}: {exc}") from exc
+    given = Arguments(*args, **kwargs)
+    return on_host(given)
 
 
 @dataclass(frozen=True)
@@ -258,7 +237,7 @@ def bench(
         ConfigError: arguments that do not fit `fn`, or settings out of range.
         WorkloadError: what `@workload` refuses (e.g. a static name `fn` lacks).
     """
-    xp = numpy is None and _takes_xp(fn)
+    xp = numpy is None and takes_xp(fn)
     has_numpy = numpy is not None or xp
     cases: dict[str, Callable[[], Any]]
     params: dict[str, dict[str, Any]]
@@ -278,14 +257,16 @@ def bench(
         cases = {GIVEN: lambda: given}
         params = {GIVEN: {}}
 
-    def call_args(made: Any) -> tuple[Any, ...] | dict[str, Any]:
-        if isinstance(made, tuple) and len(made) == 2 and isinstance(made[1], dict):
+    def call_args(made: Any) -> Arguments:
+        if isinstance(made, Arguments):
+            a, k = made.args, made.kwargs
+        elif isinstance(made, tuple) and len(made) == 2 and isinstance(made[1], dict):
             a, k = made
         elif isinstance(made, tuple):
             a, k = made, {}
         else:
             a, k = (made,), {}
-        return _bound(fn, tuple(a), k, xp=xp)
+        return _given(fn, tuple(a), k, xp=xp)
 
     if GIVEN in cases:
         call_args(cases[GIVEN]())  # arguments that do not fit are refused now, not measured
@@ -301,7 +282,7 @@ def bench(
         inputs=inputs,
         sizes=presets,
         sweep=sweep_params,
-        numpy=numpy if numpy is not None else (None if xp else _no_numpy),
+        numpy=numpy if numpy is not None else (XP_FORM if xp else None),
         static_argnames=static_argnames,
         static_argnums=static_argnums,
         rtol=rtol,
@@ -345,10 +326,6 @@ def bench(
 def _name_of(fn: Callable[..., Any]) -> str:
     name = str(getattr(fn, "__name__", "") or "function")
     return name if name.isidentifier() else "function"
-
-
-def _no_numpy(*args: Any, **kwargs: Any) -> Any:
-    raise NoNumpySide(f"{NO_NUMPY_SIDE} was given")
 
 
 __all__ = ["GIVEN", "BenchResult", "bench"]

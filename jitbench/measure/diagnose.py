@@ -443,6 +443,16 @@ def unvalidated(reason: str = "") -> Diagnostic:
 NO_NUMPY_SIDE = "no NumPy side"
 
 
+def no_numpy_side(reason: str) -> Diagnostic:
+    """`no-numpy-side`: a JAX-only workload's NumPy mode, skipped (eager is the baseline)."""
+    return Diagnostic(
+        code="no-numpy-side",
+        severity=Severity.INFO,
+        message=f"{reason}: NumPy is not measured; jit is compared with eager",
+        hint="give a NumPy twin (numpy=f_np) or write f(xp, ...) to compare with NumPy.",
+    )
+
+
 def no_finite_output() -> Diagnostic:
     """Every value of the output is NaN or ±Inf: validation compares nothing."""
     return Diagnostic(

@@ -35,7 +35,7 @@ import numpy as np
 
 from jitbench.config import Mode
 from jitbench.suite.jitted import is_jitted
-from jitbench.suite.workload import Inputs, Workload
+from jitbench.suite.workload import Inputs, Workload, is_key
 
 
 @dataclass(frozen=True)
@@ -91,10 +91,30 @@ def stage_with(
     )
 
 
+def is_staged_leaf(x: Any) -> bool:
+    """Whether a pytree leaf of an input goes to the device: arrays (NumPy's, JAX's, typed
+    PRNG keys) and Python numbers, as `jax.jit` takes them. Other leaves (a function in an
+    equinox module, a string) stay the Python values they are."""
+    return isinstance(x, (np.ndarray, np.generic, jax.Array, int, float, complex))
+
+
+def put_arrays(values: list[Any], device: Any) -> list[Any]:
+    """`values` with their staged leaves (`is_staged_leaf`) placed on `device` by one
+    `jax.device_put`, every other leaf as it is."""
+    leaves, tree = jax.tree_util.tree_flatten(values)
+    where = [i for i, leaf in enumerate(leaves) if is_staged_leaf(leaf)]
+    if len(where) == len(leaves):
+        return list(jax.device_put(values, device))
+    placed = jax.device_put([leaves[i] for i in where], device)
+    for i, leaf in zip(where, placed, strict=True):
+        leaves[i] = leaf
+    return list(jax.tree_util.tree_unflatten(tree, leaves))
+
+
 def stage(inputs: Inputs, device: jax.Device) -> Staged:
-    """Copy the input arrays to `device` (one `jax.device_put` of them all) and wait,
-    timing the transfer on its own (`stage_with`)."""
-    return stage_with(inputs, lambda values: jax.device_put(values, device))
+    """Copy the input arrays to `device` (one `jax.device_put` of them all, `put_arrays`)
+    and wait, timing the transfer on its own (`stage_with`)."""
+    return stage_with(inputs, lambda values: put_arrays(values, device))
 
 
 def jit_function(wl: Workload) -> Callable[..., Any]:
@@ -106,14 +126,23 @@ def jit_function(wl: Workload) -> Callable[..., Any]:
         wl.jax_fn,
         static_argnums=wl.static_argnums or None,
         static_argnames=wl.static_argnames or None,
+        donate_argnums=wl.donate_argnums or None,
     )
 
 
 def _synchronised(
-    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any], *, nojit: bool = False
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    *,
+    nojit: bool = False,
+    donated: tuple[int, ...] = (),
 ):
     """A zero-argument call of `fn` that returns only when its output is ready; with
-    `nojit`, `fn` runs under `jax.disable_jit()` (entering it is inside the timed call)."""
+    `nojit`, `fn` runs under `jax.disable_jit()` (entering it is inside the timed call);
+    with `donated` positions, a `DonatingCall`."""
+    if donated:
+        return DonatingCall(fn, args, kwargs, donated=donated, nojit=nojit)
     block = jax.block_until_ready
     if nojit:
         disable_jit = jax.disable_jit
@@ -127,6 +156,60 @@ def _synchronised(
     if kwargs:
         return lambda: block(fn(*args, **kwargs))
     return lambda: block(fn(*args))
+
+
+class DonatingCall:
+    """A call of a function that donates arguments (`donate_argnums`): a donated buffer is
+    deleted by the call that takes it, so every call gets fresh device copies of the
+    donated arguments (one on-device copy of each array leaf, `jax.Array.copy`, waited
+    for), made before the clock starts. Timed call by call (two clock reads around each,
+    as `NumpyCall`), so the copies are in no figure; they cost the sampling budget one
+    device copy of the donated bytes a call."""
+
+    __slots__ = ("args", "donated", "fn", "kwargs", "nojit")
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        *,
+        donated: tuple[int, ...],
+        nojit: bool,
+    ) -> None:
+        self.fn, self.args, self.kwargs, self.nojit = fn, args, kwargs, nojit
+        self.donated = tuple(i for i in donated if i < len(args))
+
+    def fresh(self) -> list[Any]:
+        """The arguments of one call: copies of the donated ones, ready."""
+        args = list(self.args)
+        copies = [jax.tree_util.tree_map(_device_copy, args[i]) for i in self.donated]
+        for i, copy in zip(self.donated, jax.block_until_ready(copies), strict=True):
+            args[i] = copy
+        return args
+
+    def _run(self, args: list[Any]) -> Any:
+        if self.nojit:
+            with jax.disable_jit():
+                out = self.fn(*args, **self.kwargs)
+            return jax.block_until_ready(out)
+        return jax.block_until_ready(self.fn(*args, **self.kwargs))
+
+    def __call__(self) -> Any:
+        return self._run(self.fresh())
+
+    def run_batch(self, n: int, clock: Callable[[], float]) -> float:
+        total = 0.0
+        for _ in repeat(None, n):
+            args = self.fresh()
+            t0 = clock()
+            self._run(args)
+            total += clock() - t0
+        return total
+
+
+def _device_copy(leaf: Any) -> Any:
+    return leaf.copy() if isinstance(leaf, jax.Array) else leaf
 
 
 class _SingleArrayCall:
@@ -224,7 +307,13 @@ def build_call(
     fn = wl.jax_fn if mode is Mode.EAGER else jitted
     assert fn is not None, "jit mode needs the jitted function"
     nojit = mode is Mode.EAGER and wl.eager == "nojit"
-    return _synchronised(fn, staged.args, {**staged.kwargs, **staged.static}, nojit=nojit)
+    return _synchronised(
+        fn,
+        staged.args,
+        {**staged.kwargs, **staged.static},
+        nojit=nojit,
+        donated=wl.donate_argnums,
+    )
 
 
 def specialise_call(
@@ -238,6 +327,7 @@ def specialise_call(
     """Swap in the single-array fast path once the output is known to be one jax.Array."""
     if (
         mode is Mode.JIT
+        and not isinstance(call, DonatingCall)
         and jitted is not None
         and staged is not None
         and not staged.kwargs
@@ -309,6 +399,8 @@ def fetch(output: Any) -> Fetched:
 
 
 def _host_copy(leaf: Any) -> Any:
+    if is_key(leaf):  # a typed PRNG key: its key data stands for it
+        leaf = jax.random.key_data(leaf)
     if isinstance(leaf, jax.Array) and not leaf.is_fully_addressable:
         from jax.experimental import multihost_utils
 

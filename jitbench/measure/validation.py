@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jitbench.suite.workload import Tolerance
+from jitbench.suite.workload import Tolerance, is_key
 
 # (rtol, atol relative to the reference's max |value|, relative norm error) per floating
 # precision in bytes. float64's rtol stays below float32's epsilon (1.2e-7), so a float64
@@ -130,8 +130,8 @@ def check_outputs(
         )
     wider = False
     for i, (r_raw, a_raw) in enumerate(zip(ref_leaves, act_leaves, strict=True)):
-        r = np.asarray(r_raw)
-        a = np.asarray(a_raw)
+        r = _as_numpy(r_raw)
+        a = _as_numpy(a_raw)
         where = f"leaf {i}" if len(ref_leaves) > 1 else "output"
         if r.shape != a.shape:
             return Validation(
@@ -213,6 +213,11 @@ def check_outputs(
 #: caches. On whole multi-megabyte outputs the same checks took about six times as long,
 #: a second of a default run.
 _CHUNK = 1 << 16
+
+
+def _as_numpy(leaf: Any) -> np.ndarray:
+    """A leaf as a NumPy array; a typed PRNG key as its key data (it has no NumPy form)."""
+    return np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
 
 
 def _widened(x: np.ndarray) -> np.ndarray:

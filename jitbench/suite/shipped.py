@@ -9,12 +9,15 @@ them from there (`load`) as it would import a suite file.
 
 from __future__ import annotations
 
+import io
 import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from jitbench.errors import SuiteError
+from jitbench.suite.jitted import jit_options
 from jitbench.suite.workload import Workload
 
 SCHEME = "shipped"
@@ -37,13 +40,38 @@ def ship(workloads: Sequence[Workload], folder: str | Path | None = None) -> lis
     for wl in workloads:
         shipped.append(replace(wl, origin=f"{SCHEME}:{path}"))
     try:
-        data = cloudpickle.dumps([replace(wl, origin=None) for wl in shipped])
+        buffer = io.BytesIO()
+        _pickler(cloudpickle, buffer).dump([replace(wl, origin=None) for wl in shipped])
+        data = buffer.getvalue()
     except Exception as exc:  # whatever the workload's closure holds
         raise SuiteError(
             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
         ) from exc
     path.write_bytes(data)
     return shipped
+
+
+def _pickler(cloudpickle: Any, buffer: io.BytesIO) -> Any:
+    """cloudpickle's pickler, with `jax.jit`-wrapped functions written as the function they
+    wrap and their `jax.jit` options: JAX's jitted object does not survive pickling (the
+    copy lost `trace`, `lower` and the wrapped function), so the worker jits it again,
+    alike (`rejit`)."""
+
+    class Pickler(cloudpickle.CloudPickler):  # type: ignore[misc]
+        def reducer_override(self, obj: Any) -> Any:
+            options = jit_options(obj)
+            if options is not None:
+                return rejit, (obj._fun, options)
+            return super().reducer_override(obj)
+
+    return Pickler(buffer)
+
+
+def rejit(fun: Any, options: dict[str, Any]) -> Any:
+    """`jax.jit(fun, **options)`: a shipped jitted function made again in the worker."""
+    import jax
+
+    return jax.jit(fun, **options)
 
 
 def load(path: str | Path) -> list[Workload]:

@@ -23,9 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from jitbench.errors import ConfigError, WorkloadError, short_repr, unknown_name_message
+from jitbench.errors import (
+    ConfigError,
+    NoNumpySide,
+    WorkloadError,
+    short_repr,
+    unknown_name_message,
+)
 from jitbench.suite.dtypes import conform, dtype_name, dtype_text
-from jitbench.suite.jitted import is_jitted, jit_statics, jitted_parts
+from jitbench.suite.jitted import is_jitted, jit_donated, jit_statics, jitted_parts
 
 SIZE_PRESETS = ("S", "M", "L")
 # Names are matched whole (`fullmatch`: a `$` would let a trailing newline through).
@@ -60,6 +66,28 @@ Tolerance = float | Mapping[str, float] | None
 not named get the default), or None for the dtype-aware default."""
 
 
+class Arguments:
+    """A call's positional and keyword arguments, as given: ``Arguments(params, x, lr=0.1)``.
+
+    An input function returns one where a call takes both kinds (a tuple is positional
+    arguments alone, a dict keyword arguments alone); `bench` makes one of the arguments
+    it is given, so `jax.grad`, `jax.vmap` and positional statics see them as the user
+    passed them. Each argument is a pytree (arrays, dicts, tuples, NamedTuples,
+    dataclasses, flax/optax/equinox state, PRNG keys) or a Python value.
+    """
+
+    __slots__ = ("args", "kwargs")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.args: tuple[Any, ...] = args
+        self.kwargs: dict[str, Any] = kwargs
+
+    def __repr__(self) -> str:
+        parts = [short_repr(a, 30) for a in self.args]
+        parts += [f"{k}={short_repr(v, 30)}" for k, v in self.kwargs.items()]
+        return f"Arguments({', '.join(parts)})"
+
+
 @dataclass(frozen=True)
 class Inputs:
     """Arguments for one call: arrays are staged to the device, static values are not.
@@ -90,6 +118,9 @@ class Workload:
         sweep: params for a size sweep (crossover charts), smallest first.
         static_argnames: keyword arguments that are Python values, static under jit.
         static_argnums: positional arguments that are Python values, static under jit.
+        donate_argnums: positional arguments the JAX side donates (`jax.jit`'s
+            `donate_argnums`, its own where it is jitted): every JAX call gets fresh
+            device copies of them, made outside the timed region.
         rtol, atol, norm_tol: validation tolerances (see `Tolerance`); None picks the
             dtype-aware defaults.
         setup: untimed, before every timed call of the NumPy side: takes its arguments and
@@ -121,6 +152,7 @@ class Workload:
     sweep: tuple[Mapping[str, Any], ...] = ()
     static_argnames: tuple[str, ...] = ()
     static_argnums: tuple[int, ...] = ()
+    donate_argnums: tuple[int, ...] = ()
     rtol: Tolerance = None
     atol: Tolerance = None
     norm_tol: Tolerance = None
@@ -136,6 +168,11 @@ class Workload:
     source: str = field(default="", compare=False)
     origin: str | None = field(default=None, compare=False)
     float_width: str | None = None
+
+    @property
+    def has_numpy(self) -> bool:
+        """Whether the workload has a NumPy side (JAX-only ones compare jit with eager)."""
+        return self.numpy_fn is not no_numpy_side
 
     def case_dtype(self, run_dtype: str) -> str:
         """The dtype a case of this workload runs in when the run asks for `run_dtype`."""
@@ -155,9 +192,12 @@ class Workload:
         """
         rng = np.random.default_rng(seed)
         target = np.dtype(dtype)
-        produced = _on_host(self.inputs(rng, dtype=target, **params))
-        if isinstance(produced, Mapping):
-            args: tuple[Any, ...] = ()
+        produced = on_host(self.inputs(rng, dtype=target, **params))
+        args: tuple[Any, ...]
+        if isinstance(produced, Arguments):
+            args, kwargs = produced.args, dict(produced.kwargs)
+        elif isinstance(produced, Mapping):
+            args = ()
             kwargs = dict(produced)
         elif isinstance(produced, tuple):
             args, kwargs = produced, {}
@@ -166,8 +206,8 @@ class Workload:
         else:
             raise WorkloadError(
                 f"inputs of workload {self.name!r} returned {type(produced).__name__}; "
-                "return a tuple of arrays, a dict of keyword arguments, or one array "
-                "(NumPy or JAX)."
+                "return a tuple of arrays, a dict of keyword arguments, one array (NumPy "
+                "or JAX), or jitbench.Arguments(*args, **kwargs) for both kinds."
             )
         params_of_fn = _parameter_names(self.jax_fn)
         for s in self.static_argnames:
@@ -178,7 +218,11 @@ class Workload:
                     f"did not produce ({made}) and which is not a parameter of its JAX side."
                 )
         static = {k: kwargs.pop(k) for k in self.static_argnames if k in kwargs}
-        static_argnums = self._positions(self.static_argnums, len(args), "static_argnums")
+        static_argnums = self._positions(
+            self._given_positions(self.static_argnums, len(args), {**kwargs, **static}),
+            len(args),
+            "static_argnums",
+        )
         names = self.argument_names(len(args))
         pinned = self._pinned(names, kwargs)
         args = tuple(
@@ -203,8 +247,29 @@ class Workload:
     def argument_names(self, count: int) -> list[str]:
         """Names of the first `count` positional arguments (the NumPy side's parameter
         names; `arg<i>` where it has none)."""
-        known = _positional_names(self.numpy_fn)
+        known = _positional_names(self.numpy_fn) or _positional_names(self.jax_fn)
         return [known[i] if i < len(known) else f"arg{i}" for i in range(count)]
+
+    def _given_positions(
+        self, positions: Sequence[int], count: int, kwargs: Mapping[str, Any]
+    ) -> list[int]:
+        """`positions` less those past the call's positional arguments whose parameter the
+        call gives by keyword or leaves to its default, as `jax.jit` takes
+        ``f(x, n=3)`` for a function declared with ``static_argnums=1``."""
+        sig = _signature(self.jax_fn)
+        params = [
+            p
+            for p in (sig.parameters.values() if sig is not None else ())
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        kept = []
+        for i in positions:
+            if count <= i < len(params):
+                p = params[i]
+                if p.name in kwargs or p.default is not p.empty:
+                    continue
+            kept.append(i)
+        return kept
 
     def _positions(self, given: Sequence[int], count: int, what: str) -> tuple[int, ...]:
         out = []
@@ -315,24 +380,43 @@ class Workload:
         return [sweep_label(p) for p in self.sweep]
 
 
-def _on_host(made: Any) -> Any:
-    """What an input function made, with its JAX arrays copied to NumPy arrays on the host:
-    inputs are host arrays (the NumPy side takes them, each JAX mode stages them itself),
-    and a JAX array is an array to a user who wrote `jnp.ones(n)`."""
+def on_host(made: Any) -> Any:
+    """What an input function made, with its JAX arrays copied to NumPy arrays on the host,
+    leaf by leaf in any pytree: inputs are host arrays (the NumPy side takes them, each
+    JAX mode stages them itself), and a JAX array is an array to a user who wrote
+    `jnp.ones(n)`. PRNG keys of a typed key dtype (`jax.random.key`) have no NumPy form
+    and stay JAX arrays (staging moves them to the case's device)."""
     jax = sys.modules.get("jax")
     if jax is None:  # nothing made can be a JAX array
         return made
+    if isinstance(made, Arguments):
+        return Arguments(*on_host(made.args), **on_host(made.kwargs))
+    if type(made) is tuple:  # the call's positional arguments, each a pytree
+        return tuple(jax.tree_util.tree_map(host_leaf, a) for a in made)
+    if isinstance(made, Mapping):  # keyword arguments, in the order given
+        return {k: jax.tree_util.tree_map(host_leaf, v) for k, v in made.items()}
+    return jax.tree_util.tree_map(host_leaf, made)
 
-    def leaf(x: Any) -> Any:
-        return np.array(x) if isinstance(x, jax.Array) else x
 
-    if isinstance(made, jax.Array):
-        return leaf(made)
-    if isinstance(made, tuple):
-        return tuple(jax.tree_util.tree_map(leaf, a) for a in made)
-    if isinstance(made, Mapping):
-        return {k: jax.tree_util.tree_map(leaf, v) for k, v in made.items()}
-    return made
+def host_leaf(x: Any) -> Any:
+    """One pytree leaf on the host: a JAX array as a NumPy array (a typed PRNG key, which
+    has none, as it is); anything else as it is."""
+    jax = sys.modules.get("jax")
+    if jax is None or not isinstance(x, jax.Array) or is_key(x):
+        return x
+    return np.array(x)
+
+
+def is_key(x: Any) -> bool:
+    """Whether `x` is a JAX array of a typed PRNG key dtype (`jax.random.key(0)`)."""
+    jax = sys.modules.get("jax")
+    dtype = getattr(x, "dtype", None)
+    return bool(
+        jax is not None
+        and dtype is not None
+        and not isinstance(dtype, np.dtype)
+        and jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+    )
 
 
 def _signature(fn: Callable[..., Any]) -> inspect.Signature | None:
@@ -373,15 +457,39 @@ def _source_of(fn: Callable[..., Any]) -> str:
         return ""
 
 
+class _XpForm:
+    """`workload`'s default `numpy=`: both sides from one function of `xp` when its first
+    parameter is named `xp`, else a JAX-only workload."""
+
+    def __repr__(self) -> str:
+        return "XP_FORM"
+
+
+XP_FORM: Any = _XpForm()
+
+
+def takes_xp(fn: Callable[..., Any]) -> bool:
+    """Whether `fn` takes the array namespace first (`f(xp, ...)`), serving both sides."""
+    sig = _signature(fn)
+    first = next(iter(sig.parameters), None) if sig is not None else None
+    return first == "xp"
+
+
+def no_numpy_side(*args: Any, **kwargs: Any) -> Any:
+    """The NumPy side of a JAX-only workload: there is none (`errors.NoNumpySide`)."""
+    raise NoNumpySide("no NumPy side was given")
+
+
 def workload(
     fn: Callable[..., Any] | None = None,
     *,
     inputs: Callable[..., Any],
     sizes: Mapping[str, Mapping[str, Any]],
     sweep: Sequence[Mapping[str, Any]] = (),
-    numpy: Callable[..., Any] | None = None,
+    numpy: Callable[..., Any] | None = XP_FORM,
     static_argnames: str | Sequence[str] = (),
     static_argnums: int | Sequence[int] = (),
+    donate_argnums: int | Sequence[int] = (),
     rtol: Tolerance = None,
     atol: Tolerance = None,
     norm_tol: Tolerance = None,
@@ -399,9 +507,11 @@ def workload(
 ) -> Any:
     """Define a workload from a function.
 
-    Without `numpy=`, the decorated function takes the array namespace first,
+    A function whose first parameter is `xp` takes the array namespace first,
     ``f(xp, *arrays, **static)``, and serves both sides. With `numpy=`, the decorated
-    function is the JAX side and `numpy` the NumPy side; both take the arrays only. The
+    function is the JAX side and `numpy` the NumPy side; both take the arrays only. Any
+    other function (or `numpy=None`) is JAX-only: called with its arguments alone,
+    measured eager and jit, jit checked against eager and compared with it. The
     JAX side may already be jitted (`@jax.jit`, with its own static arguments): jit mode
     then calls it as it is, and eager mode runs it under `jax.disable_jit()`.
 
@@ -416,6 +526,9 @@ def workload(
             jit), as in `jax.jit`: one name or several.
         static_argnums: positions of arguments that are Python values (static under jit,
             never staged to the device), as in `jax.jit`: one int or several.
+        donate_argnums: positions of arguments whose buffers the JAX side donates, as in
+            `jax.jit` (read from it where it is jitted): each JAX call gets fresh device
+            copies of them, made untimed, so no call reads a donated buffer.
         rtol: relative tolerance, for every dtype or per dtype name; an output passes
             where it is elementwise close (`rtol`, `atol`) or its relative norm error
             ‖a − b‖ / ‖b‖ is within `norm_tol` (defaults follow the dtype).
@@ -487,15 +600,18 @@ def workload(
             raise WorkloadError(f"workload {wl_name!r}: tags is a tuple of names, got {tags!r}.")
         if not callable(inputs):
             raise WorkloadError(f"inputs of workload {wl_name!r} is not callable.")
-        if numpy is not None and not callable(numpy):
+        if numpy is not None and numpy is not XP_FORM and not callable(numpy):
             raise WorkloadError(f"numpy of workload {wl_name!r} is not callable.")
         if setup is not None and not callable(setup):
             raise WorkloadError(f"setup of workload {wl_name!r} is not callable.")
-        if numpy is None:
+        jax_fn: Callable[..., Any]
+        numpy_fn: Callable[..., Any]
+        if numpy is XP_FORM and takes_xp(f):
             import jax.numpy as jnp
 
-            jax_fn: Callable[..., Any] = partial(f, jnp)
-            numpy_fn: Callable[..., Any] = partial(f, np)
+            jax_fn, numpy_fn = partial(f, jnp), partial(f, np)
+        elif numpy is XP_FORM or numpy is None:
+            jax_fn, numpy_fn = f, no_numpy_side
         else:
             jax_fn, numpy_fn = f, numpy
         fn_name = getattr(f, "__name__", repr(f))
@@ -503,10 +619,12 @@ def workload(
         static_nums = _one_or_many(static_argnums, int, "static_argnums", wl_name)
         static_names = _one_or_many(static_argnames, str, "static_argnames", wl_name)
         output_list = _one_or_many(outputs, (str, int), "outputs", wl_name)
+        donated = _one_or_many(donate_argnums, int, "donate_argnums", wl_name)
         if is_jitted(jax_fn):  # what its own jax.jit declares static is static here too
             own_nums, own_names = jit_statics(jax_fn)
             static_nums = tuple(sorted(set(static_nums) | set(own_nums)))
             static_names = tuple(dict.fromkeys([*static_names, *own_names]))
+            donated = (*donated, *jit_donated(jax_fn))
         sig = _signature(jax_fn)
         params = sig.parameters if sig is not None else {}
         accepts_var_kw = sig is None or any(p.kind is p.VAR_KEYWORD for p in params.values())
@@ -552,6 +670,7 @@ def workload(
             sweep=tuple(dict(p) for p in sweep),
             static_argnames=static_names,
             static_argnums=static_nums,
+            donate_argnums=tuple(sorted(set(donated))),
             rtol=_tolerance(rtol, "rtol", wl_name),
             atol=_tolerance(atol, "atol", wl_name),
             norm_tol=_tolerance(norm_tol, "norm_tol", wl_name),
