@@ -146,6 +146,10 @@ SUSPECT_MARK = "⚠"  # it rests on a figure slower than a larger size (a stall)
 DISAGREE_MARK = "≠"  # its processes measured it clearly apart
 
 
+#: The mark of a speedup over eager (jit in a case with no NumPy side), in every table.
+OVER_EAGER_MARK = "ᵉ"
+
+
 def marks(*, suspect: bool, disagree: bool) -> str:
     """'⚠', '≠', both or '' for a speedup, as every table writes them."""
     return (SUSPECT_MARK if suspect else "") + (DISAGREE_MARK if disagree else "")

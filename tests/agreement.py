@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from rich.console import Console
 
 from jitbench.config import JAX_MODES, Mode
+from jitbench.formatting import OVER_EAGER_MARK
 from jitbench.render.run_csv import run_csv
 from jitbench.render.run_markdown import run_markdown
 from jitbench.render.run_table import compact_table, summary_table
@@ -43,14 +44,15 @@ def check_analysis(run: Run) -> None:
             if f.time is not None:
                 parts = f.shown_process_times
                 assert parts and close(geomean(parts), f.time.value, EXACT), (f.mode, parts)
-        numpy = c.get(Mode.NUMPY)
+        base = c.get(c.baseline)  # NumPy, or eager for a JAX-only case
         for mode in JAX_MODES:
             f = c.get(mode)
             if f is None or f.speedup is None:
                 continue
-            assert numpy is not None and numpy.time is not None and f.time is not None
+            assert f.over is c.baseline
+            assert base is not None and base.time is not None and f.time is not None
             r = f.speedup
-            assert close(r.value, numpy.time.value / f.time.value, EXACT)
+            assert close(r.value, base.time.value / f.time.value, EXACT)
             assert r.low is None or r.low <= r.value <= (r.high or math.inf)
             assert f.headline == (not (f.disagree or f.wide or f.suspect))
             if f.process_speedups:
@@ -62,7 +64,7 @@ def check_analysis(run: Run) -> None:
             assert eager is not None and jit is not None and eager.time and jit.time
             assert close(c.eager_over_jit.value, eager.time.value / jit.time.value, EXACT)
         if c.break_even_calls is not None and jit is not None and jit.measurement.compile:
-            saved = numpy.time.value - jit.time.value  # type: ignore[union-attr]
+            saved = base.time.value - jit.time.value  # type: ignore[union-attr]
             total = jit.measurement.compile.total_compile_s
             assert total is not None
             expected = total / saved if saved > 0 else math.inf
@@ -71,7 +73,10 @@ def check_analysis(run: Run) -> None:
         values = [
             f.speedup.value
             for c in figures
-            if (f := c.get(g.mode)) is not None and f.speedup is not None and f.headline
+            if (f := c.get(g.mode)) is not None
+            and f.speedup is not None
+            and f.headline
+            and c.baseline is Mode.NUMPY
         ]
         assert g.count == len(values)
         if values:
@@ -116,11 +121,12 @@ def check_page(run: Run) -> None:
     for m in run_to_dict(run)["measurements"]:
         shown = m.get("figures")
         if shown and shown["speedup"]:
-            numpy = analyse(run).time(
-                tuple(m["case"][k] for k in ("workload", "size", "device", "dtype")), Mode.NUMPY
-            )  # type: ignore[arg-type]
-            assert numpy is not None
-            assert close(shown["speedup"]["value"], numpy.value / shown["time_s"]["value"], EXACT)
+            base = analyse(run).time(
+                tuple(m["case"][k] for k in ("workload", "size", "device", "dtype")),  # type: ignore[arg-type]
+                Mode(shown["speedup_over"]),
+            )
+            assert base is not None
+            assert close(shown["speedup"]["value"], base.value / shown["time_s"]["value"], EXACT)
 
 
 _TIME = re.compile(r"(\d[\d,.]*)\s?(ns|µs|ms|s)\b")
@@ -150,6 +156,9 @@ def check_markdown(run: Run) -> int:
             if "×" not in speedup or not _TIME.fullmatch(numpy) or not _TIME.fullmatch(time):
                 continue
             assert close(_ratio(speedup), _seconds(numpy) / _seconds(time), 0.016), line
+            checked += 1
+        if OVER_EAGER_MARK in jit_x and _TIME.fullmatch(eager) and _TIME.fullmatch(jit):
+            assert close(_ratio(jit_x), _seconds(eager) / _seconds(jit), 0.016), line
             checked += 1
     return checked
 

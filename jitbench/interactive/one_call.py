@@ -90,18 +90,24 @@ class BenchResult:
         return f.time if f is not None else None
 
     def speedup(
-        self, mode: Mode | str = Mode.JIT, *, over: Mode | str = Mode.NUMPY, size: str | None = None
+        self,
+        mode: Mode | str = Mode.JIT,
+        *,
+        over: Mode | str | None = None,
+        size: str | None = None,
     ) -> Estimate | None:
-        """How many times faster `mode` is than `over` (NumPy by default, or "eager"),
-        with its 95 % interval; the quotient of the two times shown."""
+        """How many times faster `mode` is than `over`, with its 95 % interval: the
+        quotient of the two times shown. `over` defaults to the case's baseline: NumPy,
+        or eager where there is no NumPy side."""
         c = self.case(size)
-        mode, over = Mode(mode), Mode(over)
-        if over is Mode.NUMPY:
-            f = c.get(mode)
-            return f.speedup if f is not None else None
-        if (over, mode) == (Mode.EAGER, Mode.JIT):
+        mode = Mode(mode)
+        base = c.baseline if over is None else Mode(over)
+        f = c.get(mode)
+        if f is not None and f.speedup is not None and f.over is base:
+            return f.speedup
+        if (base, mode) == (Mode.EAGER, Mode.JIT):
             return c.eager_over_jit
-        a, b = self.time(over, size), self.time(mode, size)
+        a, b = self.time(base, size), self.time(mode, size)
         if a is None or b is None:
             return None
         return Estimate(a.value / b.value, None, None)
@@ -164,6 +170,8 @@ def bench(
     numpy: Callable[..., Any] | None = None,
     static_argnames: str | Sequence[str] = (),
     static_argnums: int | Sequence[int] = (),
+    donate_argnums: int | Sequence[int] = (),
+    eager: str = "auto",
     sizes: Mapping[str, ArgumentFactory] | None = None,
     sweep: Mapping[float, ArgumentFactory] | None = None,
     modes: Sequence[Mode | str] | None = None,
@@ -193,7 +201,14 @@ def bench(
         numpy: the NumPy implementation, same arguments.
         static_argnames: names of arguments that are Python values, static under jit,
             as in `jax.jit`.
-        static_argnums: positions of such arguments.
+        static_argnums: positions of such arguments (a jitted `fn`'s own are read from
+            it).
+        donate_argnums: positions of arguments `fn` donates, as in `jax.jit` (a jitted
+            `fn`'s own are read from it): each call gets fresh device copies, untimed.
+        eager: how eager mode calls `fn`: "call" (as it is: jitted parts stay compiled),
+            "nojit" (under `jax.disable_jit()`: op by op) or "auto" ("nojit" where `fn`
+            is jitted or calls jitted functions by name, else "call"); the result's
+            diagnostics say which was taken.
         sizes: size label -> a function of no arguments returning the call's arguments (a
             tuple, or one array): each is a case, instead of `args`.
         sweep: x value (e.g. the element count) -> such a function: a size sweep, for the
@@ -285,6 +300,8 @@ def bench(
         numpy=numpy if numpy is not None else (XP_FORM if xp else None),
         static_argnames=static_argnames,
         static_argnums=static_argnums,
+        donate_argnums=donate_argnums,
+        eager=eager,
         rtol=rtol,
         atol=atol,
         name=name or _name_of(fn),

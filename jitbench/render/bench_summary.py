@@ -47,7 +47,7 @@ def _time(f: ModeFigure | None) -> str:
 def _speedup(c: CaseAnalysis, f: ModeFigure) -> str:
     """'13.2× NumPy ±3%' and, for jit, ' · 4.1× eager'."""
     parts = []
-    if f.speedup is not None:
+    if f.speedup is not None and f.over is Mode.NUMPY:
         r = f.speedup
         parts.append(f"{fmt.ratio_pm(r.value, r.low, r.high)} vs NumPy{f.marks and ' ' + f.marks}")
     if f.mode is Mode.JIT and c.eager_over_jit is not None:
@@ -68,10 +68,11 @@ def _case_lines(c: CaseAnalysis, *, several: bool) -> list[str]:
     if total is not None:
         tail = ""
         if c.break_even_calls is not None:
+            base = "NumPy" if c.baseline is Mode.NUMPY else "eager"
             tail = (
-                "; never pays back vs NumPy"
+                f"; never pays back vs {base}"
                 if math.isinf(c.break_even_calls)
-                else f"; pays back vs NumPy after {fmt.count(c.break_even_calls)} calls"
+                else f"; pays back vs {base} after {fmt.count(c.break_even_calls)} calls"
             )
         lines.append(f"  jit compile {fmt.seconds(total)}{tail}")
     return [line for line in lines if line]

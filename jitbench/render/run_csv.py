@@ -39,6 +39,8 @@ COLUMNS = (
     # Appended after the first columns, so readers by position keep working:
     *(f"{m.value}_headline" for m in JAX_MODES),
     *(f"{m.value}_process_speedups" for m in JAX_MODES),
+    # What the speedups and break-even are over: numpy, or eager (a JAX-only case).
+    "speedup_over",
 )
 
 
@@ -100,6 +102,7 @@ def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
                 case_notes(by_mode.values(), skip=FOOTER_CODES),
                 *headline,
                 *apart,
+                c.baseline.value,
             ]
         )
     return buffer.getvalue()

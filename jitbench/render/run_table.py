@@ -84,6 +84,8 @@ def mark_legend(run: Run, cases: Iterable[Case] | None = None) -> str | None:
     figures = [c for c in analyse(run) if keys is None or c.key in keys]
     shown = {mark for c in figures for f in c.figures.values() for mark in speedup_marks(f)}
     parts = []
+    if fmt.OVER_EAGER_MARK in shown:
+        parts.append(f"{fmt.OVER_EAGER_MARK} jit over eager: the workload has no NumPy side")
     if SUSPECT_MARK in shown:
         parts.append(f"{SUSPECT_MARK} slower than a larger size (a stall)")
     if DISAGREE_MARK in shown:
@@ -92,11 +94,18 @@ def mark_legend(run: Run, cases: Iterable[Case] | None = None) -> str | None:
             "(each process's figure: --wide, the HTML report, the JSON)"
         )
     wide = f"speedups with an interval wider than ×/÷ {WIDE_FACTOR:g}"  # dimmed where shown
+    if parts and not (SUSPECT_MARK in shown or DISAGREE_MARK in shown):
+        ending = f"; left out of geometric means: {wide}." if _any_wide(figures) else "."
+        return "; ".join(parts) + ending
     if parts:
         return "; ".join(parts) + f": left out of geometric means, as are {wide}."
-    if any(f.wide for c in figures for f in c.figures.values()):
+    if _any_wide(figures):
         return f"Left out of geometric means: {wide}."
     return None
+
+
+def _any_wide(figures: Iterable[CaseAnalysis]) -> bool:
+    return any(f.wide for c in figures for f in c.figures.values())
 
 
 def transfer_of(run: Run, key: tuple[str, str, str, str]) -> tuple[float | None, int | None]:
@@ -569,6 +578,8 @@ def _compact_layout(
     numpy_, eager, jit_, sharded = (
         m in measured for m in (Mode.NUMPY, Mode.EAGER, Mode.JIT, Mode.SHARDED)
     )
+    # A JAX-only case's jit speedup is over eager: the column stays without NumPy.
+    baseline = numpy_ or any(c.baseline is Mode.EAGER for c in analyse(run))
     # A mode's columns only when the run measured it (sharded mode is opt-in, and `-m`
     # can leave any mode out): the table keeps fitting 80 columns with sharded in it.
     shown = {
@@ -576,9 +587,9 @@ def _compact_layout(
         "eager": eager,
         "jit": jit_,
         "eager ×": eager and numpy_,
-        "jit ×": jit_ and numpy_,
+        "jit ×": jit_ and baseline,
         "compile": jit_ and layout.compile_columns,
-        "break even": jit_ and numpy_ and layout.compile_columns,
+        "break even": jit_ and baseline and layout.compile_columns,
         "transfer": (eager or jit_) and layout.transfer_column,
         "transfer back": (eager or jit_)
         and layout.transfer_column
@@ -672,7 +683,7 @@ def _compact_layout(
         "D→H": (eager or jit_) and has_transfer_back(run),
         "H→D": eager or jit_,
         "compile": jit_,
-        "break even": jit_ and numpy_,
+        "break even": jit_ and baseline,
     }
     kept = {
         "D→H": shown["transfer back"],

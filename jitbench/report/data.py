@@ -170,6 +170,7 @@ def speedup_value(run: Run, case: Case, mode: Mode) -> float | None:
 def speedup_title(f: ModeFigure) -> str:
     """Why a speedup is marked or faded, and each process's own figure where they differ."""
     why = []
+    over = "jit over eager: the workload has no NumPy side" if f.over is Mode.EAGER else ""
     if f.suspect:
         why.append("size-order-inverted (a stall)")
     if f.disagree:
@@ -181,8 +182,8 @@ def speedup_title(f: ModeFigure) -> str:
     if f.wide:
         why.append(f"its interval is wider than ×/÷ {WIDE_FACTOR:g}")
     if not why:
-        return ""
-    return "; ".join(why) + ": left out of the geometric mean"
+        return over
+    return "; ".join([*filter(None, [over]), *why]) + ": left out of the geometric mean"
 
 
 def headline_cases(run: Run, device: str) -> tuple[list[Case], str]:

@@ -548,7 +548,11 @@ def _mode_figures(f: ModeFigure) -> dict[str, str]:
         else "—",
         "samples": f"{len(m.samples_s)} × {m.calls_per_sample:,} calls" if m.samples_s else "—",
         "min – max": f"{fmt.seconds(s.min)} – {fmt.seconds(s.max)}" if s else "—",
-        "speedup over NumPy": fmt.ratio_ci(r.value, r.low, r.high) if r else "—",
+        f"speedup over {'eager' if f.over is Mode.EAGER else 'NumPy'}": fmt.ratio_ci(
+            r.value, r.low, r.high
+        )
+        if r
+        else "—",
         "each process's speedup": ", ".join(fmt.ratio(x) for x in f.process_speedups)
         if f.process_speedups
         else "—",

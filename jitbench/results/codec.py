@@ -157,6 +157,8 @@ def _with_figures(figures: RunAnalysis, m: Measurement) -> dict[str, Any]:
             "time_s": _ratio_dict(shown.time),
             "process_times_s": [_finite_or_none(x) for x in shown.process_times],
             "speedup": None if shown.speedup is None else _ratio_dict(shown.speedup),
+            # numpy, or eager for jit in a JAX-only case (`ModeFigure.over`)
+            "speedup_over": None if shown.speedup is None else shown.over.value,
             "process_speedups": [_finite_or_none(x) for x in shown.process_speedups],
             "headline": shown.headline,
         }

@@ -42,6 +42,8 @@ WIDE_FACTOR = 1.5
 #: The diagnostic code that marks a figure as suspect (a stall: slower than a larger
 #: input of the same workload), recorded by `jitbench.measure.diagnose`.
 SIZE_ORDER = "size-order-inverted"
+#: The diagnostic code of a JAX-only workload's NumPy mode (`measure.diagnose`).
+NO_NUMPY_SIDE = "no-numpy-side"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -85,6 +87,9 @@ class ModeFigure:
     disagree: bool = False
     wide: bool = False
     suspect: bool = False
+    #: What `speedup` is over: NumPy, or eager for jit in a case with no NumPy side (a
+    #: JAX-only workload), where jit's speedup is eager's shown time ÷ jit's.
+    over: Mode = Mode.NUMPY
 
     @property
     def mode(self) -> Mode:
@@ -115,7 +120,8 @@ class ModeFigure:
         disagree: `formatting.marks`); '' without a speedup."""
         if self.speedup is None:
             return ""
-        return fmt.marks(suspect=self.suspect, disagree=self.disagree)
+        marks = fmt.marks(suspect=self.suspect, disagree=self.disagree)
+        return marks + (fmt.OVER_EAGER_MARK if self.over is Mode.EAGER else "")
 
     @property
     def achieved_flops_per_s(self) -> float | None:
@@ -158,12 +164,15 @@ class CaseAnalysis:
 
     case: Case
     figures: Mapping[Mode, ModeFigure]
-    #: Calls after which jit's cold compile is paid back versus NumPy, from the shown
-    #: times: compile s / (NumPy time − jit time); inf when jit is not faster.
+    #: Calls after which jit's cold compile is paid back versus the baseline (NumPy, or
+    #: eager with no NumPy side), from the shown times: compile s / (baseline time − jit
+    #: time); inf when jit is not faster.
     break_even_calls: float | None = None
     #: eager time / jit time (how far dispatch slows eager), from the shown times.
     eager_over_jit: Estimate | None = None
     scaling: Scaling | None = None
+    #: What the speedups and break-even are over: NumPy, or eager for a JAX-only case.
+    baseline: Mode = Mode.NUMPY
 
     @property
     def key(self) -> CaseKey:
@@ -261,13 +270,15 @@ class RunAnalysis:
         measured = {mode: m for mode in Mode if (m := run.get(case.key, mode)) is not None}
         own = {mode: self._time(m) for mode, m in measured.items()}
         numpy_m = measured.get(Mode.NUMPY)
+        baseline = Mode.EAGER if _jax_only(numpy_m, measured) else Mode.NUMPY
+        over = {m: baseline for m in JAX_MODES if m is not baseline}
         # Each speedup is taken round by round; the time shown for its mode is the one
-        # that agrees with it beside NumPy's (`_anchored`), and sharded mode's agrees
-        # with its speedup over jit beside jit's.
-        speedups = {mode: self._ratio(numpy_m, measured.get(mode)) for mode in JAX_MODES}
+        # that agrees with it beside its baseline's (`_anchored`), and sharded mode's
+        # agrees with its speedup over jit beside jit's.
+        speedups = {m: self._ratio(measured.get(b), measured.get(m)) for m, b in over.items()}
         shown = dict(own)
         for mode, r in speedups.items():
-            shown[mode] = _anchored(own.get(mode), shown.get(Mode.NUMPY), r)
+            shown[mode] = _anchored(own.get(mode), shown.get(over[mode]), r)
         jit_m, sharded_m = measured.get(Mode.JIT), measured.get(Mode.SHARDED)
         scaling = None
         over_jit = self._ratio(jit_m, sharded_m)
@@ -276,12 +287,12 @@ class RunAnalysis:
             scaling = Scaling(sharded_m.sharding.device_count, over_jit)
         numpy_suspect = _suspect(numpy_m)
         per_process = {
-            mode: self._process_ratios(numpy_m, measured.get(mode), speedups[mode])
-            for mode in JAX_MODES
+            mode: self._process_ratios(measured.get(b), measured.get(mode), speedups[mode])
+            for mode, b in over.items()
         }
         parts = {mode: estimates.process_medians(m) for mode, m in measured.items()}
-        for mode in JAX_MODES:
-            parts[mode] = _process_parts(parts, Mode.NUMPY, per_process[mode], mode)
+        for mode, b in over.items():
+            parts[mode] = _process_parts(parts, b, per_process[mode], mode)
         if scaling is not None:
             over_jit_parts = self._process_ratios(jit_m, sharded_m, over_jit)
             parts[Mode.SHARDED] = _process_parts(parts, Mode.JIT, over_jit_parts, Mode.SHARDED)
@@ -304,6 +315,7 @@ class RunAnalysis:
                 disagree=_split(ratios) >= PROCESS_SPLIT_FACTOR,
                 wide=factor is not None and factor > WIDE_FACTOR,
                 suspect=_suspect(m) or (mode is not Mode.NUMPY and numpy_suspect),
+                over=over.get(mode, Mode.NUMPY),
             )
         eager_t, jit_t = shown.get(Mode.EAGER), shown.get(Mode.JIT)
         eager_over_jit = self._ratio(measured.get(Mode.EAGER), jit_m)
@@ -315,9 +327,10 @@ class RunAnalysis:
         return CaseAnalysis(
             case=case,
             figures=figures,
-            break_even_calls=_break_even(jit_m, shown.get(Mode.NUMPY), jit_t),
+            break_even_calls=_break_even(jit_m, shown.get(baseline), jit_t),
             eager_over_jit=eager_over_jit,
             scaling=scaling,
+            baseline=baseline,
         )
 
     def _time(self, m: Measurement) -> Estimate | None:
@@ -393,7 +406,7 @@ class RunAnalysis:
             values, failed, suspect, uncertain = [], 0, 0, 0
             for c in chosen:
                 f = c.get(mode)
-                if f is None:
+                if f is None or c.baseline is not Mode.NUMPY:  # JAX-only: no NumPy speedup
                     continue
                 failed += f.measurement.failed
                 if f.speedup is None:
@@ -511,6 +524,18 @@ def _agreeing(parts: tuple[float, ...], time: Estimate | None) -> tuple[float, .
         return (time.value,)
     factor = time.value / math.exp(statistics.fmean(math.log(p) for p in parts))
     return parts if math.isclose(factor, 1.0, rel_tol=1e-12) else tuple(p * factor for p in parts)
+
+
+def _jax_only(numpy_m: Measurement | None, measured: Mapping[Mode, Measurement]) -> bool:
+    """A case whose workload has no NumPy side (its NumPy mode skipped as such, or not
+    measured at all) and whose eager and jit were: jit is then compared with eager."""
+    if Mode.EAGER not in measured or Mode.JIT not in measured:
+        return False
+    if numpy_m is None:
+        return True
+    return numpy_m.status is Status.SKIPPED and any(
+        d.code == NO_NUMPY_SIDE for d in numpy_m.diagnostics
+    )
 
 
 def _suspect(m: Measurement | None) -> bool:
