@@ -15,6 +15,8 @@ Options (before the call)::
     --x64                         float64 instead of float32
     --numpy NAME                  the NumPy twin, a name in the namespace (e.g. f_np)
     --static a,b                  static argument names (as `jax.jit`'s static_argnames)
+    --static-argnums 1,2          static argument positions (as `jax.jit`'s static_argnums)
+    --eager call|nojit|auto       how eager mode calls the function (`bench`'s eager=)
     --name NAME                   the workload's name in the run
 """
 
@@ -38,13 +40,15 @@ _VALUE_OPTIONS = {
     "--processes": "processes",
     "--numpy": "numpy",
     "--static": "static",
+    "--static-argnums": "static_argnums",
+    "--eager": "eager",
     "--name": "name",
 }
 _FLAG_OPTIONS = {"--x64": "x64"}
 
 USAGE = (
     "%jitbench [-m MODES] [-b SECONDS] [-p N] [--x64] [--numpy NAME] [--static NAMES] "
-    "[--name NAME] f(args)"
+    "[--static-argnums N,M] [--eager CHOICE] [--name NAME] f(args)"
 )
 
 # The call's function replaced by one that returns the arguments it gets, so `*a`, `**k`,
@@ -139,6 +143,18 @@ def bench_options(
             raise UsageError(f"--numpy {name}: {type(exc).__name__}: {exc}") from None
     if "static" in options:
         out["static_argnames"] = tuple(s.strip() for s in str(options["static"]).split(","))
+    if "static_argnums" in options:
+        try:
+            out["static_argnums"] = tuple(
+                int(s) for s in str(options["static_argnums"]).split(",") if s.strip()
+            )
+        except ValueError:
+            raise UsageError(
+                f"--static-argnums takes positions such as 1 or 0,2, got "
+                f"{options['static_argnums']!r}"
+            ) from None
+    if "eager" in options:
+        out["eager"] = str(options["eager"])
     if "name" in options:
         out["name"] = str(options["name"])
     return out
@@ -173,7 +189,8 @@ class JitbenchMagics(Magics):
         """Measure one call in NumPy, JAX eager and JAX jit: ``%jitbench f(x)``.
 
         Options: -m MODES, -b SECONDS, -p PROCESSES, --x64, --numpy NAME, --static
-        NAMES, --name NAME (see `jitbench.interactive.magics`). Returns the BenchResult.
+        NAMES, --static-argnums N,M, --eager CHOICE, --name NAME (see
+        `jitbench.interactive.magics`). Returns the BenchResult.
         """
         assert self.shell is not None
         return run_magic(line, self.shell.user_ns, local_ns)

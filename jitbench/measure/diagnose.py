@@ -320,8 +320,7 @@ def eager_partly_jitted(reason: str) -> Diagnostic:
         severity=Severity.WARNING,
         message=f"eager called the JAX side as it is, but {reason}: those parts ran "
         "compiled, so this eager figure is partly jit",
-        hint='eager="nojit" (in bench() or @workload) runs them op by op under '
-        "jax.disable_jit().",
+        hint='eager="nojit" (in bench() or @workload) runs them op by op under jax.disable_jit().',
     )
 
 

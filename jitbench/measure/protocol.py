@@ -256,7 +256,7 @@ def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMod
     compile + run) and the seconds JAX's compile events give each stage. The program's
     analysis (cost, memory, HLO, jaxpr) is read from the executable that call left in the
     cache, so the program is compiled once."""
-    jitted = modes.jit_function(wl)
+    jitted = modes.jit_function(wl, staged)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
     cold = jcompile.cold_call(call, clear=False, share=True)
     analysis, _ = jcompile.cached_analysis(
@@ -297,7 +297,7 @@ def cold_jit_stages(
 ) -> tuple[float, float, float]:
     """Clear JAX's caches and measure a fresh `jax.jit(f)`'s cold first call again, with
     `device` as JAX's default: (trace, lower, compile) seconds. Raises what the call raises."""
-    jitted = modes.jit_function(wl)
+    jitted = modes.jit_function(wl, staged)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
     with modes.on_device(device):
         return _jit_stages(wl, staged, jcompile.cold_call(call))
@@ -331,7 +331,8 @@ _ARRAY_LEAF_TYPES = (np.ndarray, np.generic, jax.Array, int, float, complex)
 
 
 def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
-    """Return `output` if it is an array or a pytree of arrays (or numbers).
+    """Return `output` if it is an array or a pytree of arrays (or numbers; functions
+    beside them, as a module's are).
 
     Raises:
         WorkloadError: no array at all (None, an empty tuple), a leaf such as a string, or
@@ -350,7 +351,8 @@ def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
             f"which holds no array; {fix}"
         )
     for leaf in leaves:
-        if not isinstance(leaf, _ARRAY_LEAF_TYPES):
+        # A module's functions (an equinox MLP's activation) ride along with its arrays.
+        if not isinstance(leaf, _ARRAY_LEAF_TYPES) and not callable(leaf):
             raise WorkloadError(
                 f"the {mode.value} side of {wl.name!r} returned a {type(leaf).__name__} "
                 f"({short_repr(leaf, 40)}) where an array was expected; {fix}"

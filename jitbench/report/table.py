@@ -548,8 +548,9 @@ def _mode_figures(f: ModeFigure) -> dict[str, str]:
         else "—",
         "samples": f"{len(m.samples_s)} × {m.calls_per_sample:,} calls" if m.samples_s else "—",
         "min – max": f"{fmt.seconds(s.min)} – {fmt.seconds(s.max)}" if s else "—",
-        f"speedup over {'eager' if f.over is Mode.EAGER else 'NumPy'}": fmt.ratio_ci(
-            r.value, r.low, r.high
+        "speedup over NumPy": (
+            fmt.ratio_ci(r.value, r.low, r.high)
+            + (f" {fmt.OVER_EAGER_MARK} over eager" if f.over is Mode.EAGER else "")
         )
         if r
         else "—",

@@ -13,8 +13,15 @@ from typing import Any
 
 
 def is_jitted(fn: Any) -> bool:
-    """Whether `fn` is a `jax.jit`-wrapped function (it has the AOT `trace`/`lower`)."""
-    return callable(fn) and hasattr(fn, "lower") and hasattr(fn, "trace")
+    """Whether `fn` runs compiled when called: a `jax.jit`-wrapped function, or a library's
+    jitted callable (equinox's `filter_jit`); each has the AOT `lower`."""
+    return callable(fn) and hasattr(fn, "lower")
+
+
+def is_jax_jit(fn: Any) -> bool:
+    """Whether `fn` is `jax.jit`'s own (it has the AOT `trace` beside `lower`): jit mode
+    calls it as it is and reads its program from JAX's caches."""
+    return is_jitted(fn) and hasattr(fn, "trace")
 
 
 def jit_statics(fn: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:

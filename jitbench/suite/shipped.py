@@ -10,6 +10,7 @@ them from there (`load`) as it would import a suite file.
 from __future__ import annotations
 
 import io
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
@@ -62,9 +63,37 @@ def _pickler(cloudpickle: Any, buffer: io.BytesIO) -> Any:
             options = jit_options(obj)
             if options is not None:
                 return rejit, (obj._fun, options)
+            if (found := _module_global(obj)) is not None:
+                return _from_module, found
             return super().reducer_override(obj)
 
     return Pickler(buffer)
+
+
+def _module_global(obj: Any) -> tuple[str, str] | None:
+    """(module, name) of a function that an importable module holds under another name
+    than its own (`per_example = jax.vmap(jax.grad(loss))`, a `jax.checkpoint`'s lambda):
+    pickled by reference, as cloudpickle pickles a module's functions it finds by name.
+    By value, JAX's transforms drag their caches along, which do not pickle."""
+    if not callable(obj) or isinstance(obj, type):
+        return None
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str) or module == "__main__" or module.startswith("jax"):
+        return None
+    found = sys.modules.get(module)
+    if found is None or getattr(found, getattr(obj, "__qualname__", ""), None) is obj:
+        return None  # not imported, or cloudpickle finds it by its own name
+    try:
+        names = [name for name, value in vars(found).items() if value is obj]
+    except TypeError:
+        return None
+    return (module, names[0]) if names else None
+
+
+def _from_module(module: str, name: str) -> Any:
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 def rejit(fun: Any, options: dict[str, Any]) -> Any:
