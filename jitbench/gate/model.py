@@ -241,6 +241,16 @@ class Entry:
         return self.new.median_s if self.new is not None else None
 
     @property
+    def checked(self) -> bool:
+        """Whether the gate judged this entry: a timing or failure verdict on both sides,
+        or a program verdict that gates. A skipped or unsampled side checks nothing."""
+        if self.verdict in (Verdict.NEW, Verdict.REMOVED):
+            return False
+        if self.verdict is not Verdict.NOT_COMPARED:
+            return True
+        return self.program_gates and self.program is not None
+
+    @property
     def fails_gate(self) -> bool:
         """True for a run-time regression, a case now failing, or a compile regression."""
         return (
@@ -347,10 +357,23 @@ class Comparison:
 
     @property
     def nothing_compared(self) -> str | None:
-        """Why nothing was compared (no case × mode on both sides), else None. A gate that
-        compared nothing has checked nothing: the CLI exits 2, not 0."""
-        if any(e.base is not None and e.new is not None for e in self.entries):
+        """Why nothing was compared, else None: no case × mode on both sides, or none of
+        those in common judged (each skipped or ok without samples on a side, and no
+        gating program verdict). A gate that compared nothing has checked nothing: the
+        CLI exits 2, not 0."""
+        common = [e for e in self.entries if e.base is not None and e.new is not None]
+        # JAX code is what a gate checks: NumPy alone compared is nothing compared.
+        jax = [e for e in common if e.mode is not Mode.NUMPY]
+        if any(e.checked for e in jax or common):
             return None
+        if common:
+            what = f"{len(jax)} JAX case(s) and mode(s)" if jax else f"{len(common)} case(s)"
+            done = "only NumPy was" if any(e.checked for e in common) else "nothing was"
+            return (
+                f"none of the {what} in common was timed on both sides (skipped, or ok "
+                f"without samples), so {done} compared; measure them with "
+                "samples on both sides (or gate on programs: --fail-on program)."
+            )
         base_n = sum(1 for e in self.entries if e.base is not None)
         new_n = sum(1 for e in self.entries if e.new is not None)
         return (
