@@ -324,13 +324,15 @@ def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:
     baseline of other workloads, sizes or dtypes), 1 on a regression, 4 when it is
     inconclusive (`Comparison.inconclusive`) unless `allow_inconclusive`, else 0."""
     from jitbench.cli.common import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
+    from jitbench.gate import GateOutcome
 
-    if cmp.nothing_compared is not None:
+    outcome = cmp.outcome(allow_inconclusive=allow_inconclusive)
+    if outcome is GateOutcome.NOTHING_COMPARED:
         err.print("[red]error:[/] the gate compared nothing, so it checked nothing (exit 2).")
         return EXIT_USAGE
-    if cmp.has_regression:
+    if outcome is GateOutcome.FAILED:
         return EXIT_FAILED
-    if cmp.inconclusive and not allow_inconclusive:
+    if outcome is GateOutcome.INCONCLUSIVE:
         err.print(
             f"[red]error:[/] the gate is inconclusive, so it does not pass (exit "
             f"{EXIT_INCONCLUSIVE}): {escape(cmp.inconclusive[0])} --allow-inconclusive "

@@ -55,6 +55,16 @@ class SignificanceTest(str, enum.Enum):
     PAIRED = "paired rounds: signed-rank"
 
 
+class GateOutcome(str, enum.Enum):
+    """What a gate concludes, the one rule `compare`, `ab`, `run --baseline` and the
+    pytest plugin share (`Comparison.outcome`); the CLI maps it to its exit code."""
+
+    PASS = "pass"  # exit 0
+    FAILED = "failed"  # exit 1: a regression or a case now failing
+    NOTHING_COMPARED = "nothing compared"  # exit 2: it checked nothing
+    INCONCLUSIVE = "inconclusive"  # exit 4: it cannot vouch for the new run
+
+
 #: Multiple-comparison adjustments of the timing p-values ("bh": Benjamini–Hochberg).
 P_ADJUST_METHODS = ("bh", "none")
 
@@ -394,6 +404,17 @@ class Comparison:
                 "both sides with more samples (--min-samples)."
             )
         return tuple(found)
+
+    def outcome(self, *, allow_inconclusive: bool = False) -> GateOutcome:
+        """The gate's conclusion: nothing compared first (it checked nothing), then a
+        regression, then inconclusive (a pass only with `allow_inconclusive`)."""
+        if self.nothing_compared is not None:
+            return GateOutcome.NOTHING_COMPARED
+        if self.has_regression:
+            return GateOutcome.FAILED
+        if self.inconclusive and not allow_inconclusive:
+            return GateOutcome.INCONCLUSIVE
+        return GateOutcome.PASS
 
     @property
     def compile_regressions(self) -> tuple[Entry, ...]:
