@@ -22,8 +22,9 @@ COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # is of) and each pooling note's "mixed"; 1.3: that flag is "warns" (it marks every note
 # that warns, not only runs of mixed settings); 1.4: "inconclusive", why the gate could not
 # vouch for the new run (untestable changes, a partial run on either side); 1.5: each
-# entry's "program" (changed, moved, regressed) and the program thresholds
-COMPARISON_SCHEMA_VERSION = "1.5"
+# entry's "program" (changed, moved, regressed) and the program thresholds; 1.6: a
+# compile verdict "inconclusive" (too few cold compiles to test) and "compile_untested"
+COMPARISON_SCHEMA_VERSION = "1.6"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -173,7 +174,9 @@ class CompileChange:
 
     base_s: float
     new_s: float
-    verdict: Verdict  # REGRESSION, IMPROVEMENT or UNCHANGED
+    # REGRESSION, IMPROVEMENT, UNCHANGED, or INCONCLUSIVE: beyond the factor and floor,
+    # but too few cold compiles a side to test (reported, never failing)
+    verdict: Verdict
     count: int = 1
     paired_ratio: float | None = None
     p_value: float | None = None
@@ -363,6 +366,14 @@ class Comparison:
                 "partly the same samples and a change is harder to see; keep each run on "
                 "one side."
             )
+        if untested := self.compile_untested:
+            found.append(
+                f"{len(untested)} compile-time change(s) beyond ×"
+                f"{self.thresholds.compile_threshold:g} were not tested: a side has too few "
+                "cold compiles for a test (one each without pooled runs), so they do not "
+                "fail the gate; pool several runs a side, or measure with `jitbench ab`, "
+                "to test them."
+            )
         return tuple(found)
 
     @property
@@ -423,6 +434,14 @@ class Comparison:
         )
 
     @property
+    def compile_untested(self) -> tuple[Entry, ...]:
+        """Compile changes beyond the factor and floor that too few cold compiles a side
+        could test (one a side without pooled runs or repeats): reported, not gating."""
+        return tuple(
+            e for e in self.entries if e.compile and e.compile.verdict is Verdict.INCONCLUSIVE
+        )
+
+    @property
     def compile_improvements(self) -> tuple[Entry, ...]:
         return tuple(
             e for e in self.entries if e.compile and e.compile.verdict is Verdict.IMPROVEMENT
@@ -461,6 +480,7 @@ class Comparison:
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
             "compile_regressions": len(self.compile_regressions),
+            "compile_untested": len(self.compile_untested),
             "environment_differences": [
                 {"name": d.name, "base": d.base, "new": d.new} for d in self.environment_differences
             ],

@@ -65,7 +65,9 @@ def compile_cell(e: Entry) -> str:
     text = f"{fmt.seconds(c.base_s)} → {fmt.seconds(c.new_s)}"
     if c.count > 1:
         text += f" ×{c.count}"
-    if c.verdict is not Verdict.UNCHANGED:
+    if c.verdict is Verdict.INCONCLUSIVE:
+        text += " (not tested)"
+    elif c.verdict is not Verdict.UNCHANGED:
         text += f" ({c.verdict.value})"
     return text
 
@@ -77,6 +79,8 @@ def summary_line(cmp: Comparison) -> str:
     parts = [f"{cmp.count(v)} {v.value}" for v in Verdict if cmp.count(v)]
     if cmp.compile_regressions:
         parts.append(f"{len(cmp.compile_regressions)} compile-time regression(s)")
+    if cmp.compile_untested:
+        parts.append(f"{len(cmp.compile_untested)} compile-time change(s) not tested")
     programs = [e.program for e in cmp.entries if e.program is not None]
     if programs:
         changed = [p for p in programs if p.changed]
@@ -588,6 +592,14 @@ def comparison_markdown(
         lines.append("### Compile-time improvements")
         lines.append("")
         lines.extend(_md_compile_table(cmp.compile_improvements))
+        lines.append("")
+    if cmp.compile_untested:
+        lines.append(
+            "### Compile-time changes not tested (too few cold compiles a side: reported, "
+            "not gating)"
+        )
+        lines.append("")
+        lines.extend(_md_compile_table(cmp.compile_untested))
         lines.append("")
     inconclusive = [e for e in cmp.entries if e.verdict is Verdict.INCONCLUSIVE]
     if inconclusive:
