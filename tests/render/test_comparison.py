@@ -114,3 +114,13 @@ def test_console_report_ends_with_the_verdict_and_warns_of_untestable_changes():
     calm = compare(make_run(meas(samples=many)), make_run(meas(samples=many)))
     assert inconclusive_warning(calm) is None
     assert [t.plain for t in verdict_lines(calm)] == ["pass: 1 unchanged"]
+
+
+def test_the_markdown_headline_agrees_with_the_exit_code():
+    ok = spread(1e-3, 12)
+    other = comparison_markdown(compare(make_run(meas("a", samples=ok)), make_run(meas("b"))))
+    assert other.splitlines()[0].endswith("⚠️ jitbench regression gate: nothing compared")
+    assert "> - base (1 measurement(s)) and new (1) have no case" in other
+    partial = replace(make_run(meas(samples=ok)), complete=False)
+    md = comparison_markdown(compare(make_run(meas(samples=ok)), partial))
+    assert md.splitlines()[0].endswith(": inconclusive") and "is partial" in md
