@@ -42,6 +42,25 @@ def check_output_file(path: Path | None) -> None:
             f"cannot write {str(path)!r}: folder {str(folder)!r} is not writable; give "
             "another path."
         )
+    if _is_run_file(path):
+        raise OutputError(
+            f"{str(path)!r} is a jitbench run file, which an output never replaces (`compare "
+            "base.json new.json --json base.json` lost the baseline); give another path."
+        )
+
+
+_RUN_SCHEMA = re.compile(rb'"schema"\s*:\s*"jitbench\.run"')
+
+
+def _is_run_file(path: Path) -> bool:
+    """Whether `path` (where a link leads) is a regular file that holds a jitbench run."""
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            return _RUN_SCHEMA.search(fh.read(4096)) is not None
+    except OSError:
+        return False
 
 
 #: Paths that name a file descriptor this process already has open: written to it, not

@@ -102,7 +102,7 @@ def report_cmd(
         )
     from jitbench.results import OutputLayout, load_run
 
-    folders = [p for p in runs if p.is_dir()]
+    folders = [p for p in runs if p.is_dir() and not p.is_symlink()]  # a link: refused
     if folders and len(runs) > 1:
         raise ConfigError(
             f"{str(folders[0])!r} is a folder: pass run files, or one folder alone (an "

@@ -90,3 +90,16 @@ def test_compare_of_an_unsampled_run_exits_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["compare", str(base), str(new)])
     assert result.exit_code == 2
     assert "NOTHING COMPARED" in result.stdout and "pass:" not in result.stdout
+
+
+def test_an_output_never_replaces_a_run_file(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    base.write_text(dump_run(make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")))
+    kept = base.read_bytes()
+    for option in ("--json", "--markdown", "--html"):
+        result = CliRunner().invoke(app, ["compare", str(base), str(base), option, str(base)])
+        assert result.exit_code == 2, result.output
+        assert "is a jitbench run file, which an output never replaces" in " ".join(
+            result.stderr.split()
+        )
+    assert base.read_bytes() == kept
