@@ -197,6 +197,11 @@ def check_gate_outputs(markdown: Path | None, json_path: Path | None, html: Path
         raise ConfigError(
             "--html writes a page and plotly.js beside it, so it needs a file name, not '-'."
         )
+    if str(markdown) == "-" and str(json_path) == "-":
+        raise ConfigError(
+            "--markdown - and --json - would both go to stdout, one after the other, which no "
+            "reader can take apart; send one of them to a file."
+        )
     for path in (markdown, json_path, html):
         check_output_file(path)
 

@@ -390,10 +390,12 @@ class Comparison:
         if common:
             what = f"{len(jax)} JAX case(s) and mode(s)" if jax else f"{len(common)} case(s)"
             done = "only NumPy was" if any(e.checked for e in common) else "nothing was"
+            first = next((e for e in jax or common if e.note), None)
+            why = f"; {first.label}: {first.note}" if first is not None else ""
             return (
-                f"none of the {what} in common was timed on both sides (skipped, or ok "
-                f"without samples), so {done} compared; measure them with "
-                "samples on both sides (or gate on programs: --fail-on program)."
+                f"none of the {what} in common was timed on both sides (skipped, no samples "
+                f"or a zero median{why}), so {done} compared; measure them with samples on "
+                "both sides (or gate on programs: --fail-on program)."
             )
         base_n = sum(1 for e in self.entries if e.base is not None)
         new_n = sum(1 for e in self.entries if e.new is not None)

@@ -103,3 +103,12 @@ def test_an_output_never_replaces_a_run_file(tmp_path: Path) -> None:
             result.stderr.split()
         )
     assert base.read_bytes() == kept
+
+
+def test_markdown_and_json_both_on_stdout_are_refused(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    base.write_text(dump_run(make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")))
+    result = CliRunner().invoke(
+        app, ["compare", str(base), str(base), "--json", "-", "--markdown", "-"]
+    )
+    assert result.exit_code == 2 and "would both go to stdout" in " ".join(result.stderr.split())
