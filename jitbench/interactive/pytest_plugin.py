@@ -366,7 +366,7 @@ class JitbenchSession:
             tr.write_line(line.rstrip())
         if cmp.nothing_compared is not None:
             tr.write_line(f"warning: {cmp.nothing_compared}", yellow=True)
-        for line in cmp.inconclusive:
+        for line in [*cmp.inconclusive, *cmp.warnings]:  # as `jitbench compare` warns
             tr.write_line(f"warning: {line}", yellow=True)
         if self.failed_gate:
             from jitbench.gate import GateOutcome
