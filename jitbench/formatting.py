@@ -247,14 +247,39 @@ class SafeCsvWriter:
         return self._writer.writerow([csv_cell(cell) for cell in row])
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~])")
+#: Characters that start emphasis, code, links, images (`[`), HTML, entities, math or
+#: end a cell.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>|#~&@$])")
+#: What GitHub turns into a link by itself (its autolink extension): a scheme and its
+#: colon, 'www.' (the escaped character then ends the would-be link), an e-mail's '@'.
+_MD_AUTOLINK = re.compile(r"(?i)(https?|ftp|mailto|xmpp|file|javascript|data)(:)|(www)(\.)")
+
+
+def _break_autolink(m: re.Match[str]) -> str:
+    word, mark = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+    return f"{word}\\{mark}"
 
 
 def md_escape(text: object) -> str:
-    """Escape text for a GitHub-flavoured markdown table cell.
+    """Escape text for GitHub-flavoured markdown, a table cell included: the one place
+    every string a markdown output takes from a run passes (names, run ids, labels,
+    commits, environment, notes).
 
-    `|` would end the cell and a newline the row; the other characters could start
-    emphasis, code, links or HTML.
-    """
-    s = " ".join(str(text).splitlines())
-    return _MD_SPECIAL.sub(r"\\\1", s)
+    A line break becomes a space and `|` is escaped (they would end the row or cell);
+    every character that could start emphasis, code, a link, an image, raw HTML or an
+    entity is escaped, and a URL's scheme or 'www.' is broken up so that nothing
+    becomes a live link; controls and bidirectional overrides are shown as escapes
+    (`terminal_safe`)."""
+    s = terminal_safe(" ".join(str(text).splitlines()).replace("\t", " "))
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    return _MD_AUTOLINK.sub(_break_autolink, s)
+
+
+def md_code(text: object) -> str:
+    """`text` as an inline code span (literal, so no link or HTML can form in it); text
+    a code span cannot hold literally (a backtick or `|`, which ends a table cell even
+    there) is `md_escape`d instead."""
+    s = terminal_safe(" ".join(str(text).splitlines()).replace("\t", " "))
+    if not s.strip() or "`" in s or "|" in s:
+        return md_escape(s)
+    return f"`{s}`"

@@ -259,3 +259,16 @@ def test_robust_sd_is_unmoved_by_a_wild_value() -> None:
     from jitbench.stats import robust_sd
 
     assert robust_sd([1.0, 2.0, 3.0, 4.0, 100.0]) == pytest.approx(1.4826)
+
+
+def test_an_estimate_formats_and_converts_as_its_value() -> None:
+    import doctest
+
+    from jitbench.results.analysis.estimates import Estimate
+
+    finder = doctest.DocTestFinder()
+    [test] = [t for t in finder.find(Estimate, "Estimate") if t.examples]
+    result = doctest.DocTestRunner().run(test)
+    assert result.attempted == 3 and result.failed == 0
+    e = Estimate(0.5, None, None)
+    assert f"{e:.0%}" == "50%" and float(e) == 0.5 and f"{e}" == str(e)

@@ -1209,6 +1209,362 @@ def _(ctx: Ctx) -> str:
     return f"second refused in {second.seconds:.1f} s; first finished"
 
 
+# ---------------------------------------------------------------------------------------
+# Round four: the gate and the pytest gate fail closed (cases named r4-*).
+
+
+def _r4_run(ctx: Ctx, name: str, edit: Callable[[dict[str, Any]], None]) -> Path:
+    """The shared base run, edited by `edit`, saved as NAME.json in the case's folder."""
+    [path] = run_files(ctx.shared["base"])
+    data = load(path)
+    edit(data)
+    out = ctx.tmp / f"{name}.json"
+    out.write_text(json.dumps(data))
+    return out
+
+
+def _r4_pytest(ctx: Ctx, *args: object, timeout: float = 240) -> Result:
+    """`python -m pytest ARGS` in the case's folder (a pytest.ini fixes the rootdir)."""
+    (ctx.tmp / "pytest.ini").write_text("[pytest]\n")
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q",
+         "--jitbench-budget", "0.02", *map(str, args)],
+        cwd=ctx.tmp, env=ENV, capture_output=True, text=True, timeout=timeout,
+    )  # fmt: skip
+    return Result(proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
+
+
+_R4_TESTS = """
+import numpy as np
+
+def test_f(jitbench):
+    jitbench(lambda x: x * {k}, np.ones(256, np.float32), modes=("numpy", "jit"))
+"""
+
+
+def _r4_saved(folder: Path) -> dict[str, Any]:
+    [path] = run_files(folder)
+    return load(path)
+
+
+@case("r4-nothing-timed-unsampled", "new run ok with no samples anywhere: NOTHING COMPARED, 2")
+def _(ctx: Ctx) -> str:
+    def unsample(data: dict[str, Any]) -> None:
+        data["run_id"] = "unsampled"
+        for m in data["measurements"]:
+            m["samples_s"], m["calls_per_sample"] = [], 1
+            for key in ("summary", "part_counts", "run_sample_counts"):
+                m.pop(key, None)
+
+    [base] = run_files(ctx.shared["base"])
+    r = ctx.jb("compare", base, _r4_run(ctx, "new", unsample))
+    check(r.returncode == 2, f"exit {r.returncode}: {r.flat_err[-300:]}")
+    check("NOTHING COMPARED" in r.stdout and "pass:" not in r.stdout, r.stdout[-300:])
+    return r.flat_err[r.flat_err.index("none of") :][:90]
+
+
+@case("r4-nothing-timed-skipped", "every eager and jit measurement skipped: exit 2, NumPy alone")
+def _(ctx: Ctx) -> str:
+    def skip(data: dict[str, Any]) -> None:
+        data["run_id"] = "skipped"
+        for m in data["measurements"]:
+            if m["mode"] != "numpy":
+                m.update(status="skipped", samples_s=[], compile=None, program=None)
+                for key in ("summary", "part_counts", "run_sample_counts", "error"):
+                    m.pop(key, None)
+
+    [base] = run_files(ctx.shared["base"])
+    r = ctx.jb("compare", base, _r4_run(ctx, "new", skip))
+    check(r.returncode == 2 and "only NumPy was compared" in r.flat_err, r.flat_err[-300:])
+    return "exit 2, only NumPy compared"
+
+
+@case("r4-pytest-order", "pytest gate: the same tests in another order keep their workloads")
+def _(ctx: Ctx) -> str:
+    (ctx.tmp / "test_a.py").write_text(_R4_TESTS.format(k=2))
+    (ctx.tmp / "test_b.py").write_text(_R4_TESTS.format(k=3))
+    names = []
+    for order in (("test_a.py", "test_b.py"), ("test_b.py", "test_a.py")):
+        out = ctx.tmp / "-".join(order)
+        r = _r4_pytest(ctx, *order, "--jitbench-save", out)
+        check(r.returncode == 0, f"exit {r.returncode}: {r.stdout[-300:]}")
+        names.append(sorted({m["case"]["workload"] for m in _r4_saved(out)["measurements"]}))
+    check(names[0] == names[1] == ["test_a.test_f", "test_b.test_f"], f"{names}")
+    return ", ".join(names[0])
+
+
+@case("r4-pytest-partial-baseline", "pytest gate on a partial baseline: fails as compare exits 4")
+def _(ctx: Ctx) -> str:
+    (ctx.tmp / "test_a.py").write_text(_R4_TESTS.format(k=2))
+    out = ctx.tmp / "first"
+    r = _r4_pytest(ctx, "--jitbench-save", out)
+    check(r.returncode == 0, r.stdout[-300:])
+    [first] = run_files(out)
+    data = load(first)
+    data.update(complete=False, finished_at=None, run_id="partial")
+    partial = ctx.tmp / "partial.json"
+    partial.write_text(json.dumps(data))
+    gate = (f"--jitbench-compare={partial}", "--jitbench-fail-on-regression")
+    r = _r4_pytest(ctx, *gate)
+    check(
+        r.returncode == 1 and "inconclusive" in r.stdout, f"exit {r.returncode}: {r.stdout[-400:]}"
+    )
+    c = ctx.jb("compare", partial, first)
+    check(c.returncode == 4, f"compare: exit {c.returncode}")
+    return "pytest exit 1, compare exit 4"
+
+
+@case("r4-pytest-save-unwritable", "--jitbench-save under a file: usage error before any test")
+def _(ctx: Ctx) -> str:
+    (ctx.tmp / "test_a.py").write_text(_R4_TESTS.format(k=2))
+    (ctx.tmp / "afile").write_text("x")
+    for save in ("afile/out", "afile", "afile/run.json"):
+        r = _r4_pytest(ctx, "--jitbench-save", ctx.tmp / save)
+        check(r.returncode == 4, f"{save}: exit {r.returncode}: {r.stdout[-200:]}")
+        check("cannot be written" in r.stderr and "passed" not in r.stdout, r.stderr[-200:])
+        check("Traceback" not in r.stderr + r.stdout, "a traceback")
+    return "exit 4 (usage) x3, no test ran"
+
+
+@case("r4-pytest-save-late-failure", "the save folder turns into a file mid-session: temp file")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "gone"
+    (ctx.tmp / "test_a.py").write_text(
+        _R4_TESTS.format(k=2) + f"    __import__('pathlib').Path({str(out)!r}).write_text('x')\n"
+    )
+    r = _r4_pytest(ctx, "--jitbench-save", out)
+    check(r.returncode == 0 and "1 passed" in r.stdout, f"exit {r.returncode}: {r.stdout[-300:]}")
+    flat = " ".join(r.stdout.split())
+    check("the session's run is saved to" in flat, flat[-300:])
+    saved = Path(flat.split("saved to ")[1].split(" instead")[0])
+    check(load(saved)["measurements"], "the temporary file is empty")
+    saved.unlink()
+    return "kept in a temporary file, said where"
+
+
+@case("r4-pytest-save-json", "--jitbench-save base.json writes that file, not a folder")
+def _(ctx: Ctx) -> str:
+    (ctx.tmp / "test_a.py").write_text(_R4_TESTS.format(k=2))
+    target = ctx.tmp / "base.json"
+    r = _r4_pytest(ctx, "--jitbench-save", target)
+    check(r.returncode == 0 and target.is_file(), f"exit {r.returncode}: {r.stdout[-300:]}")
+    check(load(target)["schema"] == "jitbench.run", "not a run file")
+    return "a run file"
+
+
+@case("r4-pytest-other-machine", "--jitbench-compare a baseline from another machine: said")
+def _(ctx: Ctx) -> str:
+    (ctx.tmp / "test_a.py").write_text(_R4_TESTS.format(k=2))
+    out = ctx.tmp / "first"
+    check(_r4_pytest(ctx, "--jitbench-save", out).returncode == 0, "first session failed")
+    [first] = run_files(out)
+    data = load(first)
+    data["environment"]["host"] = "another-box"
+    data["environment"]["cpu"] = "Another CPU 9000"
+    data["run_id"] = "elsewhere"
+    other = ctx.tmp / "elsewhere.json"
+    other.write_text(json.dumps(data))
+    r = _r4_pytest(ctx, f"--jitbench-compare={other}")
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stdout[-300:]}")
+    check("another-box" in r.stdout, f"the other host is not named: {r.stdout[-600:]}")
+    return "the environment difference shown"
+
+
+@case("r4-markdown-injection", "a run id with a backtick image, a raw <img>: no live markdown")
+def _(ctx: Ctx) -> str:
+    import re
+
+    hostile = "b`![p](http://evil.example/b.png)`x<img src=http://evil.example/i.png>"
+
+    def rename(data: dict[str, Any]) -> None:
+        data["run_id"] = hostile
+        data["environment"]["git"] = {"commit": hostile, "dirty": False}
+
+    base, _new = _gate_runs(ctx)
+    evil = _r4_run(ctx, "evil", rename)
+    md = ctx.tmp / "gate.md"
+    r = ctx.jb("compare", base, evil, "--markdown", md)
+    check(r.returncode in (0, 1, 4), f"exit {r.returncode}: {r.flat_err[-200:]}")
+    text = re.sub(r"`[^`\n]*`", "", md.read_text().replace("\\`", ""))
+    for bad in (r"(?<!\\)<img", r"(?<!\\)\]\(http", "http://"):  # unescaped
+        check(re.search(bad, text) is None, f"{bad!r} live in the markdown")
+    r = ctx.jb("report", evil, "--format", "markdown")
+    shown = re.sub(r"`[^`\n]*`", "", r.stdout.replace("\\`", ""))
+    check(r.returncode == 0 and re.search(r"(?<!\\)<img", shown) is None, r.stdout[-200:])
+    return "escaped in compare and report markdown"
+
+
+@case("r4-compile-one-sample", "a ×3 cold compile, one a side: reported not tested, exit 0")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx)
+    data = load(new)
+    for m in data["measurements"]:
+        if m.get("compile"):
+            for part in ("trace_s", "lower_s", "compile_s", "first_call_s"):
+                if m["compile"].get(part):
+                    m["compile"][part] *= 3
+            m["compile"].pop("compile_repeats_s", None)
+    new.write_text(json.dumps(data))
+    out = ctx.tmp / "gate.json"
+    r = ctx.jb("compare", base, new, "--json", out)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.stdout[-300:]}")
+    check("not tested" in r.stdout and "were not tested" in r.flat_err, r.flat_err[-300:])
+    doc = load(out)
+    check(doc["compile_untested"] > 0 and doc["compile_regressions"] == 0, f"{doc['counts']}")
+    return f"{doc['compile_untested']} not tested, exit 0"
+
+
+@case("r4-history-duplicates", "history: a hard link counted once, two runs of one id refused")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx, factor=2.0)
+    folder = ctx.tmp / "runs"
+    folder.mkdir()
+    for p in (base, new):
+        shutil.copy(p, folder / p.name)
+    os.link(folder / "base.json", folder / "linked.json")
+    r = ctx.jb("history", folder)
+    check(r.returncode == 0 and r.stdout.startswith("2 runs"), f"{r.stdout[:200]} {r.flat_err}")
+    data = load(new)
+    data["run_id"] = "base"  # another run claiming base's id
+    (folder / "impostor.json").write_text(json.dumps(data))
+    r = ctx.jb("history", folder)
+    one_line_error(r)
+    check("different runs with the same run id 'base'" in r.flat_err, r.flat_err[-300:])
+    return "2 runs; the impostor refused"
+
+
+@case("r4-history-truncated", "history over a folder holding a truncated run: left out, warned")
+def _(ctx: Ctx) -> str:
+    base, _new = _gate_runs(ctx)
+    (ctx.tmp / "half.json").write_text(base.read_text()[:500])
+    r = ctx.jb("history", ctx.tmp)
+    check(r.returncode == 0 and r.stdout.startswith("2 runs"), f"{r.stdout[:200]} {r.flat_err}")
+    check("left out" in r.flat_err and "half.json" in r.flat_err, r.flat_err[-300:])
+    return "2 runs, the half file warned"
+
+
+@case("r4-report-ten-runs", "report of ten runs: one comparison page named by a digest")
+def _(ctx: Ctx) -> str:
+    [path] = run_files(ctx.shared["base"])
+    paths = []
+    for i in range(10):
+        data = load(path)
+        data["run_id"] = f"20261201T0000{i:02d}Z-{'abcdef' * 6}"
+        p = ctx.tmp / f"r{i}.json"
+        p.write_text(json.dumps(data))
+        paths.append(p)
+    out = ctx.tmp / "out"
+    r = ctx.jb("report", *paths, "--out", out)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-300:]}")
+    pages = [p.name for p in out.glob("compare-*.html")]
+    check(len(pages) == 1 and pages[0].startswith("compare-10-runs-"), f"{pages}")
+    return pages[0]
+
+
+@case("r4-report-folder", "report OUT (a folder, as asv publish): its pages and index again")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    shutil.copytree(ctx.shared["base"], out)
+    (out / "index.html").unlink()
+    r = ctx.jb("report", out)
+    check(r.returncode == 0 and (out / "index.html").is_file(), f"{r.flat_err[-300:]}")
+    check(not list(out.glob("compare-*.html")), "a comparison page of one folder's runs")
+    return "index written again"
+
+
+@case("r4-report-same-file-twice", "report RUN RUN: one run, no comparison of it with itself")
+def _(ctx: Ctx) -> str:
+    [path] = run_files(ctx.shared["base"])
+    out = ctx.tmp / "out"
+    r = ctx.jb("report", path, path, "--out", out)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-300:]}")
+    check(not list(out.glob("compare-*.html")), "compared with itself")
+    return "one run page"
+
+
+@case("r4-estimate-format", "bench(...).speedup('jit') formats with :.3g and converts to float")
+def _(ctx: Ctx) -> str:
+    r = python(
+        "import numpy as np, jitbench; "
+        "r = jitbench.bench(lambda x: x * 2, np.ones(64, np.float32), numpy=lambda x: x * 2, "
+        "budget=0.02, processes=1); "
+        "e = r.speedup('jit'); print(f'{e:.3g}', float(e) > 0, format(e) == str(e))"
+    )
+    check(r.returncode == 0, r.stderr[-300:])
+    value, positive, same = r.stdout.split()
+    check(positive == same == "True" and float(value) > 0, r.stdout)
+    return f"speedup {value}"
+
+
+@case("r4-output-over-run-file", "compare --json/--markdown onto a run file: refused, file kept")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx)
+    before = base.read_bytes()
+    for option in ("--json", "--markdown"):
+        one_line_error(ctx.jb("compare", base, new, option, base))
+    check(base.read_bytes() == before, "the baseline was overwritten")
+    return "refused, baseline kept"
+
+
+@case("r4-json-and-markdown-stdout", "compare --json - --markdown -: refused (mixed on stdout)")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx)
+    r = ctx.jb("compare", base, new, "--json", "-", "--markdown", "-")
+    one_line_error(r)
+    check(r.stdout == "", "something was written first")
+    return r.flat_err[7:90]
+
+
+@case(
+    "r4-markdown-headline", "markdown of a comparison that compared nothing: not '✅ no regression'"
+)
+def _(ctx: Ctx) -> str:
+    def other(data: dict[str, Any]) -> None:
+        data["run_id"] = "other-device"
+        for m in data["measurements"]:
+            m["case"]["device"] = "cpu:7"
+
+    [base] = run_files(ctx.shared["base"])
+    md = ctx.tmp / "gate.md"
+    r = ctx.jb("compare", base, _r4_run(ctx, "other", other), "--markdown", md)
+    check(r.returncode == 2, f"exit {r.returncode}")
+    head = md.read_text().splitlines()[0]
+    check("nothing compared" in head and "✅" not in head, head)
+    return head
+
+
+@case("r4-bidi-label-html", "RTL override / isolates in a label: shown escaped in every page")
+def _(ctx: Ctx) -> str:
+    import re
+
+    def label(data: dict[str, Any]) -> None:
+        data["run_id"] = "bidi"
+        data["config"]["label"] = "\u202eevil\u2066x\u2069"
+
+    out = ctx.tmp / "out"
+    r = ctx.jb("report", _r4_run(ctx, "bidi", label), "--out", out)
+    check(r.returncode == 0, r.flat_err[-300:])
+    raw = [
+        p.name
+        for p in out.rglob("*.html")
+        if re.search("[\u202a-\u202e\u2066-\u2069]", p.read_text())
+    ]
+    check(not raw, f"raw bidi controls in {raw}")
+    return "escaped"
+
+
+@case("r4-comparison-file-as-baseline", "compare GATE.json RUN (a comparison as the base): 2")
+def _(ctx: Ctx) -> str:
+    base, new = _gate_runs(ctx)
+    gate = ctx.tmp / "gate.json"
+    check(ctx.jb("compare", base, new, "--json", gate).returncode in (0, 1, 4), "no comparison")
+    r = ctx.jb("compare", gate, new)
+    one_line_error(r)
+    check("comparison" in r.flat_err, r.flat_err[-200:])
+    return r.flat_err[7:100]
+
+
 def _gate_runs(ctx: Ctx, *, factor: float = 1.0, samples: int = 30, cut: bool = False):
     [path] = run_files(ctx.shared["base"])
     base, new = load(path), load(path)
@@ -1400,7 +1756,11 @@ def _odd_samples(samples: list[float], code: int) -> Callable[[Ctx], str]:
             if code == 2:
                 one_line_error(r)
             else:
-                check(r.returncode in (0, 1, 4), f"exit {r.returncode}: {r.stderr[-300:]}")
+                # Zero medians on one side time nothing: the gate compared nothing (2).
+                untimed = r.returncode == 2 and "nothing was compared" in r.flat_err
+                check(
+                    r.returncode in (0, 1, 4) or untimed, f"exit {r.returncode}: {r.stderr[-300:]}"
+                )
                 check("internal error" not in r.stderr, r.stderr[-200:])
         return f"exit {r.returncode}"
 

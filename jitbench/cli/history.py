@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, handles_errors, say, split_list, write_plain
+from jitbench.cli.common import app, err, escape, handles_errors, say, split_list, write_plain
 from jitbench.cli.options import KeywordOpt
 from jitbench.errors import ConfigError, unknown_name_message
 
@@ -90,7 +90,10 @@ def history_cmd(
             f"unknown mode {unknown[0]!r} for --modes; the history shows {', '.join(known)}."
         )
     matcher = compile_keyword(keyword) if keyword else None
-    hruns = history.history_runs(summaries_of(paths or [Path("reports")]))
+    read = summaries_of(paths or [Path("reports")])
+    for note in read.notes:  # a broken file in a folder, a copy of a run counted once
+        err.print(f"[yellow]warning:[/] {escape(note)}")
+    hruns = history.history_runs(read.runs)
     chosen = split_list(devices, "--device")
     every = history.history_series(hruns)
     known_devices = sorted({s.key[2] for s in every})

@@ -42,6 +42,25 @@ def check_output_file(path: Path | None) -> None:
             f"cannot write {str(path)!r}: folder {str(folder)!r} is not writable; give "
             "another path."
         )
+    if _is_run_file(path):
+        raise OutputError(
+            f"{str(path)!r} is a jitbench run file, which an output never replaces (`compare "
+            "base.json new.json --json base.json` lost the baseline); give another path."
+        )
+
+
+_RUN_SCHEMA = re.compile(rb'"schema"\s*:\s*"jitbench\.run"')
+
+
+def _is_run_file(path: Path) -> bool:
+    """Whether `path` (where a link leads) is a regular file that holds a jitbench run."""
+    try:
+        if not path.is_file():
+            return False
+        with open(path, "rb") as fh:
+            return _RUN_SCHEMA.search(fh.read(4096)) is not None
+    except OSError:
+        return False
 
 
 #: Paths that name a file descriptor this process already has open: written to it, not
@@ -177,6 +196,11 @@ def check_gate_outputs(markdown: Path | None, json_path: Path | None, html: Path
     if html is not None and str(html) == "-":
         raise ConfigError(
             "--html writes a page and plotly.js beside it, so it needs a file name, not '-'."
+        )
+    if str(markdown) == "-" and str(json_path) == "-":
+        raise ConfigError(
+            "--markdown - and --json - would both go to stdout, one after the other, which no "
+            "reader can take apart; send one of them to a file."
         )
     for path in (markdown, json_path, html):
         check_output_file(path)
@@ -324,13 +348,15 @@ def gate_exit(cmp: Comparison, *, allow_inconclusive: bool = False) -> int:
     baseline of other workloads, sizes or dtypes), 1 on a regression, 4 when it is
     inconclusive (`Comparison.inconclusive`) unless `allow_inconclusive`, else 0."""
     from jitbench.cli.common import EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE
+    from jitbench.gate import GateOutcome
 
-    if cmp.nothing_compared is not None:
+    outcome = cmp.outcome(allow_inconclusive=allow_inconclusive)
+    if outcome is GateOutcome.NOTHING_COMPARED:
         err.print("[red]error:[/] the gate compared nothing, so it checked nothing (exit 2).")
         return EXIT_USAGE
-    if cmp.has_regression:
+    if outcome is GateOutcome.FAILED:
         return EXIT_FAILED
-    if cmp.inconclusive and not allow_inconclusive:
+    if outcome is GateOutcome.INCONCLUSIVE:
         err.print(
             f"[red]error:[/] the gate is inconclusive, so it does not pass (exit "
             f"{EXIT_INCONCLUSIVE}): {escape(cmp.inconclusive[0])} --allow-inconclusive "

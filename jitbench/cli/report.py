@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from jitbench.cli.common import app, escape, handles_errors, kept, out, say, split_list
+from jitbench.cli.common import app, err, escape, handles_errors, kept, out, say, split_list
 from jitbench.cli.options import OutOpt, TableFormat, WideOpt
 from jitbench.cli.output import console_footers, print_run_table, write_output
-from jitbench.errors import ConfigError
+from jitbench.errors import ConfigError, ResultsFormatError
 
 
 @app.command("report", short_help="HTML pages (or markdown) for runs, and the index.")
@@ -20,7 +20,11 @@ def report_cmd(
     runs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="RUN.json", help="Run JSON files (from `jitbench run`).", show_default=False
+            metavar="RUN.json|OUT",
+            help="Run JSON files (from `jitbench run`), or one folder: an output folder "
+            "(its runs/ re-rendered into it, each run's page and the index) or a folder of "
+            "run files.",
+            show_default=False,
         ),
     ],
     out_dir: OutOpt = Path("reports"),
@@ -73,6 +77,8 @@ def report_cmd(
     \b
     # the HTML page of a run, and the index of reports/
       jitbench report reports/runs/RUN.json
+    # every run of an output folder rendered again (its pages and index), as asv publish
+      jitbench report reports
     # two runs side by side (two machines, or before and after)
       jitbench report cpu.json gpu.json --out side-by-side/
     # a markdown table of the M cases for a README or $GITHUB_STEP_SUMMARY
@@ -94,9 +100,33 @@ def report_cmd(
             "-s filters the tables of --markdown and --format; the HTML pages show every "
             "size: drop -s, or add --format or --markdown."
         )
-    from jitbench.results import load_run
+    from jitbench.results import OutputLayout, load_run
 
-    loaded = [load_run(path) for path in runs]
+    folders = [p for p in runs if p.is_dir() and not p.is_symlink()]  # a link: refused
+    if folders and len(runs) > 1:
+        raise ConfigError(
+            f"{str(folders[0])!r} is a folder: pass run files, or one folder alone (an "
+            "output folder to render again, or a folder of run files)."
+        )
+    from jitbench.report.summary import run_files
+
+    from_folder = bool(folders)
+    if from_folder:
+        folder = folders[0]
+        if OutputLayout(folder).runs_dir.is_dir() and out_dir == Path("reports"):
+            out_dir = folder  # `jitbench report OUT`: OUT's pages and index again
+    paths = run_files(runs)  # each file once (by inode), a folder's *.json and runs/*.json
+    loaded = []
+    for path in list(paths):
+        try:
+            loaded.append(load_run(path))
+        except ResultsFormatError as exc:
+            if not from_folder:
+                raise
+            paths.remove(path)  # found in the folder: the index lists it as broken
+            err.print(f"[yellow]warning:[/] left out {escape(str(path))}: {escape(str(exc))}")
+    if not loaded:
+        raise ResultsFormatError(f"no valid run in {str(runs[0])!r}; see the warnings above.")
     if merge_processes:
         from jitbench.results.merge import merge_processes as merge
 
@@ -120,15 +150,20 @@ def report_cmd(
         if markdown != "-":
             out.print(f"markdown written to {escape(markdown)}", soft_wrap=True)
         return
-    from jitbench.report import write_report  # plotly and jinja2: HTML only
-    from jitbench.results import OutputLayout, check_run_copies
+    from jitbench.report import write_index, write_report, write_run_page  # plotly, jinja2
+    from jitbench.results import check_run_copies
 
     # Never replace a different run stored under the same id (an older partial copy, or a
     # file that merely claims a stored run's id): refused before anything is written.
     OutputLayout(out_dir).ensure_writable()
-    sources: list[Path | None] = [None] if merge_processes else list(runs)
+    sources: list[Path | None] = [None] if merge_processes else list(paths)
     check_run_copies(list(zip(loaded, sources, strict=True)), out_dir)
-    page = write_report(loaded, out_dir)
+    if from_folder and not merge_processes:  # each run's page, no page of them all
+        for run in loaded:
+            write_run_page(run, out_dir)
+        page = write_index(out_dir, fresh=loaded)
+    else:
+        page = write_report(loaded, out_dir)
     kept(f"report written to {page}")
     out.print(f"report written to {escape(str(page))}", soft_wrap=True)
     out.print(f"index: {escape(str(OutputLayout(out_dir).index))}", soft_wrap=True)

@@ -6,9 +6,10 @@ A timing change is a regression only when it is both large (new/base median rati
 `threshold`) and significant (two-sided Mann–Whitney U on the raw samples, p < `alpha`
 after the Benjamini–Hochberg adjustment over every timing test of the comparison: a
 60-case suite tested at 0.01 each would otherwise flag something in ~45 % of A/A pairs).
-Compile time is judged by a looser factor plus an absolute floor, and where each side has
-enough cold compiles (pooled runs, repeats; five a side at 0.01) by Mann–Whitney on them
-too, adjusted over the comparison's compile tests. Everything here is pure: it returns
+Compile time is judged by a looser factor plus an absolute floor and, where each side has
+enough cold compiles (pooled runs, repeats; five a side at 0.01), by Mann–Whitney on them,
+adjusted over the comparison's compile tests; with fewer, a change beyond the factor is
+reported as not tested (inconclusive), never a regression. Everything here is pure: it returns
 frozen results and never prints.
 """
 
@@ -227,17 +228,23 @@ def compare_compile(
     p-value is adjusted over the comparison's compile tests later, `adjust_compiles`).
     Without the test, the factor alone flagged identical code's compiles in A/A rounds on
     a noisy day (docs: validation, "Gate power, stored runs"). With one compile a side the
-    factor and floor decide alone. None when either side lacks the figure."""
+    factor and floor alone never decide: one cold compile a side on a busy machine moved
+    ×2.9 in A/A pairs, so a change beyond them that too few compiles could test is
+    INCONCLUSIVE (reported, never failing: `Comparison.compile_untested`). None when
+    either side lacks the figure."""
     if base_s is None or new_s is None or base_s < 0 or new_s < 0:
         return None
     f, floor = thresholds.compile_threshold, thresholds.compile_floor_s
     p = None
     if stats.mann_whitney_min_p(len(base_figures), len(new_figures)) < thresholds.alpha:
         p = stats.mann_whitney_p(list(base_figures), list(new_figures))
-    significant = p is None or p < thresholds.alpha
-    if significant and new_s > base_s * f and new_s - base_s > floor:
+    slower = new_s > base_s * f and new_s - base_s > floor
+    faster = base_s > new_s * f and base_s - new_s > floor
+    if p is None:
+        verdict = Verdict.INCONCLUSIVE if slower or faster else Verdict.UNCHANGED
+    elif p < thresholds.alpha and slower:
         verdict = Verdict.REGRESSION
-    elif significant and base_s > new_s * f and base_s - new_s > floor:
+    elif p < thresholds.alpha and faster:
         verdict = Verdict.IMPROVEMENT
     else:
         verdict = Verdict.UNCHANGED

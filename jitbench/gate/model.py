@@ -22,8 +22,9 @@ COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # is of) and each pooling note's "mixed"; 1.3: that flag is "warns" (it marks every note
 # that warns, not only runs of mixed settings); 1.4: "inconclusive", why the gate could not
 # vouch for the new run (untestable changes, a partial run on either side); 1.5: each
-# entry's "program" (changed, moved, regressed) and the program thresholds
-COMPARISON_SCHEMA_VERSION = "1.5"
+# entry's "program" (changed, moved, regressed) and the program thresholds; 1.6: a
+# compile verdict "inconclusive" (too few cold compiles to test) and "compile_untested"
+COMPARISON_SCHEMA_VERSION = "1.6"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -53,6 +54,16 @@ class SignificanceTest(str, enum.Enum):
     # Both sides sampled in the same rounds (`jitbench compare --rev`): Wilcoxon signed-rank
     # on the per-round log ratios (`gate.paired`).
     PAIRED = "paired rounds: signed-rank"
+
+
+class GateOutcome(str, enum.Enum):
+    """What a gate concludes, the one rule `compare`, `ab`, `run --baseline` and the
+    pytest plugin share (`Comparison.outcome`); the CLI maps it to its exit code."""
+
+    PASS = "pass"  # exit 0
+    FAILED = "failed"  # exit 1: a regression or a case now failing
+    NOTHING_COMPARED = "nothing compared"  # exit 2: it checked nothing
+    INCONCLUSIVE = "inconclusive"  # exit 4: it cannot vouch for the new run
 
 
 #: Multiple-comparison adjustments of the timing p-values ("bh": Benjamini–Hochberg).
@@ -163,7 +174,9 @@ class CompileChange:
 
     base_s: float
     new_s: float
-    verdict: Verdict  # REGRESSION, IMPROVEMENT or UNCHANGED
+    # REGRESSION, IMPROVEMENT, UNCHANGED, or INCONCLUSIVE: beyond the factor and floor,
+    # but too few cold compiles a side to test (reported, never failing)
+    verdict: Verdict
     count: int = 1
     paired_ratio: float | None = None
     p_value: float | None = None
@@ -239,6 +252,16 @@ class Entry:
     @property
     def new_median_s(self) -> float | None:
         return self.new.median_s if self.new is not None else None
+
+    @property
+    def checked(self) -> bool:
+        """Whether the gate judged this entry: a timing or failure verdict on both sides,
+        or a program verdict that gates. A skipped or unsampled side checks nothing."""
+        if self.verdict in (Verdict.NEW, Verdict.REMOVED):
+            return False
+        if self.verdict is not Verdict.NOT_COMPARED:
+            return True
+        return self.program_gates and self.program is not None
 
     @property
     def fails_gate(self) -> bool:
@@ -343,14 +366,37 @@ class Comparison:
                 "partly the same samples and a change is harder to see; keep each run on "
                 "one side."
             )
+        if untested := self.compile_untested:
+            found.append(
+                f"{len(untested)} compile-time change(s) beyond ×"
+                f"{self.thresholds.compile_threshold:g} were not tested: a side has too few "
+                "cold compiles for a test (one each without pooled runs), so they do not "
+                "fail the gate; pool several runs a side, or measure with `jitbench ab`, "
+                "to test them."
+            )
         return tuple(found)
 
     @property
     def nothing_compared(self) -> str | None:
-        """Why nothing was compared (no case × mode on both sides), else None. A gate that
-        compared nothing has checked nothing: the CLI exits 2, not 0."""
-        if any(e.base is not None and e.new is not None for e in self.entries):
+        """Why nothing was compared, else None: no case × mode on both sides, or none of
+        those in common judged (each skipped or ok without samples on a side, and no
+        gating program verdict). A gate that compared nothing has checked nothing: the
+        CLI exits 2, not 0."""
+        common = [e for e in self.entries if e.base is not None and e.new is not None]
+        # JAX code is what a gate checks: NumPy alone compared is nothing compared.
+        jax = [e for e in common if e.mode is not Mode.NUMPY]
+        if any(e.checked for e in jax or common):
             return None
+        if common:
+            what = f"{len(jax)} JAX case(s) and mode(s)" if jax else f"{len(common)} case(s)"
+            done = "only NumPy was" if any(e.checked for e in common) else "nothing was"
+            first = next((e for e in jax or common if e.note), None)
+            why = f"; {first.label}: {first.note}" if first is not None else ""
+            return (
+                f"none of the {what} in common was timed on both sides (skipped, no samples "
+                f"or a zero median{why}), so {done} compared; measure them with samples on "
+                "both sides (or gate on programs: --fail-on program)."
+            )
         base_n = sum(1 for e in self.entries if e.base is not None)
         new_n = sum(1 for e in self.entries if e.new is not None)
         return (
@@ -372,10 +418,29 @@ class Comparison:
             )
         return tuple(found)
 
+    def outcome(self, *, allow_inconclusive: bool = False) -> GateOutcome:
+        """The gate's conclusion: nothing compared first (it checked nothing), then a
+        regression, then inconclusive (a pass only with `allow_inconclusive`)."""
+        if self.nothing_compared is not None:
+            return GateOutcome.NOTHING_COMPARED
+        if self.has_regression:
+            return GateOutcome.FAILED
+        if self.inconclusive and not allow_inconclusive:
+            return GateOutcome.INCONCLUSIVE
+        return GateOutcome.PASS
+
     @property
     def compile_regressions(self) -> tuple[Entry, ...]:
         return tuple(
             e for e in self.entries if e.compile and e.compile.verdict is Verdict.REGRESSION
+        )
+
+    @property
+    def compile_untested(self) -> tuple[Entry, ...]:
+        """Compile changes beyond the factor and floor that too few cold compiles a side
+        could test (one a side without pooled runs or repeats): reported, not gating."""
+        return tuple(
+            e for e in self.entries if e.compile and e.compile.verdict is Verdict.INCONCLUSIVE
         )
 
     @property
@@ -417,6 +482,7 @@ class Comparison:
             "regressed_workloads": list(self.regressed_workloads),
             "counts": {v.value: self.count(v) for v in Verdict},
             "compile_regressions": len(self.compile_regressions),
+            "compile_untested": len(self.compile_untested),
             "environment_differences": [
                 {"name": d.name, "base": d.base, "new": d.new} for d in self.environment_differences
             ],

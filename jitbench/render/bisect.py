@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jitbench import formatting as fmt
-from jitbench.formatting import md_escape
+from jitbench.formatting import md_code, md_escape
 from jitbench.gate.bisect import BY_PROGRAM, BisectState, Commit, Endpoints, Outcome, Step
 
 SUBJECT_WIDTH = 40
@@ -113,7 +113,8 @@ def outcome_json(outcome: Outcome, state: BisectState, *, seconds: float, resume
 
 def outcome_markdown(outcome: Outcome, state: BisectState, *, seconds: float, resumed: int) -> str:
     head = (
-        f"## First bad commit: `{outcome.first_bad.short}` {md_escape(outcome.first_bad.subject)}"
+        f"## First bad commit: {md_code(outcome.first_bad.short)} "
+        f"{md_escape(outcome.first_bad.subject)}"
         if outcome.first_bad is not None
         else f"## Bisection inconclusive: {md_escape(outcome.inconclusive or '')}"
     )
@@ -121,18 +122,20 @@ def outcome_markdown(outcome: Outcome, state: BisectState, *, seconds: float, re
     lines = [head, ""]
     if state.endpoints is not None:
         lines += [
-            f"- {md_escape(t.label)}: {t.change} from GOOD to BAD" for t in state.endpoints.targets
+            f"- {md_escape(t.label)}: {md_escape(t.change)} from GOOD to BAD"
+            for t in state.endpoints.targets
         ]
         lines.append("")
     lines += ["| step | commit | subject | verdict | evidence |", "| --- | --- | --- | --- | --- |"]
     lines += rows
-    lines += ["", outcome_lines(outcome, None, seconds=seconds, resumed=resumed)[-1]]
+    lines += ["", md_escape(outcome_lines(outcome, None, seconds=seconds, resumed=resumed)[-1])]
     return "\n".join(lines) + "\n"
 
 
 def _rows(steps: Sequence[Step]) -> list[str]:
     return [
-        f"| {i} | `{s.commit.short}` | {md_escape(s.commit.subject)} | {s.result.side} | "
+        f"| {i} | {md_code(s.commit.short)} | {md_escape(s.commit.subject)} | "
+        f"{md_escape(s.result.side)} | "
         f"{md_escape(s.result.evidence)} |"
         for i, s in enumerate(steps, 1)
     ]

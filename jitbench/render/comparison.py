@@ -19,8 +19,15 @@ from rich.table import Table
 from rich.text import Text
 
 from jitbench import formatting as fmt
-from jitbench.formatting import SafeCsvWriter, md_escape
-from jitbench.gate import FAILING_VERDICTS, Comparison, Entry, SignificanceTest, Verdict
+from jitbench.formatting import SafeCsvWriter, md_code, md_escape
+from jitbench.gate import (
+    FAILING_VERDICTS,
+    Comparison,
+    Entry,
+    GateOutcome,
+    SignificanceTest,
+    Verdict,
+)
 from jitbench.gate.diffs import entry_program_key
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Mode
@@ -65,7 +72,9 @@ def compile_cell(e: Entry) -> str:
     text = f"{fmt.seconds(c.base_s)} → {fmt.seconds(c.new_s)}"
     if c.count > 1:
         text += f" ×{c.count}"
-    if c.verdict is not Verdict.UNCHANGED:
+    if c.verdict is Verdict.INCONCLUSIVE:
+        text += " (not tested)"
+    elif c.verdict is not Verdict.UNCHANGED:
         text += f" ({c.verdict.value})"
     return text
 
@@ -77,6 +86,8 @@ def summary_line(cmp: Comparison) -> str:
     parts = [f"{cmp.count(v)} {v.value}" for v in Verdict if cmp.count(v)]
     if cmp.compile_regressions:
         parts.append(f"{len(cmp.compile_regressions)} compile-time regression(s)")
+    if cmp.compile_untested:
+        parts.append(f"{len(cmp.compile_untested)} compile-time change(s) not tested")
     programs = [e.program for e in cmp.entries if e.program is not None]
     if programs:
         changed = [p for p in programs if p.changed]
@@ -533,17 +544,28 @@ def comparison_markdown(
     """
     lines: list[str] = []
     failures = cmp.failures
-    icon = "❌" if failures else "✅"
-    head = (
-        f"{len(failures)} regression(s) in "
-        + ", ".join(f"**{md_escape(w)}**" for w in cmp.regressed_workloads)
-        if failures
-        else "no regression"
-    )
+    outcome = cmp.outcome()
+    if failures:
+        icon, head = (
+            "❌",
+            f"{len(failures)} regression(s) in "
+            + ", ".join(f"**{md_escape(w)}**" for w in cmp.regressed_workloads),
+        )
+    elif outcome is GateOutcome.NOTHING_COMPARED:
+        icon, head = "⚠️", "nothing compared"
+    elif outcome is GateOutcome.INCONCLUSIVE:
+        icon, head = "⚠️", "inconclusive"
+    else:
+        icon, head = "✅", "no regression"
     lines.append(f"## {icon} {md_escape(title)}: {head}")
     lines.append("")
-    base = f"`{cmp.base_run_id}`" + (f" at {md_escape(cmp.base_commit)}" if cmp.base_commit else "")
-    new = f"`{cmp.new_run_id}`" + (f" at {md_escape(cmp.new_commit)}" if cmp.new_commit else "")
+    said = [*cmp.inconclusive, *cmp.warnings, *filter(None, [cmp.nothing_compared])]
+    if said:  # what the CLI warns on stderr belongs in the comment too
+        lines.extend(["> [!WARNING]", *(f"> - {md_escape(line)}" for line in said), ""])
+    base = md_code(cmp.base_run_id) + (
+        f" at {md_escape(cmp.base_commit)}" if cmp.base_commit else ""
+    )
+    new = md_code(cmp.new_run_id) + (f" at {md_escape(cmp.new_commit)}" if cmp.new_commit else "")
     lines.append(f"Base {base} → new {new}. {md_escape(summary_line(cmp))}.")
     lines.append("")
     lines.append(f"Thresholds: {md_escape(thresholds_line(cmp))}.")
@@ -589,6 +611,14 @@ def comparison_markdown(
         lines.append("")
         lines.extend(_md_compile_table(cmp.compile_improvements))
         lines.append("")
+    if cmp.compile_untested:
+        lines.append(
+            "### Compile-time changes not tested (too few cold compiles a side: reported, "
+            "not gating)"
+        )
+        lines.append("")
+        lines.extend(_md_compile_table(cmp.compile_untested))
+        lines.append("")
     inconclusive = [e for e in cmp.entries if e.verdict is Verdict.INCONCLUSIVE]
     if inconclusive:
         lines.append(
@@ -617,7 +647,7 @@ def comparison_markdown(
         lines.append("### Program diffs (optimised HLO, names and metadata aside)")
         lines.append("")
         lines.extend(
-            f"- {md_escape(_diff_label(cmp, key))}: `{path.replace('`', '')}`"
+            f"- {md_escape(_diff_label(cmp, key))}: {md_code(path)}"
             for key, path in program_diffs.items()
         )
         lines.append("")

@@ -67,7 +67,7 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
         jit = run.get(case.key, Mode.JIT)
         compile_s = jit.compile.total_compile_s if jit and jit.compile else None
         cells = [
-            f"`{fmt.md_escape(case.workload)}`",
+            fmt.md_code(case.workload),
             fmt.md_escape(_size_cell(case)),
             fmt.md_escape(case.device),
             *times,

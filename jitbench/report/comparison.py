@@ -47,10 +47,20 @@ def side_names(runs: Sequence[Run]) -> list[str]:
     ]
 
 
+#: Longest comparison page name made of the runs' names; a longer one (ten runs of
+#: 40-character ids passed the 255 bytes a file name may have) is named by a digest.
+_PAGE_NAME_MAX = 120
+
+
 def page_name(runs: Sequence[Run]) -> str:
     """The comparison page's file name, from the runs' labels or ids:
-    'compare-before-vs-after.html'."""
-    return "compare-" + "-vs-".join(_name_stem(n) for n in side_names(runs)) + ".html"
+    'compare-before-vs-after.html'; where that is long (many runs), from how many and a
+    digest of their ids: 'compare-10-runs-1a2b3c4d5e6f.html'."""
+    name = "compare-" + "-vs-".join(_name_stem(n) for n in side_names(runs)) + ".html"
+    if len(name) <= _PAGE_NAME_MAX:
+        return name
+    digest = hashlib.sha256("\n".join(r.run_id for r in runs).encode("utf-8")).hexdigest()
+    return f"compare-{len(runs)}-runs-{digest[:12]}.html"
 
 
 def _name_stem(name: str) -> str:

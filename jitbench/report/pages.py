@@ -143,10 +143,21 @@ def _env() -> jinja2.Environment:
     return env
 
 
+#: Bidirectional overrides and isolates: a label holding one would show the page's text
+#: in another order than it is (the pages' own text and scripts hold none; JSON escapes
+#: them), so each is shown as its escape.
+_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
+
+
 def _render(template: str, **context: Any) -> str:
     """Render a page with its content-security policy: the hashes of exactly the inline
-    scripts the page carries, computed here."""
+    scripts the page carries, computed here; a bidirectional control from a results file
+    shown as its escape (`_BIDI`)."""
     scripts = [assets.HEAD_SCRIPT, assets.page_script()]
+    return _BIDI.sub(lambda m: f"\\u{ord(m.group()):04x}", _render_page(template, scripts, context))
+
+
+def _render_page(template: str, scripts: list[str], context: dict[str, Any]) -> str:
     return (
         _env()
         .get_template(template)

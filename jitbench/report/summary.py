@@ -400,22 +400,72 @@ def run_files(paths: Iterable[str | os.PathLike[str]]) -> list[Path]:
             f"no run JSON files in {where} (*.json or runs/*.json); pass the --out folder of "
             "`jitbench run` or its run files."
         )
-    return list(dict.fromkeys(files))
+    return _distinct_files(files)
 
 
-def summaries_of(paths: Iterable[str | os.PathLike[str]]) -> list[RunSummary]:
-    """The summaries of every run file `paths` name (`run_files`): the cached one where
-    the cache holds this version of the file (it is only read here), else the run loaded
-    and summarised.
+def _distinct_files(files: list[Path]) -> list[Path]:
+    """`files` without repeats: a path given twice, or two names of one file (a hard
+    link, a symbolic link to another), kept once."""
+    seen: set[tuple[int, int] | Path] = set()
+    out = []
+    for path in files:
+        try:
+            st = path.stat()
+            key: tuple[int, int] | Path = (st.st_dev, st.st_ino)
+        except OSError:
+            key = path  # unreadable: loading it says why
+        if key not in seen:
+            seen.add(key)
+            out.append(path)
+    return out
+
+
+@dataclass(frozen=True)
+class Summaries:
+    """The runs `summaries_of` read, and one line for each file of a folder it left out
+    (not a valid run) or each copy of a run it kept once."""
+
+    runs: list[RunSummary]
+    notes: list[str]
+
+
+def summaries_of(paths: Iterable[str | os.PathLike[str]]) -> Summaries:
+    """The summaries of every run file `paths` name (`run_files`), each run once: the
+    cached one where the cache holds this version of the file (it is only read here), else
+    the run loaded and summarised. A file found in a folder that is not a valid run is
+    left out with a note (the index lists it as broken); a file named is loaded or refused.
 
     Raises:
-        ResultsFormatError: no run files, or one that is not a valid run (its path and why).
+        ResultsFormatError: no run files, a named file that is not a valid run, or two
+            different runs with the same run id (as `compare` refuses them).
     """
-    out = []
+    given = {Path(p) for p in paths if not Path(p).is_dir()}
+    out: dict[str, tuple[RunSummary, Path]] = {}
+    notes = []
     for path in run_files(paths):
         try:
             known = cached(path, stamp_of_file(path))
         except OSError:
             known = None
-        out.append(known if known is not None else summarize(load_run(path)))
-    return out
+        try:
+            summary = known if known is not None else summarize(load_run(path))
+        except ResultsFormatError as exc:
+            if path in given:
+                raise
+            notes.append(f"left out {str(path)!r}: {exc}")
+            continue
+        first = out.setdefault(summary.run_id, (summary, path))
+        if first[1] == path:
+            continue
+        if first[0] != summary:
+            raise ResultsFormatError(
+                f"{str(first[1])!r} and {str(path)!r} are different runs with the same run id "
+                f"{summary.run_id!r}, which history (like compare) cannot tell apart; move "
+                "one away, or give its run a new id."
+            )
+        notes.append(f"{str(path)!r} holds the same run as {str(first[1])!r}: counted once")
+    if not out:
+        raise ResultsFormatError(
+            "no valid run among the run files given; " + (notes[0] if notes else "")
+        )
+    return Summaries([s for s, _ in out.values()], notes)

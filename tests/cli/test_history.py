@@ -91,3 +91,36 @@ def test_no_runs_or_a_corrupt_run_is_one_line_and_exit_2(tmp_path: Path) -> None
     assert missing.exit_code == 2 and "does not exist" in missing.output
     bad_mode = history(tmp_path, "-m", "numpy")
     assert bad_mode.exit_code == 2 and "unknown mode 'numpy'" in bad_mode.output
+
+
+def test_a_hard_link_counts_once_and_two_runs_of_one_id_are_refused(tmp_path: Path) -> None:
+    import os
+    from dataclasses import replace
+
+    folder = write(tmp_path / "out")
+    runs = sorted((folder / "runs").glob("*.json"))
+    os.link(runs[0], folder / "linked.json")  # the same file under another name
+    result = history(folder)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("8 runs, oldest first;")
+    again = history(runs[0], runs[0], *runs[1:])  # one file given twice
+    assert again.exit_code == 0 and again.stdout.startswith("8 runs")
+    first = stepped_runs(True)[0]
+    other = replace(first, measurements=first.measurements[1:])
+    save_run(other, tmp_path / "same-id.json")
+    clash = history(folder, tmp_path / "same-id.json")
+    assert clash.exit_code == 2
+    assert f"are different runs with the same run id {first.run_id!r}" in " ".join(
+        clash.output.split()
+    )
+
+
+def test_a_broken_file_in_a_folder_is_left_out_with_a_warning(tmp_path: Path) -> None:
+    folder = write(tmp_path / "out")
+    [first, *_] = sorted((folder / "runs").glob("*.json"))
+    (folder / "runs" / "truncated.json").write_text(first.read_text()[:200])
+    result = history(folder)
+    assert result.exit_code == 0, result.output
+    assert "8 runs" in result.stdout and "warning: left out" in result.stderr
+    named = history(folder / "runs" / "truncated.json", first)  # named: refused
+    assert named.exit_code == 2

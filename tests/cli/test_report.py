@@ -74,3 +74,43 @@ def test_sizes_without_a_printed_table_are_refused(two_sizes: Path, tmp_path: Pa
     assert result.exit_code == 2
     assert "-s filters the tables of --markdown and --format" in result.stderr
     assert not any(tmp_path.iterdir())  # refused before anything is written
+
+
+def test_ten_runs_make_one_comparison_page_named_by_a_digest(tmp_path: Path) -> None:
+    from jitbench.report.comparison import page_name
+
+    run = load_run(FIXTURE)
+    runs = [replace(run, run_id=f"20261201T0000{i:02d}Z-{'x' * 30}") for i in range(10)]
+    assert len(page_name(runs)) < 60 and page_name(runs) != page_name(runs[1:])
+    assert page_name(runs[:2]).startswith("compare-20261201T000000Z")  # two: still by name
+    paths = [save_run(r, tmp_path / f"r{i}.json") for i, r in enumerate(runs)]
+    out = tmp_path / "out"
+    result = report(*paths, "--out", out)
+    assert result.exit_code == 0, result.output
+    [page] = out.glob("compare-*.html")
+    assert page.name.startswith("compare-10-runs-")
+
+
+def test_an_output_folder_is_rendered_again(tmp_path: Path) -> None:
+    run = load_run(FIXTURE)
+    out = tmp_path / "out"
+    for i in range(2):
+        result = report(
+            save_run(replace(run, run_id=f"r{i}"), tmp_path / f"r{i}.json"), "--out", out
+        )
+        assert result.exit_code == 0, result.output
+    (out / "index.html").unlink()
+    (out / "runs" / "r0.html").unlink()
+    (out / "runs" / "broken.json").write_text("{")
+    again = CliRunner().invoke(app, ["report", str(out)], env={"COLUMNS": "120"})
+    assert again.exit_code == 0, again.output
+    assert (out / "index.html").is_file() and (out / "runs" / "r0.html").is_file()
+    assert not list(out.glob("compare-*.html"))  # its runs' pages, not a page of them all
+    assert "left out" in again.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    save_run(run, plain / "a.json")
+    listed = report(plain, "--format", "csv")
+    assert listed.exit_code == 0 and listed.stdout.startswith("workload,")
+    mixed = report(plain, plain / "a.json")
+    assert mixed.exit_code == 2 and "one folder alone" in " ".join(mixed.output.split())

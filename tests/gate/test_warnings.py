@@ -61,3 +61,54 @@ def test_runs_on_both_sides_warn(tmp_path: Path) -> None:
     [warning] = cmp.warnings
     assert warning.startswith("base and new both hold run(s) two, so they are partly the same")
     assert compare(merge_runs([one, two]), three).warnings == ()
+
+
+def test_cases_in_common_none_timed_compare_nothing() -> None:
+    from jitbench.results import Mode, Status
+
+    base = make_run(
+        meas("a", Mode.NUMPY, samples=spread(1e-3, 20)), meas("a", samples=spread(1e-3, 20))
+    )
+    unsampled = make_run(meas("a", Mode.NUMPY), meas("a"), run_id="n")
+    reason = compare(base, unsampled).nothing_compared
+    assert reason is not None and "none of the 1 JAX case(s)" in reason
+    assert "so nothing was compared" in reason
+    skipped = make_run(
+        meas("a", Mode.NUMPY, samples=spread(1e-3, 20)), meas("a", status=Status.SKIPPED)
+    )
+    reason = compare(base, skipped).nothing_compared
+    assert reason is not None and "only NumPy was compared" in reason
+    numpy_only = make_run(meas("a", Mode.NUMPY, samples=spread(1e-3, 20)))
+    assert compare(numpy_only, numpy_only).nothing_compared is None  # a NumPy-only suite
+
+
+def test_compare_of_an_unsampled_run_exits_2(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    base.write_text(dump_run(make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")))
+    new = tmp_path / "new.json"
+    new.write_text(dump_run(make_run(meas("a"), run_id="n")))
+    result = CliRunner().invoke(app, ["compare", str(base), str(new)])
+    assert result.exit_code == 2
+    assert "NOTHING COMPARED" in result.stdout and "pass:" not in result.stdout
+
+
+def test_an_output_never_replaces_a_run_file(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    base.write_text(dump_run(make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")))
+    kept = base.read_bytes()
+    for option in ("--json", "--markdown", "--html"):
+        result = CliRunner().invoke(app, ["compare", str(base), str(base), option, str(base)])
+        assert result.exit_code == 2, result.output
+        assert "is a jitbench run file, which an output never replaces" in " ".join(
+            result.stderr.split()
+        )
+    assert base.read_bytes() == kept
+
+
+def test_markdown_and_json_both_on_stdout_are_refused(tmp_path: Path) -> None:
+    base = tmp_path / "base.json"
+    base.write_text(dump_run(make_run(meas("a", samples=spread(1e-3, 20)), run_id="b")))
+    result = CliRunner().invoke(
+        app, ["compare", str(base), str(base), "--json", "-", "--markdown", "-"]
+    )
+    assert result.exit_code == 2 and "would both go to stdout" in " ".join(result.stderr.split())

@@ -52,7 +52,7 @@ X = np.linspace(-2, 2, 1024, dtype=np.float32)
 
 def test_selu(jitbench):
     r = jitbench(selu, X, numpy=selu_np)
-    assert r.name == "test_selu" and r.run.processes == 1
+    assert r.name == "test_bench.test_selu" and r.run.processes == 1
     assert r.run.config.settings.plan.budget_s == 0.05
     assert r.speedup("jit") is not None
 
@@ -60,12 +60,15 @@ def test_selu(jitbench):
 def test_centred(jitbench, n):
     x = np.ones((n // 16, 16), dtype=np.float32)
     r = jitbench(lambda x: x.T @ (x - x.mean(axis=0)), x)
-    assert r.name == f"test_centred-{n}"
+    assert r.name == f"test_bench.test_centred-{n}"
 """
 
 
 @pytest.fixture
 def suite(pytester: pytest.Pytester) -> pytest.Pytester:
+    # A project's config file fixes the rootdir, which the node ids (the workload names)
+    # are relative to; without one a run path passed as an option would move it.
+    pytester.makeini("[pytest]\n")
     pytester.makepyfile(test_bench=TESTS)
     return pytester
 
@@ -86,14 +89,15 @@ def test_the_fixture_measures_and_the_session_saves_one_run(
     result.assert_outcomes(passed=2)
     [path] = (out / "runs").glob("*.json")
     run = load_run(path)
-    assert {c.workload for c in run.cases()} == {"test_selu", "test_centred-256"}
-    assert {s.workload for s in run.config.selection or ()} == {"test_selu", "test_centred-256"}
+    names = {"test_bench.test_selu", "test_bench.test_centred-256"}
+    assert {c.workload for c in run.cases()} == names
+    assert {s.workload for s in run.config.selection or ()} == names
     assert run.get(run.cases()[0], "jit") is not None
     result.stdout.fnmatch_lines(
         [
             "*- jitbench -*",
-            "test_selu: jit * vs NumPy*",
-            "test_centred-256: jit *",
+            "test_bench.test_selu: jit * vs NumPy*",
+            "test_bench.test_centred-256: jit *",
             "run saved to *",
         ]
     )
@@ -123,12 +127,12 @@ def test_a_regression_against_the_stored_run_fails_the_session_with_a_summary(
     baseline = tmp_path / "baseline.json"
     _faster(first, baseline, factor=1000.0)
 
-    judged = _run(suite, "--jitbench-compare", str(baseline), "--jitbench-fail-on-regression")
+    judged = _run(suite, f"--jitbench-compare={baseline}", "--jitbench-fail-on-regression")
     judged.assert_outcomes(passed=2)  # the tests passed; the gate failed the session
     assert judged.ret == pytest.ExitCode.TESTS_FAILED
     judged.stdout.fnmatch_lines(["*FAIL: *regression*", "*the session fails*regressed: test_*"])
 
-    reported = _run(suite, "--jitbench-compare", str(baseline))
+    reported = _run(suite, f"--jitbench-compare={baseline}")
     assert reported.ret == pytest.ExitCode.OK  # judged and shown, not failing
     reported.stdout.fnmatch_lines(["*FAIL: *regression*"])
 
@@ -177,8 +181,10 @@ def test_a_session_without_measurements_writes_nothing(
 
 
 def test_test_names_become_workload_names() -> None:
-    assert _test_name("test_f[1000-float32]") == "test_f-1000-float32"
-    assert _test_name("test_g[a b/c]") == "test_g-a-b-c"
+    assert _test_name("t/test_a.py::test_f[1000-float32]") == "t.test_a.test_f-1000-float32"
+    assert _test_name("test_a.py::T::test_g[a  b/c]") == "test_a.T.test_g-a-b-c"
+    assert "--" not in _test_name("test_a.py::test_g[a--b]")  # '--call2' stays apart
+    assert _test_name("1.py::test_h") == "test-1.test_h"
 
 
 def test_the_entry_point_is_declared() -> None:
@@ -198,7 +204,8 @@ def test_under_xdist_the_workers_runs_become_one_saved_run(
     )
     result.assert_outcomes(passed=2)
     [path] = (out / "runs").glob("*.json")
-    assert {c.workload for c in load_run(path).cases()} == {"test_selu", "test_centred-256"}
+    names = {"test_bench.test_selu", "test_bench.test_centred-256"}
+    assert {c.workload for c in load_run(path).cases()} == names
     result.stdout.fnmatch_lines(["*2 measured in worker processes*", "run saved to *"])
 
 
@@ -208,3 +215,93 @@ def test_one_name_from_two_workers_is_kept_apart(tmp_path: Path) -> None:
     assert [c.workload for c in run.cases()] == ["test_a", "test_a-2"]
     assert [s.workload for s in run.config.selection or ()] == ["test_a", "test_a-2"]
     save_run(run, tmp_path / "run.json")  # distinct cases: the file is valid
+
+
+TWO_MODULES = """
+import numpy as np
+
+def test_f(jitbench):
+    jitbench(lambda x: x * {factor}, np.ones(64, np.float32), modes=("numpy", "jit"))
+    jitbench(lambda x: x + {factor}, np.ones(64, np.float32), modes=("numpy", "jit"))
+"""
+
+
+def test_workloads_are_keyed_by_node_id_not_by_order(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(test_a=TWO_MODULES.format(factor=2), test_b=TWO_MODULES.format(factor=3))
+    names = {}
+    for order in (("test_a.py", "test_b.py"), ("test_b.py", "test_a.py")):
+        out = tmp_path / "-".join(order)
+        _run(pytester, *order, "--jitbench-save", str(out)).assert_outcomes(passed=2)
+        [path] = (out / "runs").glob("*.json")
+        run = load_run(path)
+        names[order] = {c.workload for c in run.cases()}
+    first, second = names.values()
+    assert first == second == {
+        "test_a.test_f", "test_a.test_f--call2", "test_b.test_f", "test_b.test_f--call2"
+    }  # fmt: skip
+
+
+def test_a_partial_baseline_fails_the_pytest_gate_as_compare_exits_4(
+    suite: pytest.Pytester, tmp_path: Path
+) -> None:
+    out = tmp_path / "bench"
+    _run(suite, "--jitbench-save", str(out)).assert_outcomes(passed=2)
+    [first] = (out / "runs").glob("*.json")
+    slow = tmp_path / "slow.json"
+    _faster(first, slow, factor=0.001)  # the new session can only be faster
+    run = load_run(slow)
+    partial = tmp_path / "partial.json"
+    save_run(replace(run, complete=False, finished_at=None), partial)
+    gate = ("--jitbench-compare=" + str(partial), "--jitbench-fail-on-regression")
+    judged = _run(suite, *gate)
+    assert judged.ret == pytest.ExitCode.TESTS_FAILED
+    judged.stdout.fnmatch_lines(["*partial*", "*the session fails*inconclusive*"])
+    assert run_cli("compare", str(partial), str(first), timeout=120).returncode == 4
+    allowed = _run(suite, *gate, "--jitbench-allow-inconclusive")
+    assert allowed.ret == pytest.ExitCode.OK
+
+
+def test_a_save_path_that_cannot_be_written_is_refused_before_the_tests(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    (tmp_path / "file").write_text("x")
+    for save in (tmp_path / "file" / "out", tmp_path / "file", tmp_path / "file" / "r.json"):
+        result = _run(pytester, "--jitbench-save", str(save))
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(["*--jitbench-save *: cannot be written: *"])
+
+
+def test_a_save_that_fails_at_the_end_keeps_the_run_in_a_temporary_file(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    out = tmp_path / "gone"
+    pytester.makeini("[pytest]\n")
+    pytester.makepyfile(
+        test_late=f"""
+import numpy as np
+from pathlib import Path
+
+def test_f(jitbench):
+    jitbench(lambda x: x * 2, np.ones(8, np.float32), modes=("numpy", "jit"))
+    Path({str(out)!r}).write_text("now a file")  # the folder cannot be made any more
+"""
+    )
+    result = _run(pytester, "--jitbench-save", str(out))
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*could not write * the session's run is saved to * instead"])
+    saved = result.stdout.str().split("saved to ")[1].split(" instead")[0]
+    assert load_run(saved).cases()[0].workload == "test_late.test_f"
+    Path(saved).unlink()
+
+
+def test_a_save_path_ending_in_json_is_the_run_file(suite: pytest.Pytester, tmp_path: Path) -> None:
+    target = tmp_path / "base.json"
+    _run(suite, "--jitbench-save", str(target)).assert_outcomes(passed=2)
+    assert target.is_file() and len(load_run(target).cases()) == 2
+    again = _run(suite, "--jitbench-save", str(target), "--jitbench-compare")
+    again.assert_outcomes(passed=2)
+    again.stdout.fnmatch_lines([f"run saved to {target}", "jitbench compare *"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import replace
 
 from jitbench.gate import compare
 from jitbench.render.comparison import (
@@ -13,8 +14,10 @@ from jitbench.render.comparison import (
     comparison_table,
     inconclusive_warning,
     md_escape,
+    summary_line,
     verdict_lines,
 )
+from jitbench.results import Run
 from tests.gate.builders import ENV, make_run, meas, spread
 
 
@@ -38,17 +41,31 @@ def test_markdown_names_regressed_workloads_and_escapes_pipes():
     assert "### Regressions" in md
 
 
+def _five_compiles(compile_s: float) -> Run:
+    m = meas("slowc", samples=spread(1e-3, 12), compile_s=compile_s)
+    assert m.compile is not None
+    repeats = tuple(compile_s * f for f in (0.98, 0.99, 1.0, 1.01, 1.02))
+    return make_run(replace(m, compile=replace(m.compile, compile_repeats_s=repeats)))
+
+
 def test_markdown_lists_compile_regressions_apart():
-    ok = spread(1e-3, 12)
-    md = comparison_markdown(
-        compare(
-            make_run(meas("slowc", samples=ok, compile_s=0.1)),
-            make_run(meas("slowc", samples=ok, compile_s=0.3)),
-        )
-    )
+    md = comparison_markdown(compare(_five_compiles(0.1), _five_compiles(0.3)))
     assert "slowc" in md.splitlines()[0]
     assert "### Compile-time regressions" in md and "### Regressions" not in md
     assert "| slowc | S | cpu:0 | float32 | jit | 100 ms | 300 ms | +200.0 % |" in md
+
+
+def test_untested_compile_changes_are_listed_as_such():
+    ok = spread(1e-3, 12)
+    cmp = compare(
+        make_run(meas("slowc", samples=ok, compile_s=0.0285)),
+        make_run(meas("slowc", samples=ok, compile_s=0.0816)),
+    )
+    md = comparison_markdown(cmp)
+    assert md.splitlines()[0].startswith("## ✅")
+    assert "### Compile-time changes not tested" in md and "Compile-time regressions" not in md
+    assert "1 compile-time change(s) not tested" in summary_line(cmp)
+    assert summary_line(cmp).startswith("pass:")
 
 
 def test_markdown_pass_and_environment_warning():
@@ -97,3 +114,13 @@ def test_console_report_ends_with_the_verdict_and_warns_of_untestable_changes():
     calm = compare(make_run(meas(samples=many)), make_run(meas(samples=many)))
     assert inconclusive_warning(calm) is None
     assert [t.plain for t in verdict_lines(calm)] == ["pass: 1 unchanged"]
+
+
+def test_the_markdown_headline_agrees_with_the_exit_code():
+    ok = spread(1e-3, 12)
+    other = comparison_markdown(compare(make_run(meas("a", samples=ok)), make_run(meas("b"))))
+    assert other.splitlines()[0].endswith("⚠️ jitbench regression gate: nothing compared")
+    assert "> - base (1 measurement(s)) and new (1) have no case" in other
+    partial = replace(make_run(meas(samples=ok)), complete=False)
+    md = comparison_markdown(compare(make_run(meas(samples=ok)), partial))
+    assert md.splitlines()[0].endswith(": inconclusive") and "is partial" in md

@@ -18,7 +18,16 @@ from jitbench.errors import OutputError
 from jitbench.measure.threads import ThreadState
 from jitbench.render.run_table import machine_banner, summary_table
 from jitbench.report import assets, data, pages, write_index, write_report, write_run_page
-from jitbench.results import Diagnostic, Mode, Run, Severity, Status, safe_file_stem
+from jitbench.results import (
+    Diagnostic,
+    Mode,
+    Run,
+    Severity,
+    Status,
+    dump_run,
+    run_from_dict,
+    safe_file_stem,
+)
 from jitbench.results.analysis import analyse
 from jitbench.results.analysis.machine import MachineState, NoiseProbe
 from tests.report.builders import crafted_evil, labelled, relabelled, seed_run
@@ -33,6 +42,17 @@ def test_run_page_escapes_hostile_text(run: Run) -> None:
     assert n_figures >= 4
     assert len(re.findall(r"<script", html)) == 2 + n_figures
     assert "</script><img" not in html
+
+
+def test_bidirectional_controls_in_a_label_are_shown_not_obeyed(run: Run, tmp_path: Path) -> None:
+    data = json.loads(dump_run(replace(run, run_id="bidi")))
+    data["config"]["label"] = "\u202eevil\u2066x\u2069"  # a crafted file: no --label check
+    hostile = run_from_dict(data, source="a crafted file")
+    write_report([hostile, run], tmp_path)
+    for page in [*tmp_path.glob("*.html"), *(tmp_path / "runs").glob("*.html")]:
+        text = page.read_text()
+        assert not re.search("[\u202a-\u202e\u2066-\u2069]", text), page.name
+    assert "\\u202eevil" in (tmp_path / "runs" / "bidi.html").read_text()
 
 
 def test_write_report_files_and_index(run: Run, tmp_path: Path) -> None:
