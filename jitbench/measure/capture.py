@@ -33,17 +33,27 @@ _RUNTIME_LOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 # Location Trace: ===", then "external/xla+/xla/…/cuda_status.cc:45" lines) and the blank
 # line that ends it.
 _RUNTIME_MORE = re.compile(rb"^(=== Source Location Trace: ===|\S+\.(cc|cpp|h):\d+)?\s*$")
+# A Python warning that JAX itself (or jaxlib) issues, as `warnings` prints it: its file
+# and line, "UserWarning: …", then the source line indented. JAX's, not the workload's.
+_JAX_WARNING = re.compile(rb"^\S*[/\\](jax|jaxlib)[/\\]\S*\.py:\d+: \w*Warning: ")
+_WARNING_SOURCE = re.compile(rb"^  \S")
 
 
 def split_runtime_log(text: bytes) -> tuple[list[bytes], list[bytes]]:
     """`text`'s lines (ends kept) as (the workload's, the runtime's log records): a
-    record is a line in absl/XLA's format and the trace lines after it."""
+    record is a line in absl/XLA's format and the trace lines after it, or a Python
+    warning JAX issued (`UserWarning` from a file under jax/) and its source line."""
     own: list[bytes] = []
     runtime: list[bytes] = []
-    in_record = False
+    in_record = in_warning = False
     for line in text.splitlines(keepends=True):
-        in_record = bool(_RUNTIME_LOG.match(line)) or (
-            in_record and bool(_RUNTIME_MORE.match(line))
+        source = in_warning and bool(_WARNING_SOURCE.match(line))
+        in_warning = bool(_JAX_WARNING.match(line))
+        in_record = (
+            bool(_RUNTIME_LOG.match(line))
+            or in_warning
+            or source
+            or (in_record and bool(_RUNTIME_MORE.match(line)))
         )
         (runtime if in_record else own).append(line)
     return own, runtime

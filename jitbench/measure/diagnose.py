@@ -14,7 +14,7 @@ it guessed from the source.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -443,6 +443,21 @@ def unvalidated(reason: str = "") -> Diagnostic:
 NO_NUMPY_SIDE = "no NumPy side"
 
 
+def changed_jax_config(changed: Mapping[str, tuple[Any, Any]]) -> Diagnostic:
+    """`changed-jax-config`: the workload changed JAX's global configuration while it was
+    measured; jitbench restored it, so later cases run as the run was configured."""
+    what = ", ".join(f"{k}: {before!r} → {after!r}" for k, (before, after) in changed.items())
+    return Diagnostic(
+        code="changed-jax-config",
+        severity=Severity.WARNING,
+        message=f"the workload changed JAX's global configuration ({what}); jitbench "
+        "restored it after the workload's calls, so later cases are unaffected, but this "
+        "case's figures ran under the change",
+        hint="set JAX options outside the workload (--x64, JAX_* environment variables, "
+        "or a `with jax.default_matmul_precision(...)` inside the function).",
+    )
+
+
 def no_numpy_side(reason: str) -> Diagnostic:
     """`no-numpy-side`: a JAX-only workload's NumPy mode, skipped (eager is the baseline)."""
     return Diagnostic(
@@ -450,6 +465,29 @@ def no_numpy_side(reason: str) -> Diagnostic:
         severity=Severity.INFO,
         message=f"{reason}: NumPy is not measured; jit is compared with eager",
         hint="give a NumPy twin (numpy=f_np) or write f(xp, ...) to compare with NumPy.",
+    )
+
+
+def empty_output() -> Diagnostic:
+    """The output has no elements: validation compares nothing."""
+    return Diagnostic(
+        code="empty-output",
+        severity=Severity.WARNING,
+        message="the output has no elements, so checking it against the other modes "
+        "proves nothing",
+        hint="check the input function's sizes; time a computation that returns values.",
+    )
+
+
+def numpy_side_ran_jax() -> Diagnostic:
+    """The NumPy side returned JAX arrays: the comparison is JAX against JAX."""
+    return Diagnostic(
+        code="numpy-side-ran-jax",
+        severity=Severity.WARNING,
+        message="the NumPy side returned JAX arrays, so it ran JAX (jnp, jax.*), not NumPy: "
+        "its speedups compare JAX with JAX",
+        hint="write the NumPy side with numpy (np.*), or with xp when one function serves "
+        "both sides (def f(xp, x)).",
     )
 
 

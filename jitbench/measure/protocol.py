@@ -28,7 +28,7 @@ import numpy as np
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import NoNumpySide, WorkloadError, short_repr
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import diagnose, modes, validation
+from jitbench.measure import diagnose, jax_config, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
 from jitbench.measure.limits import ModeLimit, ModeTimeout
@@ -472,13 +472,21 @@ class CaseSession:
 
     @contextlib.contextmanager
     def _capturing(self) -> Iterator[OutputCapture]:
-        """Capture the workload's output for one step (see `measure.capture`)."""
-        with OutputCapture() as capture:
+        """Capture the workload's output for one step (see `measure.capture`), with JAX's
+        global configuration restored after it where the workload changed it
+        (`measure.jax_config`)."""
+        with jax_config.kept(self._config_changed), OutputCapture() as capture:
             self.capture = capture
             try:
                 yield capture
             finally:
                 self.capture = None
+
+    def _config_changed(self, changed: jax_config.Changes) -> None:
+        diagnostic = diagnose.changed_jax_config(changed)
+        for s in self.states.values():
+            if all(d.message != diagnostic.message for d in s.diagnostics):
+                s.diagnostics.append(diagnostic)
 
     def sample(self, plan: SamplingPlan, *, report: StepReport | None = None) -> None:
         """Take one round of interleaved samples of every mode still able to run: the NumPy
@@ -926,6 +934,10 @@ def _numpy_reference(
             numpy_state.call = numpy_call
             if reference is not None and validation.no_finite_values(reference):
                 numpy_state.diagnostics.append(diagnose.no_finite_output())
+            if reference is not None and any(
+                isinstance(leaf, jax.Array) for leaf in jax.tree_util.tree_leaves(reference)
+            ):
+                numpy_state.diagnostics.append(diagnose.numpy_side_ran_jax())
             wide = diagnose.find_wide_scalars(_named_arguments(wl, host), dtype)
             if wide:
                 numpy_state.diagnostics.append(diagnose.scalar_promotion(wide, dtype))
@@ -1128,6 +1140,8 @@ def _cold_first_calls(
         # The host copy: across processes, reading a sharded output is a gather (`to_host`).
         if s.status is Status.OK and validation.no_finite_values(modes.to_host(out)):
             s.diagnostics.append(diagnose.no_finite_output())
+        elif s.status is Status.OK and validation.no_elements(out):
+            s.diagnostics.append(diagnose.empty_output())
     return outputs, reference_wider
 
 

@@ -185,9 +185,19 @@ def limited_threads(n: int | None, *, cores: set[int] | None = None) -> Iterator
     busy = machine.busy_by_core() if n < len(allowed) and not cores else None
     chosen = set(cores) if cores else choose_cores(n, allowed, busy, start=os.getpid())
     pinned = _pin_all_threads(chosen)
+    from threadpoolctl import ThreadpoolController
+
+    loaded = {lib.filepath for lib in ThreadpoolController().lib_controllers}
     try:
         with threadpool_limits(limits=n):
             yield current_state(n, pinned=pinned)
     finally:
         if pinned:
             _pin_all_threads(before)
+        # A library first loaded inside the block (SciPy's OpenBLAS, imported by a
+        # workload) took the limit and is not among those threadpoolctl restores: it
+        # gets the default a fresh load has, one thread per allowed core.
+        for lib in ThreadpoolController().lib_controllers:
+            if lib.filepath not in loaded:
+                with contextlib.suppress(Exception):
+                    lib.set_num_threads(len(before))

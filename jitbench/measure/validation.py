@@ -216,7 +216,11 @@ _CHUNK = 1 << 16
 
 
 def _as_numpy(leaf: Any) -> np.ndarray:
-    """A leaf as a NumPy array; a typed PRNG key as its key data (it has no NumPy form)."""
+    """A leaf as a NumPy array; a typed PRNG key as its key data (it has no NumPy form); a
+    Python float or complex (`float(x.sum())`) at the width JAX computes in (float32
+    without x64): it holds what a float32 computation gave, not float64's precision."""
+    if isinstance(leaf, (float, complex)) and not jax.config.read("jax_enable_x64"):
+        return np.asarray(leaf, np.complex64 if isinstance(leaf, complex) else np.float32)
     return np.asarray(jax.random.key_data(leaf) if is_key(leaf) else leaf)
 
 
@@ -271,6 +275,13 @@ def _plain(values: np.ndarray, index: int) -> str:
     """One element as a plain number in its own dtype ('2.96', not 'np.float64(2.96)',
     the repr of NumPy 2's scalars): the shortest text that reads back as that value."""
     return str(np.ravel(values)[index])
+
+
+def no_elements(tree: Any) -> bool:
+    """True when the output pytree holds arrays but not one element: checking it against
+    the other modes compares nothing."""
+    leaves = jax.tree_util.tree_leaves(tree)
+    return bool(leaves) and all(np.size(_as_numpy(leaf)) == 0 for leaf in leaves)
 
 
 def no_finite_values(tree: Any) -> bool:

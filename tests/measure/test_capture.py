@@ -91,3 +91,16 @@ def test_a_runtime_record_with_its_trace_is_not_the_workloads_printing() -> None
     assert b"".join(runtime) == _XLA_RECORD
     # A trace-like line of the workload's own, with no record before it, is its own.
     assert split_runtime_log(b"model.cc:12\n")[0] == [b"model.cc:12\n"]
+
+
+def test_a_warning_jax_issues_is_the_runtimes_not_the_workloads() -> None:
+    text = (
+        b"/venv/site-packages/jax/_src/numpy/array_creation.py:44: UserWarning: Explicitly "
+        b"requested dtype float64 requested in zeros is not available\n"
+        b"  return lax_internal._convert_element_type(out, dtype, weak_type)\n"
+        b"step 3\n"
+        b"/home/me/model.py:9: UserWarning: my own warning\n"
+        b"  warnings.warn('my own warning')\n"
+    )
+    own, runtime = split_runtime_log(text)
+    assert len(runtime) == 2 and own[0] == b"step 3\n" and len(own) == 3

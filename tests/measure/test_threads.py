@@ -88,3 +88,25 @@ def test_summaries_of_defaults_unpinned_and_malformed_states() -> None:
     garbage = ThreadState.from_dict({"requested": "one", "cores": "0", "blas": [1]})
     assert garbage.summary == "library defaults on 0 core(s)"
     assert recorded_summary({}) is None  # a run from before jitbench recorded threads
+
+
+def test_a_blas_pool_first_loaded_inside_the_limit_gets_its_default_back() -> None:
+    """SciPy's OpenBLAS, first imported by a measured function, kept the limit of one
+    thread in the caller's process after `bench` returned."""
+    import subprocess
+    import sys
+
+    code = (
+        "import numpy as np, threadpoolctl, jitbench\n"
+        "def f(x):\n"
+        "    import scipy.linalg\n"
+        "    return x * 2\n"
+        "jitbench.bench(f, np.ones(8, np.float32), budget=0.01, processes=1, modes=['jit'])\n"
+        "print(min(i['num_threads'] for i in threadpoolctl.threadpool_info()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    import os
+
+    assert int(proc.stdout.split()[-1]) == len(os.sched_getaffinity(0))

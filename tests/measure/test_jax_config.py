@@ -1,0 +1,48 @@
+"""A workload that changes JAX's global configuration leaves the next case as the run was
+configured, and its own case says what it changed (`measure.jax_config`)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jitbench import workload
+from jitbench.config import Mode, RunConfig, SamplingPlan
+from jitbench.measure import jax_config
+from jitbench.runner.scheduler import run_workloads
+
+
+def _vector(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+def test_kept_restores_and_says_what_changed() -> None:
+    seen = []
+    with jax_config.kept(seen.append):
+        jax.config.update("jax_disable_jit", True)
+    assert not jax.config.jax_disable_jit
+    assert seen == [{"jax_disable_jit": (False, True)}]
+
+
+def test_a_workload_that_turns_x64_on_does_not_leak_into_the_next_case() -> None:
+    @workload(inputs=_vector, sizes={"S": {"n": 64}}, name="flips_x64")
+    def flips_x64(xp, x):
+        jax.config.update("jax_enable_x64", True)
+        return x * 2
+
+    @workload(inputs=_vector, sizes={"S": {"n": 64}}, name="innocent")
+    def innocent(xp, x):
+        return xp.zeros(x.shape) + x
+
+    config = RunConfig(processes=1, plan=SamplingPlan(budget_s=0.01, min_samples=3))
+    run = run_workloads([flips_x64, innocent], config)
+    assert not jax.config.jax_enable_x64
+    flipped = [c for c in run.cases() if c.workload == "flips_x64"][0]
+    codes = {d.code for d in run.get(flipped.key, Mode.JIT).diagnostics}
+    assert "changed-jax-config" in codes
+    clean = [c for c in run.cases() if c.workload == "innocent"][0]
+    for mode in Mode.NUMPY, Mode.EAGER, Mode.JIT:
+        m = run.get(clean.key, mode)
+        assert m.ok and "changed-jax-config" not in {d.code for d in m.diagnostics}, mode
+    assert jnp.zeros(3).dtype == np.float32
