@@ -1,0 +1,61 @@
+"""The HLO normalisation (`compilation.program_text` and the fingerprints): the output
+pinned for small programs (`programs/`, as it was before the rewrite that made it linear),
+and the work it does bounded by the text's size. No compile: the texts are on disk."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jitbench.measure import compilation as jcompile
+
+PROGRAMS = Path(__file__).parent / "programs"
+EXPECTED = json.loads((PROGRAMS / "expected.json").read_text())
+
+#: `program_text` of `programs/tricky.hlo`, as it was made before the rewrite: every token
+#: that is a name is renamed wherever it stands (an opcode named like an instruction too).
+TRICKY = """\
+HloModule m, is_scheduled=true, entry_computation_layout={(f32[4]{0})->(f32[4]{0}, f32[])}
+
+
+%v0 (%v1: f32[], %v2: f32[]) -> f32[] {
+  %v1 = f32[] parameter(0)
+  %v2 = f32[] parameter(1)
+  ROOT %v3 = f32[] %v1(%v1, %v2)
+}
+
+%v4 (%v5: f32[4]) -> f32[4] {
+  %v5 = f32[4]{0} parameter(0)
+  %v6 = f32[] constant(2)
+  %v7 = f32[4]{0} %v7(%v6), dimensions={}
+  ROOT %v8 = f32[4]{0} multiply(%v5, %v7)
+}
+
+ENTRY %v9 (%v10: f32[4]) -> (f32[4], f32[]) {
+  %v10 = f32[4]{0} parameter(0)
+  %v11 = f32[4]{0} %v11(%v10), kind=kLoop, calls=%v4
+  %v12 = f32[] constant(0)
+  %v13 = f32[] reduce(%v10, %v12), dimensions={0}, to_apply=%v0
+  %v14 = f32[] custom-call(%v13), custom_call_target="a%%v14", backend_config={%v1=1}
+  %v15 = (f32[4]{0}, f32[]) tuple(%v11, %v14)
+  ROOT %v16 = (f32[4]{0}, f32[]) copy(%v15)
+}"""
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_the_normalised_program_is_as_pinned(name: str) -> None:
+    text = (PROGRAMS / f"{name}.hlo").read_text()
+    expected = EXPECTED[name]
+    normalised = jcompile.program_text(text)
+    assert len(normalised) == expected["program_text_chars"]
+    assert jcompile.fingerprint_of_program_text(normalised) == expected["program_fingerprint"]
+    assert jcompile.program_fingerprint(text) == expected["program_fingerprint"]
+    assert jcompile.hlo_fingerprint(text) == expected["hlo_fingerprint"]
+    assert jcompile.while_loop_count(text) == expected["while_loop_count"]
+    assert jcompile.opcode_counts(text) == expected["opcodes"]
+
+
+def test_the_tricky_programs_text_is_as_pinned() -> None:
+    assert jcompile.program_text((PROGRAMS / "tricky.hlo").read_text()) == TRICKY
