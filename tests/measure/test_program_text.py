@@ -59,3 +59,41 @@ def test_the_normalised_program_is_as_pinned(name: str) -> None:
 
 def test_the_tricky_programs_text_is_as_pinned() -> None:
     assert jcompile.program_text((PROGRAMS / "tricky.hlo").read_text()) == TRICKY
+
+
+def _chain(lines: int) -> str:
+    """A synthetic HLO text of `lines` instructions, each with a new name (as an unrolled
+    loop's program has), with metadata to drop."""
+    body = "\n".join(
+        f'  %add.{i} = f32[] add(%add.{i - 1}, %p.{i}), metadata={{op_name="jit(f)/add"}}'
+        for i in range(1, lines)
+    )
+    head = "HloModule jit_f\n\nENTRY %main (add.0: f32[]) -> f32[] {\n  %add.0 = f32[] parameter(0)"
+    return f"{head}\n{body}\n}}\n"
+
+
+def test_a_program_of_20k_names_is_renamed_without_a_pattern_of_its_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The renaming builds no regular expression from the program: one of every name, as
+    it was, tried each name at every character (8.7 s for 5,000 of these lines on a busy
+    2-core VM, growing as the square; minutes for these 20,000)."""
+    import re
+
+    compiled: list[str] = []
+    real = re._compile  # type: ignore[attr-defined]
+
+    def spy(pattern, flags):  # type: ignore[no-untyped-def]
+        compiled.append(str(pattern)[:80])
+        return real(pattern, flags)
+
+    text = _chain(20_000)
+    monkeypatch.setattr(re, "_compile", spy)
+    texts = jcompile.program_texts(text)
+    monkeypatch.undo()
+    assert compiled == []  # the module's own patterns, compiled at import, are all it uses
+    lines = texts.program_text.splitlines()
+    assert lines[0] == "HloModule m" and lines[2] == "ENTRY %v0 (%v1: f32[]) -> f32[] {"
+    assert lines[-2] == "  %v39998 = f32[] add(%v39996, %v39999)"  # add.19999, p.19999
+    assert texts.opcodes == {"add": 19_999, "parameter": 1}
+    assert texts.program_fingerprint == jcompile.program_fingerprint(text)
