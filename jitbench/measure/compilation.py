@@ -58,6 +58,17 @@ class CompileEvents:
         elif event == CACHE_LOAD_EVENT:
             self.load_count += 1
 
+    def cold_stage(self) -> str:
+        """Where a jitted function's cold first call is, by the events seen so far: what
+        a `--timeout` reached in it names (`limits.doing`)."""
+        compile_s = self.durations_s.get(BACKEND_COMPILE_EVENT)
+        if self.load_count or compile_s is not None:
+            took = f" (XLA's compile took {compile_s:.1f} s)" if not self.load_count else ""
+            return f"the compiled program's first run{took}"
+        if LOWER_EVENT in self.durations_s:
+            return "XLA's compile"
+        return "tracing or lowering"
+
 
 _active: list[CompileEvents] = []
 _lock = threading.Lock()
