@@ -165,3 +165,39 @@ def test_a_jit_first_call_past_its_limit_names_the_stage_that_ran_over() -> None
     text = _jit_timeout(slow_trace, "slow_trace")
     assert text.startswith("timeout: ModeTimeout: jit exceeded --timeout 0.3 s in its first call")
     assert text.endswith("and was stopped, in tracing or lowering")
+
+
+def _unrolled_cumsum(steps: int):  # type: ignore[no-untyped-def]
+    @workload(inputs=_vec, sizes={"S": {"n": steps}}, name=f"cumsum_loop{steps}")
+    def cumsum_loop(xp, x):  # type: ignore[no-untyped-def]
+        if xp is __import__("numpy"):
+            return xp.cumsum(x)
+        out, acc = [], xp.zeros((), x.dtype)
+        for i in range(steps):  # unrolled by tracing: the pitfall
+            acc = acc + x[i]
+            out.append(acc)
+        return xp.stack(out)
+
+    return cumsum_loop
+
+
+@pytest.mark.slow
+def test_a_long_unrolled_loop_is_measured_and_a_short_limit_names_xlas_compile() -> None:
+    """A 250-step unrolled loop (jitbench's own HLO pass took minutes on such programs,
+    and a --timeout reported jit's first call) is measured, its program fingerprinted;
+    under a limit shorter than XLA's compile of it, the timeout says so."""
+    loop = _unrolled_cumsum(250)
+    modes = (Mode.NUMPY, Mode.JIT)
+    config = RunConfig.quick_settings(timeout_s=120.0, modes=modes)
+    ms = {m.mode: m for m in measure_cases(plan_cases([loop], config, resolve_devices([])), config)}
+    jit = ms[Mode.JIT]
+    assert jit.ok and jit.compile is not None and jit.compile.program_fingerprint
+    c = jit.compile
+    assert c.compile_s is not None and c.trace_s is not None and c.lower_s is not None
+    assert (c.hlo_opcodes or {}).get("fusion", 0) > 100
+    # Past tracing and lowering, halfway through XLA's compile (as long again, about).
+    limit = c.trace_s + c.lower_s + c.compile_s / 2
+    short = RunConfig.quick_settings(timeout_s=limit, modes=modes)
+    ms = {m.mode: m for m in measure_cases(plan_cases([loop], short, resolve_devices([])), short)}
+    assert ms[Mode.JIT].status is Status.TIMEOUT
+    assert ms[Mode.JIT].failure_text.endswith("and was stopped, in XLA's compile")
