@@ -406,7 +406,7 @@ def _renamed(normalised: str) -> str:
     A name is what follows a `%`. Every whole run of name characters that is a name is
     renamed, with its `%` where one is before it (a `%` right after another run stays,
     and the new name brings its own). One regular expression of every name, as this was
-    before, tried each name at each character: 3 minutes for the 35,000 names of a
+    before, tried each name at each character: 3.8 minutes for the 35,026 names of a
     200-step unrolled loop."""
     lines = _MODULE_RE.sub("HloModule m", normalised).split("\n")
     first_seen = dict.fromkeys(chain.from_iterable(map(_NAME_RE.findall, lines)))
