@@ -10,7 +10,9 @@ mode took before its limit (`protocol.CaseSession._sample`). An outer timer (the
 case deadline, `runner.deadline`) is honoured: where it is due first, its own handler runs.
 Off the main thread, or without `setitimer`, the time is only counted. A single long native
 call is interrupted only when it returns, as with the case deadline; `--isolate` then stops
-the whole case at its limit (`runner.executors.group_timeout`).
+the whole case at its limit (`runner.executors.group_timeout`). Where the limit is reached
+inside a `doing` block, the ModeTimeout says what ran over (a jit first call's tracing,
+XLA's compile, its first run, or jitbench's analysis of the compiled program).
 """
 
 from __future__ import annotations
@@ -30,17 +32,48 @@ RETRY_INTERVAL_S = 0.5
 
 
 class ModeTimeout(Exception):
-    """A mode of a case ran past its time limit in `step` ("first call", "warm-up", …)."""
+    """A mode of a case ran past its time limit in `step` ("first call", "warm-up", …),
+    in what `doing` says where it is known ("XLA's compile", …)."""
 
-    def __init__(self, mode: str, limit_s: float, step: str, spent_s: float) -> None:
+    def __init__(
+        self, mode: str, limit_s: float, step: str, spent_s: float, doing: str | None = None
+    ) -> None:
         super().__init__(
             f"{mode} exceeded --timeout {limit_s:g} s in its {step} "
             f"(after {spent_s:.1f} s of its own calls) and was stopped"
+            + (f", in {doing}" if doing else "")
         )
         self.mode = mode
         self.limit_s = limit_s
         self.step = step
         self.spent_s = spent_s
+        self.doing = doing
+
+
+#: What the mode is doing now (innermost last): a text, or a function that says it.
+_doing: list[str | Callable[[], str]] = []
+
+
+@contextmanager
+def doing(what: str | Callable[[], str]) -> Iterator[None]:
+    """Within the block, a limit reached says what ran over: `what`, or what it returns
+    at the moment the limit is reached (a first call's stage, read from its events)."""
+    _doing.append(what)
+    try:
+        yield
+    finally:
+        del _doing[next(i for i in range(len(_doing) - 1, -1, -1) if _doing[i] is what)]
+
+
+def doing_now() -> str | None:
+    """What the innermost `doing` block says now; None outside one."""
+    if not _doing:
+        return None
+    what = _doing[-1]
+    try:
+        return what() if callable(what) else what
+    except Exception:
+        return None
 
 
 #: contextlib's functions that run a context manager's exit (ExitStack's callbacks too).
@@ -85,9 +118,9 @@ class ModeLimit:
     def left_s(self) -> float | None:
         return None if self.limit_s is None else self.limit_s - self.spent_s
 
-    def timeout(self, step: str) -> ModeTimeout:
+    def timeout(self, step: str, doing: str | None = None) -> ModeTimeout:
         assert self.limit_s is not None
-        return ModeTimeout(self.mode, self.limit_s, step, self.spent_s)
+        return ModeTimeout(self.mode, self.limit_s, step, self.spent_s, doing)
 
     @contextmanager
     def charged(self, step: str) -> Iterator[None]:
@@ -108,9 +141,17 @@ class ModeLimit:
         previous = signal.getsignal(signal.SIGALRM)
         outer_first = 0 < old_delay < left and callable(previous)
         active, fired, counted = [True], [False], [0.0]
+        at_limit: list[str | None] = []  # what the mode was doing when the limit came
 
         def on_alarm(signum: int, frame: FrameType | None) -> None:
-            if not active[0] or leaving_a_context(frame):
+            if not active[0]:
+                return
+            if not outer_first and not at_limit:
+                # Now, before a retry: a native call (XLA's compile) that ran over returns
+                # into a context's exit, where no ModeTimeout is raised, and it is gone
+                # by the retry.
+                at_limit.append(doing_now())
+            if leaving_a_context(frame):
                 return
             if outer_first and callable(previous):
                 previous(signum, frame)  # the outer deadline's own handler (it raises)
@@ -119,7 +160,7 @@ class ModeLimit:
                 fired[0] = True
                 counted[0] = self.clock() - started
                 self._add(step, counted[0])
-            raise self.timeout(step)  # again at each retry, until the mode stops
+            raise self.timeout(step, at_limit[0])  # again at each retry, until it stops
 
         signal.signal(signal.SIGALRM, on_alarm)
         try:

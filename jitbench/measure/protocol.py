@@ -31,7 +31,7 @@ from jitbench.measure import compilation as jcompile
 from jitbench.measure import diagnose, jax_config, modes, validation
 from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
-from jitbench.measure.limits import ModeLimit, ModeTimeout
+from jitbench.measure.limits import ModeLimit, ModeTimeout, doing
 from jitbench.measure.shared_inputs import shared_inputs
 from jitbench.measure.timer import (
     DEFAULT_CLOCK,
@@ -258,16 +258,23 @@ def prepare_jit(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedMod
     cache, so the program is compiled once."""
     jitted = modes.jit_function(wl, staged)
     call = modes.build_call(Mode.JIT, wl, host=host, staged=staged, jitted=jitted)
-    cold = jcompile.cold_call(call, clear=False, share=True)
-    analysis, _ = jcompile.cached_analysis(
-        jitted, args=staged.args, kwargs={**staged.kwargs, **staged.static}
-    )
+    # A --timeout reached names the stage: tracing, XLA's compile, the first run, or
+    # jitbench's own analysis of the program (`limits.doing`).
+    with jcompile.count_compiles() as seen, doing(seen.cold_stage):
+        cold = jcompile.cold_call(call, clear=False, share=True)
+    xla_s = cold.stage_s(jcompile.BACKEND_COMPILE_EVENT)
+    took = f" (XLA's compile took {xla_s:.1f} s)" if xla_s is not None and not cold.loaded else ""
+    with doing(f"jitbench's analysis of the compiled program{took}"):
+        analysis, _ = jcompile.cached_analysis(
+            jitted, args=staged.args, kwargs={**staged.kwargs, **staged.static}
+        )
     if cold.loaded:
         # Loaded from an earlier process of the run (`sharing_compiles`): no compile to
         # split, and none to pay for again.
         trace_s = lower_s = compile_s = None
     else:
-        trace_s, lower_s, compile_s = _jit_stages(wl, staged, cold)
+        with doing("a second compile, its stages timed (JAX emitted no compile events)"):
+            trace_s, lower_s, compile_s = _jit_stages(wl, staged, cold)
     return PreparedMode(
         call=modes.specialise_call(Mode.JIT, call, cold.output, staged=staged, jitted=jitted),
         output=cold.output,

@@ -14,7 +14,7 @@ from jitbench.config import RunConfig
 from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
 from jitbench.measure.limits import RETRY_INTERVAL_S as RETRY_S
-from jitbench.measure.limits import ModeLimit, ModeTimeout
+from jitbench.measure.limits import ModeLimit, ModeTimeout, doing
 from jitbench.measure.protocol import measure_cases
 from jitbench.results import Mode, Status
 from jitbench.runner.plan import plan_cases
@@ -123,3 +123,81 @@ def test_a_swallowed_timeout_is_raised_again_until_the_mode_stops() -> None:
                 if swallowed > 1:
                     raise
     assert swallowed == 2 and RETRY_S <= limit.spent_s < 3.0  # the whole block counted
+
+
+def test_a_limit_reached_in_a_doing_block_says_what_ran_over() -> None:
+    limit = ModeLimit("jit", 0.05)
+    with pytest.raises(ModeTimeout) as caught, limit.charged("first call"), doing("XLA's compile"):
+        _busy(5.0)
+    assert caught.value.doing == "XLA's compile"
+    assert str(caught.value).endswith("and was stopped, in XLA's compile")
+    # A function says it as it is when the limit is reached, not when the block began.
+    stage = ["tracing"]
+    limit = ModeLimit("jit", 0.05)
+    with pytest.raises(ModeTimeout) as caught, limit.charged("first call"), doing(lambda: stage[0]):
+        stage[0] = "the first run"
+        _busy(5.0)
+    assert caught.value.doing == "the first run"
+    limit = ModeLimit("eager", 0.05)  # outside any: as before
+    with pytest.raises(ModeTimeout) as caught, limit.charged("first call"):
+        _busy(5.0)
+    assert caught.value.doing is None and str(caught.value).endswith("and was stopped")
+
+
+def _jit_timeout(fn, name: str) -> str:  # type: ignore[no-untyped-def]
+    """The failure text of jit's measurement of `fn` (NumPy: x * 2) under --timeout 0.3 s."""
+
+    @workload(inputs=_vec, sizes={"S": {"n": 4}}, name=name)
+    def slow(xp, x):
+        return x * 2 if xp is __import__("numpy") else fn(x)
+
+    config = RunConfig.quick_settings(timeout_s=0.3, modes=(Mode.NUMPY, Mode.JIT))
+    ms = {m.mode: m for m in measure_cases(plan_cases([slow], config, resolve_devices([])), config)}
+    assert ms[Mode.NUMPY].ok and ms[Mode.JIT].status is Status.TIMEOUT
+    return ms[Mode.JIT].failure_text
+
+
+def test_a_jit_first_call_past_its_limit_names_the_stage_that_ran_over() -> None:
+    def slow_trace(x):  # type: ignore[no-untyped-def]
+        _busy(30.0)  # at trace time: its Python body runs on tracers
+        return x * 2
+
+    text = _jit_timeout(slow_trace, "slow_trace")
+    assert text.startswith("timeout: ModeTimeout: jit exceeded --timeout 0.3 s in its first call")
+    assert text.endswith("and was stopped, in tracing or lowering")
+
+
+def _unrolled_cumsum(steps: int):  # type: ignore[no-untyped-def]
+    @workload(inputs=_vec, sizes={"S": {"n": steps}}, name=f"cumsum_loop{steps}")
+    def cumsum_loop(xp, x):  # type: ignore[no-untyped-def]
+        if xp is __import__("numpy"):
+            return xp.cumsum(x)
+        out, acc = [], xp.zeros((), x.dtype)
+        for i in range(steps):  # unrolled by tracing: the pitfall
+            acc = acc + x[i]
+            out.append(acc)
+        return xp.stack(out)
+
+    return cumsum_loop
+
+
+@pytest.mark.slow
+def test_a_long_unrolled_loop_is_measured_and_a_short_limit_names_xlas_compile() -> None:
+    """A 250-step unrolled loop (jitbench's own HLO pass took minutes on such programs,
+    and a --timeout reported jit's first call) is measured, its program fingerprinted;
+    under a limit shorter than XLA's compile of it, the timeout says so."""
+    loop = _unrolled_cumsum(250)
+    modes = (Mode.NUMPY, Mode.JIT)
+    config = RunConfig.quick_settings(timeout_s=120.0, modes=modes)
+    ms = {m.mode: m for m in measure_cases(plan_cases([loop], config, resolve_devices([])), config)}
+    jit = ms[Mode.JIT]
+    assert jit.ok and jit.compile is not None and jit.compile.program_fingerprint
+    c = jit.compile
+    assert c.compile_s is not None and c.trace_s is not None and c.lower_s is not None
+    assert (c.hlo_opcodes or {}).get("fusion", 0) > 100
+    # Past tracing and lowering, halfway through XLA's compile (as long again, about).
+    limit = c.trace_s + c.lower_s + c.compile_s / 2
+    short = RunConfig.quick_settings(timeout_s=limit, modes=modes)
+    ms = {m.mode: m for m in measure_cases(plan_cases([loop], short, resolve_devices([])), short)}
+    assert ms[Mode.JIT].status is Status.TIMEOUT
+    assert ms[Mode.JIT].failure_text.endswith("and was stopped, in XLA's compile")
