@@ -64,7 +64,7 @@ TIMEIT = STEP + textwrap.dedent(
 BENCH = STEP + textwrap.dedent(
     """
     import jitbench
-    r = jitbench.bench(step, params, state, x, y, modes=["jit"], budget={budget})
+    r = jitbench.bench(step, params, state, x, y, modes=["jit"], budget=BUDGET)
     print(r.time("jit").value, r.run.config.to_dict()["processes"])
     """
 )
@@ -89,7 +89,7 @@ def main() -> int:
     ratios = []
     print(f"{'#':>2} {'bench jit':>12} {'timeit':>12} {'ratio':>7}")
     for i in range(args.alternations):
-        bench_s, processes = _python(BENCH.format(budget=args.budget), pin=False).split()
+        bench_s, processes = _python(f"BUDGET = {args.budget!r}\n" + BENCH, pin=False).split()
         timeit_s = _python(TIMEIT, pin=True)
         ratio = float(bench_s) / float(timeit_s)
         ratios.append(ratio)
