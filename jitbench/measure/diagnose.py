@@ -567,6 +567,7 @@ def mismatch(
     reduced_matmul: str | None = None,
     structural: bool = False,
     rounding: bool = False,
+    zero_reference: bool = False,
 ) -> Diagnostic:
     """A JAX output that does not match the reference (`message` says where).
 
@@ -610,6 +611,12 @@ def mismatch(
         hint = (
             "an impure function (global state, side effects, randomness) or a real bug; "
             "widen the workload's rtol/atol only if the difference is rounding."
+        )
+    if zero_reference:
+        hint = (
+            "the reference cancelled exactly to zero (x - x.mean() of constant inputs, say) "
+            "where the other side kept rounding: give the workload (or bench) an atol on "
+            "the scale of its inputs, such as atol=1e-6 for values near 1 in float32."
         )
     if rounding:
         hint = (

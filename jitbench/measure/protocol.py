@@ -405,6 +405,7 @@ def _validate(
                 else None,
                 structural=result.structural,
                 rounding=result.rounding,
+                zero_reference=result.zero_reference,
             )
         )
     return result.reference_wider

@@ -40,6 +40,9 @@ class Validation:
     # Compared in float32 (or narrower) and off by what float32 rounding accumulates over a
     # kernel (`FLOAT32_ROUNDING`): --x64 would compare it at float64.
     rounding: bool = False
+    # The reference is all zeros (an exact cancellation), so the default atol, relative
+    # to its magnitude, is all but 0: rounding on the other side fails it.
+    zero_reference: bool = False
 
 
 #: A relative norm error up to this, in a comparison made at float32 or below, whose
@@ -188,14 +191,22 @@ def check_outputs(
                     and norm_err <= FLOAT32_ROUNDING
                     and _both_ways(af[bad] - rf[bad])
                 )
+                zero = given_atol is None and scale == 0
                 return Validation(
                     False,
                     f"{where}: {int(bad.sum())} of {bad.size} values differ "
                     f"(worst at flat index {worst}: {_plain(a, worst)} vs reference "
                     f"{_plain(r, worst)}; rtol={use_rtol:g}, atol={use_atol:g}) and the "
-                    f"relative norm error {norm_err:.3g} exceeds norm_tol={use_norm:g}",
+                    f"relative norm error {norm_err:.3g} exceeds norm_tol={use_norm:g}"
+                    + (
+                        "; the reference is all zeros, so the default atol (relative to its "
+                        "magnitude) is all but 0"
+                        if zero
+                        else ""
+                    ),
                     reference_wider=wider,
                     rounding=rounding,
+                    zero_reference=zero,
                 )
         elif not np.array_equal(a, r):
             bad = a != r
