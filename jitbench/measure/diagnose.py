@@ -473,8 +473,7 @@ def empty_output() -> Diagnostic:
     return Diagnostic(
         code="empty-output",
         severity=Severity.WARNING,
-        message="the output has no elements, so checking it against the other modes "
-        "proves nothing",
+        message="the output has no elements, so checking it against the other modes proves nothing",
         hint="check the input function's sizes; time a computation that returns values.",
     )
 

@@ -38,10 +38,10 @@ def test_a_workload_that_turns_x64_on_does_not_leak_into_the_next_case() -> None
     config = RunConfig(processes=1, plan=SamplingPlan(budget_s=0.01, min_samples=3))
     run = run_workloads([flips_x64, innocent], config)
     assert not jax.config.jax_enable_x64
-    flipped = [c for c in run.cases() if c.workload == "flips_x64"][0]
+    flipped = next(c for c in run.cases() if c.workload == "flips_x64")
     codes = {d.code for d in run.get(flipped.key, Mode.JIT).diagnostics}
     assert "changed-jax-config" in codes
-    clean = [c for c in run.cases() if c.workload == "innocent"][0]
+    clean = next(c for c in run.cases() if c.workload == "innocent")
     for mode in Mode.NUMPY, Mode.EAGER, Mode.JIT:
         m = run.get(clean.key, mode)
         assert m.ok and "changed-jax-config" not in {d.code for d in m.diagnostics}, mode
