@@ -80,11 +80,15 @@ def _case_lines(c: CaseAnalysis, *, several: bool) -> list[str]:
 
 def _problems(result: BenchResult) -> list[str]:
     out = [f"note: {n}" for n in result.notes]
+    # The same finding in several modes (an error every mode raised) is one line.
+    modes_of: dict[tuple[str, str, str], list[str]] = {}
     for mode, code, message, hint in result.diagnostics:
         if code in ("noisy", "outlier-samples"):
             continue
         first = message.splitlines()[0] if message else ""
-        out.append(f"{mode}: {code}: {first}" + (f" — fix: {hint}" if hint else ""))
+        modes_of.setdefault((code, first, hint), []).append(mode)
+    for (code, first, hint), modes in modes_of.items():
+        out.append(f"{', '.join(modes)}: {code}: {first}" + (f" — fix: {hint}" if hint else ""))
     return out
 
 
