@@ -222,3 +222,14 @@ def leaves_a_thread(xp, x):
         thread.start()
         _left.append(thread)
     return x + 1
+
+
+@workload(inputs=vec, sizes=TINY)
+def forks(xp, x):
+    """Calls a bare os.fork() (once) and waits for its child, which returns from here."""
+    if os.environ.get("JITBENCH_FORKED_ONCE") != str(os.getpid()):
+        os.environ["JITBENCH_FORKED_ONCE"] = str(os.getpid())
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)
+    return x + 1
