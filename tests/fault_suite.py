@@ -233,3 +233,14 @@ def forks(xp, x):
         if pid:
             os.waitpid(pid, 0)
     return x + 1
+
+
+@workload(inputs=vec, sizes=TINY)
+def deletes_cwd(xp, x):
+    """Deletes the working folder, where $JITBENCH_DELETE_CWD names it (and only then)."""
+    import shutil
+
+    here = os.environ.get("JITBENCH_DELETE_CWD")
+    if here and os.path.isdir(here) and os.path.samefile(here, os.getcwd()):
+        shutil.rmtree(here)
+    return x + 1

@@ -144,3 +144,21 @@ def test_a_workload_that_forks_fails_its_case_and_the_piped_run_ends(
     table = statuses(run)
     assert set(table["forks[S]"].values()) == {"error"}
     assert set(table["ok_double[S]"].values()) == {"ok"}
+
+
+@pytest.mark.e2e
+def test_a_workload_that_deletes_the_working_folder_still_gets_its_table(tmp_path: Path) -> None:
+    """The paths are shown absolute when no relative path exists; exit 0."""
+    from tests.conftest import run_cli
+
+    here, out = tmp_path / "work", tmp_path / "out"
+    here.mkdir()
+    result = run_cli(
+        "run", *QUICK, "--processes", "1", "--out", str(out), "deletes_cwd", "ok_double",
+        cwd=here, env={"JITBENCH_DELETE_CWD": str(here)}, timeout=150,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not here.exists()
+    assert "deletes_cwd" in result.stdout and "internal error" not in result.stderr
+    [path] = run_files(out)
+    assert f"run saved to {path}" in result.stdout
