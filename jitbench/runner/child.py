@@ -253,7 +253,8 @@ def main_module_hidden() -> Iterator[None]:
 def _guarded(path: str) -> bool:
     """Whether the script at `path` has a top-level `if __name__ == "__main__":` (or
     cannot be read, when it is left alone as before). A script that is no file (`python -`
-    reading stdin names it '<stdin>') has none: spawn would fail to run it again."""
+    reading stdin names it '<stdin>') has none, nor one that is not Python (`ipython
+    script.ipy`, whose `%` magics IPython translates): spawn would fail to run either again."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -262,8 +263,8 @@ def _guarded(path: str) -> bool:
         return True
     try:
         tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError):
-        return True
+    except (SyntaxError, ValueError):  # the child's Python could not run it either
+        return False
     for node in tree.body:
         test = node.test if isinstance(node, ast.If) else None
         if isinstance(test, ast.Compare) and len(test.comparators) == 1:
