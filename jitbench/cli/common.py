@@ -211,12 +211,61 @@ COMMAND_ORDER = ("run", "list", "profile", "report", "history", "compare", "ab",
 
 
 class _OrderedGroup(typer.core.TyperGroup):
-    """Lists the commands in `COMMAND_ORDER` (others after them, as registered)."""
+    """Lists the commands in `COMMAND_ORDER` (others after them, as registered), and
+    refuses an empty path before any command runs (`_empty_path`)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = super().list_commands(ctx)
         rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
         return sorted(names, key=lambda n: rank.get(n, len(rank)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        command = next((self.commands[a] for a in args if a in self.commands), None)
+        named = _empty_path(command, args[args.index(command.name) + 1 :]) if command else None
+        if named is not None:
+            err.print(
+                f"[bold red]error:[/] {escape(named)} was given an empty path (''), as an "
+                "unset variable gives; name the file or folder, or leave it out."
+            )
+            raise typer.Exit(EXIT_USAGE)
+        return cast("list[str]", super().parse_args(ctx, args))
+
+
+#: Metavars of the options that name a file, folder or program though typed as text.
+_PATH_METAVARS = frozenset({"FILE", "FOLDER", "PATH", "PYTHON"})
+
+
+def _names_a_path(param: Any) -> bool:
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return "Path" in repr(annotation) or getattr(param, "metavar", None) in _PATH_METAVARS
+
+
+def _empty_path(command: Any, args: Sequence[str]) -> str | None:
+    """The option (or argument) of `command` that `args` give an empty path, if any:
+    `Path('')` is the working folder, so `--out ''` (an unset variable in a CI script)
+    would write there; `--python-base ''` would quietly take this Python."""
+    options = {opt: p for p in command.params if p.param_type_name == "option" for opt in p.opts}
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
+    given = 0  # positional arguments so far
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            break
+        name, eq, value = token.partition("=")
+        param = options.get(name if eq and token.startswith("--") else token)
+        if param is not None:
+            if getattr(param, "is_flag", False) or getattr(param, "count", False):
+                continue
+            if not eq:
+                value = next(tokens, None)  # type: ignore[assignment]
+            if value == "" and _names_a_path(param):
+                return str(param.opts[0])
+        elif arguments:  # the last argument may take many (`report RUNS...`)
+            argument = arguments[min(given, len(arguments) - 1)]
+            given += 1
+            if token == "" and _names_a_path(argument):
+                return str(argument.name).upper()
+    return None
 
 
 class PanelledCommand(typer.core.TyperCommand):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -303,3 +304,30 @@ def test_time_split_must_be_a_flag() -> None:
 
     with pytest.raises(ConfigError, match="--time-split is a flag"):
         RunConfig(time_split="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["run", "--quick", "--out", ""], "--out"),
+        (["run", "--out=", "--quick"], "--out"),
+        (["run", "--suite", "", "--quick"], "--suite"),
+        (["report", ""], "RUNS"),
+        (["compare", "a.json", ""], "NEW"),
+        (["ab", "--python-base", ""], "--python-base"),
+        (["bisect", "HEAD~1", "HEAD", "--json", ""], "--json"),
+    ],
+)
+def test_an_empty_path_is_refused_before_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], named: str
+) -> None:
+    """Path('') is the working folder: `--out ''` wrote the index, history and plotly.js
+    there; `--python-base ''` took this Python."""
+    from tests.faults import invoke
+
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {named} was given an empty path ('')")
+    assert len(result.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
