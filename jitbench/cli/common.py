@@ -220,8 +220,8 @@ class _OrderedGroup(typer.core.TyperGroup):
         return sorted(names, key=lambda n: rank.get(n, len(rank)))
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        command = next((self.commands[a] for a in args if a in self.commands), None)
-        named = _empty_path(command, args[args.index(command.name) + 1 :]) if command else None
+        at = next((i for i, a in enumerate(args) if a in self.commands), None)
+        named = None if at is None else _empty_path(self.commands[args[at]], args[at + 1 :])
         if named is not None:
             err.print(
                 f"[bold red]error:[/] {escape(named)} was given an empty path (''), as an "
