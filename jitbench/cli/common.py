@@ -11,6 +11,7 @@ needs when it runs, so `--help`, `report` and `compare` start at once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import sys
@@ -23,7 +24,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
 
-from jitbench.errors import ConfigError, JitbenchError
+from jitbench.errors import ConfigError, JitbenchError, short_repr, shorten_quoted
 from jitbench.formatting import terminal_safe
 from jitbench.runner.signals import Terminated, exit_status
 
@@ -336,7 +337,7 @@ def handles_errors(fn: F) -> F:
         except JitbenchError as exc:
             if _debug:
                 err.print_exception()
-            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            err.print(f"[bold red]error:[/] {escape(shorten_quoted(str(exc)))}")
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
             terminated = isinstance(exc, Terminated)
@@ -350,8 +351,17 @@ def handles_errors(fn: F) -> F:
         except Exception as exc:
             if _debug:
                 err.print_exception()
+            if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+                # A path the user gave (a value pasted in the wrong place): bad input.
+                named = f" {short_repr(exc.filename)}" if exc.filename else ""
+                err.print(
+                    f"[bold red]error:[/] a path given is too long for the filesystem"
+                    f"{escape(named)}; check the command line for a value in the wrong place."
+                )
+                raise typer.Exit(EXIT_USAGE) from None
             err.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+                f"[bold red]internal error:[/] {type(exc).__name__}: "
+                f"{escape(shorten_quoted(str(exc))[:2000])} "
                 "(rerun with --debug for the traceback, and please report it)"
             )
             raise typer.Exit(EXIT_USAGE) from None

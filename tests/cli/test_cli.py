@@ -331,3 +331,24 @@ def test_an_empty_path_is_refused_before_the_command_runs(
     assert result.stderr.startswith(f"error: {named} was given an empty path ('')")
     assert len(result.stderr.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--quick", "N" * 100_000],
+        ["run", "--quick", "-k", "K" * 100_000],
+        ["run", "--quick", "-s", "S" * 100_000],
+        ["run", "--quick", "--suite", "P" * 100_000],
+        ["compare", "B" * 100_000, "N" * 100_000],
+    ],
+    ids=["name", "keyword", "size", "suite-path", "compare-paths"],
+)
+def test_a_100_kb_value_is_quoted_short_in_its_error(tmp_path: Path, monkeypatch, args) -> None:
+    from tests.faults import invoke
+
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args, *(["--out", str(tmp_path / "o")] if args[0] == "run" else []))
+    assert result.exit_code == 2, result.stderr[:300]
+    assert result.stderr.startswith("error: ") and len(result.stderr) < 800, result.stderr[:800]
+    assert "internal error" not in result.stderr
