@@ -26,7 +26,7 @@ from rich.text import Text
 
 from jitbench.errors import ConfigError, JitbenchError, short_repr, shorten_quoted
 from jitbench.formatting import terminal_safe
-from jitbench.runner.signals import Terminated, exit_status
+from jitbench.runner.signals import Terminated, exit_status, stop_signals
 
 
 def _usable_std_streams() -> None:
@@ -324,12 +324,15 @@ def set_debug(flag: bool) -> None:
 
 def handles_errors(fn: F) -> F:
     """The one error boundary: a JitbenchError becomes a red one-line message and its exit
-    code; any other exception too, with a traceback only under --debug."""
+    code; any other exception too, with a traceback only under --debug. SIGTERM and SIGHUP
+    stop every command as Ctrl-C does (`stop_signals`): what it was writing is cleaned up
+    (an atomic write's temp file), one line, 143 or 129, not a silent death."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            fn(*args, **kwargs)
+            with stop_signals():
+                fn(*args, **kwargs)
         except typer.Exit as exc:
             raise typer.Exit(_exit_after_streams(exc.exit_code)) from None
         except typer.Abort:
