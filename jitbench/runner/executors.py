@@ -46,7 +46,7 @@ from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_di
 from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
 from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, forks_refused
-from jitbench.runner.signals import keep_stop_handlers
+from jitbench.runner.signals import keep_stop_handlers, stop_handlers_kept
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import suite_of
 
@@ -382,8 +382,12 @@ class InProcessExecutor:
         try:
             limit_s = group_timeout(config.timeout_s, len(pcs), len(config.modes))
             forks = forks_made()
-            # A bare os.fork()'s child ends at once, and the case is failed below.
-            with deadline(limit_s) as limit, exits_refused(), forks_refused():
+            with (
+                deadline(limit_s) as limit,
+                exits_refused(),
+                forks_refused(),  # a bare os.fork()'s child ends at once; failed below
+                stop_handlers_kept(),  # a stop arriving during a call is never ignored
+            ):
                 try:
                     result = work()
                 finally:
