@@ -93,16 +93,32 @@ def remove_all(top: Path | None, trees: Sequence[Path], scratch: Path) -> None:
     `git worktree add` a signal cut short), the `scratch` folder that holds them, and any
     registration left for a folder now gone (`git worktree prune`). A stop signal that
     arrives meanwhile waits for the end (`signals_ignored`): a clean-up cut short would
-    leave worktrees registered in the user's repository."""
+    leave worktrees registered in the user's repository. Prune runs only when one of
+    ours is still registered (it would also drop the user's own stale entries)."""
     with signals_ignored():
         if top is not None:
             for tree in trees:
                 remove_worktree(top, tree)
         shutil.rmtree(scratch, ignore_errors=True)
-        if top is not None and trees:
+        if top is not None and trees and _registered_under(top, scratch):
             subprocess.run(
                 ["git", "-C", str(top), "worktree", "prune"], capture_output=True, check=False
             )
+
+
+def _registered_under(top: Path, folder: Path) -> bool:
+    """Whether a worktree of the repository at `top` is registered under `folder`."""
+    listed = subprocess.run(
+        ["git", "-C", str(top), "worktree", "list", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    inside = (str(folder), str(folder.resolve()))
+    paths = [
+        line.removeprefix("worktree ") for line in listed.splitlines() if line[:9] == "worktree "
+    ]
+    return any(p == f or p.startswith(f + os.sep) for p in paths for f in inside)
 
 
 def suite_paths_in(tree: Path, top: Path, suites: Sequence[str], cwd: Path) -> tuple[str, ...]:

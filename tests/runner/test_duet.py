@@ -326,3 +326,35 @@ def test_a_stop_signal_during_ab_ends_it_as_ctrl_c_does(
     assert tagged(tag) == []
     runs = [load_run(p) for p in sorted((out / "runs").glob("*.json"))]
     assert len(runs) == 2 and all(not r.complete and r.measurements for r in runs)
+
+
+def test_a_half_made_worktree_is_unregistered_and_the_users_stale_ones_are_kept(
+    project: Path, tmp_path: Path
+) -> None:
+    """A signal that cut `git worktree add` short leaves a registration whose folder is
+    gone with the scratch folder: pruned. The user's own stale entry is kept when none of
+    ours is left (prune would have dropped it)."""
+    import shutil
+
+    from jitbench.runner.sides import add_worktree, remove_all
+
+    def listed() -> str:
+        return subprocess.run(
+            ["git", "-C", str(project), "worktree", "list"], capture_output=True, text=True
+        ).stdout
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    half = add_worktree(project, "base", scratch / "base")
+    (half / ".git").unlink()  # `git worktree remove` now fails on it, as on a half-made one
+    remove_all(project, [half], scratch)
+    assert not scratch.exists()
+    assert str(half) not in listed()
+    # None of ours left registered: nothing pruned, so the user's stale entry stays.
+    users = tmp_path / "users-tree"
+    add_worktree(project, "base", users)
+    shutil.rmtree(users)
+    other = tmp_path / "scratch2"
+    other.mkdir()
+    remove_all(project, [other / "never-made"], other)
+    assert str(users) in listed()
