@@ -1712,13 +1712,14 @@ def _(ctx: Ctx) -> str:
     return "exit 0, the table and absolute paths printed"
 
 
-@case("r4-xla-flags-garbage", "XLA_FLAGS=--xla_force_host_platform_device_count=abc: 2, one line")
+@case("r4-xla-flags-garbage", "XLA_FLAGS=…device_count=abc, run and env: exit 2, one line")
 def _(ctx: Ctx) -> str:
     flags = {"XLA_FLAGS": "--xla_force_host_platform_device_count=abc"}
-    r = ctx.jb("run", *QUICK, "ok_double", "--out", ctx.tmp / "out", env=flags)
-    one_line_error(r)
-    check("XLA_FLAGS" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr[-300:])
-    return r.flat_err[:120]
+    for args in (("run", *QUICK, "ok_double", "--out", ctx.tmp / "out"), ("env",)):
+        r = ctx.jb(*args, env=flags)
+        one_line_error(r)
+        check("XLA_FLAGS" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr[-300:])
+    return "run and env: " + r.flat_err[:110]
 
 
 @case("r4-suite-sets-xla-flags", "a suite setting bad XLA_FLAGS at import: exit 2, one line")

@@ -264,11 +264,12 @@ def test_xla_flags_xla_cannot_parse_are_a_one_line_error(tmp_path: Path) -> None
     from tests.conftest import run_cli
 
     flags = "--xla_force_host_platform_device_count=abc"
-    result = run_cli("run", *QUICK, "--out", str(tmp_path), "ok_double", env={"XLA_FLAGS": flags})
-    assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith(f"error: XLA_FLAGS='{flags}' is refused by XLA: ")
-    assert "Couldn't interpret value abc" in result.stderr
-    assert len(result.stderr.splitlines()) == 1, result.stderr
+    for args in (("run", *QUICK, "--out", str(tmp_path), "ok_double"), ("env",)):
+        result = run_cli(*args, env={"XLA_FLAGS": flags})
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"error: XLA_FLAGS='{flags}' is refused by XLA: ")
+        assert "Couldn't interpret value abc" in result.stderr
+        assert len(result.stderr.splitlines()) == 1, result.stderr
     assert run_files(tmp_path) == []
 
 
