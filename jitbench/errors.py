@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Iterable
 
 
@@ -48,12 +49,38 @@ def unknown_name_message(
     """'unknown workload 'x'; did you mean 'y'? …' with the closest known names, then the
     known ones (`known_as` says whose they are, e.g. "the run has")."""
     known = list(known)
-    close = close_names(name, known)
+    close = close_names(name[:200], known)  # a 100 kB name must not cost a long match
     hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ";"
     listing = (
         "`jitbench list` shows all." if kind == "workload" else f"{known_as}: {', '.join(known)}."
     )
-    return f"unknown {kind} {name!r}{hint} {listing}"
+    return f"unknown {kind} {short_repr(name)}{hint} {listing}"
+
+
+#: A quoted value in a message longer than this many characters is cut (`shorten_quoted`):
+#: more than a real path takes, far less than a value pasted in the wrong place.
+QUOTED_LIMIT = 200
+# A value in single or double quotes (as repr writes it) of more than QUOTED_LIMIT
+# characters; the opening quote follows no letter and the closing one precedes none, so
+# the apostrophes of prose ("don't", "the runs' folder") do not open a value.
+_LONG_QUOTED = re.compile(
+    r"(?<!\w)(['\"])((?:(?!\1)[^\\\n]|\\.){" + str(QUOTED_LIMIT + 1) + r",}?)\1(?!\w)"
+)
+
+
+def shorten_quoted(message: str, limit: int = QUOTED_LIMIT) -> str:
+    """`message` with every quoted value over `limit` characters cut in the middle (a
+    path's file name, at its end, stays): the error boundary's net, so no user value (a
+    100,000-character name, `-k` or path) makes a one-line error of 100 kB."""
+
+    def cut(match: re.Match[str]) -> str:
+        quote, inner = match.group(1), match.group(2)
+        if len(inner) <= limit:
+            return match.group(0)
+        half = (limit - 3) // 2
+        return f"{quote}{inner[:half]}...{inner[-half:]}{quote}"
+
+    return _LONG_QUOTED.sub(cut, message)
 
 
 def short_repr(value: object, limit: int = 60) -> str:

@@ -78,6 +78,48 @@ def cli():
     return run_cli
 
 
+#: The variable `start_cli` tags a process and its children with (they inherit it).
+CLI_TAG = "JITBENCH_TEST_TAG"
+
+
+def start_cli(
+    *args: str, cwd: Path, tag: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """`python -m jitbench ARGS` started in the background, its processes tagged with
+    `tag` (see `tagged`), SIGINT not ignored (as under a terminal)."""
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "JAX_PLATFORMS": "cpu",
+        CLI_TAG: tag,
+        **(env or {}),
+    }
+    reset = (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'jitbench', *sys.argv[1:]])"
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", reset, *args],
+        cwd=cwd,
+        env=full_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes started by `start_cli(tag=tag)`, or by one of them."""
+    pids = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            if f"{CLI_TAG}={tag}".encode() in environ.read_bytes().split(b"\0"):
+                pids.append(int(environ.parent.name))
+        except OSError:
+            pass
+    return pids
+
+
 TINY_SUITE = '''
 from jitbench import workload
 

@@ -222,3 +222,25 @@ def leaves_a_thread(xp, x):
         thread.start()
         _left.append(thread)
     return x + 1
+
+
+@workload(inputs=vec, sizes=TINY)
+def forks(xp, x):
+    """Calls a bare os.fork() (once) and waits for its child, which returns from here."""
+    if os.environ.get("JITBENCH_FORKED_ONCE") != str(os.getpid()):
+        os.environ["JITBENCH_FORKED_ONCE"] = str(os.getpid())
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)
+    return x + 1
+
+
+@workload(inputs=vec, sizes=TINY)
+def deletes_cwd(xp, x):
+    """Deletes the working folder, where $JITBENCH_DELETE_CWD names it (and only then)."""
+    import shutil
+
+    here = os.environ.get("JITBENCH_DELETE_CWD")
+    if here and os.path.isdir(here) and os.path.samefile(here, os.getcwd()):
+        shutil.rmtree(here)
+    return x + 1

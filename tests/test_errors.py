@@ -26,3 +26,26 @@ def test_a_sweep_label_suggests_the_nearest_value_not_the_nearest_spelling() -> 
 def test_the_message_has_no_stray_punctuation() -> None:
     message = unknown_name_message("workload", "nosuchwl", ["selu"])
     assert message == "unknown workload 'nosuchwl'; `jitbench list` shows all."
+
+
+def test_an_unknown_name_of_100_kb_is_quoted_short() -> None:
+    from jitbench.errors import unknown_name_message
+
+    message = unknown_name_message("size", "x" * 100_000, ["S", "M"])
+    assert len(message) < 200 and message.startswith("unknown size 'xxx")
+
+
+def test_long_quoted_values_are_cut_and_prose_is_left_alone() -> None:
+    from jitbench.errors import QUOTED_LIMIT, shorten_quoted
+
+    long = "y" * 1000 + ".json"
+    cut = shorten_quoted(f"no workload matches -k {long!r}; don't guess, the runs' folder")
+    half = (QUOTED_LIMIT - 3) // 2
+    kept = f"'{long[:half]}...{long[-half:]}'"
+    assert cut == f"no workload matches -k {kept}; don't guess, the runs' folder"
+    assert kept.endswith("y.json'")
+    prose = "don't " + "z" * 500 + " the runs' folder"
+    assert shorten_quoted(prose) == prose
+    assert shorten_quoted('a "' + "q" * 300 + '" b').endswith('q" b')
+    assert "..." in shorten_quoted('a "' + "q" * 300 + '" b')
+    assert shorten_quoted("short 'S' stays") == "short 'S' stays"

@@ -1894,6 +1894,393 @@ def _(ctx: Ctx) -> str:
 # Fixtures and the driver
 
 
+# --- robustness, round four: stop signals to ab, bisect and every command, a bare fork,
+# a deleted working folder, bad XLA_FLAGS / JAX_PLATFORMS, odd suite files, an IPython
+# script, empty and enormous values, and more of the same kind ----------------------
+
+_R4_SUITE = """
+import time
+
+from jitbench import workload
+
+
+def vector(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+
+@workload(inputs=vector, sizes={"S": {"n": 64}})
+def scale(xp, x):
+    return 2 * x + 1
+
+
+@workload(inputs=vector, sizes={"S": {"n": 64}})
+def sleepy(xp, x):
+    time.sleep(0.01)
+    return x + 1
+"""
+
+
+def _r4_git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=t@t.invalid", "-c", "user.name=t", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+def _r4_project(ctx: Ctx, commits: int = 1) -> Path:
+    """A git repository holding suites/tiny.py, `commits` commits deep (a note each)."""
+    repo = ctx.tmp / "proj"
+    (repo / "suites").mkdir(parents=True)
+    (repo / "suites" / "tiny.py").write_text(_R4_SUITE)
+    _r4_git(repo, "init", "-q", "-b", "main")
+    _r4_git(repo, "add", "-A")
+    _r4_git(repo, "commit", "-qm", "the suite")
+    for i in range(1, commits):
+        (repo / "NOTES").write_text(f"{i}\n")
+        _r4_git(repo, "add", "-A")
+        _r4_git(repo, "commit", "-qm", f"note {i}")
+    return repo
+
+
+def _r4_start(
+    *args: object, cwd: Path, tag: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """`Ctx.start` in another folder: `python -m jitbench ARGS`, SIGINT reset, tagged."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _EXEC_WITH_SIGINT, *map(str, args)],
+        cwd=cwd,
+        env={**ENV, TAG: tag, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _r4_until(proc: subprocess.Popen[str], ready: Callable[[], bool], what: str) -> None:
+    """Until `ready()` (read errors count as not yet), while `proc` runs."""
+    end = time.monotonic() + 180
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise Failed(f"it ended before {what}: {proc.communicate()[1][-300:]}")
+        try:
+            if ready():
+                return
+        except (OSError, ValueError, KeyError):
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise Failed(f"{what} did not happen in time")
+
+
+def _r4_stopped(proc: subprocess.Popen[str], sig: int, code: int) -> str:
+    """Send `sig`, wait; the flattened stderr, once the exit code is `code`."""
+    proc.send_signal(sig)
+    _o, err = proc.communicate(timeout=90)
+    flat = " ".join(err.split())
+    check(proc.returncode == code, f"exit {proc.returncode}, expected {code}: {flat[-200:]}")
+    check("Traceback" not in err, f"a traceback: {err[-300:]}")
+    return flat
+
+
+def _r4_nothing_left(repo: Path, scratch: Path, tag: str) -> None:
+    trees = _r4_git(repo, "worktree", "list").splitlines()
+    check(len(trees) == 1, f"worktrees left registered: {trees}")
+    check(not list(scratch.iterdir()), f"temp folders left: {list(scratch.iterdir())}")
+    check(gone(tag), f"processes left: {tagged(tag)}")
+
+
+def _r4_ab_stop(sig: int, code: int) -> Callable[[Ctx], str]:
+    def fn(ctx: Ctx) -> str:
+        repo, scratch, out = _r4_project(ctx), ctx.tmp / "scratch", ctx.tmp / "out"
+        scratch.mkdir()
+        tag = f"{os.getpid()}-{ctx.tmp.name}"
+        args = ("ab", "--rev", "HEAD", "--budget", "1.5", "--pairs", "1", "--out", out)
+        proc = _r4_start(*args, cwd=repo, tag=tag, env={"TMPDIR": str(scratch)})
+        _r4_until(proc, lambda: any(load(p)["measurements"] for p in run_files(out)), "a save")
+        flat = _r4_stopped(proc, sig, code)
+        check("partial runs saved" in flat, f"no line naming the runs: {flat[-200:]}")
+        _r4_nothing_left(repo, scratch, tag)
+        runs = [load(p) for p in run_files(out)]
+        saved = len(runs) == 2 and all(r["measurements"] and not r["complete"] for r in runs)
+        check(saved, "the two partial runs were not saved")
+        return f"exit {code}; both partial runs saved; no worktree, temp folder or worker left"
+
+    return fn
+
+
+case("r4-ab-sigterm", "SIGTERM during ab: 143, both runs saved, worktree and workers gone")(
+    _r4_ab_stop(signal.SIGTERM, 143)
+)
+case("r4-ab-sighup", "SIGHUP during ab: 129, both runs saved, worktree and workers gone")(
+    _r4_ab_stop(signal.SIGHUP, 129)
+)
+
+
+@case("r4-bisect-sigterm", "SIGTERM during bisect: 143, no worktree left, its state resumes")
+def _(ctx: Ctx) -> str:
+    repo, scratch, out = _r4_project(ctx, commits=4), ctx.tmp / "scratch", ctx.tmp / "out"
+    scratch.mkdir()
+    tag = f"{os.getpid()}-{ctx.tmp.name}"
+    args = ("bisect", "HEAD~3", "HEAD", "--pairs", "1", "--budget", "0.3", "--attempts", "1")
+    proc = _r4_start(*args, "--out", out, cwd=repo, tag=tag, env={"TMPDIR": str(scratch)})
+    state = out / ".jitbench-bisect.json"
+    # Until a worktree is registered (GOOD's, BAD's): the moment the bug left them behind.
+    _r4_until(proc, lambda: len(_r4_git(repo, "worktree", "list").splitlines()) >= 3, "worktrees")
+    time.sleep(1.0)
+    flat = _r4_stopped(proc, signal.SIGTERM, 143)
+    check("the same command resumes" in flat, f"no resume line: {flat[-200:]}")
+    _r4_nothing_left(repo, scratch, tag)
+    check(state.is_file(), "the bisection's state is gone")
+    return "exit 143; no worktree, temp folder or worker left; state kept"
+
+
+@case("r4-fork-piped", "a workload calling os.fork(): `run | cat` ends, the case is an error")
+def _(ctx: Ctx) -> str:
+    line = _jb_line("run", *QUICK, "forks", "ok_double", "--out", ctx.tmp / "out")
+    r = _shell(ctx, f"timeout 150 {line} | cat")
+    check(r.returncode == 3, f"exit {r.returncode} (124: it never ended): {r.flat_err[-200:]}")
+    check("ForkRefused" in r.stdout + r.stderr, "no error naming the fork")
+    data = load(run_files(ctx.tmp / "out")[0])
+    check(data["complete"], "the run is not complete")
+    return "ended; forks[S] an error in every mode (exit 3); ok_double measured"
+
+
+@case("r4-fork-workers", "os.fork() under --isolate and --processes 2: the run ends, exit 3")
+def _(ctx: Ctx) -> str:
+    notes = []
+    for how in (("--isolate",), ("--processes", "2")):
+        out = ctx.tmp / how[0].strip("-")
+        r = ctx.jb("run", *QUICK, *how, "forks", "ok_double", "--out", out, timeout=200)
+        check(r.returncode == 3, f"{how}: exit {r.returncode}: {r.flat_err[-200:]}")
+        check("os.fork()" in r.stdout + r.stderr, f"{how}: the fork is not named")
+        notes.append(f"{how[0]} 3")
+    return ", ".join(notes)
+
+
+@case("r4-workload-deletes-cwd", "a workload deleting the working folder: table, paths, exit 0")
+def _(ctx: Ctx) -> str:
+    here = ctx.tmp / "work"
+    here.mkdir()
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", *QUICK, "deletes_cwd", "ok_double", "--out", out, cwd=here,
+               env={"JITBENCH_DELETE_CWD": str(here)})  # fmt: skip
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-200:]}")
+    check(not here.exists(), "the folder was not deleted (the fault did not happen)")
+    check("deletes_cwd" in r.stdout and f"run saved to {run_files(out)[0]}" in r.stdout, r.stdout)
+    return "exit 0, the table and absolute paths printed"
+
+
+@case("r4-xla-flags-garbage", "XLA_FLAGS=…device_count=abc, run and env: exit 2, one line")
+def _(ctx: Ctx) -> str:
+    flags = {"XLA_FLAGS": "--xla_force_host_platform_device_count=abc"}
+    for args in (("run", *QUICK, "ok_double", "--out", ctx.tmp / "out"), ("env",)):
+        r = ctx.jb(*args, env=flags)
+        one_line_error(r)
+        check("XLA_FLAGS" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr[-300:])
+    return "run and env: " + r.flat_err[:110]
+
+
+@case("r4-suite-sets-xla-flags", "a suite setting bad XLA_FLAGS at import: exit 2, one line")
+def _(ctx: Ctx) -> str:
+    suite = ctx.tmp / "sets_flags.py"
+    suite.write_text(
+        'import os\nos.environ["XLA_FLAGS"] = "--xla_no_such_flag=1"\n'
+        + _R4_SUITE.replace("import time\n", "import time\n", 1)
+    )
+    r = ctx.jb("run", "--suite", suite, "--quick", "scale", "--out", ctx.tmp / "out")
+    one_line_error(r)
+    check("XLA_FLAGS" in r.stderr and "F1" not in r.stderr, r.stderr[-300:])
+    return r.flat_err[:120]
+
+
+@case("r4-jax-platforms", "JAX_PLATFORMS=cuda, cpu,gpu on a CPU machine: 2, names what is missing")
+def _(ctx: Ctx) -> str:
+    for value, missing in (("cuda", "cuda"), ("cpu,gpu", "gpu")):
+        r = ctx.jb("run", *QUICK, "ok_double", "--out", ctx.tmp / "o", env={"JAX_PLATFORMS": value})
+        one_line_error(r)
+        said = f"JAX cannot start {missing} here; this machine has cpu"
+        check(said in r.flat_err, f"{value}: {r.flat_err[-250:]}")
+    return "both name the missing platform and the CPU this machine has"
+
+
+@case("r4-suite-fifo", "a named pipe (and a /dev/zero link) in a suite folder: no hang, one line")
+def _(ctx: Ctx) -> str:
+    folder = ctx.tmp / "suites"
+    folder.mkdir()
+    (folder / "tiny.py").write_text(_R4_SUITE)
+    os.mkfifo(folder / "f.py")
+    (folder / "z.py").symlink_to("/dev/zero")
+    listed = ctx.jb("list", "--suite", folder, timeout=60)
+    check(listed.returncode == 0 and "scale" in listed.stdout, listed.stderr[-300:])
+    check("named pipe" in listed.stderr and "character device" in listed.stderr, listed.stderr)
+    r = ctx.jb("run", "--suite", folder, "--quick", "scale", "--out", ctx.tmp / "o", timeout=120)
+    check(r.returncode == 0 and "named pipe" in r.stderr, r.stderr[-300:])
+    return f"list {listed.seconds:.1f} s, run exit 0; both files named as suite errors"
+
+
+@case("r4-ipython-script", "`ipython script.ipy` with %jitbench -p 2: workers run, exit 0")
+def _(ctx: Ctx) -> str:
+    script = ctx.tmp / "bench.ipy"
+    script.write_text(
+        "%load_ext jitbench\nimport numpy as np\n\ndef double(x):\n    return 2 * x\n\n"
+        "x = np.ones(64, dtype=np.float32)\nr = %jitbench -b 0.05 -p 2 double(x)\n"
+        "print('processes', r.run.config.settings.processes)\n"
+    )
+    ipython = Path(sys.executable).with_name("ipython")
+    command = [str(ipython), "--no-banner", "--colors=NoColor", str(script)]
+    proc = subprocess.run(
+        command, cwd=ctx.tmp, env=ENV, capture_output=True, text=True, timeout=240
+    )
+    both = proc.stdout + proc.stderr
+    check(proc.returncode == 0 and "worker process died" not in both, both[-300:])
+    check(proc.stdout.splitlines()[-1:] == ["processes 2"], proc.stdout[-300:])
+    return "exit 0, two processes"
+
+
+@case("r4-empty-paths", "--out '', --suite '', report '', --python-base '': 2, nothing written")
+def _(ctx: Ctx) -> str:
+    for args in (("run", *QUICK, "--out", ""), ("run", "--suite", "", "--quick"),
+                 ("report", ""), ("ab", "--python-base", "")):  # fmt: skip
+        r = ctx.jb(*args, timeout=60)
+        one_line_error(r)
+        check("empty path" in r.stderr, f"{args}: {r.stderr[-200:]}")
+    check(list(ctx.tmp.iterdir()) == [], f"written here: {list(ctx.tmp.iterdir())}")
+    return "4 refused at once"
+
+
+@case("r4-enormous-values", "a 100,000-character name, -k, -s, --suite, compare path: short errors")
+def _(ctx: Ctx) -> str:
+    big = "x" * 100_000
+    worst = 0
+    for args in (("run", *QUICK, big), ("run", *QUICK, "-k", big), ("run", *QUICK, "-s", big),
+                 ("run", "--suite", big, "--quick"), ("compare", big, big)):  # fmt: skip
+        r = ctx.jb(*args, "--out", ctx.tmp / "o") if args[0] == "run" else ctx.jb(*args)
+        one_line_error(r)
+        worst = max(worst, len(r.stderr))
+    check(worst < 800, f"an error of {worst} characters")
+    return f"exit 2 each, the longest error {worst} characters"
+
+
+# My own faults of the same kind.
+
+
+@case("r4-sigterm-during-report", "SIGTERM while report renders the 50 MB run: 143, no temp file")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    tag = f"{os.getpid()}-{ctx.tmp.name}"
+    proc = ctx.start("report", ctx.shared["big"], "--out", out, tag=tag)
+    time.sleep(4.0)  # past the import, into loading and rendering
+    if proc.poll() is not None:
+        return f"the report ended first (exit {proc.returncode}): nothing to stop"
+    flat = _r4_stopped(proc, signal.SIGTERM, 143)
+    check("terminated" in flat, f"no line: {flat[-200:]}")
+    left = [p for p in out.rglob("*.tmp")] if out.exists() else []
+    check(not left, f"temp files left: {left}")
+    check(gone(tag), "a process outlived it")
+    return "exit 143, one line, no temp file left"
+
+
+@case("r4-sighup-during-history", "SIGHUP while history reads the 50 MB run: 129, one line")
+def _(ctx: Ctx) -> str:
+    tag = f"{os.getpid()}-{ctx.tmp.name}"
+    proc = ctx.start("history", ctx.shared["big"].parent, tag=tag)
+    time.sleep(3.0)
+    if proc.poll() is not None:
+        return f"history ended first (exit {proc.returncode}): nothing to stop"
+    flat = _r4_stopped(proc, signal.SIGHUP, 129)
+    check("terminated" in flat or "interrupted" in flat, f"no line: {flat[-200:]}")
+    return "exit 129, one line"
+
+
+@case("r4-sigterm-during-resume", "SIGTERM while --resume measures: 143, partial kept, hint")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", *QUICK, "ok_double", "hangs", "--timeout", "2", "--out", out)
+    check(r.returncode == 0, r.stderr[-300:])
+    [path] = run_files(out)
+    data = load(path)
+    data["complete"], data["finished_at"] = False, None
+    data["measurements"] = [m for m in data["measurements"] if m["case"]["workload"] != "hangs"]
+    path.write_text(json.dumps(data))
+    tag = f"{os.getpid()}-{ctx.tmp.name}"
+    proc = ctx.start("run", "--resume", path, tag=tag)
+    wait_for_hang(ctx.tmp)
+    flat = _r4_stopped(proc, signal.SIGTERM, 143)
+    check(f"--resume {path}" in flat, f"no resume hint: {flat[-200:]}")
+    again = load(path)
+    check(not again["complete"] and again["measurements"], "the partial run was lost")
+    return "exit 143; the partial run kept, the hint names it"
+
+
+@case("r4-workload-closes-fds", "workloads closing fd 1 or fd 2, or setting sys.stdout None: 0")
+def _(ctx: Ctx) -> str:
+    suite = ctx.tmp / "closes.py"
+    suite.write_text(
+        "import os, sys\nfrom jitbench import workload\n\n"
+        "def vec(rng, *, dtype, n):\n    return (rng.standard_normal(n).astype(dtype),)\n\n"
+        "@workload(inputs=vec, sizes={'S': {'n': 32}})\ndef closes_1(xp, x):\n"
+        "    try:\n        os.close(1)\n    except OSError:\n        pass\n    return x + 1\n\n"
+        "@workload(inputs=vec, sizes={'S': {'n': 32}})\ndef closes_2(xp, x):\n"
+        "    try:\n        os.close(2)\n    except OSError:\n        pass\n    return x + 1\n\n"
+        "@workload(inputs=vec, sizes={'S': {'n': 32}})\ndef no_streams(xp, x):\n"
+        "    sys.stdout = sys.stderr = None\n    return x + 1\n"
+    )
+    r = ctx.jb("run", "--suite", suite, "--quick", "--out", ctx.tmp / "out")
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-200:]}")
+    for name in ("closes_1", "closes_2", "no_streams"):
+        check(name in r.stdout, f"{name} missing from the table")
+    check("run saved to" in r.stdout, "no saved line")
+    return "exit 0, the table and the saved line printed"
+
+
+@case("r4-workload-ignores-sigterm", "a workload setting SIGTERM to ignored: SIGTERM still stops")
+def _(ctx: Ctx) -> str:
+    suite = ctx.tmp / "ignores.py"
+    suite.write_text(
+        "import signal, time\nfrom jitbench import workload\n\n"
+        "def vec(rng, *, dtype, n):\n    return (rng.standard_normal(n).astype(dtype),)\n\n"
+        "@workload(inputs=vec, sizes={'S': {'n': 32}, 'M': {'n': 64}})\ndef ignores(xp, x):\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    time.sleep(0.02)\n    return x\n"
+    )
+    out = ctx.tmp / "out"
+    tag = f"{os.getpid()}-{ctx.tmp.name}"
+    proc = ctx.start("run", "--suite", suite, "--quick", "-s", "S,M", "--out", out, tag=tag)
+    wait_for_case(proc, out)
+    _r4_stopped(proc, signal.SIGTERM, 143)
+    return "exit 143"
+
+
+@case("r4-hostile-columns", "COLUMNS=abc, 0, -5, 999999, 1: exit 0, no traceback")
+def _(ctx: Ctx) -> str:
+    for value in ("abc", "0", "-5", "999999", "1"):
+        r = ctx.jb("run", *QUICK, "ok_double", "--out", ctx.tmp / "o", env={"COLUMNS": value})
+        check(r.returncode == 0 and "Traceback" not in r.stderr, f"{value}: {r.stderr[-200:]}")
+    return "5 values, exit 0 each"
+
+
+@case("r4-cwd-gone-at-start", "run started in a folder already deleted: exit 0, absolute paths")
+def _(ctx: Ctx) -> str:
+    out = ctx.tmp / "out"
+    line = _jb_line("run", *QUICK, "ok_double", "--out", out)
+    r = _shell(ctx, f"mkdir gone && cd gone && rmdir ../gone && {line}")
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-200:]}")
+    check(f"run saved to {run_files(out)[0]}" in r.stdout, r.stdout[-300:])
+    return "exit 0"
+
+
+@case("r4-path-too-long", "--suite/--baseline/history of a path too long for the filesystem: 2")
+def _(ctx: Ctx) -> str:
+    long = "p" * 5000
+    for args in (("run", "--suite", long, "--quick"), ("history", long),
+                 ("run", *QUICK, "ok_double", "--baseline", long)):  # fmt: skip
+        r = ctx.jb(*args, timeout=60)
+        one_line_error(r)
+        check(len(r.stderr) < 600, f"{args[:2]}: an error of {len(r.stderr)} characters")
+    return "3 one-line errors, exit 2"
+
+
 def _write_big(path: Path, template: dict[str, Any], *, distinct: bool, target_mb: float) -> None:
     """A run of about `target_mb` MB built from `template`'s measurements: distinct
     workloads (`distinct`) or the same rows repeated (a concatenated file)."""

@@ -198,6 +198,7 @@ def bisect_cmd(
     from jitbench.cli.output import check_output_file, write_output
     from jitbench.config import parse_threads
     from jitbench.gate.bisect import (
+        STATE_FILE,
         BisectEvent,
         BisectStarted,
         Confirmed,
@@ -206,6 +207,7 @@ def bisect_cmd(
         StepDone,
     )
     from jitbench.render import bisect as render
+    from jitbench.runner.signals import Terminated, exit_status, stop_signals
 
     for path in (json_path, markdown):
         check_output_file(path)
@@ -243,25 +245,35 @@ def bisect_cmd(
         elif isinstance(event, Confirmed):
             line(render.confirm_line(event.step))
 
-    result = bisect_revisions(
-        good,
-        bad,
-        suites=[str(p) for p in suite or ()],
-        keyword=keyword,
-        sizes=split_list(sizes, "--sizes") or ["S"],
-        threads=parse_threads(threads),
-        x64=x64,
-        clock=clock,
-        budget_s=budget,
-        pairs=pairs,
-        max_attempts=attempts,
-        python_good=python_good,
-        python_bad=python_bad,
-        timing_only=timing_only,
-        out=out,
-        restart=restart,
-        on_event=on_event,
-    )
+    try:
+        with stop_signals():  # SIGTERM and SIGHUP stop it as Ctrl-C does
+            result = bisect_revisions(
+                good,
+                bad,
+                suites=[str(p) for p in suite or ()],
+                keyword=keyword,
+                sizes=split_list(sizes, "--sizes") or ["S"],
+                threads=parse_threads(threads),
+                x64=x64,
+                clock=clock,
+                budget_s=budget,
+                pairs=pairs,
+                max_attempts=attempts,
+                python_good=python_good,
+                python_bad=python_bad,
+                timing_only=timing_only,
+                out=out,
+                restart=restart,
+                on_event=on_event,
+            )
+    except KeyboardInterrupt as exc:  # the worktrees are removed by now
+        word = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        state = escape(str(Path(out) / STATE_FILE))
+        err.print(
+            f"[yellow]{word}:[/] the steps decided so far are kept in {state}; the same "
+            "command resumes the bisection"
+        )
+        raise typer.Exit(exit_status(exc)) from None
     outcome = result.outcome
     for text in render.outcome_lines(
         outcome, result.state.endpoints, seconds=result.seconds, resumed=result.resumed

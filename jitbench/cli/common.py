@@ -11,6 +11,7 @@ needs when it runs, so `--help`, `report` and `compare` start at once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import sys
@@ -23,9 +24,9 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
 
-from jitbench.errors import ConfigError, JitbenchError
+from jitbench.errors import ConfigError, JitbenchError, short_repr, shorten_quoted
 from jitbench.formatting import terminal_safe
-from jitbench.runner.signals import Terminated, exit_status
+from jitbench.runner.signals import Terminated, exit_status, stop_signals
 
 
 def _usable_std_streams() -> None:
@@ -211,12 +212,61 @@ COMMAND_ORDER = ("run", "list", "profile", "report", "history", "compare", "ab",
 
 
 class _OrderedGroup(typer.core.TyperGroup):
-    """Lists the commands in `COMMAND_ORDER` (others after them, as registered)."""
+    """Lists the commands in `COMMAND_ORDER` (others after them, as registered), and
+    refuses an empty path before any command runs (`_empty_path`)."""
 
     def list_commands(self, ctx: Any) -> list[str]:
         names = super().list_commands(ctx)
         rank = {name: i for i, name in enumerate(COMMAND_ORDER)}
         return sorted(names, key=lambda n: rank.get(n, len(rank)))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        at = next((i for i, a in enumerate(args) if a in self.commands), None)
+        named = None if at is None else _empty_path(self.commands[args[at]], args[at + 1 :])
+        if named is not None:
+            err.print(
+                f"[bold red]error:[/] {escape(named)} was given an empty path (''), as an "
+                "unset variable gives; name the file or folder, or leave it out."
+            )
+            raise typer.Exit(EXIT_USAGE)
+        return cast("list[str]", super().parse_args(ctx, args))
+
+
+#: Metavars of the options that name a file, folder or program though typed as text.
+_PATH_METAVARS = frozenset({"FILE", "FOLDER", "PATH", "PYTHON"})
+
+
+def _names_a_path(param: Any) -> bool:
+    annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    return "Path" in repr(annotation) or getattr(param, "metavar", None) in _PATH_METAVARS
+
+
+def _empty_path(command: Any, args: Sequence[str]) -> str | None:
+    """The option (or argument) of `command` that `args` give an empty path, if any:
+    `Path('')` is the working folder, so `--out ''` (an unset variable in a CI script)
+    would write there; `--python-base ''` would quietly take this Python."""
+    options = {opt: p for p in command.params if p.param_type_name == "option" for opt in p.opts}
+    arguments = [p for p in command.params if p.param_type_name == "argument"]
+    given = 0  # positional arguments so far
+    tokens = iter(args)
+    for token in tokens:
+        if token == "--":
+            break
+        name, eq, value = token.partition("=")
+        param = options.get(name if eq and token.startswith("--") else token)
+        if param is not None:
+            if getattr(param, "is_flag", False) or getattr(param, "count", False):
+                continue
+            if not eq:
+                value = next(tokens, None)  # type: ignore[assignment]
+            if value == "" and _names_a_path(param):
+                return str(param.opts[0])
+        elif arguments:  # the last argument may take many (`report RUNS...`)
+            argument = arguments[min(given, len(arguments) - 1)]
+            given += 1
+            if token == "" and _names_a_path(argument):
+                return str(argument.name).upper()
+    return None
 
 
 class PanelledCommand(typer.core.TyperCommand):
@@ -274,12 +324,15 @@ def set_debug(flag: bool) -> None:
 
 def handles_errors(fn: F) -> F:
     """The one error boundary: a JitbenchError becomes a red one-line message and its exit
-    code; any other exception too, with a traceback only under --debug."""
+    code; any other exception too, with a traceback only under --debug. SIGTERM and SIGHUP
+    stop every command as Ctrl-C does (`stop_signals`): what it was writing is cleaned up
+    (an atomic write's temp file), one line, 143 or 129, not a silent death."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            fn(*args, **kwargs)
+            with stop_signals():
+                fn(*args, **kwargs)
         except typer.Exit as exc:
             raise typer.Exit(_exit_after_streams(exc.exit_code)) from None
         except typer.Abort:
@@ -287,7 +340,7 @@ def handles_errors(fn: F) -> F:
         except JitbenchError as exc:
             if _debug:
                 err.print_exception()
-            err.print(f"[bold red]error:[/] {escape(str(exc))}")
+            err.print(f"[bold red]error:[/] {escape(shorten_quoted(str(exc)))}")
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt as exc:
             terminated = isinstance(exc, Terminated)
@@ -301,8 +354,17 @@ def handles_errors(fn: F) -> F:
         except Exception as exc:
             if _debug:
                 err.print_exception()
+            if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+                # A path the user gave (a value pasted in the wrong place): bad input.
+                named = f" {short_repr(exc.filename)}" if exc.filename else ""
+                err.print(
+                    f"[bold red]error:[/] a path given is too long for the filesystem"
+                    f"{escape(named)}; check the command line for a value in the wrong place."
+                )
+                raise typer.Exit(EXIT_USAGE) from None
             err.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {escape(str(exc))} "
+                f"[bold red]internal error:[/] {type(exc).__name__}: "
+                f"{escape(shorten_quoted(str(exc))[:2000])} "
                 "(rerun with --debug for the traceback, and please report it)"
             )
             raise typer.Exit(EXIT_USAGE) from None

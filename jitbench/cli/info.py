@@ -69,9 +69,10 @@ def env_cmd(
     """
     from jitbench.errors import ConfigError
     from jitbench.measure import environment, machine
-    from jitbench.measure.devices import resolve_devices
+    from jitbench.measure.devices import check_xla_flags, resolve_devices
     from jitbench.render import run_table
 
+    check_xla_flags()  # before capture starts a backend: XLA would abort on bad flags
     env = {
         **environment.capture(),
         "thread_settings": environment.thread_settings(),

@@ -422,11 +422,12 @@ def console_footers(run: Any) -> list[str]:
 
 def shown_path(path: Path | str) -> str:
     """`path` as the user would type it: relative to the working folder when it is inside
-    it (the run made it absolute, since a suite may change the working folder)."""
+    it (the run made it absolute, since a suite may change the working folder); absolute
+    where no relative path exists (a workload deleted the working folder)."""
     import os
 
     try:
         rel = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return str(path)
+    except (ValueError, OSError):  # another drive (Windows); no working folder any more
+        return str(Path(path).absolute()) if Path(path).is_absolute() else str(path)
     return str(path) if rel.startswith("..") else rel

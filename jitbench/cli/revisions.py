@@ -212,10 +212,45 @@ def measure_sides(
 
 def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:
     """`api.compare_revisions` with a progress line on stderr and a summary of where the
-    runs went; the comparison and the two sides' runs."""
+    runs went; the comparison and the two sides' runs. A stop signal (Ctrl-C, SIGTERM,
+    SIGHUP) ends it like Ctrl-C: the worktrees removed, the partial runs kept, 128 + the
+    signal's number."""
+    from jitbench.api import compare_revisions
+    from jitbench.runner.duet import DuetStarted
+    from jitbench.runner.signals import Terminated, exit_status, stop_signals
+
+    started: list[DuetStarted] = []
+    try:
+        with stop_signals():
+            cmp, result = _with_progress(compare_revisions, started, kwargs)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: worktrees already removed
+        word = "terminated" if isinstance(exc, Terminated) else "interrupted"
+        runs = Path(kwargs["out"]) / "runs"
+        saved = (
+            f"partial runs saved: {started[0].run_ids[0]} (base), {started[0].run_ids[1]} "
+            f"(new) under {runs}; `jitbench compare` reads them"
+            if started
+            else "nothing was measured yet"
+        )
+        err.print(f"[yellow]{word}:[/] {escape(saved)}")
+        raise typer.Exit(exit_status(exc)) from None
+    for line in result.suite_errors:
+        err.print(f"[yellow]warning:[/] suite error on the {escape(line)}")
+    err.print(
+        f"measured {result.cases} cases interleaved; runs saved: "
+        f"{escape(result.base.run_id)} (base), {escape(result.new.run_id)} (new) "
+        f"under {escape(str(kwargs['out']))}"
+    )
+    return cmp, (result.base, result.new)
+
+
+def _with_progress(
+    compare_revisions: Any, started: list[Any], kwargs: dict[str, Any]
+) -> tuple[Comparison, Any]:
+    """`compare_revisions(**kwargs)` under a progress line; `started` gets the
+    `DuetStarted` event (the run ids the checkpoints save)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from jitbench.api import compare_revisions
     from jitbench.runner.duet import DuetCaseStarted, DuetStarted
 
     with Progress(
@@ -230,16 +265,9 @@ def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:
 
         def on_event(event: object) -> None:
             if isinstance(event, DuetStarted):
+                started.append(event)
                 progress.update(task, total=event.cases, description="interleaved")
             elif isinstance(event, DuetCaseStarted):
                 progress.update(task, completed=event.index - 1, description=event.label)
 
-        cmp, result = compare_revisions(on_event=on_event, **kwargs)
-    for line in result.suite_errors:
-        err.print(f"[yellow]warning:[/] suite error on the {escape(line)}")
-    err.print(
-        f"measured {result.cases} cases interleaved; runs saved: "
-        f"{escape(result.base.run_id)} (base), {escape(result.new.run_id)} (new) "
-        f"under {escape(str(kwargs['out']))}"
-    )
-    return cmp, (result.base, result.new)
+        return compare_revisions(on_event=on_event, **kwargs)  # type: ignore[no-any-return]

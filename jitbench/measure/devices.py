@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import jax
 import numpy as np
 
-from jitbench.errors import ConfigError, unknown_name_message
+from jitbench.errors import ConfigError, short_repr, unknown_name_message
 from jitbench.measure import environment
 
 #: The share of a GPU's memory JAX preallocates in each process by default.
@@ -128,6 +128,7 @@ def resolve_devices(specs: Sequence[str]) -> list[jax.Device]:
     Raises ConfigError for an unknown platform or id, or when JAX can initialise none
     (JAX_PLATFORMS naming a platform this machine lacks).
     """
+    check_xla_flags()
     available = environment.all_devices()
     if not available:
         raise ConfigError(_no_backend_message())
@@ -177,18 +178,99 @@ def _platform_missing_message(raw: str, platform: str, by_label: Mapping[str, ob
 
 
 def _no_backend_message() -> str:
+    """What JAX_PLATFORMS asked for, what of it JAX cannot start, and what this machine
+    has (a probe with JAX_PLATFORMS unset, in a child process: this one's JAX is set)."""
+    reason = ""
     try:
         jax.devices()
-    except environment.BACKEND_START_ERRORS as exc:
-        # JAX's AssertionError carries no text: it skipped every platform named.
-        why = str(exc).splitlines()[0] if str(exc) else "JAX found no device of any platform named"
-    else:  # pragma: no cover - all_devices found none, yet JAX has a default backend
-        why = "no CPU, GPU or TPU device"
-    platforms = os.environ.get("JAX_PLATFORMS")
-    where = f" (JAX_PLATFORMS={platforms!r})" if platforms else ""
+    except environment.BACKEND_START_ERRORS as exc:  # JAX's AssertionError has no text
+        reason = str(exc).splitlines()[0] if str(exc).strip() else ""
+    asked = [p.strip() for p in os.environ.get("JAX_PLATFORMS", "").split(",") if p.strip()]
+    have = _platforms_without_jax_platforms()
+    have_text = ", ".join(have) if have else "none that JAX can start"
+    if not asked:  # pragma: no cover - JAX picks what it can start without JAX_PLATFORMS
+        return f"JAX cannot start any backend: {reason[:200] or 'no device'}."
+    missing = [p for p in asked if _platform_name(p) not in have]
+    # JAX's own reason only where the names alone do not say it (each exists, not together).
+    why = f" ({reason[:100].rstrip()})" if reason and not missing else ""
+    fix = f"JAX_PLATFORMS={','.join(have)}" if have else "JAX_PLATFORMS=cpu"
+    what = " or ".join(missing) if missing else ", ".join(asked) + " together"
     return (
-        f"JAX cannot start any backend{where}: {why[:300]}; unset JAX_PLATFORMS or set it to "
-        "a platform this machine has, such as cpu."
+        f"JAX cannot start any backend (JAX_PLATFORMS={short_repr(os.environ['JAX_PLATFORMS'])}"
+        f"): it asks for {', '.join(asked)}, and JAX cannot start {what} here{why}; this "
+        f"machine has {have_text}: set {fix}, or unset JAX_PLATFORMS."
+    )
+
+
+def _platform_name(name: str) -> str:
+    """A JAX_PLATFORMS name as a device's platform ('cuda', 'rocm' → 'gpu')."""
+    name = name.strip().lower()
+    return "gpu" if name in ("cuda", "rocm") else name
+
+
+def _platforms_without_jax_platforms() -> list[str]:
+    """The platforms JAX starts here with JAX_PLATFORMS unset ([] when the probe fails)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_PLATFORMS"}
+    code = "import jax; print(' '.join(sorted({d.platform for d in jax.devices()})))"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    words = set(proc.stdout.split())
+    if proc.returncode != 0 or not words <= set(_PLATFORMS):
+        return []
+    return sorted(words, key=_PLATFORMS.index)
+
+
+#: Set (to XLA_FLAGS's value) once the flags passed `check_xla_flags`: the processes a run
+#: starts inherit it and need not check again.
+_XLA_FLAGS_CHECKED = "JITBENCH_XLA_FLAGS_CHECKED"
+# An absl/XLA log record's message: "E1201 20:53:14.093526    9131 file.cc:63] message".
+_LOG_MESSAGE = re.compile(r"^([EF])\d{4} [^\]]*\] (.*)$")
+
+
+def check_xla_flags() -> None:
+    """Refuse an XLA_FLAGS that XLA cannot parse, before this process starts a backend:
+    XLA aborts the process on one (a fatal log, exit 1, which CI reads as a regression).
+    A child process starts the CPU backend with the flags first, only when XLA_FLAGS is
+    set and not yet checked, and only once (a run's other processes inherit the mark).
+
+    Raises:
+        ConfigError: XLA refused the flags; the message quotes XLA's reason.
+    """
+    import subprocess
+    import sys
+
+    flags = os.environ.get("XLA_FLAGS")
+    if not flags or not flags.strip() or os.environ.get(_XLA_FLAGS_CHECKED) == flags:
+        return
+    if _backends_started():  # it survived them: nothing left to check
+        os.environ[_XLA_FLAGS_CHECKED] = flags
+        return
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    code = "import jax; jax.devices('cpu')"
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return  # no verdict: let the run find out
+    if proc.returncode == 0:
+        os.environ[_XLA_FLAGS_CHECKED] = flags
+        return
+    records = [m for line in proc.stderr.splitlines() if (m := _LOG_MESSAGE.match(line))]
+    if not records:
+        return  # it failed for another reason, which the run will report itself
+    first = next((m for m in records if m.group(1) == "E"), records[0])
+    why = first.group(2)[:200].rstrip(".")
+    raise ConfigError(
+        f"XLA_FLAGS={short_repr(flags)} is refused by XLA: {why}; fix the flag or unset "
+        "XLA_FLAGS (XLA would abort the process)."
     )
 
 

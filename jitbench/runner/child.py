@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from jitbench.results import ErrorInfo, Status
+from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, refuse_forks
 from jitbench.runner.signals import raise_if_stop_requested, signals_ignored
 
 # Seconds a child may take to import JAX, the suite and warm the backend up before its
@@ -47,13 +48,10 @@ class ChildFailure:
 
 
 def _exception_dict(exc: BaseException) -> dict[str, str]:
-    from jitbench.measure import diagnose
+    from jitbench.measure import protocol
 
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc)[:2000],
-        "hint": diagnose.hint_for_exception(exc),
-    }
+    info = protocol.error_info(exc)  # its hint: the exception's kind's, or one attached
+    return {"type": info.type, "message": info.message[:2000], "hint": info.hint}
 
 
 def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
@@ -93,12 +91,17 @@ def _child_main(conn: Connection, spec: Mapping[str, Any]) -> None:
                 for device in chosen
             ]
             split_calls = timeline.SPLIT_CALLS if config.time_split else 0
+            refuse_forks()
             measured = protocol.measure_cases(
                 planned,
                 config,
                 split_calls=split_calls,
                 skip=protocol.skips_from_json(spec.get("skip")),
             )
+        if forks_made():
+            exc = fork_error()
+            protocol.add_hint(exc, FORK_HINT)
+            raise exc
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         with suppress(Exception):  # the pipe may be gone; the parent sees EOF then
@@ -250,7 +253,8 @@ def main_module_hidden() -> Iterator[None]:
 def _guarded(path: str) -> bool:
     """Whether the script at `path` has a top-level `if __name__ == "__main__":` (or
     cannot be read, when it is left alone as before). A script that is no file (`python -`
-    reading stdin names it '<stdin>') has none: spawn would fail to run it again."""
+    reading stdin names it '<stdin>') has none, nor one that is not Python (`ipython
+    script.ipy`, whose `%` magics IPython translates): spawn would fail to run either again."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -259,8 +263,8 @@ def _guarded(path: str) -> bool:
         return True
     try:
         tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError):
-        return True
+    except (SyntaxError, ValueError):  # the child's Python could not run it either
+        return False
     for node in tree.body:
         test = node.test if isinstance(node, ast.If) else None
         if isinstance(test, ast.Compare) and len(test.comparators) == 1:

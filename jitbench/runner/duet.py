@@ -111,8 +111,11 @@ class DuetCase:
 
 @dataclass(frozen=True)
 class DuetStarted:
+    """Both sides started; `run_ids` (base, new) are the runs the checkpoints save."""
+
     cases: int
     pairs: int
+    run_ids: tuple[str, str] = ("", "")
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,14 @@ def _close_all(workers: Sequence[_Worker]) -> None:
         w.ask_to_quit()
     for w in workers:
         w.wait_closed()
+
+
+def _kill_all(workers: Sequence[_Worker]) -> None:
+    """Kill every worker at once (a stop or a failure: nothing more is asked of them)."""
+    for w in workers:
+        w.kill()
+        with contextlib.suppress(OSError, ValueError):
+            w.log.close()
 
 
 #: glibc malloc settings both sides' workers get (unless the caller's environment sets
@@ -525,9 +536,13 @@ def run_duet(
     rng = random.Random(plan.seed)
     started_at = utc_now()
     ids = {"base": new_run_id(), "new": new_run_id()}
-    pairs = [
-        _start((base, new), config, side_cores, layout_offsets(rng, 2)) for _ in range(plan.pairs)
-    ]
+    pairs: list[list[_Worker]] = []
+    try:
+        for _ in range(plan.pairs):
+            pairs.append(_start((base, new), config, side_cores, layout_offsets(rng, 2)))
+    except BaseException:  # a signal, or a pair that did not start: the others end too
+        _kill_all([w for workers in pairs for w in workers])
+        raise
     infos = {w.side.name: w.info for w in pairs[0]}
     if config.x64 is None:  # as each side's suites declare it (both must agree)
         widths = {bool(info.get("x64")) for info in infos.values()}
@@ -554,7 +569,7 @@ def run_duet(
             + (f" ({'; '.join(suite_errors)})" if suite_errors else "")
             + "; check -k, --sizes and --suite."
         )
-    emit(DuetStarted(cases=len(cases), pairs=plan.pairs))
+    emit(DuetStarted(cases=len(cases), pairs=plan.pairs, run_ids=(ids["base"], ids["new"])))
     measured: dict[str, list[Measurement]] = {"base": [], "new": []}
 
     def runs(complete: bool) -> tuple[Run, Run]:
@@ -595,6 +610,7 @@ def run_duet(
             )
         return out[0], out[1]
 
+    finished = False
     try:
         for index, case in enumerate(cases, 1):
             emit(DuetCaseStarted(index, len(cases), f"{case.workload}[{case.size}]"))
@@ -608,11 +624,16 @@ def run_duet(
                 if side_parts:
                     measured[side_name].extend(_pool(side_parts))
             save(*runs(complete=False))
+        finished = True
     except BaseException:
         save(*runs(complete=False))
         raise
     finally:
-        _close_all([w for workers in pairs for w in workers])
+        everyone = [w for workers in pairs for w in workers]
+        if finished:
+            _close_all(everyone)
+        else:  # a stop signal or a failure: no worker is left to finish its request
+            _kill_all(everyone)
     base_run, new_run = runs(complete=True)
     save(base_run, new_run)
     return DuetResult(base=base_run, new=new_run, cases=len(cases), suite_errors=suite_errors)

@@ -151,7 +151,10 @@ def _die_with_parent() -> None:
 
 
 def main() -> int:
+    from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, refuse_forks
+
     _die_with_parent()
+    refuse_forks()  # a workload's bare os.fork(): its child ends at once
     worker = _Worker()
     handlers = {
         "init": worker.init,
@@ -166,10 +169,14 @@ def main() -> int:
             op = req.get("op")
             if op == "quit":
                 break
+            forks = forks_made()
             try:
                 answer: dict[str, Any] = {"ok": True, **handlers[op](req)}
+                if forks_made() != forks:
+                    raise fork_error()
             except Exception as exc:  # the parent decides what a failure means
-                answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}"[:2000]}
+                hint = f" ({FORK_HINT})" if forks_made() != forks else ""
+                answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}{hint}"[:2000]}
             out.write(json.dumps(answer, default=str) + "\n")
     return 0
 

@@ -45,7 +45,8 @@ from jitbench.measure.protocol import (
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
 from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
-from jitbench.runner.signals import keep_stop_handlers
+from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, forks_refused
+from jitbench.runner.signals import keep_stop_handlers, stop_handlers_kept
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import suite_of
 
@@ -380,11 +381,21 @@ class InProcessExecutor:
         config = self.config
         try:
             limit_s = group_timeout(config.timeout_s, len(pcs), len(config.modes))
-            with deadline(limit_s) as limit, exits_refused():
+            forks = forks_made()
+            with (
+                deadline(limit_s) as limit,
+                exits_refused(),
+                forks_refused(),  # a bare os.fork()'s child ends at once; failed below
+                stop_handlers_kept(),  # a stop arriving during a call is never ignored
+            ):
                 try:
                     result = work()
                 finally:
                     keep_stop_handlers()  # a workload may have set SIGINT to ignored
+            if forks_made() != forks:
+                exc = fork_error()
+                add_hint(exc, FORK_HINT)
+                return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
             if not limit.expired:
                 return result, True
             # The alarm fired but native code swallowed the CaseTimeout.

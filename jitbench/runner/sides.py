@@ -21,6 +21,7 @@ from pathlib import Path
 
 from jitbench.errors import ConfigError
 from jitbench.runner.duet import Side, harness_path
+from jitbench.runner.signals import signals_ignored
 from jitbench.suite.discovery import default_roots
 
 
@@ -85,6 +86,39 @@ def remove_worktree(top: Path, folder: Path) -> None:
         capture_output=True,
         check=False,
     )
+
+
+def remove_all(top: Path | None, trees: Sequence[Path], scratch: Path) -> None:
+    """Remove `trees` (worktrees of the repository at `top`, some perhaps half made by a
+    `git worktree add` a signal cut short), the `scratch` folder that holds them, and any
+    registration left for a folder now gone (`git worktree prune`). A stop signal that
+    arrives meanwhile waits for the end (`signals_ignored`): a clean-up cut short would
+    leave worktrees registered in the user's repository. Prune runs only when one of
+    ours is still registered (it would also drop the user's own stale entries)."""
+    with signals_ignored():
+        if top is not None:
+            for tree in trees:
+                remove_worktree(top, tree)
+        shutil.rmtree(scratch, ignore_errors=True)
+        if top is not None and trees and _registered_under(top, scratch):
+            subprocess.run(
+                ["git", "-C", str(top), "worktree", "prune"], capture_output=True, check=False
+            )
+
+
+def _registered_under(top: Path, folder: Path) -> bool:
+    """Whether a worktree of the repository at `top` is registered under `folder`."""
+    listed = subprocess.run(
+        ["git", "-C", str(top), "worktree", "list", "--porcelain"],
+        capture_output=True,
+        text=True,
+        check=False,
+    ).stdout
+    inside = (str(folder), str(folder.resolve()))
+    paths = [
+        line.removeprefix("worktree ") for line in listed.splitlines() if line[:9] == "worktree "
+    ]
+    return any(p == f or p.startswith(f + os.sep) for p in paths for f in inside)
 
 
 def suite_paths_in(tree: Path, top: Path, suites: Sequence[str], cwd: Path) -> tuple[str, ...]:
@@ -189,8 +223,10 @@ def comparison_sides(
         # Two revisions: each one's own ./suites. Two environments: the suite `run` would
         # take here (./suites, else the default suite installed with jitbench).
         suites = [str(p) for p in default_roots()] if by_python else ["suites"]
-    with tempfile.TemporaryDirectory(prefix="jitbench-compare-") as tmp:
-        scratch = Path(tmp)
+    scratch = Path(tempfile.mkdtemp(prefix="jitbench-compare-"))
+    top: Path | None = None
+    made: list[Path] = []
+    try:
         harness = harness_path(scratch / "harness")
         if by_python:
             exe = sys.executable
@@ -205,32 +241,31 @@ def comparison_sides(
             return
         assert rev is not None
         top = repository_top(cwd)
-        made: list[Path] = []
 
         def checkout(name: str, revision: str) -> Side:
             """A side for `revision`, checked out in a worktree of its own."""
+            assert top is not None
             commit = resolve_revision(top, revision)
-            made.append(add_worktree(top, commit, scratch / name))
+            made.append(scratch / name)  # before: a signal may cut `git worktree add` short
+            add_worktree(top, commit, made[-1])
             label = f"{revision} ({commit[:10]})"
             return revision_side(
                 name, top=top, tree=made[-1], label=label, harness=harness, suites=suites, cwd=cwd
             )
 
-        try:
-            base = checkout("base", rev)
-            if rev_new is None:
-                head = _git(top, "rev-parse", "HEAD")
-                dirty = bool(_git(top, "status", "--porcelain", "--untracked-files=no"))
-                label = f"working tree ({head[:10]}{' + changes' if dirty else ''})"
-                new = revision_side(
-                    "new", top=top, tree=top, label=label, harness=harness, suites=suites, cwd=cwd
-                )
-            else:
-                new = checkout("new", rev_new)
-            yield base, new
-        finally:
-            for tree in made:
-                remove_worktree(top, tree)
+        base = checkout("base", rev)
+        if rev_new is None:
+            head = _git(top, "rev-parse", "HEAD")
+            dirty = bool(_git(top, "status", "--porcelain", "--untracked-files=no"))
+            label = f"working tree ({head[:10]}{' + changes' if dirty else ''})"
+            new = revision_side(
+                "new", top=top, tree=top, label=label, harness=harness, suites=suites, cwd=cwd
+            )
+        else:
+            new = checkout("new", rev_new)
+        yield base, new
+    finally:
+        remove_all(top, made, scratch)
 
 
 def python_executable(python: str, option: str) -> str:
@@ -280,10 +315,13 @@ class Checkouts:
         self.cwd = cwd
         self.top = repository_top(cwd, _BISECT_NEEDS)
         self.suites = list(suites) or ["suites"]
-        self._scratch = tempfile.TemporaryDirectory(prefix="jitbench-bisect-")
-        self._root = Path(self._scratch.name)
-        self.harness = harness_path(self._root / "harness")
+        self._root = Path(tempfile.mkdtemp(prefix="jitbench-bisect-"))
         self._trees: dict[str, Path] = {}
+        try:
+            self.harness = harness_path(self._root / "harness")
+        except BaseException:
+            self.close()
+            raise
 
     def resolve(self, rev: str, what: str) -> str:
         return resolve_revision(self.top, rev, what)
@@ -296,8 +334,9 @@ class Checkouts:
         """A side measuring `commit` (its worktree made on first use)."""
         tree = self._trees.get(commit)
         if tree is None:
-            tree = add_worktree(self.top, commit, self._root / commit[:12])
-            self._trees[commit] = tree
+            tree = self._root / commit[:12]
+            self._trees[commit] = tree  # before: a signal may cut `git worktree add` short
+            add_worktree(self.top, commit, tree)
         return revision_side(
             name,
             top=self.top,
@@ -310,10 +349,8 @@ class Checkouts:
         )
 
     def close(self) -> None:
-        for tree in self._trees.values():
-            remove_worktree(self.top, tree)
+        remove_all(self.top, list(self._trees.values()), self._root)
         self._trees.clear()
-        self._scratch.cleanup()
 
     def __enter__(self) -> Checkouts:
         return self

@@ -137,6 +137,31 @@ def keep_stop_handlers() -> None:
 
 
 @contextmanager
+def stop_handlers_kept() -> Iterator[None]:
+    """While the block runs (a workload's calls), `signal.signal` for SIGINT, SIGTERM or
+    SIGHUP leaves the stop handler in place (and returns it): a workload that set SIGTERM
+    to ignored for its call would lose a stop that arrived meanwhile, which no later
+    `keep_stop_handlers` can bring back. Other signals are set as asked. A no-op outside
+    `stop_signals` and off the main thread."""
+    if not _installed or not _on_main_thread():
+        yield
+        return
+    real = signal.signal
+    kept = dict(_installed)
+
+    def keeping(signum: Any, handler: Any) -> Any:
+        if signum in kept and threading.current_thread() is threading.main_thread():
+            return real(signum, kept[signum])  # ours again, whatever was asked
+        return real(signum, handler)
+
+    signal.signal = keeping  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        signal.signal = real
+
+
+@contextmanager
 def signals_ignored() -> Iterator[None]:
     """Hold SIGINT, SIGTERM and SIGHUP back for the block, so a second Ctrl-C cannot cut a
     save short; one that arrives meanwhile is delivered when the block ends (ignoring it

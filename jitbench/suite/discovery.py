@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from jitbench.errors import SuiteError, unknown_name_message
+from jitbench.results.safe_io import read_regular
 from jitbench.suite.workload import Workload
 
 DEFAULT_SUITE = Path("suites")
@@ -218,9 +219,23 @@ def suite_file_of(workload: Workload) -> str | None:
 SUITE_DIGEST_ATTR = "__jitbench_sha256__"
 
 
+#: The most bytes a suite file may hold (a link to /dev/zero must not fill the memory).
+MAX_SUITE_BYTES = 64 * 1024 * 1024
+
+
+def read_suite_bytes(path: str | Path) -> bytes:
+    """A suite file's bytes, read without waiting: a named pipe, a device or a socket is
+    refused at once (`safe_io.read_regular`: opening a named pipe would wait forever).
+
+    Raises:
+        OSError: as `open` does; `safe_io.NotRegularFile`, `safe_io.FileTooBig`.
+    """
+    return read_regular(path, limit=MAX_SUITE_BYTES)[0]
+
+
 def file_digest(path: str | Path) -> str:
     """SHA-256 of a file's bytes, in hex (what a run records of each suite file)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    return hashlib.sha256(read_suite_bytes(path)).hexdigest()
 
 
 def import_suite_file(path: Path) -> object:
@@ -235,10 +250,10 @@ def import_suite_file(path: Path) -> object:
     mod_name = f"{SUITE_MODULE_PREFIX}{re.sub(r'[^0-9A-Za-z_]', '_', path.stem)}_{digest}"
     if mod_name in sys.modules:
         return sys.modules[mod_name]
+    source = read_suite_bytes(path)  # a named pipe or a device is refused, never waited on
     spec = importlib.util.spec_from_file_location(mod_name, resolved)
     if spec is None or spec.loader is None:  # pragma: no cover - not a .py file
         raise ImportError(f"cannot import {path}")
-    source = resolved.read_bytes()
     module = importlib.util.module_from_spec(spec)
     setattr(module, SUITE_DIGEST_ATTR, hashlib.sha256(source).hexdigest())
     sys.modules[mod_name] = module

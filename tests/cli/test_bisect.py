@@ -165,3 +165,42 @@ def test_timing_only_bisects_by_same_window_timing(project: Path, tmp_path: Path
     steps = data["state"]["steps"]
     assert steps and all(s["by"] == "timing" for s in steps)
     assert all("grow[S] jit" in s["evidence"] for s in steps)
+
+
+@pytest.mark.e2e
+def test_sigterm_during_a_bisection_removes_its_worktrees_and_keeps_its_state(
+    project: Path, tmp_path: Path
+) -> None:
+    """SIGTERM while a midpoint is measured: exit 143, every worktree and temp folder
+    removed, no worker left, the state kept (the same command resumes)."""
+    import os
+    import signal
+    import time
+
+    from tests.conftest import start_cli, tagged
+
+    scratch, out = tmp_path / "tmp", tmp_path / "bisect"
+    scratch.mkdir()
+    tag = f"bisect-{os.getpid()}"
+    args = ("bisect", "HEAD~3", "HEAD", "--pairs", "1", "--budget", "0.2", "--out", str(out))
+    proc = start_cli(*args, cwd=project, tag=tag, env={"TMPDIR": str(scratch)})
+    end = time.monotonic() + 180
+    while time.monotonic() < end:  # until GOOD and BAD are measured
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        try:
+            if json.loads((out / STATE_FILE).read_text()).get("endpoints"):
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)
+    time.sleep(1.0)  # a midpoint's worktree and workers
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err[-2000:]
+    assert "Traceback" not in err and "the same command resumes" in " ".join(err.split())
+    assert len(_git(project, "worktree", "list").splitlines()) == 1
+    assert list(scratch.iterdir()) == []
+    while tagged(tag) and time.monotonic() < end + 10:
+        time.sleep(0.1)
+    assert tagged(tag) == []
+    assert json.loads((out / STATE_FILE).read_text())["endpoints"]

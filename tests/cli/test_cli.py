@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -148,7 +149,8 @@ def test_env_without_a_backend_shows_the_rest_says_why_and_exits_2(cli, platform
     assert result.returncode == 2, (result.stdout, result.stderr)
     why = f"error: JAX cannot start any backend (JAX_PLATFORMS='{platform}'): "
     assert result.stderr.startswith(why), result.stderr
-    assert "set it to a platform this machine has, such as cpu." in result.stderr
+    assert f"it asks for {platform}, and JAX cannot start {platform} here" in result.stderr
+    assert "this machine has cpu: set JAX_PLATFORMS=cpu" in result.stderr
     assert "Traceback" not in result.stderr
     if as_json:
         env = json.loads(result.stdout)
@@ -302,3 +304,51 @@ def test_time_split_must_be_a_flag() -> None:
 
     with pytest.raises(ConfigError, match="--time-split is a flag"):
         RunConfig(time_split="yes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["run", "--quick", "--out", ""], "--out"),
+        (["run", "--out=", "--quick"], "--out"),
+        (["run", "--suite", "", "--quick"], "--suite"),
+        (["report", ""], "RUNS"),
+        (["compare", "a.json", ""], "NEW"),
+        (["ab", "--python-base", ""], "--python-base"),
+        (["bisect", "HEAD~1", "HEAD", "--json", ""], "--json"),
+    ],
+)
+def test_an_empty_path_is_refused_before_the_command_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], named: str
+) -> None:
+    """Path('') is the working folder: `--out ''` wrote the index, history and plotly.js
+    there; `--python-base ''` took this Python."""
+    from tests.faults import invoke
+
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {named} was given an empty path ('')")
+    assert len(result.stderr.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "--quick", "N" * 100_000],
+        ["run", "--quick", "-k", "K" * 100_000],
+        ["run", "--quick", "-s", "S" * 100_000],
+        ["run", "--quick", "--suite", "P" * 100_000],
+        ["compare", "B" * 100_000, "N" * 100_000],
+    ],
+    ids=["name", "keyword", "size", "suite-path", "compare-paths"],
+)
+def test_a_100_kb_value_is_quoted_short_in_its_error(tmp_path: Path, monkeypatch, args) -> None:
+    from tests.faults import invoke
+
+    monkeypatch.chdir(tmp_path)
+    result = invoke(*args, *(["--out", str(tmp_path / "o")] if args[0] == "run" else []))
+    assert result.exit_code == 2, result.stderr[:300]
+    assert result.stderr.startswith("error: ") and len(result.stderr) < 800, result.stderr[:800]
+    assert "internal error" not in result.stderr

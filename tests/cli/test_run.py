@@ -258,6 +258,22 @@ def test_hostile_standard_streams_still_finish_the_run(
 
 
 @pytest.mark.e2e
+def test_xla_flags_xla_cannot_parse_are_a_one_line_error(tmp_path: Path) -> None:
+    """XLA aborts a process on such flags (94 lines of its fatal log, exit 1): a child
+    probe finds them first."""
+    from tests.conftest import run_cli
+
+    flags = "--xla_force_host_platform_device_count=abc"
+    for args in (("run", *QUICK, "--out", str(tmp_path), "ok_double"), ("env",)):
+        result = run_cli(*args, env={"XLA_FLAGS": flags})
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.startswith(f"error: XLA_FLAGS='{flags}' is refused by XLA: ")
+        assert "Couldn't interpret value abc" in result.stderr
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert run_files(tmp_path) == []
+
+
+@pytest.mark.e2e
 def test_a_platform_jax_cannot_start_is_a_one_line_error(tmp_path: Path) -> None:
     from tests.conftest import run_cli
 

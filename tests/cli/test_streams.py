@@ -113,3 +113,44 @@ def test_a_run_with_a_broken_stream_is_saved_whole(redirect: str, tmp_path: Path
     assert run.complete and len(run.cases()) == 2
     assert path.with_suffix(".html").is_file() and (tmp_path / "index.html").is_file()
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
+
+
+SLOW_COMMAND = """
+import sys, time, typer
+from jitbench.cli.common import handles_errors
+
+@handles_errors
+def slow() -> None:
+    print("started", flush=True)
+    time.sleep(60)
+
+try:
+    slow()
+except typer.Exit as exc:
+    sys.exit(exc.exit_code)
+"""
+
+
+@pytest.mark.parametrize(
+    ("sig", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGHUP", 129, "terminated")]
+)
+def test_every_command_stops_on_sigterm_and_sighup_as_on_ctrl_c(
+    sig: str, code: int, word: str
+) -> None:
+    """Any command (report, compare, history, …), not only run: one line and 128 + N,
+    with what it was writing cleaned up, not a silent death by the signal."""
+    import signal
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SLOW_COMMAND],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None and proc.stdout.readline() == "started\n"
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == code, err
+    assert err.strip() == word

@@ -28,14 +28,39 @@ def cuda_without_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.usefixtures("cuda_without_gpu")
-def test_a_backend_start_assertion_is_the_cannot_start_error() -> None:
+def test_a_backend_start_assertion_is_the_cannot_start_error(monkeypatch) -> None:
+    monkeypatch.setattr(devices, "_platforms_without_jax_platforms", lambda: ["cpu"])
     assert environment.all_devices() == []
     with pytest.raises(ConfigError) as raised:
         devices.resolve_devices([])
     message = str(raised.value)
-    assert message.startswith("JAX cannot start any backend (JAX_PLATFORMS='cuda'): JAX found")
-    assert "\n" not in message and "AssertionError" not in message
+    assert message == (
+        "JAX cannot start any backend (JAX_PLATFORMS='cuda'): it asks for cuda, and JAX "
+        "cannot start cuda here; this machine has cpu: set JAX_PLATFORMS=cpu, or unset "
+        "JAX_PLATFORMS."
+    )
     assert raised.value.exit_code == 2
+
+
+@pytest.mark.usefixtures("cuda_without_gpu")
+def test_of_several_platforms_the_one_missing_is_named(monkeypatch) -> None:
+    """JAX_PLATFORMS=cpu,gpu on a machine with a CPU: the GPU is what is missing."""
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu,gpu")
+    monkeypatch.setattr(devices, "_platforms_without_jax_platforms", lambda: ["cpu"])
+    message = devices._no_backend_message()
+    assert "it asks for cpu, gpu, and JAX cannot start gpu here" in message
+    assert "this machine has cpu: set JAX_PLATFORMS=cpu" in message
+    assert "CPU, GPU or TPU" not in message
+
+
+def test_xla_flags_already_checked_are_not_probed_again(monkeypatch) -> None:
+    """A run's other processes inherit the mark and start no probe (none could run here:
+    the probe's Python is made one that does not exist)."""
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=abc")
+    monkeypatch.setenv(devices._XLA_FLAGS_CHECKED, "--xla_force_host_platform_device_count=abc")
+    monkeypatch.setattr(devices, "_backends_started", lambda: False)
+    monkeypatch.setattr("sys.executable", "/nonexistent/python")
+    devices.check_xla_flags()  # no probe, no error
 
 
 @pytest.mark.usefixtures("cuda_without_gpu")

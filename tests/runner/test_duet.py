@@ -256,3 +256,105 @@ def test_metrics_only_opens_both_sides_at_once_and_keeps_their_programs(
         assert load_programs(out / "runs" / f"{run.run_id}.json") == run_programs(run)
     diff = program_diffs(cmp, base_programs, new_programs)["scale|S|cpu:0|float32|jit"]
     assert "constant(1)" in diff and "constant(3)" in diff
+
+
+SLEEPY = '''
+
+@workload(inputs=vector, sizes={"S": {"n": 64}})
+def sleepy(xp, x):
+    """x + 1, slowly (a run that lasts long enough to stop)."""
+    import time
+
+    time.sleep(0.01)
+    return x + 1
+'''
+
+
+def _first_saved_case(proc: subprocess.Popen[str], runs: Path, limit_s: float = 180) -> None:
+    """Until a run file under `runs` holds a measured case."""
+    import json
+    import time
+
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        for path in runs.glob("*.json") if runs.is_dir() else ():
+            try:
+                if json.loads(path.read_text())["measurements"]:
+                    return
+            except (OSError, ValueError):
+                pass
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("no case was saved in time")
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_stop_signal_during_ab_ends_it_as_ctrl_c_does(
+    project: Path, tmp_path: Path, sig: str, code: int
+) -> None:
+    """SIGTERM (a CI job cancelled) and SIGHUP (the terminal closed) during `ab`: both
+    partial runs saved, the worktree and its temp folder removed, no worker left, 128 + N."""
+    import signal
+    import time
+
+    from tests.conftest import start_cli, tagged
+
+    with (project / "suites" / "tiny.py").open("a") as f:
+        f.write(SLEEPY)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "out"
+    tag = f"ab-{sig}-{os.getpid()}"
+    args = ("ab", "--rev", "base", "--budget", "1.5", "--pairs", "1", "--out", str(out))
+    proc = start_cli(*args, cwd=project, tag=tag, env={"TMPDIR": str(scratch)})
+    _first_saved_case(proc, out / "runs")
+    proc.send_signal(getattr(signal, sig))
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code, err[-2000:]
+    assert "Traceback" not in err, err[-2000:]
+    assert "partial runs saved" in " ".join(err.split()), err[-2000:]
+    listed = subprocess.run(
+        ["git", "-C", str(project), "worktree", "list"], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert len(listed) == 1, listed
+    assert list(scratch.iterdir()) == []
+    end = time.monotonic() + 10
+    while tagged(tag) and time.monotonic() < end:
+        time.sleep(0.1)
+    assert tagged(tag) == []
+    runs = [load_run(p) for p in sorted((out / "runs").glob("*.json"))]
+    assert len(runs) == 2 and all(not r.complete and r.measurements for r in runs)
+
+
+def test_a_half_made_worktree_is_unregistered_and_the_users_stale_ones_are_kept(
+    project: Path, tmp_path: Path
+) -> None:
+    """A signal that cut `git worktree add` short leaves a registration whose folder is
+    gone with the scratch folder: pruned. The user's own stale entry is kept when none of
+    ours is left (prune would have dropped it)."""
+    import shutil
+
+    from jitbench.runner.sides import add_worktree, remove_all
+
+    def listed() -> str:
+        return subprocess.run(
+            ["git", "-C", str(project), "worktree", "list"], capture_output=True, text=True
+        ).stdout
+
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    half = add_worktree(project, "base", scratch / "base")
+    (half / ".git").unlink()  # `git worktree remove` now fails on it, as on a half-made one
+    remove_all(project, [half], scratch)
+    assert not scratch.exists()
+    assert str(half) not in listed()
+    # None of ours left registered: nothing pruned, so the user's stale entry stays.
+    users = tmp_path / "users-tree"
+    add_worktree(project, "base", users)
+    shutil.rmtree(users)
+    other = tmp_path / "scratch2"
+    other.mkdir()
+    remove_all(project, [other / "never-made"], other)
+    assert str(users) in listed()

@@ -34,12 +34,13 @@ def test_os_exit_in_the_measuring_thread_raises_instead() -> None:
 
 
 def test_os_exit_in_a_forked_child_still_exits() -> None:
-    with exits_refused():
-        pid = os.fork()
-        if pid == 0:  # the child: a workload's own multiprocessing, say
-            os._exit(7)
-        _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 7
+    import multiprocessing
+
+    with exits_refused():  # the child: a workload's own multiprocessing
+        child = multiprocessing.get_context("fork").Process(target=os._exit, args=(7,))
+        child.start()
+        child.join()
+    assert child.exitcode == 7
 
 
 def test_a_workload_calling_os_exit_costs_its_case_not_the_run(tmp_path: Path) -> None:
@@ -84,3 +85,80 @@ def test_a_workloads_own_process_ends_with_its_timed_out_child(tmp_path: Path) -
     stat = Path(f"/proc/{pid}/stat")
     # Gone, or a zombie waiting for a container's init to reap it: either way not running.
     assert not stat.exists() or stat.read_text().split(") ")[1][0] == "Z"
+
+
+FORK_CHECK = """
+import multiprocessing, os, subprocess, sys
+from jitbench.runner.forks import FORKED_CHILD_STATUS, forks_made, forks_refused, refuse_forks
+
+with forks_refused():
+    pass
+pid = os.fork()  # outside the block: left alone
+if pid == 0:
+    os._exit(5)
+assert os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 5
+refuse_forks()
+pid = os.fork()
+if pid == 0:
+    print("the child went on", flush=True)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == FORKED_CHILD_STATUS, status
+assert forks_made() == 1
+# subprocess's fork (an exec follows) and multiprocessing's are left alone, and not counted
+assert subprocess.run([sys.executable, "-c", "print(6)"], preexec_fn=lambda: None,
+                      capture_output=True, text=True).stdout == "6\\n"
+with multiprocessing.get_context("fork").Pool(1) as pool:
+    assert pool.apply(abs, (-3,)) == 3
+assert forks_made() == 1
+print("done")
+"""
+
+
+def test_a_bare_forks_child_ends_at_once_and_is_counted() -> None:
+    """In a process of its own: the hooks, once installed, stay for the process."""
+    from tests.faults import REPO
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", FORK_CHECK], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("how", [("--processes", "2"), ("--isolate",)])
+def test_a_workload_that_forks_fails_its_case_and_the_piped_run_ends(
+    tmp_path: Path, how: tuple[str, ...]
+) -> None:
+    """`jitbench run forks ok_double | cat`: the forked child would have held the pipe
+    (here: capture_output's) open as a second jitbench."""
+    from jitbench.results import load_run
+    from tests.conftest import run_cli
+
+    result = run_cli("run", *QUICK, *how, "--out", str(tmp_path), "forks", "ok_double", timeout=150)
+    assert result.returncode == 3, result.stderr  # its case failed in every mode
+    assert "os.fork()" in result.stdout + result.stderr
+    run = load_run(run_files(tmp_path)[0])
+    table = statuses(run)
+    assert set(table["forks[S]"].values()) == {"error"}
+    assert set(table["ok_double[S]"].values()) == {"ok"}
+
+
+@pytest.mark.e2e
+def test_a_workload_that_deletes_the_working_folder_still_gets_its_table(tmp_path: Path) -> None:
+    """The paths are shown absolute when no relative path exists; exit 0."""
+    from tests.conftest import run_cli
+
+    here, out = tmp_path / "work", tmp_path / "out"
+    here.mkdir()
+    result = run_cli(
+        "run", *QUICK, "--processes", "1", "--out", str(out), "deletes_cwd", "ok_double",
+        cwd=here, env={"JITBENCH_DELETE_CWD": str(here)}, timeout=150,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert not here.exists()
+    assert "deletes_cwd" in result.stdout and "internal error" not in result.stderr
+    [path] = run_files(out)
+    assert f"run saved to {path}" in result.stdout

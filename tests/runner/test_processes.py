@@ -494,6 +494,40 @@ def test_a_script_piped_to_python_runs_in_two_processes(tmp_path: Path) -> None:
     assert marker.read_text().splitlines() == ["imported"]
 
 
+IPYTHON_SCRIPT = """\
+%load_ext jitbench
+import numpy as np
+
+def double(x):
+    return 2 * x
+
+x = np.ones(64, dtype=np.float32)
+r = %jitbench -b 0.05 -p 2 double(x)
+print("processes", r.run.config.settings.processes)
+"""
+
+
+@pytest.mark.e2e
+def test_an_ipython_script_runs_its_workers(tmp_path: Path) -> None:
+    """`ipython script.ipy` using %jitbench: spawn took the .ipy file for Python to run
+    again in the worker (a SyntaxError at `%load_ext`), and the worker died."""
+    script = tmp_path / "bench.ipy"
+    script.write_text(IPYTHON_SCRIPT)
+    ipython = Path(sys.executable).with_name("ipython")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    proc = subprocess.run(
+        [str(ipython), "--no-banner", "--colors=NoColor", str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "worker process died" not in proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-1] == "processes 2", proc.stdout[-2000:]
+
+
 @pytest.mark.e2e
 def test_a_guarded_scripts_top_level_runs_in_the_worker_as_spawn_does(tmp_path: Path) -> None:
     """A guarded script's top level (a jax.config update, say) reaches the worker."""

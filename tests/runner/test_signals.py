@@ -262,3 +262,21 @@ def test_sighup_saves_the_partial_run(tmp_path: Path) -> None:
     assert proc.returncode == 129, stderr
     assert f"--resume {path}" in " ".join(stderr.split())
     assert not load_run(path).complete
+
+
+def test_a_workload_cannot_ignore_a_stop_signal_during_its_call() -> None:
+    """A SIGTERM arriving while the workload had set it to ignored would be lost."""
+    import signal
+
+    from jitbench.runner.signals import stop_handlers_kept, stop_signals
+
+    real = signal.signal
+    with stop_signals():
+        ours = signal.getsignal(signal.SIGTERM)
+        with stop_handlers_kept():
+            assert signal.signal(signal.SIGTERM, signal.SIG_IGN) is ours  # the workload
+            assert signal.getsignal(signal.SIGTERM) is ours
+            previous = signal.signal(signal.SIGUSR1, signal.SIG_IGN)  # others as asked
+            assert signal.getsignal(signal.SIGUSR1) is signal.SIG_IGN
+            signal.signal(signal.SIGUSR1, previous)
+        assert signal.signal is real  # put back

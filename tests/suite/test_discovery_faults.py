@@ -141,3 +141,28 @@ def test_a_malformed_workload_is_a_suite_error_at_its_line(
     stderr = " ".join(result.stderr.split())
     assert f"{bad}:6: WorkloadError: workload 'double': " in stderr and message in stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_a_suite_folder_holding_no_regular_file_is_refused_at_once(tmp_path: Path, kind) -> None:
+    """A named pipe would make the import wait for a writer forever; /dev/zero never ends."""
+    import os
+
+    from jitbench.suite.discovery import discover
+
+    folder = tmp_path / "suites"
+    folder.mkdir()
+    (folder / "good.py").write_text(
+        "from jitbench import workload\n\n"
+        "@workload(inputs=lambda rng, *, dtype: (), sizes={'S': {}})\n"
+        "def fine(xp):\n    return xp.ones(2)\n"
+    )
+    odd = folder / "odd.py"
+    if kind == "fifo":
+        os.mkfifo(odd)
+    else:
+        odd.symlink_to("/dev/zero")
+    registry = discover([folder])
+    assert list(registry.workloads) == ["fine"]
+    [error] = registry.errors
+    assert error.path == str(odd) and "not a regular file" in str(error)
