@@ -234,6 +234,8 @@ class SamplingPlan:
             converge; with fewer than 9 samples the 95 % interval of the median is just
             (min, max), and with fewer than 6 there is none. Like the budget, the floor
             is the case's: a run in several processes gives each a share (`for_process`).
+            The floor bends to the budget: once sampling has taken ten budgets, a mode
+            stops at 3 samples (`timer.FLOOR_OVERRUN`, `timer.FLOOR_LEAST`).
         block_samples: samples of one mode taken in a row before the next mode's
             (`timer.sample_interleaved`). Blocks cut what interleaving adds to a mode's
             time (what a switch leaves falls on a block's first sample, which the median

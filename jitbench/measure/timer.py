@@ -82,6 +82,13 @@ def decide_alone(value: int) -> int:
     return value
 
 
+#: The floor bends to the budget: once sampling has taken this many budgets, the group
+#: stops at `FLOOR_LEAST` samples instead of `floor_samples` (a 0.5 s call under a 0.05 s
+#: budget took 15 calls, a 10 s call minutes: the floor was never meant for calls that
+#: slow against the budget asked for). A budget a call fits in is not affected.
+FLOOR_OVERRUN = 10.0
+FLOOR_LEAST = 3
+
 #: Seconds from which one warm call is slow (`slow_call_s`).
 SLOW_CALL_S = 1.0
 
@@ -198,7 +205,8 @@ def sample_interleaved(
     series comes from the same round: slow drift of the machine affects them alike, and
     the ratio of two series can be taken sample by sample (paired). The group stops when
     every callable has `min_samples` and its CI within `precision` ("converged"), after
-    `max_samples` samples, or when the budget is spent after `floor_samples` samples;
+    `max_samples` samples, or when the budget is spent after `floor_samples` samples (or
+    after `FLOOR_LEAST`, once `FLOOR_OVERRUN` budgets are spent: the floor bends);
     each series records whether it had converged by then. Garbage collection is off
     while sampling. `region(key)` is entered around each sample, outside the timed loop
     (the transfer guard). An exception stops that callable only; it is kept in
@@ -283,7 +291,10 @@ def sample_interleaved(
                 reason = "converged"
             elif taken >= plan.max_samples:
                 reason = "max_samples"
-            elif clock() - start >= plan.budget_s and taken >= plan.floor_samples:
+            elif clock() - start >= plan.budget_s and (
+                taken >= plan.floor_samples
+                or (taken >= FLOOR_LEAST and clock() - start >= FLOOR_OVERRUN * plan.budget_s)
+            ):
                 reason = "budget"
             else:
                 reason = ""

@@ -528,3 +528,20 @@ def test_cpu_time_is_asked_for_cpu_cases_only() -> None:
     assert sample_clock(SamplingPlan(), ["cpu:0"]) is None
     with pytest.raises(ConfigError, match="--clock is one of wall, cpu"):
         SamplingPlan(clock="tsc")
+
+
+def test_the_floor_bends_to_a_budget_the_calls_are_far_too_slow_for():
+    """A 0.5 s call under a 0.05 s budget: the floor of 10 would take 5 s (100 budgets);
+    once 10 budgets are spent the group stops at 3 samples. A call that fits its budget
+    keeps the floor."""
+    clock = FakeClock()
+    plan = SamplingPlan(min_samples=10, precision=0.0, budget_s=0.05, floor_samples=10)
+    series = sample_interleaved(
+        {"a": lambda: clock.advance(0.5)}, {"a": 1}, plan=plan, clock=clock, rewarm=False
+    )
+    assert series["a"].stop_reason == "budget" and len(series["a"].samples_s) == 3
+    fits = SamplingPlan(min_samples=10, precision=0.0, budget_s=0.05, floor_samples=10)
+    quick = sample_interleaved(
+        {"a": lambda: clock.advance(0.004)}, {"a": 1}, plan=fits, clock=clock, rewarm=False
+    )
+    assert len(quick["a"].samples_s) >= 10
