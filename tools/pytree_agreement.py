@@ -4,8 +4,13 @@ between processes shows as scatter rather than a bias. The step is an optax adam
 of a two-layer MLP's dict params (issue: jit read 1.66x the timeit figure when `bench`
 passed every argument by keyword).
 
-Prints, per alternation, jit's time per call from each way and their ratio, then the
-median ratio with the load average.
+Prints, per alternation, jit's time per call from `bench`, from a `timeit` process pinned
+to one core from its start (`taskset -c 0`: XLA sizes its CPU thread pool to the one core
+it may use) and from a `timeit` process pinned after JAX started (as jitbench pins its
+processes: XLA's pool keeps a thread per core of the machine, now sharing one core), and
+bench's ratio to each; then the medians, with the load average. On the 2-vCPU VM, pinned
+late reads like bench, pinned early 1.3-1.6x faster: the difference is XLA's pool size,
+not argument handling (docs: methodology, protocol, "Threads").
 
     python tools/pytree_agreement.py --alternations 3
 """
@@ -50,21 +55,36 @@ STEP = textwrap.dedent(
 
 TIMEIT = STEP + textwrap.dedent(
     """
-    import timeit
+    import os, statistics, timeit
     jitted = jax.jit(step)
     args = jax.device_put((params, state, x, y))
     jax.block_until_ready(jitted(*args))
+    if PIN_LATE:  # as jitbench pins: every thread, after XLA's pool was sized
+        for tid in os.listdir("/proc/self/task"):
+            try:
+                os.sched_setaffinity(int(tid), {min(os.sched_getaffinity(0))})
+            except OSError:
+                pass
     timer = timeit.Timer(lambda: jax.block_until_ready(jitted(*args)))
     n, _ = timer.autorange()
     per_call = [t / n for t in timer.repeat(repeat=15, number=n)]
     print(statistics.median(per_call))
     """
-).replace("import timeit", "import statistics, timeit")
+)
 
 BENCH = STEP + textwrap.dedent(
     """
     import jitbench
-    r = jitbench.bench(step, params, state, x, y, modes=["jit"], budget=BUDGET)
+    config = None
+    if OVERLAP is not None or PROCESSES is not None:
+        from jitbench.config import RunConfig, SamplingPlan
+        settings = {"modes": ("jit",), "sizes": ("given",), "plan": SamplingPlan(budget_s=BUDGET)}
+        if PROCESSES is not None:
+            settings["processes"] = PROCESSES
+        if OVERLAP is not None:
+            settings["overlap"] = OVERLAP
+        config = RunConfig(**settings)
+    r = jitbench.bench(step, params, state, x, y, modes=["jit"], budget=BUDGET, config=config)
     print(r.time("jit").value, r.run.config.to_dict()["processes"])
     """
 )
@@ -85,20 +105,37 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--alternations", type=int, default=3)
     parser.add_argument("--budget", type=float, default=1.0)
+    parser.add_argument("--processes", type=int, default=None, help="bench's (default 2)")
+    parser.add_argument(
+        "--overlap",
+        choices=("on", "off"),
+        default=None,
+        help="the second process beside the first (default: where it can) or after it",
+    )
     args = parser.parse_args()
-    ratios = []
-    print(f"{'#':>2} {'bench jit':>12} {'timeit':>12} {'ratio':>7}")
+    ratios, late_ratios = [], []
+    print(
+        f"{'#':>2} {'bench jit':>12} {'timeit':>12} {'ratio':>7} {'pinned late':>12} {'ratio':>7}"
+    )
     for i in range(args.alternations):
-        bench_s, processes = _python(f"BUDGET = {args.budget!r}\n" + BENCH, pin=False).split()
-        timeit_s = _python(TIMEIT, pin=True)
+        overlap = None if args.overlap is None else args.overlap == "on"
+        head = f"BUDGET = {args.budget!r}\nPROCESSES = {args.processes!r}\nOVERLAP = {overlap!r}\n"
+        bench_s, processes = _python(head + BENCH, pin=False).split()
+        timeit_s = _python("PIN_LATE = False\n" + TIMEIT, pin=True)
+        late_s = _python("PIN_LATE = True\n" + TIMEIT, pin=False)
         ratio = float(bench_s) / float(timeit_s)
+        late = float(bench_s) / float(late_s)
         ratios.append(ratio)
+        late_ratios.append(late)
         print(
             f"{i + 1:>2} {float(bench_s) * 1e6:>9.1f} µs {float(timeit_s) * 1e6:>9.1f} µs "
-            f"{ratio:>7.3f}  ({processes} processes)"
+            f"{ratio:>7.3f} {float(late_s) * 1e6:>9.1f} µs {late:>7.3f}  ({processes} processes)"
         )
     load = Path("/proc/loadavg").read_text().split()[:3] if Path("/proc/loadavg").exists() else []
-    print(f"median ratio bench/timeit {statistics.median(ratios):.3f}; load {' '.join(load)}")
+    print(
+        f"median ratio bench/timeit {statistics.median(ratios):.3f}, bench/timeit pinned late "
+        f"{statistics.median(late_ratios):.3f}; load {' '.join(load)}"
+    )
     return 0
 
 
