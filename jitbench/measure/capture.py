@@ -30,9 +30,14 @@ FIRST_LINE_CHARS = 120
 # absl / XLA C++ log lines: "W0000 00:00:1700000000.123456  1234 file.cc:12] message".
 _RUNTIME_LOG = re.compile(rb"^[IWEF]\d{4} \d\d:\d\d:\d\d")
 # What such a record may carry on its next lines: a source-location trace ("=== Source
-# Location Trace: ===", then "external/xla+/xla/…/cuda_status.cc:45" lines) and the blank
-# line that ends it.
-_RUNTIME_MORE = re.compile(rb"^(=== Source Location Trace: ===|\S+\.(cc|cpp|h):\d+)?\s*$")
+# Location Trace: ===", then "external/xla+/xla/…/cuda_status.cc:45" lines), the
+# slow-compile alarm's banner, and the blank line that ends it.
+_RUNTIME_MORE = re.compile(
+    rb"^(=== Source Location Trace: ===|\S+\.(cc|cpp|h):\d+"
+    # XLA's slow-compile alarm: a rule of stars around "[Compiling module …] Very slow
+    # compile? …" under its record
+    rb"|\*{8,}|\[Compiling module [^\]]*\].*)?\s*$"
+)
 # A Python warning that JAX itself (or jaxlib) issues, as `warnings` prints it: its file
 # and line, "UserWarning: …", then the source line indented. JAX's, not the workload's.
 _JAX_WARNING = re.compile(rb"^\S*[/\\](jax|jaxlib)[/\\]\S*\.py:\d+: \w*Warning: ")

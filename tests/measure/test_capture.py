@@ -104,3 +104,18 @@ def test_a_warning_jax_issues_is_the_runtimes_not_the_workloads() -> None:
     )
     own, runtime = split_runtime_log(text)
     assert len(runtime) == 2 and own[0] == b"step 3\n" and len(own) == 3
+
+
+def test_xlas_slow_compile_alarm_is_the_runtimes_output() -> None:
+    text = (
+        b"E1201 22:00:09.689196    1889 slow_operation_alarm.cc:73] \n"
+        b"********************************\n"
+        b"[Compiling module jit_cumsum_unrolled] Very slow compile? If you want to file a bug, "
+        b"run with envvar XLA_FLAGS=--xla_dump_to=/tmp/foo and attach the results.\n"
+        b"********************************\n"
+        b"E1201 22:01:29.688623    1884 slow_operation_alarm.cc:140] The operation took 3m19s\n"
+        b"\n"
+        b"step 1\n"
+    )
+    own, runtime = split_runtime_log(text)
+    assert own == [b"step 1\n"] and len(runtime) == 6
