@@ -174,7 +174,7 @@ class PartitionedJit:
     def _inner(self, key: Any, dynamic: list[Any]) -> list[Any]:
         tree, fixed = key
         leaves = [d if f is None else f.value for f, d in zip(fixed, dynamic, strict=True)]
-        args, kwargs = jax.tree_util.tree_unflatten(tree.tree, leaves)
+        args, kwargs = jax.tree_util.tree_unflatten(tree, leaves)
         out_leaves, out_tree = jax.tree_util.tree_flatten(self.fn(*args, **kwargs))
         arrays = [x if isinstance(x, jax.Array) else None for x in out_leaves]
         held = [None if a is not None else x for a, x in zip(arrays, out_leaves, strict=True)]
@@ -192,7 +192,7 @@ class PartitionedJit:
             for x in leaves
         )
         dynamic = [None if f is not None else x for f, x in zip(fixed, leaves, strict=True)]
-        return (_Unwrapping(tree), fixed), dynamic
+        return (tree, fixed), dynamic
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         key, dynamic = self._split(args, kwargs)
@@ -206,22 +206,6 @@ class PartitionedJit:
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         return self._jitted.lower(*self._split(args, kwargs))
-
-
-class _Unwrapping:
-    """A treedef whose `_Fixed` leaves unflatten to their values (hashable, as the
-    treedef is)."""
-
-    __slots__ = ("tree",)
-
-    def __init__(self, tree: Any) -> None:
-        self.tree = tree
-
-    def __hash__(self) -> int:
-        return hash(self.tree)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Unwrapping) and other.tree == self.tree
 
 
 def _synchronised(
