@@ -2286,6 +2286,100 @@ def _(ctx: Ctx) -> str:
     return "3 one-line errors, exit 2"
 
 
+# -- round four: what a workload does to the run's state and to its own check ----------
+
+
+def _r4_codes(path: Path, workload: str) -> dict[str, set[str]]:
+    """Each mode's diagnostic codes for `workload`'s case in the run file at `path`."""
+    return {
+        m["mode"]: {d["code"] for d in m["diagnostics"]}
+        for m in load(path)["measurements"]
+        if m["case"]["workload"] == workload
+    }
+
+
+_R4_STATE_SUITE = """
+import jax, jax.numpy as jnp, numpy as np
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={'S': {'n': 64}})
+def a_flips_x64(xp, x):
+    jax.config.update('jax_enable_x64', True)
+    return x * 2
+
+@workload(inputs=vec, sizes={'S': {'n': 64}})
+def b_disables_jit(xp, x):
+    jax.config.update('jax_disable_jit', True)
+    return x * 3
+
+@workload(inputs=vec, sizes={'S': {'n': 64}})
+def c_innocent(xp, x):
+    return xp.zeros(x.shape) + x
+
+@workload(inputs=vec, sizes={'S': {'n': 64}}, numpy=lambda x: jnp.tanh(x))
+def d_numpy_side_is_jax(x):
+    return jnp.tanh(x)
+
+@workload(inputs=vec, sizes={'S': {'n': 1000}})
+def e_python_float(xp, x):
+    return float(x.sum())
+
+@workload(inputs=vec, sizes={'S': {'n': 64}})
+def f_empty(xp, x):
+    return x[:0] * 2
+
+@workload(inputs=vec, sizes={'S': {'n': 64}})
+def g_jax_warns(xp, x):
+    return xp.zeros(x.shape, dtype='float64') + x
+"""
+
+
+@case("r4-workload-changes-jax-config", "x64 / disable_jit set by a workload: restored, said")
+def _(ctx: Ctx) -> str:
+    suite = ctx.tmp / "state.py"
+    suite.write_text(_R4_STATE_SUITE)
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", "--suite", suite, "--quick", "-k", "a_ or b_ or c_", "--out", out)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-300:]}")
+    [path] = run_files(out)
+    for name in ("a_flips_x64", "b_disables_jit"):
+        codes = _r4_codes(path, name)
+        check(any("changed-jax-config" in c for c in codes.values()), f"{name}: {codes}")
+    clean = _r4_codes(path, "c_innocent")
+    check(not any("changed-jax-config" in c for c in clean.values()), f"leaked: {clean}")
+    check(statuses(path)["c_innocent[S]"] == {"ok"}, f"innocent: {statuses(path)['c_innocent[S]']}")
+    jit = next(
+        m
+        for m in load(path)["measurements"]
+        if m["case"]["workload"] == "c_innocent" and m["mode"] == "jit"
+    )
+    check(jit["compile"] and jit["compile"].get("compile_count", 1) >= 1, "c_innocent ran eager")
+    return "both said changed-jax-config; the next case ok, float32, compiled"
+
+
+@case("r4-output-checks", "NumPy side that is JAX, a Python float, an empty output, JAX's warning")
+def _(ctx: Ctx) -> str:
+    suite = ctx.tmp / "state.py"
+    suite.write_text(_R4_STATE_SUITE)
+    out = ctx.tmp / "out"
+    r = ctx.jb("run", "--suite", suite, "--quick", "-k", "d_ or e_ or f_ or g_", "--out", out)
+    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-300:]}")
+    [path] = run_files(out)
+    check("numpy-side-ran-jax" in _r4_codes(path, "d_numpy_side_is_jax")["numpy"], "no jax note")
+    floats = load(path)["measurements"]
+    eager = next(
+        m for m in floats if m["case"]["workload"] == "e_python_float" and m["mode"] == "eager"
+    )
+    check(eager["status"] == "ok", f"python float: {eager['status']}")
+    check("empty-output" in _r4_codes(path, "f_empty")["jit"], "no empty-output")
+    warned = _r4_codes(path, "g_jax_warns")
+    check(not any("prints-during-call" in c for c in warned.values()), f"JAX's warning: {warned}")
+    return "numpy-side-ran-jax, float ok, empty-output, JAX's warning not the workload's"
+
+
 def _write_big(path: Path, template: dict[str, Any], *, distinct: bool, target_mb: float) -> None:
     """A run of about `target_mb` MB built from `template`'s measurements: distinct
     workloads (`distinct`) or the same rows repeated (a concatenated file)."""

@@ -38,22 +38,23 @@ _RUNTIME_MORE = re.compile(
     # compile? …" under its record
     rb"|\*{8,}|\[Compiling module [^\]]*\].*)?\s*$"
 )
-# A Python warning that JAX itself (or jaxlib) issues, as `warnings` prints it: its file
-# and line, "UserWarning: …", then the source line indented. JAX's, not the workload's.
-_JAX_WARNING = re.compile(rb"^\S*[/\\](jax|jaxlib)[/\\]\S*\.py:\d+: \w*Warning: ")
+# A Python warning as `warnings` prints it: its file and line ("<stdin>:2", or the
+# workload's file: JAX points its own warnings at the caller's line), "UserWarning: …",
+# then the source line indented. The warnings machinery's output, not the workload printing.
+_PY_WARNING = re.compile(rb"^\S.*:\d+: \w*Warning: ")
 _WARNING_SOURCE = re.compile(rb"^  \S")
 
 
 def split_runtime_log(text: bytes) -> tuple[list[bytes], list[bytes]]:
     """`text`'s lines (ends kept) as (the workload's, the runtime's log records): a
     record is a line in absl/XLA's format and the trace lines after it, or a Python
-    warning JAX issued (`UserWarning` from a file under jax/) and its source line."""
+    warning (JAX's `UserWarning`s, pointed at the caller's line) and its source line."""
     own: list[bytes] = []
     runtime: list[bytes] = []
     in_record = in_warning = False
     for line in text.splitlines(keepends=True):
         source = in_warning and bool(_WARNING_SOURCE.match(line))
-        in_warning = bool(_JAX_WARNING.match(line))
+        in_warning = bool(_PY_WARNING.match(line))
         in_record = (
             bool(_RUNTIME_LOG.match(line))
             or in_warning

@@ -93,17 +93,17 @@ def test_a_runtime_record_with_its_trace_is_not_the_workloads_printing() -> None
     assert split_runtime_log(b"model.cc:12\n")[0] == [b"model.cc:12\n"]
 
 
-def test_a_warning_jax_issues_is_the_runtimes_not_the_workloads() -> None:
+def test_a_python_warning_is_not_the_workload_printing() -> None:
     text = (
-        b"/venv/site-packages/jax/_src/numpy/array_creation.py:44: UserWarning: Explicitly "
-        b"requested dtype float64 requested in zeros is not available\n"
-        b"  return lax_internal._convert_element_type(out, dtype, weak_type)\n"
+        b"/home/me/suite.py:12: UserWarning: Explicitly requested dtype float64 requested "
+        b"in zeros is not available\n"
+        b"  return xp.zeros(x.shape, dtype='float64') + x\n"
         b"step 3\n"
-        b"/home/me/model.py:9: UserWarning: my own warning\n"
-        b"  warnings.warn('my own warning')\n"
+        b"<stdin>:2: DeprecationWarning: old\n"
+        b"  print('a source line is printed only after a warning')\n"
     )
     own, runtime = split_runtime_log(text)
-    assert len(runtime) == 2 and own[0] == b"step 3\n" and len(own) == 3
+    assert own == [b"step 3\n"] and len(runtime) == 4
 
 
 def test_xlas_slow_compile_alarm_is_the_runtimes_output() -> None:
