@@ -175,8 +175,12 @@ def _block_length(plan: SamplingPlan, taken: int, have: int) -> int:
 
 def rewarm_calls(first_call_s: float, plan: SamplingPlan) -> int:
     """Untimed calls that re-warm a callable after a switch: enough to last
-    `plan.rewarm_s` at the speed of the first (`first_call_s`), at least one. A count, not
-    a clock, so that the processes of a multi-process program make the same calls."""
+    `plan.rewarm_s` at the speed of the first (`first_call_s`), at least one; none for a
+    call of `SLOW_CALL_S` or more, whose first milliseconds after a switch are a fraction
+    of a percent of it, and whose re-warm doubled the cost of every sample. A count, not a
+    clock, so that the processes of a multi-process program make the same calls."""
+    if first_call_s >= SLOW_CALL_S:
+        return 0
     if plan.rewarm_s <= first_call_s:
         return 1
     if first_call_s <= 0:

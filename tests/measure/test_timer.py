@@ -214,11 +214,12 @@ def test_a_callable_sampled_alone_is_re_warmed_once():
         (3e-4, 4e-3, 14),  # rounded up
         (4e-3, 4e-3, 1),
         (0.011, 4e-3, 1),  # a slow call: one, as long as it takes
+        (1.5, 4e-3, 0),  # a call over a second: none (a switch's few ms are nothing to it)
         (1e-3, 0.0, 1),  # rewarm_s 0: one call
         (0.0, 4e-3, 1000),  # below the clock's resolution: the cap
     ],
 )
-def test_rewarm_calls_last_rewarm_s_at_least_one(first_call_s, rewarm_s, count):
+def test_rewarm_calls_last_rewarm_s_at_least_one_below_a_second(first_call_s, rewarm_s, count):
     plan = SamplingPlan(rewarm_s=rewarm_s, max_calls_per_sample=1000)
     assert rewarm_calls(first_call_s, plan) == count
 
