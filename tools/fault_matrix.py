@@ -2380,6 +2380,25 @@ def _(ctx: Ctx) -> str:
     return "numpy-side-ran-jax, float ok, empty-output, JAX's warning not the workload's"
 
 
+@case("r4-bench-budget-slow-call", "bench(budget=0.05) of a 0.5 s call: the floor bends, < 60 s")
+def _(ctx: Ctx) -> str:
+    code = (
+        "import time, numpy as np, jitbench\n"
+        "def slow(x):\n    time.sleep(0.5)\n    return np.tanh(x)\n"
+        "t = time.monotonic()\n"
+        "r = jitbench.bench(slow, np.ones(8, np.float32), numpy=slow, modes=['numpy'],"
+        " budget=0.05)\n"
+        "m = r.run.measurements[0]\n"
+        "print(len(m.samples_s), m.status.value, round(time.monotonic() - t, 1))\n"
+    )
+    r = python(code, timeout=120)
+    check(r.returncode == 0, r.stderr[-300:])
+    samples, status, wall = r.stdout.split()[-3:]
+    check(status == "ok" and int(samples) <= 8, f"{samples} samples, {status}")
+    check(float(wall) < 60, f"{wall} s")
+    return f"{samples} samples over 2 processes, {wall} s"
+
+
 def _write_big(path: Path, template: dict[str, Any], *, distinct: bool, target_mb: float) -> None:
     """A run of about `target_mb` MB built from `template`'s measurements: distinct
     workloads (`distinct`) or the same rows repeated (a concatenated file)."""
