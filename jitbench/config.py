@@ -206,65 +206,28 @@ class SamplingPlan:
     """How long and how precisely to sample.
 
     Every field is checked when the plan is made (type, range, finite). A plan may be
-    degenerate where the sampler still has a meaning for it, because a plan is also what
-    one round of a run samples with (`for_round`): no budget (each mode gets its floor
-    samples), precision 0 (never stop early), or `min_samples` above `max_samples`
-    (convergence is judged on the earlier rounds' samples too). `RunConfig` refuses those
-    for a whole run.
+    degenerate where the sampler still has a meaning for it (one round of a run,
+    `for_round`: no budget, precision 0, `min_samples` above `max_samples`); `RunConfig`
+    refuses those for a whole run. Why each default is what it is: docs/reference/settings.md
+    and docs/methodology/protocol.md (§6-8).
 
     Attributes:
-        min_sample_s: calibration target: one sample lasts at least this long. 1 ms keeps
-            the two clock reads of a sample under 0.01 % of it, and gives a fast call many
-            short samples in a short budget, most of them clear of the machine's
-            interruptions, which the median then leaves out.
-        warmup_s: after at least `warmup_calls` calls, keep calling until this much time
-            (calibration probes count). Calls reach their steady speed within about
-            10 ms; a longer warm-up did not make a process's first sample faster, which
-            is slow from the switch between modes, not from a cold call (docs:
-            validation, "Protocol checks").
+        min_sample_s: calibration target: one sample lasts at least this long (1 ms).
+        warmup_s: after `warmup_calls` calls, keep calling until this much time has passed.
+        warmup_calls: calls before any sample.
         min_samples: never declare convergence with fewer samples.
         max_samples: stop a mode at this many samples.
         precision: target relative half-width of the 95 % CI of the median (0.01 = ±1 %).
-        budget_s: time budget for sampling all modes of one case together; a run in
-            several processes (`RunConfig.processes`) gives each an equal share
-            (`for_process`).
-        floor_samples: samples every mode gets even when the budget is spent, so a case
-            whose calls are slow gets more than its budget: the budget goes where the
-            intervals are widest. 10 is what `min_samples` asks before a mode may
-            converge; with fewer than 9 samples the 95 % interval of the median is just
-            (min, max), and with fewer than 6 there is none. Like the budget, the floor
-            is the case's: a run in several processes gives each a share (`for_process`).
-            The floor bends to the budget: once sampling has taken ten budgets, a mode
-            stops at 3 samples (`timer.FLOOR_OVERRUN`, `timer.FLOOR_LEAST`).
-        block_samples: samples of one mode taken in a row before the next mode's
-            (`timer.sample_interleaved`). Blocks cut what interleaving adds to a mode's
-            time (what a switch leaves falls on a block's first sample, which the median
-            sets aside), but they move the samples of a pair apart, so less of the
-            machine's drift cancels in their ratio and the intervals widen. A re-warm that
-            lasts `rewarm_s` cuts the bias at a smaller cost in pairing, so the default is
-            1 (docs: methodology, "Interleaving and re-warm"; validation, "Interleaving
-            bias").
-        rewarm_s: untimed calls of a mode after a switch last about this long (at least
-            one call; `timer.rewarm_calls`). Another mode's samples leave the calls after
-            them slow for a few milliseconds, more than one call's worth where calls are
-            fast; 4 ms took that bias within a few per cent where one call left up to a
-            quarter (eager, many small dispatches), at the cost of slightly wider
-            intervals. A biased time is a wrong number and a slightly wider interval an
-            honest one, so the default is 4 ms; 0 re-warms with one call, as runs
-            recorded before this field did (docs: validation, "Interleaving bias").
-        clock: what a sample's seconds count. "wall" (the default): elapsed time, what a
-            user waits. "cpu": the CPU time of the measuring process (all its threads,
-            `time.process_time`), on cases whose devices are all CPUs (a GPU case keeps
-            the wall clock): time the core spent on other processes is left out, so two
-            busy loops on a 2-vCPU machine barely move the figures (they doubled an 8.7 ms
-            NumPy call's wall time), but so is any wait the code makes (I/O, sleeps), and
-            a multithreaded call counts every thread's time (docs: methodology, "CPU
-            time").
-        rounds: the budget is spent in this many rounds; a run takes round 1 of every case,
-            then round 2 of every case, and so on, so each case's samples are spread over
-            the whole run instead of one contiguous window (machine speed drifts over
-            seconds; samples from one short window agree with each other more than with
-            the next window). 1 samples each case in one go.
+        budget_s: sampling seconds for all modes of one case together; a run in several
+            processes gives each an equal share (`for_process`).
+        floor_samples: samples every mode gets even when the budget is spent (shared out
+            over processes); it bends once ten budgets are spent (`timer.FLOOR_OVERRUN`).
+        max_calls_per_sample: the calibration's cap on calls per sample.
+        block_samples: samples of one mode taken in a row before the next mode's.
+        rewarm_s: untimed calls of a mode after a switch last about this long.
+        clock: "wall" (elapsed time) or "cpu" (the measuring process's CPU time, on CPU
+            devices): what a sample's seconds count.
+        rounds: the budget is spent in this many rounds spread over the run.
 
     Raises:
         ConfigError: a field of the wrong type, out of range, NaN or infinite.
@@ -367,47 +330,24 @@ class RunConfig:
     """What to run and how precisely. `plan` holds the sampling rules.
 
     Sizes, modes and devices are kept as tuples of distinct names in the given order (a
-    list is accepted; a mode may be given by name). Sizes and devices are matched against
-    the workloads and the machine when the run is planned: every size given must be one a
-    workload defines, except the default sizes (`DEFAULT_SIZES`, S and M, given or not),
-    which measure each workload at those of them it defines and fail only where no
-    workload defines either (`default_sizes`). The run records the sizes as given.
+    list is accepted; a mode may be given by name), matched against the workloads and
+    the machine when the run is planned; the default sizes (`DEFAULT_SIZES`) measure each
+    workload at those it defines. Each field's why: docs/reference/settings.md.
 
-    `threads` is how many cores the measured code gets: the process is pinned to that many
-    cores and the BLAS/OpenMP pools sized to match (`measure.threads.limited_threads`), so
-    NumPy and XLA get the same. 1, the default, is the reproducible choice on a shared
-    machine: a multithreaded BLAS call competes with every other process for the other
-    cores, and its worker threads stay spinning into the next call. None leaves the
-    libraries' own defaults (`--threads all`).
-
-    `processes` is how many processes measure every case, one after another
-    (`DEFAULT_PROCESSES`): each samples with an equal share of the case's budget, and the
-    spread of their estimates makes a speedup's interval one a repeat run falls in. The
-    workers find the workloads again by suite file, so workloads defined elsewhere (in a
-    notebook) need `processes=1`.
-
-    `overlap` (`--overlap/--no-overlap`) lets the second process measure beside the first,
-    on cores of its own, the two taking turns to lead the groups (`runner.overlap`); None,
-    the default,
-    overlaps where the run can (CPU devices, pinned threads, cores for both) and a run
-    records what it did. False measures the processes one after another.
-
-    `timeout_s` (`--timeout`) limits each mode of a case: the seconds of its own calls
-    (first call, warm-up and calibration, samples); a mode past it is stopped and the
-    others keep their figures (`measure.limits`). A later `--processes` worker leaves out
-    a mode that ran past it in the first process, unless `retry_timeouts`.
-
-    `x64` runs both sides in float64 (True) or float32 (False); None, the default, follows
-    the float width the selected workloads' suite declares (`Workload.float_width`: an
-    NPBench clone's is float64), else float32; a run resolves it before it starts
-    (`runner.plan.suite_float_width`) and records the value it ran with.
-
-    `label` is a short name for the run (`--label`), shown on its pages and in comparisons
-    instead of the run id; it changes nothing that is measured.
-
-    `time_split` (`--time-split`) traces a few calls of each JAX mode per case with
-    `jax.profiler` after sampling, to split their time into host dispatch and device
-    execution (`Measurement.time_split`); the samples are taken before and are unaffected.
+    Fields beside `plan`, sizes, modes and devices:
+        threads: cores the measured code gets, pinned, with the BLAS/OpenMP pools sized
+            to match (`measure.threads.limited_threads`); None: the libraries' defaults.
+        processes: processes that measure every case (`DEFAULT_PROCESSES`), each with a
+            share of the budget; their spread makes the intervals hold from run to run.
+        overlap: the second process measures beside the first (`runner.overlap`); None
+            where the run can, False one after another.
+        timeout_s: each mode's seconds of its own calls per case (`measure.limits`);
+            `retry_timeouts` lets a later worker try a mode that ran past it again.
+        x64: float64 (True) or float32 (False); None follows the suites' declared width
+            (`runner.plan.suite_float_width`) and the run records what it ran with.
+        label: a short name for the run, shown instead of its id.
+        time_split: trace a few calls per JAX mode to split host dispatch from device
+            execution (`Measurement.time_split`), after sampling.
 
     Raises:
         ConfigError: a field of the wrong type or out of range, an unknown or missing mode,

@@ -6,6 +6,24 @@ warm-up, cold compile apart, interleaved rounds, validation against NumPy, diagn
 worker processes). Functions defined in a notebook or `__main__` reach the worker
 processes pickled by value (`suite.shipped`); where that fails the run stays in one
 process and the result says why. The result formats the analysis layer's figures.
+
+Example (a test runs it; a short budget in this process, for speed):
+
+    >>> import numpy as np, jitbench
+    >>> def double(xp, x):
+    ...     return 2 * x
+    >>> r = jitbench.bench(double, np.ones(1000, np.float32), budget=0.05, processes=1)
+    >>> [m.mode.value for m in r.run.measurements]
+    ['numpy', 'eager', 'jit']
+    >>> jit = r.time("jit")  # seconds per call, with its 95 % interval
+    >>> jit.low <= jit.value <= jit.high
+    True
+    >>> case = r.run.cases()[0]  # the run takes the Case, or its key, and a mode name
+    >>> r.run.get(case, "jit") is r.run.get(case.key, jitbench.Mode.JIT)
+    True
+    >>> print(r)  # doctest: +ELLIPSIS
+    double: jitbench, 1 process, 95 % intervals
+      numpy ...
 """
 
 from __future__ import annotations
@@ -187,41 +205,30 @@ def bench(
 ) -> BenchResult:
     """Measure `fn` in NumPy, JAX eager and JAX jit under jitbench's protocol.
 
-    ``bench(f, x)`` times ``f(x)``: eagerly and under ``jax.jit`` on JAX, and on NumPy
-    when there is a NumPy side: `numpy=` (a twin taking the same arguments), or `fn`
-    itself when its first parameter is ``xp`` (``def f(xp, x): return xp.tanh(x)``, called
-    with ``numpy`` and ``jax.numpy``). Without one, eager and jit are measured and
-    compared with each other. Outputs are checked against NumPy's; the run keeps every
-    sample and diagnostic, as `jitbench run` does.
+    ``bench(f, x)`` times ``f(x)``, arguments as given (positional stays positional),
+    eagerly and under ``jax.jit`` on JAX, and on NumPy where there is a NumPy side:
+    `numpy=`, or `fn` itself when its first parameter is ``xp``. Without one, jit is
+    checked against eager and compared with it. Outputs are checked against NumPy's; the
+    run keeps every sample and diagnostic, as `jitbench run` does. The example is the
+    module's (a doctest); each setting in full: docs/reference/settings.md.
 
     Args:
         fn: the function to measure (the JAX side, or both sides when it takes `xp`).
-        *args: the call's positional arguments (NumPy or JAX arrays, Python values).
-            Float arrays run in float32 (float64 with `x64`), on both sides alike.
+        *args: the call's positional arguments: arrays, pytrees, PRNG keys, Python values.
         numpy: the NumPy implementation, same arguments.
-        static_argnames: names of arguments that are Python values, static under jit,
-            as in `jax.jit`.
-        static_argnums: positions of such arguments (a jitted `fn`'s own are read from
-            it).
-        donate_argnums: positions of arguments `fn` donates, as in `jax.jit` (a jitted
-            `fn`'s own are read from it): each call gets fresh device copies, untimed.
-        eager: how eager mode calls `fn`: "call" (as it is: jitted parts stay compiled),
-            "nojit" (under `jax.disable_jit()`: op by op) or "auto" ("nojit" where `fn`
-            is jitted or calls jitted functions by name, else "call"); the result's
-            diagnostics say which was taken.
-        sizes: size label -> a function of no arguments returning the call's arguments (a
-            tuple, or one array): each is a case, instead of `args`.
-        sweep: x value (e.g. the element count) -> such a function: a size sweep, for the
-            crossover chart (`result.run` into `jitbench report`).
-        modes: the modes to measure (default: numpy, eager and jit; eager and jit without
-            a NumPy side).
+        static_argnames, static_argnums: static arguments, as in `jax.jit` (a jitted
+            `fn`'s own are read from it).
+        donate_argnums: donated arguments, as in `jax.jit`: fresh device copies, untimed.
+        eager: "call", "nojit" or "auto" (`suite.workload.EAGER_CHOICES`).
+        sizes: size label -> a function of no arguments returning the call's arguments:
+            each is a case, instead of `args`.
+        sweep: x value -> such a function: a size sweep, for the crossover chart.
+        modes: the modes to measure (default: numpy, eager, jit; eager, jit without NumPy).
         budget: sampling seconds per case, as `jitbench run --budget`.
-        processes: processes to measure in (default 2, so the intervals hold from run
-            to run).
+        processes: processes to measure in (default 2, so the intervals hold).
         x64: float64 on both sides.
         devices: devices to measure on, as `jitbench run --devices`.
-        rtol: relative validation tolerance (default: dtype-aware).
-        atol: absolute validation tolerance (default: dtype-aware).
+        rtol, atol: validation tolerances (default: dtype-aware).
         name: the workload's name in the run (default: the function's).
         config: a whole `RunConfig` instead of the settings above.
         **kwargs: the call's keyword arguments.
@@ -229,24 +236,6 @@ def bench(
     Returns:
         A `BenchResult`: print it for a summary; `.time("jit")`, `.speedup("jit")`,
         `.compile_s()`, `.break_even_calls()`, `.run`, `.save(path)`.
-
-    Example (a test runs it; a short budget in this process, for speed):
-
-        >>> import numpy as np, jitbench
-        >>> def double(xp, x):
-        ...     return 2 * x
-        >>> r = jitbench.bench(double, np.ones(1000, np.float32), budget=0.05, processes=1)
-        >>> [m.mode.value for m in r.run.measurements]
-        ['numpy', 'eager', 'jit']
-        >>> jit = r.time("jit")  # seconds per call, with its 95 % interval
-        >>> jit.low <= jit.value <= jit.high
-        True
-        >>> case = r.run.cases()[0]  # the run takes the Case, or its key, and a mode name
-        >>> r.run.get(case, "jit") is r.run.get(case.key, jitbench.Mode.JIT)
-        True
-        >>> print(r)  # doctest: +ELLIPSIS
-        double: jitbench, 1 process, 95 % intervals
-          numpy ...
 
     Raises:
         ConfigError: arguments that do not fit `fn`, or settings out of range.

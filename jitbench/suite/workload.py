@@ -507,49 +507,33 @@ def workload(
 ) -> Any:
     """Define a workload from a function.
 
-    A function whose first parameter is `xp` takes the array namespace first,
-    ``f(xp, *arrays, **static)``, and serves both sides. With `numpy=`, the decorated
-    function is the JAX side and `numpy` the NumPy side; both take the arrays only. Any
-    other function (or `numpy=None`) is JAX-only: called with its arguments alone,
-    measured eager and jit, jit checked against eager and compared with it. The
-    JAX side may already be jitted (`@jax.jit`, with its own static arguments): jit mode
-    then calls it as it is, and eager mode runs it under `jax.disable_jit()`.
+    A function whose first parameter is `xp` takes the array namespace first and serves
+    both sides; with `numpy=`, `f` is the JAX side and `numpy` the NumPy side; any other
+    function (or `numpy=None`) is JAX-only: measured eager and jit, jit checked against
+    eager and compared with it. A JAX side already jitted is called as it is under jit
+    and under `jax.disable_jit()` in eager. Each argument in full, with its why:
+    docs/reference/settings.md; the guide: docs/guide/workloads.md.
 
     Args:
-        inputs: `inputs(rng, *, dtype, **params)` makes a call's arguments (NumPy arrays;
-            JAX arrays are copied to the host).
-        sizes: size presets mapped to the parameters of `inputs`, e.g.
-            `{"S": {"n": 1000}}`.
-        sweep: parameters of `inputs` for `run --sweep`, smallest first, e.g.
-            `[{"n": 100}, {"n": 1000}]`.
-        static_argnames: names of keyword arguments that are Python values (static under
-            jit), as in `jax.jit`: one name or several.
-        static_argnums: positions of arguments that are Python values (static under jit,
-            never staged to the device), as in `jax.jit`: one int or several.
-        donate_argnums: positions of arguments whose buffers the JAX side donates, as in
-            `jax.jit` (read from it where it is jitted): each JAX call gets fresh device
-            copies of them, made untimed, so no call reads a donated buffer.
-        rtol: relative tolerance, for every dtype or per dtype name; an output passes
-            where it is elementwise close (`rtol`, `atol`) or its relative norm error
-            ‖a − b‖ / ‖b‖ is within `norm_tol` (defaults follow the dtype).
-        atol: absolute tolerance, as in `numpy.allclose`; a number or per dtype name.
-        norm_tol: tolerance of the relative norm error; a number or per dtype name.
-        setup: runs before every timed NumPy call, untimed: `setup(*args, **kwargs)`
-            returns the arguments of the call (fresh copies of what it mutates).
-        outputs: names or positions of the arguments the NumPy side writes into; when it
-            returns None its output is these arguments after the call.
-        dtype: a dtype the workload always runs in ("float32", "int32", …) instead of the
-            run's float32/float64; its cases are labelled with it.
+        inputs: `inputs(rng, *, dtype, **params)` makes a call's arguments (a tuple, a
+            dict, one array or `Arguments`; JAX arrays are copied to the host).
+        sizes: size presets mapped to the parameters of `inputs` (`{"S": {"n": 1000}}`).
+        sweep: parameters of `inputs` for `run --sweep`, smallest first.
+        static_argnames, static_argnums: static arguments, as in `jax.jit`.
+        donate_argnums: donated arguments, as in `jax.jit` (a jitted side's own are read
+            from it): each JAX call gets fresh device copies, made untimed.
+        rtol, atol, norm_tol: tolerances, one number or per dtype name (dtype-aware
+            defaults); an output passes elementwise or on its relative norm error.
+        setup: untimed before every NumPy call: returns that call's arguments.
+        outputs: the arguments the NumPy side writes into (its output when it returns None).
+        dtype: a dtype the workload always runs in instead of the run's float dtype.
         input_dtypes: inputs (names or positions) pinned to their own dtype.
-        eager: "auto" (default), "call" or "nojit" (see `EAGER_CHOICES`).
-        shard: how sharded mode splits the inputs over the device mesh: one entry per
-            positional input (`(0, None)`), or inputs by position or name (`{"w": None}`);
-            an entry is the axis to split across the devices, or None to replicate the
-            input on every device. Inputs not given split their leading axis when it
-            divides by the device count and are replicated otherwise.
+        eager: "auto" (default), "call" or "nojit" (`EAGER_CHOICES`).
+        shard: how sharded mode splits each input over the mesh (an axis, or None to
+            replicate); inputs not given split their leading axis where it divides.
+        tags, description, name: what `jitbench list` and `-k` show and match.
         origin: for suites that are not Python files (the NPBench adapter).
-        float_width: "float64" where the workload's suite computes in float64 (a run
-            without --x64/--no-x64 then runs float64, and says so), "float32", or None.
+        float_width: "float64" where the workload's suite computes in float64.
 
     Returns:
         A `Workload` (or a decorator producing one when called with options only).
