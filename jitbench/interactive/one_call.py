@@ -216,8 +216,8 @@ def bench(
         fn: the function to measure (the JAX side, or both sides when it takes `xp`).
         *args: the call's positional arguments: arrays, pytrees, PRNG keys, Python values.
         numpy: the NumPy implementation, same arguments.
-        static_argnames, static_argnums: static arguments, as in `jax.jit` (a jitted
-            `fn`'s own are read from it).
+        static_argnums: static positions, as in `jax.jit` (a jitted `fn`'s own are read).
+        static_argnames: static names, likewise.
         donate_argnums: donated arguments, as in `jax.jit`: fresh device copies, untimed.
         eager: "call", "nojit" or "auto" (`suite.workload.EAGER_CHOICES`).
         sizes: size label -> a function of no arguments returning the call's arguments:
@@ -228,7 +228,8 @@ def bench(
         processes: processes to measure in (default 2, so the intervals hold).
         x64: float64 on both sides.
         devices: devices to measure on, as `jitbench run --devices`.
-        rtol, atol: validation tolerances (default: dtype-aware).
+        rtol: relative validation tolerance (default: dtype-aware).
+        atol: absolute validation tolerance (default: dtype-aware).
         name: the workload's name in the run (default: the function's).
         config: a whole `RunConfig` instead of the settings above.
         **kwargs: the call's keyword arguments.

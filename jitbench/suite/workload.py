@@ -121,8 +121,9 @@ class Workload:
         donate_argnums: positional arguments the JAX side donates (`jax.jit`'s
             `donate_argnums`, its own where it is jitted): every JAX call gets fresh
             device copies of them, made outside the timed region.
-        rtol, atol, norm_tol: validation tolerances (see `Tolerance`); None picks the
-            dtype-aware defaults.
+        rtol: relative validation tolerance (see `Tolerance`); None: dtype-aware.
+        atol: absolute validation tolerance; None: dtype-aware.
+        norm_tol: relative norm error tolerance; None: dtype-aware.
         setup: untimed, before every timed call of the NumPy side: takes its arguments and
             returns fresh ones (a tuple, a dict of keyword arguments or one array).
         outputs: arguments (names or positions) the NumPy side writes its result into;
@@ -519,11 +520,13 @@ def workload(
             dict, one array or `Arguments`; JAX arrays are copied to the host).
         sizes: size presets mapped to the parameters of `inputs` (`{"S": {"n": 1000}}`).
         sweep: parameters of `inputs` for `run --sweep`, smallest first.
-        static_argnames, static_argnums: static arguments, as in `jax.jit`.
+        static_argnames: static argument names, as in `jax.jit`.
+        static_argnums: static argument positions, as in `jax.jit`.
         donate_argnums: donated arguments, as in `jax.jit` (a jitted side's own are read
             from it): each JAX call gets fresh device copies, made untimed.
-        rtol, atol, norm_tol: tolerances, one number or per dtype name (dtype-aware
-            defaults); an output passes elementwise or on its relative norm error.
+        rtol: relative tolerance, one number or per dtype name (dtype-aware default).
+        atol: absolute tolerance, likewise.
+        norm_tol: relative norm error an output may have when it fails elementwise.
         setup: untimed before every NumPy call: returns that call's arguments.
         outputs: the arguments the NumPy side writes into (its output when it returns None).
         dtype: a dtype the workload always runs in instead of the run's float dtype.
@@ -531,7 +534,9 @@ def workload(
         eager: "auto" (default), "call" or "nojit" (`EAGER_CHOICES`).
         shard: how sharded mode splits each input over the mesh (an axis, or None to
             replicate); inputs not given split their leading axis where it divides.
-        tags, description, name: what `jitbench list` and `-k` show and match.
+        tags: labels `jitbench list` shows and `-k` matches.
+        description: one line `jitbench list` shows.
+        name: the workload's name (default: the function's).
         origin: for suites that are not Python files (the NPBench adapter).
         float_width: "float64" where the workload's suite computes in float64.
 
