@@ -216,13 +216,30 @@ def _split(values: Sequence[float]) -> float:
     return max(values) / min(values) if len(values) > 1 and min(values) > 0 else 1.0
 
 
+#: The fewest other cases a prior for a case's interval is taken from: the median of one
+#: or two cases' variances (one degree of freedom each, at two processes) is as noisy as
+#: the case's own, so it adds no degrees of freedom honestly (docs: methodology,
+#: intervals).
+PRIOR_PEERS = 3
+
+
+def _prior(peers: dict[CaseKey, list[float]], excluding: CaseKey | None) -> float | None:
+    """The typical variance of the per-process log figures of `peers` other than
+    `excluding`, None with fewer than `PRIOR_PEERS` of them. A case is never its own
+    prior: counted in, a run of one case (`bench`) shrank its interval toward itself, as
+    if two processes' spread were known with three degrees of freedom, and its 95 %
+    intervals held 85 % of the time."""
+    logs = [x for k, x in peers.items() if k != excluding]
+    return estimates.typical_variance(logs) if len(logs) >= PRIOR_PEERS else None
+
+
 class RunAnalysis:
     """Every figure a reader shows of `run`. Build it with `analyse(run)` (cached)."""
 
     def __init__(self, run: Run) -> None:
         self.run = run
-        self._time_priors: dict[tuple[Mode, str], float | None] = {}
-        self._ratio_priors: dict[tuple[Mode, Mode, str], float | None] = {}
+        self._time_peers: dict[tuple[Mode, str], dict[CaseKey, list[float]]] = {}
+        self._ratio_peers: dict[tuple[Mode, Mode, str], dict[CaseKey, list[float]]] = {}
         self._cases: dict[CaseKey, CaseAnalysis] = {}
         for case in run.cases():
             self._cases[case.key] = self._analyse_case(case)
@@ -338,7 +355,9 @@ class RunAnalysis:
     def _time(self, m: Measurement) -> Estimate | None:
         if not m.samples_s or m.status not in (Status.OK, Status.MISMATCH):
             return None
-        return estimates.time_estimate(m, self.time_prior(m.mode, m.case.device))
+        return estimates.time_estimate(
+            m, self.time_prior(m.mode, m.case.device, excluding=m.case.key)
+        )
 
     def _process_ratios(
         self, base: Measurement | None, other: Measurement | None, ratio: Estimate | None
@@ -359,31 +378,38 @@ class RunAnalysis:
             base,
             other,
             paired=self.run.paired,
-            prior_variance=lambda: self.ratio_prior(base.mode, other.mode, base.case.device),
+            prior_variance=lambda: self.ratio_prior(
+                base.mode, other.mode, base.case.device, excluding=base.case.key
+            ),
         )
 
     # -- what the whole run says of its cases -------------------------------------------
 
-    def time_prior(self, mode: Mode, device: str) -> float | None:
-        """The run's typical between-process variance of log times of `mode` on `device`."""
+    def time_prior(
+        self, mode: Mode, device: str, *, excluding: CaseKey | None = None
+    ) -> float | None:
+        """The run's typical between-process variance of log times of `mode` on `device`,
+        over its cases other than `excluding` (`_prior`)."""
         key = (mode, device)
-        if key not in self._time_priors:
-            logs = (
-                estimates.process_log_times(m)
+        if key not in self._time_peers:
+            self._time_peers[key] = {
+                m.case.key: logs
                 for m in self.run.measurements
                 if m.mode is mode and m.case.device == device and m.ok
-            )
-            self._time_priors[key] = estimates.typical_variance([x for x in logs if x])
-        return self._time_priors[key]
+                if (logs := estimates.process_log_times(m))
+            }
+        return _prior(self._time_peers[key], excluding)
 
-    def ratio_prior(self, base: Mode, other: Mode, device: str) -> float | None:
+    def ratio_prior(
+        self, base: Mode, other: Mode, device: str, *, excluding: CaseKey | None = None
+    ) -> float | None:
         """The run's typical between-process variance of the log ratio `base` / `other`
-        on `device`. Each pair of modes and each device has its own: eager's
-        dispatch-bound ratios move more between processes than jit's, and a GPU's more
-        than its host CPU's."""
+        on `device`, over its cases other than `excluding` (`_prior`). Each pair of modes
+        and each device has its own: eager's dispatch-bound ratios move more between
+        processes than jit's, and a GPU's more than its host CPU's."""
         key = (base, other, device)
-        if key not in self._ratio_priors:
-            found = []
+        if key not in self._ratio_peers:
+            found = {}
             for case in self.run.cases():
                 if case.device != device:
                     continue
@@ -391,9 +417,9 @@ class RunAnalysis:
                 if a is None or b is None or not (a.ok and b.ok):
                     continue
                 if logs := estimates.process_log_ratios(a, b, paired=self.run.paired):
-                    found.append(logs)
-            self._ratio_priors[key] = estimates.typical_variance(found)
-        return self._ratio_priors[key]
+                    found[case.key] = logs
+            self._ratio_peers[key] = found
+        return _prior(self._ratio_peers[key], excluding)
 
     def geomeans(self, cases: Iterable[Case], scope: str = "preset sizes") -> list[GeoMeanSpeedup]:
         """Geometric mean of the speedup over NumPy per JAX mode the run measured, over
