@@ -40,7 +40,7 @@ PROCESS_SPLIT_FACTOR = 1.5
 #: figures (docs: validation, "A/A coverage of the intervals").
 WIDE_FACTOR = 1.5
 #: The diagnostic code that marks a figure as suspect (a stall: slower than a larger
-#: input of the same workload), recorded by `jitbench.measure.diagnose`.
+#: input of the same workload), judged by `judgement.run_diagnostics`.
 SIZE_ORDER = "size-order-inverted"
 #: The diagnostic code of a JAX-only workload's NumPy mode (`measure.diagnose`).
 NO_NUMPY_SIDE = "no-numpy-side"
