@@ -14,7 +14,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from jitbench import formatting as fmt
@@ -223,6 +223,7 @@ class RunAnalysis:
         self.run = run
         self._time_priors: dict[tuple[Mode, str], float | None] = {}
         self._ratio_priors: dict[tuple[Mode, Mode, str], float | None] = {}
+        self._host_series = _host_series(run.measurements)
         self._cases: dict[CaseKey, CaseAnalysis] = {}
         for case in run.cases():
             self._cases[case.key] = self._analyse_case(case)
@@ -270,6 +271,13 @@ class RunAnalysis:
         measured = {mode: m for mode in Mode if (m := run.get(case.key, mode)) is not None}
         own = {mode: self._time(m) for mode, m in measured.items()}
         numpy_m = measured.get(Mode.NUMPY)
+        # NumPy's row shows its host series, the same on every device; each speedup is
+        # still taken over the device's own copy, whose rounds pair with the mode's.
+        host = self._host_series.get(_host_key(case)) if numpy_m is not None else None
+        if host is not None and numpy_m is not None and numpy_m.ok:
+            own[Mode.NUMPY] = self._time(host)
+        else:
+            host = numpy_m
         baseline = Mode.EAGER if _jax_only(numpy_m, measured) else Mode.NUMPY
         over = {m: baseline for m in JAX_MODES if m is not baseline}
         # Each speedup is taken round by round; the time shown for its mode is the one
@@ -297,9 +305,10 @@ class RunAnalysis:
             over_jit_parts = self._process_ratios(jit_m, sharded_m, over_jit)
             parts[Mode.SHARDED] = _process_parts(parts, Mode.JIT, over_jit_parts, Mode.SHARDED)
         figures: dict[Mode, ModeFigure] = {}
+        parts[Mode.NUMPY] = estimates.process_medians(host) if host is not None else ()
         for mode, m in measured.items():
             speedup = speedups.get(mode)
-            medians = estimates.process_medians(m)
+            medians = estimates.process_medians(host if mode is Mode.NUMPY and host else m)
             shown_t = shown.get(mode)
             factor = speedup.factor if speedup is not None else None
             ratios = per_process.get(mode, ())
@@ -481,6 +490,34 @@ class RunAnalysis:
             ),
             speedups=statistics.median(speedups) if speedups else None,
         )
+
+
+def _host_key(case: Case) -> tuple[str, str, str]:
+    return (case.workload, case.size, case.dtype)
+
+
+def _host_series(measurements: Sequence[Measurement]) -> dict[tuple[str, str, str], Measurement]:
+    """NumPy's one series of each workload × size × dtype filed under several devices:
+    every distinct process part of its ok copies (a run files one series under each
+    device, and an extra process that measured one device's case again adds a part to
+    that copy alone), in the order first seen, with the first copy's other fields."""
+    copies: dict[tuple[str, str, str], list[Measurement]] = {}
+    for m in measurements:
+        if m.mode is Mode.NUMPY and m.ok and m.samples_s:
+            copies.setdefault(_host_key(m.case), []).append(m)
+    out = {}
+    for key, ms in copies.items():
+        if len(ms) < 2:
+            continue
+        parts: list[tuple[float, ...]] = []
+        for m in ms:
+            parts += [part for part in m.run_parts if part not in parts]
+        out[key] = replace(
+            ms[0],
+            samples_s=tuple(x for part in parts for x in part),
+            run_sample_counts=tuple(len(part) for part in parts) if len(parts) > 1 else (),
+        )
+    return out
 
 
 def _anchored(
