@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from collections.abc import Sequence
@@ -61,6 +62,15 @@ def check_analysis(run: Run) -> None:
                 split = max(f.process_speedups) / min(f.process_speedups)
                 assert f.disagree == (split >= PROCESS_SPLIT_FACTOR)
             assert f.wide == (r.factor is not None and r.factor > WIDE_FACTOR)
+        # Any pair's speedup (what `bench()`'s result gives) is the quotient of the two
+        # times shown, its interval around it.
+        for a, b in itertools.permutations(c.figures.values(), 2):
+            pair = c.speedup(b.mode, over=a.mode)
+            if a.time is None or b.time is None:
+                assert pair is None
+                continue
+            assert pair is not None and close(pair.value, a.time.value / b.time.value, 1e-9)
+            assert pair.low is None or pair.low <= pair.value <= (pair.high or math.inf)
         jit, eager = c.get(Mode.JIT), c.get(Mode.EAGER)
         if c.eager_over_jit is not None:
             assert eager is not None and jit is not None and eager.time and jit.time

@@ -181,6 +181,38 @@ class CaseAnalysis:
     def get(self, mode: Mode | str) -> ModeFigure | None:
         return self.figures.get(Mode(mode))
 
+    def speedup(self, mode: Mode | str, over: Mode | str | None = None) -> Estimate | None:
+        """How many times faster `mode` is than `over` (default: the baseline), always the
+        quotient of the two shown times: with its interval where the ratio is taken round
+        by round (a mode's speedup over its baseline, eager over jit, sharded over jit),
+        or that ratio inverted for the pair the other way round; the quotient alone for
+        any other pair. None unless both times are shown."""
+        mode = Mode(mode)
+        base = self.baseline if over is None else Mode(over)
+        a, b = self.get(base), self.get(mode)
+        if a is None or b is None or a.time is None or b.time is None:
+            return None
+        if mode is base:
+            return Estimate(1.0, 1.0, 1.0)
+        paired = self._paired(base, mode)
+        if paired is not None:
+            return paired
+        inverse = self._paired(mode, base)
+        if inverse is not None:
+            return _inverse(inverse)
+        return Estimate(a.time.value / b.time.value, None, None)
+
+    def _paired(self, base: Mode, mode: Mode) -> Estimate | None:
+        """base time / mode time where the analysis took it round by round, else None."""
+        f = self.get(mode)
+        if f is not None and f.speedup is not None and f.over is base:
+            return f.speedup
+        if (base, mode) == (Mode.EAGER, Mode.JIT):
+            return self.eager_over_jit
+        if (base, mode) == (Mode.JIT, Mode.SHARDED) and self.scaling is not None:
+            return self.scaling.speedup
+        return None
+
     @property
     def broken(self) -> bool:
         """Every mode measured raised an error, NumPy included: the workload is broken,
@@ -490,6 +522,15 @@ class RunAnalysis:
             ),
             speedups=statistics.median(speedups) if speedups else None,
         )
+
+
+def _inverse(e: Estimate) -> Estimate:
+    """1 / e, its interval's ends swapped."""
+    return Estimate(
+        1 / e.value,
+        None if e.high is None else 1 / e.high,
+        None if e.low is None else 1 / e.low,
+    )
 
 
 def _host_key(case: Case) -> tuple[str, str, str]:
