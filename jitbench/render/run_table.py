@@ -18,7 +18,6 @@ from rich.text import Text
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.errors import ConfigError, unknown_name_message
-from jitbench.measure import diagnose
 from jitbench.measure.threads import recorded_summary
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Case, Measurement, Mode, Run, Severity, Status
@@ -28,6 +27,7 @@ from jitbench.results.analysis import (
     CaseAnalysis,
     ModeFigure,
     analyse,
+    judgement,
     machine,
 )
 
@@ -771,15 +771,15 @@ def problems(run: Run, *, detailed: bool = False) -> list[str]:
         for d in m.diagnostics
         if d.severity in (Severity.WARNING, Severity.ERROR)
     ]
-    split = [m for m, d in warned if d.code == diagnose.PROCESSES_DISAGREE]
+    split = [m for m, d in warned if d.code == judgement.PROCESSES_DISAGREE]
     grouped = len(split) > MAX_PROCESS_WARNINGS
     for m, d in warned:
-        if not (grouped and d.code == diagnose.PROCESSES_DISAGREE):
+        if not (grouped and d.code == judgement.PROCESSES_DISAGREE):
             lines.append(line(f"{m.case.label} {m.mode.value}", d.code, d.message, d.hint))
     if grouped:
         names = ", ".join(f"{m.case.label} {m.mode.value}" for m in split)
         text = (
-            f"{diagnose.PROCESSES_DISAGREE}: {len(split)} measurements' processes measured "
+            f"{judgement.PROCESSES_DISAGREE}: {len(split)} measurements' processes measured "
             f"them {PROCESS_SPLIT_FACTOR:g}× or more apart: {names}"
         )
         hint = (

@@ -16,7 +16,6 @@ from typing import Any, Protocol, TypeVar
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.measure import diagnose
 from jitbench.measure.threads import recorded_summary
 from jitbench.results import Case, Measurement, Mode, Run
 from jitbench.results.analysis import (
@@ -25,6 +24,7 @@ from jitbench.results.analysis import (
     GeoMeanSpeedup,
     ModeFigure,
     analyse,
+    judgement,
 )
 from jitbench.results.analysis import machine as machine_state
 from jitbench.results.analysis.crossovers import SpeedupPoint
@@ -470,7 +470,7 @@ def run_notes(run: Run) -> list[Note]:
                 link="environment",
             )
         )
-    noisy = [m for m in run.measurements if any(d.code == diagnose.NOISY for d in m.diagnostics)]
+    noisy = [m for m in run.measurements if any(d.code == judgement.NOISY for d in m.diagnostics)]
     if noisy:
         goal = f"the ±{fmt.percent(settings.plan.precision)} target" if settings else "the target"
         notes.append(
@@ -502,7 +502,7 @@ def run_notes(run: Run) -> list[Note]:
             )
         )
     suspect = [
-        m for m in run.measurements if any(d.code == diagnose.SIZE_ORDER for d in m.diagnostics)
+        m for m in run.measurements if any(d.code == judgement.SIZE_ORDER for d in m.diagnostics)
     ]
     if suspect:
         notes.append(
