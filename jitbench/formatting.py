@@ -72,6 +72,13 @@ def ratio(value: float | None, *, digits: int = 3) -> str:
     return f"{number(value, digits=digits)}×"
 
 
+def approx(value: float) -> str:
+    """An interpolated parameter value to three significant figures: '21,600', '73.4',
+    '0.25'."""
+    rounded = float(f"{value:.3g}")
+    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:.3g}"
+
+
 def interval(low: float, high: float, *, digits: int = 3) -> str:
     """An interval's ends, ``'[10.9–11.1]'``."""
     return f"[{number(low, digits=digits)}–{number(high, digits=digits)}]"

@@ -6,19 +6,22 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import math
 import re
 from collections.abc import Sequence
 
 from rich.console import Console
 
+from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES, Mode
 from jitbench.formatting import OVER_EAGER_MARK
+from jitbench.render.progress_line import plain_case_line, processes_held
 from jitbench.render.run_csv import run_csv
 from jitbench.render.run_markdown import run_markdown
 from jitbench.render.run_table import compact_table, summary_table
 from jitbench.report import summary, table
-from jitbench.results import Run, run_to_dict
+from jitbench.results import Run, is_host_copy, run_to_dict
 from jitbench.results.analysis import PROCESS_SPLIT_FACTOR, WIDE_FACTOR, analyse
 
 EXACT = 1e-9
@@ -59,6 +62,15 @@ def check_analysis(run: Run) -> None:
                 split = max(f.process_speedups) / min(f.process_speedups)
                 assert f.disagree == (split >= PROCESS_SPLIT_FACTOR)
             assert f.wide == (r.factor is not None and r.factor > WIDE_FACTOR)
+        # Any pair's speedup (what `bench()`'s result gives) is the quotient of the two
+        # times shown, its interval around it.
+        for a, b in itertools.permutations(c.figures.values(), 2):
+            pair = c.speedup(b.mode, over=a.mode)
+            if a.time is None or b.time is None:
+                assert pair is None
+                continue
+            assert pair is not None and close(pair.value, a.time.value / b.time.value, 1e-9)
+            assert pair.low is None or pair.low <= pair.value <= (pair.high or math.inf)
         jit, eager = c.get(Mode.JIT), c.get(Mode.EAGER)
         if c.eager_over_jit is not None:
             assert eager is not None and jit is not None and eager.time and jit.time
@@ -189,4 +201,50 @@ def check_terminal(run: Run) -> int:
     return checked
 
 
-CHECKS = (check_analysis, check_csv, check_page, check_markdown, check_terminal)
+def check_numpy_one_series(run: Run) -> None:
+    """NumPy is host code, measured once per case whatever the devices: every device's
+    NumPy row of a workload × size × dtype shows the same time and interval (an extra
+    process that measured one device's copy again counts for every copy)."""
+    figures = analyse(run)
+    shown: dict[tuple[str, str, str], list[object]] = {}
+    for c in figures:
+        f = c.get(Mode.NUMPY)
+        if f is not None and f.ok and f.time is not None:
+            host = (c.case.workload, c.case.size, c.case.dtype)
+            shown.setdefault(host, []).append(f.time)
+    for host, times in shown.items():
+        assert all(t == times[0] for t in times), (host, times)
+
+
+def check_progress_line(run: Run) -> None:
+    """The line printed as a case finishes, handed the case's measurements (every
+    process's share), quotes the times its row shows. Left out: a case whose NumPy row
+    shows a series another device's copy holds more of, which its event does not carry."""
+    numpy = [m for m in run.measurements if m.mode is Mode.NUMPY and m.samples_s]
+    for c in analyse(run):
+        own = c.get(Mode.NUMPY)
+        host = (c.case.workload, c.case.size, c.case.dtype)
+        if own is not None and any(
+            (o.case.workload, o.case.size, o.case.dtype) == host
+            and o.case != c.case
+            and not is_host_copy(o, own.measurement)
+            for o in numpy
+        ):
+            continue
+        ms = [f.measurement for f in c.figures.values()]
+        line = plain_case_line(ms, processes=processes_held(ms))
+        assert "(first" not in line, line
+        for f in c.figures.values():
+            if f.ok and f.time is not None:
+                assert f"{f.mode.value} {fmt.seconds(f.time.value)}" in line, (line, f.mode)
+
+
+CHECKS = (
+    check_analysis,
+    check_csv,
+    check_page,
+    check_markdown,
+    check_terminal,
+    check_numpy_one_series,
+    check_progress_line,
+)

@@ -25,12 +25,11 @@ import hashlib
 import inspect
 import keyword
 import re
-import statistics
 import time
 import types
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, ExitStack, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,6 +44,7 @@ from jitbench.measure.devices import device_label, pick_device, warm_up_process
 from jitbench.measure.protocol import PlannedCase, open_case
 from jitbench.measure.threads import ThreadState, limited_threads
 from jitbench.results import CompileInfo, Mode
+from jitbench.results.analysis.estimates import compile_figure
 from jitbench.suite.discovery import Registry, SuiteLoadError
 from jitbench.suite.jitted import code_objects
 from jitbench.suite.workload import Workload
@@ -199,14 +199,14 @@ def _build(wl: Workload, size: str, mode: Mode, *, device: jax.Device, dtype: st
     info = ready.compile
     compile_s = info.total_compile_s if info else None
     compile_repeats_s: tuple[float, ...] = ()
-    if mode is Mode.JIT and compile_s is not None:
+    if mode is Mode.JIT and info is not None and compile_s is not None:
         repeats = [compile_s]
         for _ in range(COMPILE_REPEATS - 1):
             again = session.compile_once()
             if again is not None:
                 repeats.append(again)
         compile_repeats_s = tuple(repeats)
-        compile_s = statistics.median(repeats)
+        compile_s = compile_figure(replace(info, compile_repeats_s=compile_repeats_s))
     nojit = mode is Mode.EAGER and wl.eager == "nojit"
     region = functools.partial(modes.timed_region, mode, nojit=nojit, device=device)
     if compile_repeats_s:

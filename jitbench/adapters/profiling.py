@@ -15,7 +15,7 @@ import jax
 
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import devices, diagnose, environment, modes, protocol, timeline
+from jitbench.measure import devices, environment, modes, protocol, timeline
 from jitbench.measure.threads import limited_threads
 from jitbench.results import (
     Case,
@@ -27,7 +27,7 @@ from jitbench.results import (
     Run,
     measurement_to_dict,
 )
-from jitbench.results.analysis import CaseAnalysis, ModeFigure, analyse
+from jitbench.results.analysis import CaseAnalysis, ModeFigure, analyse, judgement
 from jitbench.results.model import RecordedConfig, new_run_id, utc_now
 from jitbench.stats import Ratio
 from jitbench.suite.workload import Workload
@@ -227,7 +227,7 @@ def profile_workload(
         config=RecordedConfig(settings=config),
         measurements=tuple(measurements),
     )
-    run = diagnose.run_diagnostics(run)
+    run = judgement.run_diagnostics(run)
     return Profile(
         workload=wl, run=run, jaxpr_text=jaxpr_text, hlo_text=hlo_text, text_error=text_error
     )

@@ -33,7 +33,7 @@ def list_cmd(
     # the linear-algebra workloads, as JSON
       jitbench list -k linalg --json
     """
-    from jitbench.render import run_table
+    from jitbench.render.workloads import workload_dict, workloads_table
     from jitbench.suite.discovery import discover
 
     registry = discover(suite or ())
@@ -45,9 +45,9 @@ def list_cmd(
     hint = "drop -k to list every workload" if keyword else "give --suite a file of workloads"
     chosen = registry.select_some(names or (), keyword, purpose="to list", hint=hint)
     if as_json:
-        out.print_json(json.dumps([run_table.workload_dict(w) for w in chosen]))
+        out.print_json(json.dumps([workload_dict(w) for w in chosen]))
     else:
-        print_fitted(lambda _width: run_table.workloads_table(chosen))
+        print_fitted(lambda _width: workloads_table(chosen))
 
 
 @app.command("env", short_help="What a measurement would see: devices, versions, threads.")
@@ -70,7 +70,7 @@ def env_cmd(
     from jitbench.errors import ConfigError
     from jitbench.measure import environment, machine
     from jitbench.measure.devices import check_xla_flags, resolve_devices
-    from jitbench.render import run_table
+    from jitbench.render.environment import environment_table
 
     check_xla_flags()  # before capture starts a backend: XLA would abort on bad flags
     env = {
@@ -87,7 +87,7 @@ def env_cmd(
     if as_json:
         out.print_json(json.dumps({**env, "backend_error": backend_error}))
     else:
-        print_fitted(lambda _width: run_table.environment_table(env))
+        print_fitted(lambda _width: environment_table(env))
         out.print(
             "[dim]`jitbench run` measures with --threads 1 by default (one pinned core, one "
             "BLAS thread); --threads all keeps the pools shown here.[/]"

@@ -201,7 +201,7 @@ class _Reporter:
         self.progress.refresh()
 
     def __call__(self, event: RunEvent) -> None:
-        from jitbench.render import run_table
+        from jitbench.render import progress_line
         from jitbench.runner.events import (
             CaseFinished,
             CaseProgress,
@@ -271,7 +271,9 @@ class _Reporter:
                 err.print(escape(self.estimate.step))
             self._draw(force=True)
         elif isinstance(event, CaseFinished):
-            line = run_table.plain_case_line(event.measurements)
+            line = progress_line.plain_case_line(
+                event.measurements, processes=self.estimate.processes
+            )
             if self.progress is not None:
                 self._print(escape(line))
                 self._draw(force=True)

@@ -39,7 +39,7 @@ from jitbench.gate.model import (
 )
 from jitbench.gate.paired import INTERLEAVED_THRESHOLD, are_partners, compare_interleaved
 from jitbench.gate.pooling import DISTURBED_FACTOR, load_side, merge_runs, pooling_notes, run_levels
-from jitbench.results.merge import judged_compile_s
+from jitbench.results.analysis.estimates import compile_figure
 
 __all__ = [
     "COMPARISON_SCHEMA_ID",
@@ -69,8 +69,8 @@ __all__ = [
     "compare_measurements",
     "compare_runs",
     "compare_timing",
+    "compile_figure",
     "environment_differences",
-    "judged_compile_s",
     "load_side",
     "merge_runs",
     "pooling_notes",

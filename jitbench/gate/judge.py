@@ -38,8 +38,7 @@ from jitbench.gate.pooling import pooling_notes
 from jitbench.gate.program import explain, program_change_of
 from jitbench.results import Measurement, Mode, Run, is_host_copy
 from jitbench.results.analysis import RunAnalysis, analyse
-from jitbench.results.analysis.estimates import time_estimate
-from jitbench.results.merge import judged_compile_s
+from jitbench.results.analysis.estimates import compile_figure, time_estimate
 
 #: Prior degrees of freedom of a case's between-run variance in the run-level test: the
 #: typical spread of the case's mode counts as ten runs' worth of evidence (`compare_runs`).
@@ -281,8 +280,8 @@ def compile_change_of(
     """`compare_compile` on two measurements: their judged figures and every cold compile
     each measured (pooled runs', repeats); its p-value is not adjusted yet."""
     return compare_compile(
-        judged_compile_s(base),
-        judged_compile_s(new),
+        compile_figure(base.compile),
+        compile_figure(new.compile),
         thresholds,
         base_figures=base.compile.compile_repeats_s if base.compile is not None else (),
         new_figures=new.compile.compile_repeats_s if new.compile is not None else (),

@@ -23,8 +23,10 @@ COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # that warns, not only runs of mixed settings); 1.4: "inconclusive", why the gate could not
 # vouch for the new run (untestable changes, a partial run on either side); 1.5: each
 # entry's "program" (changed, moved, regressed) and the program thresholds; 1.6: a
-# compile verdict "inconclusive" (too few cold compiles to test) and "compile_untested"
-COMPARISON_SCHEMA_VERSION = "1.6"
+# compile verdict "inconclusive" (too few cold compiles to test) and "compile_untested";
+# 1.7: each entry's base_median_s/new_median_s dropped (the pooled samples' medians, which
+# no table shows): base_s/new_s, the times the runs show, are its one figure a side
+COMPARISON_SCHEMA_VERSION = "1.7"
 
 CaseKey = tuple[str, str, str, str]
 
@@ -244,14 +246,6 @@ class Entry:
     @property
     def label(self) -> str:
         return f"{self.workload}[{self.size}] {self.device} {self.dtype} {self.mode.value}"
-
-    @property
-    def base_median_s(self) -> float | None:
-        return self.base.median_s if self.base is not None else None
-
-    @property
-    def new_median_s(self) -> float | None:
-        return self.new.median_s if self.new is not None else None
 
     @property
     def checked(self) -> bool:
@@ -516,8 +510,6 @@ def _entry_dict(e: Entry) -> dict[str, Any]:
         "fails_gate": e.fails_gate,
         "base_status": e.base.status.value if e.base else None,
         "new_status": e.new.status.value if e.new else None,
-        "base_median_s": e.base_median_s,
-        "new_median_s": e.new_median_s,
         "base_s": e.base_s,
         "new_s": e.new_s,
         "base_n": len(e.base.samples_s) if e.base else 0,

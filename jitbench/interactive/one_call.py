@@ -114,21 +114,11 @@ class BenchResult:
         over: Mode | str | None = None,
         size: str | None = None,
     ) -> Estimate | None:
-        """How many times faster `mode` is than `over`, with its 95 % interval: the
-        quotient of the two times shown. `over` defaults to the case's baseline: NumPy,
-        or eager where there is no NumPy side."""
-        c = self.case(size)
-        mode = Mode(mode)
-        base = c.baseline if over is None else Mode(over)
-        f = c.get(mode)
-        if f is not None and f.speedup is not None and f.over is base:
-            return f.speedup
-        if (base, mode) == (Mode.EAGER, Mode.JIT):
-            return c.eager_over_jit
-        a, b = self.time(base, size), self.time(mode, size)
-        if a is None or b is None:
-            return None
-        return Estimate(a.value / b.value, None, None)
+        """How many times faster `mode` is than `over`, with its 95 % interval where the
+        analysis took the ratio round by round (`CaseAnalysis.speedup`): the quotient of
+        the two times shown. `over` defaults to the case's baseline: NumPy, or eager
+        where there is no NumPy side."""
+        return self.case(size).speedup(mode, over=over)
 
     def compile_s(self, size: str | None = None) -> float | None:
         """jit's cold compile (trace + lower + XLA compile), seconds."""

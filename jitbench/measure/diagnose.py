@@ -1,11 +1,12 @@
-"""Turn what the runner saw into diagnostics: a stable code, a severity, a message, a hint.
+"""Turn what was seen while measuring into diagnostics: a stable code, a severity, a
+message, a hint.
 
 Each detector is a small pure function of measurements and observations, so it can be
-tested alone and extended without touching the runner. Detectors that need several modes
-of one case (speed comparisons, compile figures) run in `case_diagnostics`, which the
-runner calls once per case on the finished measurements; those that need the samples of a
-whole run or several sizes of one workload (outliers, sizes out of order) run in
-`run_diagnostics`, which the runner calls once on the finished run.
+tested alone and extended without touching the runner. `case_diagnostics` adds, once per
+case on the finished measurements, what needs all its modes (compile figures, and the
+speed notes `results.analysis.judgement` judges on the case's figures). Judging a whole
+run's stored figures (outliers, sizes out of order, processes that disagree, a pooled
+run's notes) is the analysis layer's: `results.analysis.judgement`.
 
 Stable codes (see `CODES`): a pitfall code means jitbench saw the pitfall happen, not that
 it guessed from the source.
@@ -13,24 +14,33 @@ it guessed from the source.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from jitbench import formatting as fmt
-from jitbench import stats
-from jitbench.config import ALL_MODES
 from jitbench.measure.capture import PrintTally
-from jitbench.results import Diagnostic, Measurement, Mode, Run, Severity, Status
-from jitbench.results.analysis import PROCESS_SPLIT_FACTOR, CaseAnalysis, analyse, analyse_case
+from jitbench.results import Diagnostic, Measurement, Mode, Severity, Status
+from jitbench.results.analysis import analyse_case
+from jitbench.results.analysis.judgement import (
+    EAGER_DISPATCH,
+    EAGER_FAR_SLOWER,
+    JIT_SLOWER,
+    NOISY,
+    OUTLIERS,
+    PROCESSES_DISAGREE,
+    RECOMPILED,
+    SIZE_ORDER,
+    speed_notes,
+)
+from jitbench.results.analysis.judgement import (
+    noisy as noisy,  # one process's note, which `protocol` adds while sampling
+)
 
 # Pitfall codes: each means the measurement was affected by a known JAX pitfall.
 TRACED_CONTROL_FLOW = "traced-control-flow"
 IMPLICIT_TRANSFER = "implicit-transfer"
-RECOMPILED = "recompiled-during-timing"
 LARGE_JAXPR = "large-jaxpr"
 SLOW_COMPILE = "slow-compile"
 OUTPUT_MISMATCH = "output-mismatch"
@@ -40,17 +50,13 @@ PRINTS = "prints-during-call"
 INPUT_NARROWED = "input-narrowed"
 SCALAR_PROMOTION = "scalar-promotion"
 EAGER_PARTLY_JITTED = "eager-partly-jitted"
-# Observations: true statements about speed at this size, not mistakes in the code.
-JIT_SLOWER = "jit-slower-than-numpy"
-EAGER_DISPATCH = "eager-dispatch-bound"
-NOISY = "noisy"
+# Observations: true statements about speed at this size, not mistakes in the code (the
+# judged ones, jit slower, eager dispatch-bound, noisy, are `results.analysis.judgement`'s).
 EAGER_NOJIT = "eager-nojit"
 ONE_DEVICE = "sharded-one-device"  # sharded mode skipped: the platform has one device
 REPLICATED = "sharded-replicated"  # an input sharded mode would split went whole to each
-# Measurement trouble: the figure itself is suspect.
-OUTLIERS = "outlier-samples"
-SIZE_ORDER = "size-order-inverted"
-PROCESSES_DISAGREE = "processes-disagree"
+# Measurement trouble: the figure itself is suspect (outliers, size order and processes
+# that disagree are judged on the stored figures: `results.analysis.judgement`).
 NO_FINITE = "no-finite-output"
 NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
 OTHER_DEVICE = "output-on-other-device"
@@ -102,34 +108,6 @@ CODES = PITFALL_CODES | {
 LARGE_JAXPR_EQNS = 1000  # the default suite's programs have < 50 equations
 SLOW_COMPILE_S = 5.0  # trace + lower + compile; the default suite needs < 0.5 s (~3 s when loaded)
 SMALL_PROGRAM_EQNS = 50  # no unrolled loop: a slow compile of this is the backend's doing
-EAGER_FAR_SLOWER = 10.0  # eager / jit median ratio that counts as "far slower"
-# ... and the ratio's lower 95 % bound must exceed this: with the few samples of a quick
-# run one preempted jit sample drags the bound far below the median ratio.
-EAGER_SURELY_SLOWER = 2.0
-DISPATCH_BOUND_S = 50e-6  # a jit call this short is dominated by per-call dispatch
-
-# Thresholds of the run-level detectors (`run_diagnostics`).
-# Tukey's "far out": beyond Q3 + 3·IQR. Timing noise only ever adds time, so only the high
-# side is checked; below 8 samples the quartiles are too rough to call anything far.
-OUTLIER_IQRS = 3.0
-OUTLIER_MIN_SAMPLES = 8
-# ... and at least 5 % above the median, so a very tight distribution (IQR of 0.1 %) does
-# not call a sample 0.4 % out "far".
-OUTLIER_MIN_EXCESS = 0.05
-# A smaller input slower than a larger one by more than this (medians), with the 95 % CIs
-# apart: S, M and L differ ~10× in work, so this is a stall, not the algorithm.
-SIZE_ORDER_MARGIN = 0.05
-# ... unless the larger input's call is this short: per-call overhead (NumPy's few µs, jit
-# dispatch, eager's dispatch per operation) does not grow with the input, so where it
-# dominates, times are flat in the size and their order is the machine's drift.
-SIZE_ORDER_MIN_S = 100e-6
-# ... and every other mode of the case moved with it between the same processes, within
-# this factor: then the machine, not the mode's code, was slower during one process (a
-# neighbour's burst), and the speedups, paired round by round, are untouched by it. When
-# every other mode was slower in the same process by this factor or more, but not alike,
-# the machine was still busier then; only the modes felt it unequally, and the speedups
-# moved with that (docs: guide, "Profiling", `processes-disagree`).
-SHARED_SHIFT_FACTOR = 1.2
 
 TRACER_ERRORS = {
     "ConcretizationTypeError",
@@ -527,20 +505,6 @@ def no_time_split(mode: Mode, reason: str) -> Diagnostic:
     )
 
 
-def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
-    width = (
-        "could not be estimated from so few samples"
-        if math.isinf(rel_halfwidth)
-        else f"is ±{rel_halfwidth:.1%}, wider than the ±{target:.1%} target,"
-    )
-    return Diagnostic(
-        code=NOISY,
-        severity=Severity.INFO,
-        message=f"the median's 95 % CI {width} when the budget ran out",
-        hint="raise --budget, close other programs, or pin the process to idle cores.",
-    )
-
-
 #: The hint of `nonfinite-output` when the program takes a gradient (the JAX FAQ's
 #: "gradients contain NaN where using where"): --x64 does not help there.
 DOUBLE_WHERE_HINT = (
@@ -711,68 +675,6 @@ def slow_compile(
     )
 
 
-def jit_slower(slowdown: float, jit_s: float, numpy_s: float) -> Diagnostic:
-    why = (
-        f"a {fmt.seconds(jit_s)} call is dominated by per-call dispatch overhead"
-        if jit_s < DISPATCH_BOUND_S
-        else "XLA's program is slower than NumPy's kernels here"
-    )
-    return Diagnostic(
-        code=JIT_SLOWER,
-        severity=Severity.INFO,
-        message=f"jit is {fmt.ratio(slowdown)} slower than NumPy at this size "
-        f"({fmt.seconds(jit_s)} vs {fmt.seconds(numpy_s)}): {why}",
-        hint="batch more work into each call (larger arrays, jax.vmap over many problems), "
-        "or keep problems this small in NumPy.",
-    )
-
-
-def eager_dispatch(ratio: stats.Ratio, eager_s: float, jit_s: float) -> Diagnostic:
-    return Diagnostic(
-        code=EAGER_DISPATCH,
-        severity=Severity.INFO,
-        message=f"eager is {fmt.ratio(ratio.value)} slower than jit ({fmt.seconds(eager_s)} vs "
-        f"{fmt.seconds(jit_s)}): op-by-op dispatch, one small program per primitive",
-        hint="wrap the function in jax.jit so XLA fuses the operations into one program.",
-    )
-
-
-def _speed_notes(
-    c: CaseAnalysis, *, eager_far_slower: float = EAGER_FAR_SLOWER
-) -> list[tuple[Mode, Diagnostic]]:
-    """The speed observations of one case from the figures its table shows (jit over
-    NumPy, eager over jit, each with its interval): jit slower when jit's speedup lies
-    below 1 with its whole interval; eager dispatch-bound when it is `eager_far_slower`
-    times slower than jit and surely over `EAGER_SURELY_SLOWER` (not while it
-    recompiles: then compiling, not dispatch, is what makes eager slow)."""
-    found: list[tuple[Mode, Diagnostic]] = []
-    numpy_f, eager_f, jit_f = (c.get(mode) for mode in ALL_MODES)
-    speedup = jit_f.speedup if jit_f is not None else None
-    if speedup is not None and speedup.high is not None and speedup.high < 1:
-        assert jit_f is not None and numpy_f is not None
-        assert jit_f.time is not None and numpy_f.time is not None
-        found.append(
-            (Mode.JIT, jit_slower(1 / speedup.value, jit_f.time.value, numpy_f.time.value))
-        )
-    eager_over_jit = c.eager_over_jit
-    recompiling = eager_f is not None and any(
-        d.code == RECOMPILED for d in eager_f.measurement.diagnostics
-    )
-    if (
-        not recompiling
-        and eager_over_jit is not None
-        and eager_over_jit.value >= eager_far_slower
-        and eager_over_jit.low is not None
-        and eager_over_jit.low > EAGER_SURELY_SLOWER
-    ):
-        assert eager_f is not None and jit_f is not None
-        assert eager_f.time is not None and jit_f.time is not None
-        found.append(
-            (Mode.EAGER, eager_dispatch(eager_over_jit, eager_f.time.value, jit_f.time.value))
-        )
-    return found
-
-
 def case_diagnostics(
     measurements: Sequence[Measurement],
     *,
@@ -784,7 +686,7 @@ def case_diagnostics(
 
     Pure: returns new measurements in the same order. Speed observations need the
     difference to be significant (jit slower: the ratio's 95 % CI lies above 1; eager far
-    slower: median ratio at least `eager_far_slower` and CI above `EAGER_SURELY_SLOWER`),
+    slower: ratio at least `eager_far_slower` and CI above `judgement.EAGER_SURELY_SLOWER`),
     so a noisy quick run does not report them by chance.
     """
     jit_m = next((m for m in measurements if m.mode is Mode.JIT), None)
@@ -802,253 +704,7 @@ def case_diagnostics(
 
     figures = analyse_case(measurements)
     if figures is not None:
-        for mode, found in _speed_notes(figures, eager_far_slower=eager_far_slower):
+        for mode, found in speed_notes(figures, eager_far_slower=eager_far_slower):
             extra[mode].append(found)
 
     return [m.with_diagnostics(extra[m.mode]) for m in measurements]
-
-
-# ---------------------------------------------------------------------------------------
-# Run-level detectors
-
-
-def outlier_samples(m: Measurement) -> Diagnostic | None:
-    """`outlier-samples` when some of `m`'s samples lie far above the rest (beyond
-    Q3 + `OUTLIER_IQRS`·IQR and `OUTLIER_MIN_EXCESS` above the median), else None."""
-    xs = m.samples_s
-    if len(xs) < OUTLIER_MIN_SAMPLES or m.summary is None:
-        return None
-    q1, q3 = (float(q) for q in np.percentile(xs, [25, 75]))
-    median = m.summary.median
-    fence = max(q3 + OUTLIER_IQRS * (q3 - q1), median * (1 + OUTLIER_MIN_EXCESS))
-    far = [x for x in xs if x > fence]
-    if not far or median <= 0:
-        return None
-    return Diagnostic(
-        code=OUTLIERS,
-        severity=Severity.INFO,
-        message=f"{len(far)} of {len(xs)} samples lie beyond Q3 + {OUTLIER_IQRS:g}·IQR "
-        f"({fmt.seconds(fence)}), the worst {fmt.ratio(max(far) / median)} the median "
-        f"{fmt.seconds(median)}: something stalled them (the median and its CI stand)",
-        hint="quiet the machine and keep --threads 1 (idle BLAS/XLA threads of another call "
-        "and other processes stall samples); the raw samples are in the run JSON.",
-    )
-
-
-def _process_medians(m: Measurement) -> tuple[float, ...] | None:
-    """Each process's median of `m` (a `--processes` run), None with fewer than two or a
-    median that is not positive."""
-    medians = m.run_medians_s if len(m.run_sample_counts) > 1 else ()
-    if len(medians) < 2 or min(medians) <= 0:
-        return None
-    return medians
-
-
-def processes_disagree(m: Measurement, others: Sequence[Measurement] = ()) -> Diagnostic | None:
-    """`processes-disagree` when the processes of a `--processes` run measured `m` at
-    medians `PROCESS_SPLIT_FACTOR` or more apart, else None.
-
-    `others` are the case's other modes, measured in the same processes: the message says
-    how far each moved between the slowest and the fastest of `m`'s processes. When
-    every mode moved alike (every pair within `SHARED_SHIFT_FACTOR`) it names the machine,
-    not the code, as the cause, at `INFO` (the speedups hold), not `WARNING`. When every
-    other mode was slower in the same process by that factor or more, but not alike, it
-    names the machine too, and says how far this mode's time moved relative to each other
-    mode's (a `WARNING`: speedups moved)."""
-    medians = _process_medians(m)
-    if medians is None or max(medians) < PROCESS_SPLIT_FACTOR * min(medians):
-        return None
-    slow, fast = medians.index(max(medians)), medians.index(min(medians))
-    moved = [
-        (o.mode.value, om[slow] / om[fast])
-        for o in others
-        if o.mode is not m.mode
-        and o.status is Status.OK
-        and (om := _process_medians(o)) is not None
-        and len(om) == len(medians)
-    ]
-    factor = medians[slow] / medians[fast]
-    shown = ", ".join(fmt.seconds(x) for x in medians)
-    message = f"its {len(medians)} processes measured {shown} ({fmt.ratio(factor)} apart)"
-    if moved:
-        message += "; between the same processes " + ", ".join(
-            f"{mode} moved {fmt.ratio(f)}" for mode, f in moved
-        )
-    factors = [factor, *(f for _, f in moved)]
-    # Alike: every pair of modes, not only this one against each, or a speedup between
-    # two others (jit over NumPy, when this is eager) could have moved.
-    shared = bool(moved) and max(factors) <= SHARED_SHIFT_FACTOR * min(factors)
-    busier = bool(moved) and all(f >= SHARED_SHIFT_FACTOR for _, f in moved)
-    if shared:
-        message += (
-            ": every mode moved alike, so the machine was slower during one process, not "
-            "this code; the speedups, taken round by round, hold, and the time is a mix "
-            "of the two speeds"
-        )
-    elif busier:
-        relative = ", to ".join(
-            f"{mode}'s {fmt.ratio(max(factor / f, f / factor))}" for mode, f in moved
-        )
-        message += (
-            ": every mode was slower in the same process, so the machine was busier then, "
-            "but not by the same amount (a busy host does not slow every kind of code "
-            f"alike), so the speedups moved too (its time relative to {relative}); the "
-            "interval is wide for it"
-        )
-    else:
-        message += (
-            ": the same code ran at different speeds in different processes (an "
-            "executable's memory layout, or what the cache held), so a repeat run may see "
-            "either; the interval is wide for it"
-        )
-    return Diagnostic(
-        code=PROCESSES_DISAGREE,
-        # The machine's slowdown leaves the speedups standing: a note, not a problem.
-        severity=Severity.INFO if shared else Severity.WARNING,
-        message=message,
-        hint=f"measure it in more processes (--processes {2 * len(medians)}), so one "
-        "process's speed weighs less; each process's samples are in the run JSON "
-        "(run_sample_counts).",
-    )
-
-
-def _input_size(m: Measurement) -> tuple[int, int] | None:
-    """(input bytes, input elements) of `m`'s case, for ordering its sizes; None if unknown."""
-    c = m.case
-    if c.input_bytes is None and c.input_elements is None:
-        return None
-    return (c.input_bytes or 0, c.input_elements or 0)
-
-
-def _smaller(a: tuple[int, int], b: tuple[int, int]) -> bool:
-    """Whether input `a` is smaller than `b`: by bytes where both know them, else by
-    elements, and never larger by the other measure."""
-    (ab, ae), (bb, be) = a, b
-    if ab and bb and ab != bb:
-        return ab < bb and not (ae and be and ae > be)
-    return bool(ae and be and ae < be)
-
-
-def size_order_inverted(smaller: Measurement, larger: Measurement) -> Diagnostic:
-    a, b = smaller.summary, larger.summary
-    assert a is not None and b is not None
-    what = "input bytes" if smaller.case.input_bytes and larger.case.input_bytes else "elements"
-    grow = (
-        (larger.case.input_bytes or 0) / (smaller.case.input_bytes or 1)
-        if what == "input bytes"
-        else (larger.case.input_elements or 0) / (smaller.case.input_elements or 1)
-    )
-    mode = smaller.mode.value
-    return Diagnostic(
-        code=SIZE_ORDER,
-        severity=Severity.WARNING,
-        message=f"{mode} at {smaller.case.size} ({fmt.seconds(a.median)}) is slower than at "
-        f"{larger.case.size} ({fmt.seconds(b.median)}, {fmt.ratio(grow)} the {what}): a smaller "
-        "input cannot honestly take longer, so this figure is probably a stall (BLAS threads, "
-        "another process); it is left out of the geometric-mean speedup",
-        hint=f"measure it again on a quiet machine with --threads 1 (`jitbench run "
-        f"{smaller.case.workload} -s {smaller.case.size},{larger.case.size}`).",
-    )
-
-
-def _inverted(smaller: Measurement, larger: Measurement) -> bool:
-    a, b = smaller.summary, larger.summary
-    if a is None or b is None or not (smaller.ok and larger.ok) or b.median < SIZE_ORDER_MIN_S:
-        return False
-    split = larger.time_split
-    if split is not None and split.host_s >= split.device_s:
-        # Traced as dispatch-bound (--time-split): the device's work is not what the call
-        # waits for, so its time is flat in the size and the order is drift (docs:
-        # validation, "H200 runs").
-        return False
-    return a.median > b.median * (1 + SIZE_ORDER_MARGIN) and a.ci_low > b.ci_high
-
-
-def run_diagnostics(run: Run) -> Run:
-    """Add the diagnostics that need a whole run: `outlier-samples` per measurement, and
-    `size-order-inverted` on a measurement slower than the same workload × device × dtype ×
-    mode at a larger input (medians more than `SIZE_ORDER_MARGIN` apart, 95 % CIs apart,
-    the larger input's call at least `SIZE_ORDER_MIN_S`), naming the larger size.
-
-    A measurement of a `--processes` run whose processes disagree by
-    `PROCESS_SPLIT_FACTOR` or more gets `processes-disagree`, which says how the case's
-    other modes moved between the same processes.
-
-    Pure and idempotent (a code is added once per measurement); measurements keep their
-    order.
-    """
-    groups: dict[tuple[str, str, str, Mode], list[Measurement]] = {}  # the sizes of a mode
-    by_case: dict[tuple[str, str, str, str], list[Measurement]] = {}  # the modes of a case
-    for m in run.measurements:
-        groups.setdefault((m.case.workload, m.case.device, m.case.dtype, m.mode), []).append(m)
-        by_case.setdefault(m.case.key, []).append(m)
-    extra: dict[int, list[Diagnostic]] = {}
-    for i, m in enumerate(run.measurements):
-        for found in (outlier_samples(m), processes_disagree(m, by_case[m.case.key])):
-            if found is not None:
-                extra.setdefault(i, []).append(found)
-    index = {id(m): i for i, m in enumerate(run.measurements)}
-    for ms in groups.values():
-        sized = [(size, m) for m in ms if (size := _input_size(m)) is not None]
-        for size, m in sized:
-            larger = [
-                (other_size, other)
-                for other_size, other in sized
-                if _smaller(size, other_size) and _inverted(m, other)
-            ]
-            if larger:
-                # Name the largest input it is slower than: the plainest contradiction.
-                _, worst = max(larger, key=lambda x: x[0])
-                extra.setdefault(index[id(m)], []).append(size_order_inverted(m, worst))
-    if not extra:
-        return run
-    return replace(
-        run,
-        measurements=tuple(
-            m.with_diagnostics(extra.get(i, ())) for i, m in enumerate(run.measurements)
-        ),
-    )
-
-
-#: What the first process judged on its own share of a `--processes` run's samples, and
-#: `pooled_judgement` judges again on all of them: a note must quote the figures the table
-#: shows (a jit-slower note said 31.5 ms vs 12.5 ms beside a row of 16.8 ms vs 9.21 ms).
-_JUDGED_ON_SAMPLES = frozenset({NOISY, OUTLIERS, SIZE_ORDER, JIT_SLOWER, EAGER_DISPATCH})
-
-
-def pooled_judgement(run: Run, precision: float | None) -> Run:
-    """The sample-borne diagnostics of a `--processes` run judged again on its pooled
-    samples and the run's own ratios (`Run.speedup`'s prediction intervals): `noisy`
-    (unless `precision` is None, a smoke run), `jit-slower-than-numpy` (the jit speedup's
-    interval below 1) and `eager-dispatch-bound`, then `run_diagnostics` (outliers, size
-    order, processes that disagree). Each process judged its own share (at the default
-    two, five samples of a slow case, too few for any 95 % interval), but the run reports
-    the pooled figures."""
-    pooled = [m for m in run.measurements if len(m.run_sample_counts) > 1 and m.samples_s]
-    if not pooled:
-        return run_diagnostics(run)
-    dropped = _JUDGED_ON_SAMPLES if precision is not None else _JUDGED_ON_SAMPLES - {NOISY}
-    out = []
-    for m in run.measurements:
-        if len(m.run_sample_counts) > 1 and m.samples_s:
-            m = replace(m, diagnostics=tuple(d for d in m.diagnostics if d.code not in dropped))
-            width = stats.relative_ci_halfwidth(list(m.samples_s))
-            if precision is not None and width > precision:
-                m = m.with_diagnostics([noisy(width, precision)])
-        out.append(m)
-    run = replace(run, measurements=tuple(out))
-    extra: dict[tuple[tuple[str, str, str, str], Mode], list[Diagnostic]] = {}
-    for case in analyse(run):
-        jit_f = case.get(Mode.JIT)
-        if jit_f is None or len(jit_f.measurement.run_sample_counts) < 2:
-            continue
-        for mode, found in _speed_notes(case):
-            extra.setdefault((case.key, mode), []).append(found)
-    if extra:
-        run = replace(
-            run,
-            measurements=tuple(
-                m.with_diagnostics(extra.get((m.case.key, m.mode), [])) for m in run.measurements
-            ),
-        )
-    return run_diagnostics(run)

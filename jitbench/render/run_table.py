@@ -1,4 +1,4 @@
-"""Rich renderables for the terminal: the run summary table, workload and environment tables.
+"""Rich renderables for the terminal: the run tables, their footers and the run's problems.
 
 Two run tables: `compact_table` (the default: one row per case, fitted to the terminal's
 width, from a roomy layout down to one that fits 80 columns) and `summary_table` (`--wide`:
@@ -7,9 +7,8 @@ every figure in full). Builders return rich objects; printing is the CLI's job.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 from rich import box
 from rich.console import Group, RenderableType
@@ -19,8 +18,7 @@ from rich.text import Text
 from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.errors import ConfigError, unknown_name_message
-from jitbench.measure import diagnose
-from jitbench.measure.threads import core_ranges, recorded_summary
+from jitbench.measure.threads import recorded_summary
 from jitbench.render.layout import Fitted, fit_first, fitted
 from jitbench.results import Case, Measurement, Mode, Run, Severity, Status
 from jitbench.results.analysis import (
@@ -29,9 +27,9 @@ from jitbench.results.analysis import (
     CaseAnalysis,
     ModeFigure,
     analyse,
+    judgement,
     machine,
 )
-from jitbench.suite.workload import Workload
 
 _STATUS_STYLE = {
     Status.OK: "green",
@@ -773,15 +771,15 @@ def problems(run: Run, *, detailed: bool = False) -> list[str]:
         for d in m.diagnostics
         if d.severity in (Severity.WARNING, Severity.ERROR)
     ]
-    split = [m for m, d in warned if d.code == diagnose.PROCESSES_DISAGREE]
+    split = [m for m, d in warned if d.code == judgement.PROCESSES_DISAGREE]
     grouped = len(split) > MAX_PROCESS_WARNINGS
     for m, d in warned:
-        if not (grouped and d.code == diagnose.PROCESSES_DISAGREE):
+        if not (grouped and d.code == judgement.PROCESSES_DISAGREE):
             lines.append(line(f"{m.case.label} {m.mode.value}", d.code, d.message, d.hint))
     if grouped:
         names = ", ".join(f"{m.case.label} {m.mode.value}" for m in split)
         text = (
-            f"{diagnose.PROCESSES_DISAGREE}: {len(split)} measurements' processes measured "
+            f"{judgement.PROCESSES_DISAGREE}: {len(split)} measurements' processes measured "
             f"them {PROCESS_SPLIT_FACTOR:g}× or more apart: {names}"
         )
         hint = (
@@ -790,105 +788,3 @@ def problems(run: Run, *, detailed: bool = False) -> list[str]:
         )
         lines.append(text + f" — hint: {hint}" if detailed else cut(text))
     return lines
-
-
-def workloads_table(workloads: Iterable[Workload]) -> Table:
-    table = Table(title="workloads", title_justify="left")
-    for col in ("name", "sizes", "sweep", "tags", "description"):
-        table.add_column(col, no_wrap=col in ("name",))
-    for wl in workloads:
-        sizes = ", ".join(
-            f"{k}({', '.join(f'{pk}={pv}' for pk, pv in v.items())})" for k, v in wl.sizes.items()
-        )
-        table.add_row(
-            wl.name,
-            sizes,
-            str(len(wl.sweep)) if wl.sweep else "—",
-            ", ".join(wl.tags),
-            wl.description,
-        )
-    return table
-
-
-def workload_dict(wl: Workload) -> dict[str, Any]:
-    return {
-        "name": wl.name,
-        "description": wl.description,
-        "tags": list(wl.tags),
-        "sizes": {k: dict(v) for k, v in wl.sizes.items()},
-        "sweep": [dict(p) for p in wl.sweep],
-        "static_argnames": list(wl.static_argnames),
-        "static_argnums": list(wl.static_argnums),
-        "outputs": list(wl.outputs),
-        "dtype": wl.dtype,
-        "eager": wl.eager,
-        "rtol": wl.rtol,
-        "atol": wl.atol,
-        "norm_tol": wl.norm_tol,
-        "source": wl.source,
-    }
-
-
-def environment_table(env: Mapping[str, Any]) -> Table:
-    table = Table(title="environment", title_justify="left", show_header=False)
-    table.add_column("key", style="bold")
-    table.add_column("value")
-
-    def add(key: str, value: Any) -> None:
-        table.add_row(key, "—" if value in (None, "", {}, []) else str(value))
-
-    for key in (
-        "host",
-        "os",
-        "cpu",
-        "cpu_count",
-        "cpu_affinity_count",
-        "python",
-        "backend",
-        "x64",
-        "matmul_precision",
-    ):
-        add(key, env.get(key))
-    for name, version in (env.get("versions") or {}).items():
-        add(name, version)
-    for d in env.get("devices") or []:
-        add(f"device {d.get('label')}", d.get("kind"))
-    git = env.get("git") or {}
-    dirty = " (dirty)" if git.get("dirty") else ""
-    add("git", f"{git['commit']}{dirty}" if git.get("commit") else None)
-    for k, v in (env.get("env") or {}).items():
-        add(f"${k}", v)
-    add("threads", recorded_summary(env))
-    settings = env.get("thread_settings")
-    if isinstance(settings, Mapping):
-        cores = tuple(c for c in settings.get("allowed_cores") or () if isinstance(c, int))
-        add("allowed cores", f"{len(cores)} ({core_ranges(cores)})" if cores else None)
-        for pool in settings.get("blas") or ():
-            add(
-                f"{pool.get('user_api')} pool",
-                f"{pool.get('internal_api')} {pool.get('version')} "
-                f"({pool.get('threading_layer')}): {pool.get('num_threads')} threads",
-            )
-        add("XLA thread flags", " ".join(settings.get("xla_thread_flags") or ()) or "none set")
-        for k, v in (settings.get("env") or {}).items():
-            if k not in (env.get("env") or {}):
-                add(f"${k}", v)
-    for key in ("machine", "machine_before", "machine_after"):
-        state = machine.from_environment(env, key)
-        if state is not None:
-            add(key.replace("_", " "), f"{state.summary} ({state.verdict().label})")
-    return table
-
-
-def plain_case_line(measurements: Sequence[Measurement]) -> str:
-    """A one-line progress record for a finished case (non-TTY output)."""
-    if not measurements:
-        return ""
-    case = measurements[0].case
-    parts = []
-    for m in measurements:
-        if m.status is Status.OK and m.median_s is not None:
-            parts.append(f"{m.mode.value} {fmt.seconds(m.median_s)}")
-        else:
-            parts.append(f"{m.mode.value} {m.status.value}")
-    return f"{case.label}: " + ", ".join(parts)

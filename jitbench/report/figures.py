@@ -22,6 +22,7 @@ from jitbench.report import data
 from jitbench.report.data import plot_text, speedup_title
 from jitbench.results import Case, Measurement, Mode, Run, Status
 from jitbench.results.analysis import analyse
+from jitbench.results.analysis.crossovers import crossovers
 
 COLORS = {Mode.NUMPY: "#4c72b0", Mode.EAGER: "#dd8452", Mode.JIT: "#55a868"}
 SYMBOLS = {Mode.NUMPY: "square", Mode.EAGER: "circle", Mode.JIT: "diamond"}
@@ -615,9 +616,7 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> Figure:
         )
     lo, hi = log_range(values, pad=1.4)
     xlo, xhi = log_range(xs_all, pad=1.3)
-    crosses = [
-        c for m in JAX_MODES if m in series for c in data.crossovers(series[m], m, axis.name)
-    ]
+    crosses = [c for m in JAX_MODES if m in series for c in crossovers(series[m], m, axis.name)]
     for row, cross in enumerate(crosses):
         fig.add_shape(
             type="line",
@@ -650,7 +649,7 @@ def sweep_speedup_figure(run: Run, device: str, workload: str) -> Figure:
 
 
 def approx_value(x: float) -> str:
-    return f"{x:,.0f}" if x >= 1 and float(x).is_integer() else data.approx(x)
+    return f"{x:,.0f}" if x >= 1 and float(x).is_integer() else fmt.approx(x)
 
 
 def _rgba(hex_color: str, alpha: float) -> str:

@@ -47,6 +47,7 @@ from jitbench.results import (
     write_text_atomic,
 )
 from jitbench.results.analysis import WIDE_FACTOR
+from jitbench.results.analysis.crossovers import sweep_verdict
 
 HISTORY_PAGE = OutputLayout(Path()).history.name
 #: Cases beyond this many get no sample-distribution chart (the page stays light; the
@@ -239,7 +240,7 @@ def _device_sections(run: Run) -> list[dict[str, Any]]:
                     else None,
                     "time": figures.sweep_time_figure(run, device, wl) if drawn else None,
                     "verdicts": [
-                        data.sweep_verdict(series.get(m, []), m, axis.name)
+                        sweep_verdict(series.get(m, []), m, axis.name)
                         for m in JAX_MODES
                         if has_speedup and m in modes
                     ],

@@ -29,10 +29,10 @@ from jitbench import formatting as fmt
 from jitbench import stats
 from jitbench.config import ALL_MODES, JAX_MODES, Mode
 from jitbench.errors import OutputError, ResultsFormatError
-from jitbench.measure import diagnose, threads
+from jitbench.measure import threads
 from jitbench.report import data
 from jitbench.results import OutputLayout, Run, load_run, model, write_text_atomic
-from jitbench.results.analysis import analyse, estimates, figures, machine
+from jitbench.results.analysis import analyse, estimates, figures, judgement, machine
 from jitbench.results.safe_io import lstat_or_none, read_regular
 from jitbench.results.validated import Stamp, stamp_of
 from jitbench.suite import workload
@@ -301,11 +301,11 @@ def summarize(run: Run) -> RunSummary:
 @functools.cache
 def _generation() -> str:
     """Entries hold only for the code that computed them: this module, the derived data and
-    every jitbench module it computes with (statistics, model, the analysis layer,
-    `diagnose`, sweep labels, formatting), hashed from their source, so editing any of
-    them in a checkout makes old entries stale too."""
+    every jitbench module it computes with (statistics, model, the analysis layer, the
+    judged diagnostics' codes, sweep labels, formatting), hashed from their source, so
+    editing any of them in a checkout makes old entries stale too."""
     digest = hashlib.sha256(Path(__file__).read_bytes())
-    modules = (data, stats, model, estimates, figures, threads, diagnose, machine, fmt, workload)
+    modules = (data, stats, model, estimates, figures, threads, judgement, machine, fmt, workload)
     for module in modules:
         digest.update(Path(str(module.__file__)).read_bytes())
     return digest.hexdigest()[:16]

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 
 from jitbench import formatting as fmt
 from jitbench.config import ALL_MODES, JAX_MODES
-from jitbench.measure import diagnose
 from jitbench.report import data
 from jitbench.results import Case, Measurement, Mode, Run, Status
 from jitbench.results.analysis import (
     CaseAnalysis,
     ModeFigure,
     analyse,
+    judgement,
 )
 
 
@@ -292,7 +292,7 @@ def case_notes(measurements: Sequence[Measurement | None]) -> tuple[str, str]:
     for m in measurements:
         if m is None:
             continue
-        codes = [d.code for d in m.diagnostics if d.code != diagnose.NOISY]
+        codes = [d.code for d in m.diagnostics if d.code != judgement.NOISY]
         if m.error is not None:
             codes.insert(0, m.error.type)
             full.append(f"{m.mode.value}: {m.failure_text}")

@@ -8,25 +8,15 @@ multi-process JAX run (`--distributed`), whose processes measured different devi
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
 from jitbench.config import Mode
 from jitbench.errors import ResultsFormatError
+from jitbench.results.analysis.estimates import compile_figure
 from jitbench.results.model import Measurement, Run
 
 CaseKey = tuple[str, str, str, str]
-
-
-def judged_compile_s(m: Measurement) -> float | None:
-    """The jit compile figure to judge: the median of every cold compile measured
-    (several with rounds or pooled runs), else the one there is."""
-    if m.compile is None:
-        return None
-    if m.compile.compile_repeats_s:
-        return statistics.median(m.compile.compile_repeats_s)
-    return m.compile.total_compile_s
 
 
 def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool]) -> Measurement:
@@ -45,7 +35,9 @@ def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool])
     ok = [(m, use) for m, use in zip(ms, sample_from, strict=True) if m.ok]
     if not ok:
         return ms[0]
-    timed = sorted((c, i) for i, (m, _) in enumerate(ok) if (c := judged_compile_s(m)) is not None)
+    timed = sorted(
+        (c, i) for i, (m, _) in enumerate(ok) if (c := compile_figure(m.compile)) is not None
+    )
     keeper = ok[timed[(len(timed) - 1) // 2][1]][0] if timed else ok[0][0]
     kept = [m for m, use in ok if use] or [m for m, _ in ok]
     samples = tuple(x for m in kept for x in m.samples_s)
@@ -55,7 +47,7 @@ def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool])
             x
             for m, _ in ok
             if m.compile is not None
-            for x in (m.compile.compile_repeats_s or (judged_compile_s(m),))
+            for x in (m.compile.compile_repeats_s or (compile_figure(m.compile),))
             if x is not None
         )
         keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))

@@ -31,6 +31,7 @@ from jitbench.measure.protocol import (
 )
 from jitbench.measure.threads import limited_threads
 from jitbench.results import Case, Measurement, Run, dump_run
+from jitbench.results.analysis import judgement
 from jitbench.results.analysis.machine import MachineState
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner import overlap
@@ -276,7 +277,7 @@ def run_workloads(
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
         # process's samples together and the run's own ratios.
-        return diagnose.pooled_judgement(pooled, None if config.quick else config.plan.precision)
+        return judgement.pooled_judgement(pooled, None if config.quick else config.plan.precision)
     if config.plan.rounds > 1:
         # Each later round's re-warm loads the programs the first round compiled, instead
         # of compiling them again after the other cases cleared JAX's caches.
@@ -416,7 +417,7 @@ def _measure_once(
         if ready is not None and ready[1] > 1:
             overlap.end_together(*ready)
         after = snapshot()
-        return diagnose.run_diagnostics(environment.with_machine_after(run, after))
+        return judgement.run_diagnostics(environment.with_machine_after(run, after))
 
 
 def _turns(

@@ -117,6 +117,11 @@ def test_setup_time_and_track_on_a_tiny_workload(classes, mode):
         # The median of several cold compiles, not one cold number.
         assert len(case.compile_repeats_s) == asv_bridge.COMPILE_REPEATS
         assert compile_s == sorted(case.compile_repeats_s)[1]
+        # ... the analysis layer's compile figure, the one `compare` judges.
+        from jitbench.results import CompileInfo
+        from jitbench.results.analysis.estimates import compile_figure
+
+        assert compile_s == compile_figure(CompileInfo(compile_repeats_s=case.compile_repeats_s))
         # The repeats cleared JAX's caches; the timed call is still warm and valid.
         bench.setup("S", mode)
         bench.time_call("S", mode)

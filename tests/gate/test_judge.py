@@ -619,4 +619,5 @@ def test_the_sides_times_are_the_figures_the_change_is_taken_from():
     assert e.new_s / e.base_s == pytest.approx(e.ratio)
     assert e.base_s == pytest.approx((1.0e-3 * 1.0e-3 * 1.6e-3) ** (1 / 3), rel=1e-3)
     one = only(compare(runs([1e-3], "b")[0], runs([1.1e-3], "n")[0]))
-    assert (one.base_s, one.new_s) == (one.base_median_s, one.new_median_s)
+    assert one.base is not None and one.new is not None
+    assert (one.base_s, one.new_s) == (one.base.median_s, one.new.median_s)

@@ -82,6 +82,11 @@ def test_to_dict_is_strict_json():
     assert data["entries"][0]["compile"]["ratio"] is None  # infinite ratio from a 0 s base
     assert data["counts"]["regression"] == 1
     assert json.loads(cmp.to_json()) == data  # the text `--json` writes
+    # One figure a side: the time each run shows, never beside another median.
+    assert data["schema_version"] == "1.7"
+    entry = data["entries"][0]
+    assert "base_median_s" not in entry and "new_median_s" not in entry
+    assert (entry["base_s"], entry["new_s"]) == (cmp.entries[0].base_s, cmp.entries[0].new_s)
 
 
 def test_compare_is_exported():

@@ -15,7 +15,7 @@ import jitbench
 from jitbench import Mode, bench
 from jitbench.errors import ConfigError
 from jitbench.results import load_run
-from jitbench.results.analysis import analyse
+from jitbench.results.analysis import Estimate, analyse
 
 FAST = {"budget": 0.05, "processes": 1}
 
@@ -127,3 +127,37 @@ def test_what_cannot_be_shipped_is_measured_in_one_process_and_said() -> None:
     assert "one process" in note and "cannot pickle" in note
     assert note in str(r)
     assert math.isfinite(r.time("jit").value)  # type: ignore[union-attr]
+
+
+def test_every_ratio_comes_from_the_analysis_layer() -> None:
+    """`speedup(mode, over=...)` for any pair is the case's own (`CaseAnalysis.speedup`):
+    the paired ratio where the analysis took one, inverted the other way round, and
+    always the quotient of the two times shown."""
+    from jitbench.interactive.one_call import BenchResult
+    from jitbench.results import Case, Measurement, Run, Status
+
+    case = Case(workload="f", size="given", device="cpu:0", dtype="float32")
+
+    def measured(mode: Mode, scale: float) -> Measurement:
+        samples = tuple(scale * (1 + (i % 5) / 50) for i in range(12))
+        return Measurement(case=case, mode=mode, status=Status.OK, samples_s=samples)
+
+    run = Run(
+        run_id="r", started_at="t", finished_at="t", complete=True, environment={},
+        measurements=(measured(Mode.NUMPY, 1e-3), measured(Mode.EAGER, 4e-4),
+                      measured(Mode.JIT, 1e-4)),
+    )  # fmt: skip
+    r = BenchResult(run=run, name="f")
+    c = r.case()
+    assert r.speedup("jit", over="eager") == c.eager_over_jit
+    back = r.speedup("numpy", over="jit")
+    jit = c.get(Mode.JIT)
+    assert jit is not None and jit.speedup is not None and back is not None
+    assert back.value == pytest.approx(1 / jit.speedup.value)
+    assert back.low == pytest.approx(1 / jit.speedup.high)  # type: ignore[operator]
+    for mode, over in [("eager", "jit"), ("jit", "numpy"), ("numpy", "eager")]:
+        shown = r.speedup(mode, over=over)
+        a, b = r.time(over), r.time(mode)
+        assert shown is not None and a is not None and b is not None
+        assert shown.value == pytest.approx(a.value / b.value, rel=1e-12)
+    assert r.speedup("jit", over="jit") == Estimate(1.0, 1.0, 1.0)

@@ -69,8 +69,8 @@ def test_cli_report_markdown_to_stdout_and_file(tmp_path: Path) -> None:
 
 
 def test_a_suspect_speedup_is_marked_and_explained() -> None:
-    from jitbench.measure import diagnose
     from jitbench.results import Case, Measurement, Run
+    from jitbench.results.analysis import judgement
 
     def gemm(size: str, mode: Mode, median: float, nbytes: int) -> Measurement:
         case = Case(workload="gemm", size=size, device="cpu:0", dtype="float32", input_bytes=nbytes)
@@ -87,7 +87,7 @@ def test_a_suspect_speedup_is_marked_and_explained() -> None:
         run_id="r", started_at="t", finished_at="t", complete=True, environment={}, config={},
         measurements=ms,
     )  # fmt: skip
-    text = run_markdown(diagnose.run_diagnostics(run))
+    text = run_markdown(judgement.run_diagnostics(run))
     s_row = next(line for line in text.splitlines() if line.startswith("| `gemm` | S"))
     m_row = next(line for line in text.splitlines() if line.startswith("| `gemm` | M"))
     assert "11× [" in s_row and "] ⚠ |" in s_row and "⚠" not in m_row

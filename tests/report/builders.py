@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from jitbench import RunConfig, discover, run_workloads
-from jitbench.measure import diagnose
 from jitbench.results import Case, Measurement, Mode, Run, Status
+from jitbench.results.analysis import judgement
 from tests.conftest import TINY_SUITE
 
 SWEEP_WORKLOAD = '''
@@ -115,7 +115,7 @@ def seed_run(environment: dict[str, object] | None = None) -> Run:
         config={},
         measurements=tuple(ms),
     )
-    return diagnose.run_diagnostics(run)
+    return judgement.run_diagnostics(run)
 
 
 def stepped_runs(commits: bool = True) -> list[Run]:

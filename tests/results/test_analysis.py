@@ -198,3 +198,35 @@ def _run_with_process_counts(counts: list[int]) -> Run:
 
 def _with_overlap(run: Run) -> Run:
     return replace(run, config=RecordedConfig(settings=RunConfig(overlap=True), selection=()))
+
+
+def test_numpy_is_one_series_on_every_device() -> None:
+    """softmax S on cpu:0 and cpu:1: an extra process measured cpu:0's case again, NumPy
+    included, so cpu:0's copy of the host series held a third process and its row showed
+    another time than cpu:1's (297 against 307 µs). Every device's NumPy row shows the one
+    series; cpu:1's speedups still pair its own two processes' rounds."""
+    from jitbench.results.merge import pool_runs
+
+    def process(numpy_s: float, jit_s: float, devices: tuple[str, ...]) -> Run:
+        ms = []
+        for device in devices:
+            case = Case(workload="softmax", size="S", device=device, dtype="float32")
+            numpy = [numpy_s * (1 + i / 100) for i in range(6)]
+            jit = [jit_s * (1 + i / 90) for i in range(6)]
+            ms += [_measurement(case, Mode.NUMPY, [numpy], [6])]
+            ms += [_measurement(case, Mode.JIT, [jit], [6])]
+        return Run(run_id="r", started_at="t", finished_at="t", complete=True, environment={},
+                   measurements=tuple(ms))  # fmt: skip
+
+    both = ("cpu:0", "cpu:1")
+    first, second = process(297e-6, 30e-6, both), process(310e-6, 31e-6, both)
+    run = pool_runs([first, second, process(330e-6, 33e-6, ("cpu:0",))])
+    figures = analyse(run)
+    cpu0, cpu1 = (Case(workload="softmax", size="S", device=d, dtype="float32").key for d in both)
+    assert figures.time(cpu0, Mode.NUMPY) == figures.time(cpu1, Mode.NUMPY)
+    numpy1 = figures.figure(cpu1, Mode.NUMPY)
+    assert numpy1 is not None and len(numpy1.process_times) == 3
+    jit1 = figures.figure(cpu1, Mode.JIT)
+    assert jit1 is not None and len(jit1.process_speedups) == 2
+    for check in CHECKS:
+        check(run)

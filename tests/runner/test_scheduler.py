@@ -726,16 +726,17 @@ def test_threads_none_keeps_the_libraries_defaults():
 
 def test_the_finished_run_gets_the_run_level_diagnostics(monkeypatch):
 
+    from jitbench.results.analysis import judgement
     from jitbench.runner import scheduler
 
     seen: list[Run] = []
-    real = diagnose.run_diagnostics
+    real = judgement.run_diagnostics
 
     def spy(run: Run) -> Run:
         seen.append(run)
         return real(run)
 
-    monkeypatch.setattr(scheduler.diagnose, "run_diagnostics", spy)
+    monkeypatch.setattr(scheduler.judgement, "run_diagnostics", spy)
     reg = discover([FAULT_SUITE])
     run = run_workloads([reg.get("ok_double")], RunConfig.quick_settings(modes=("numpy",)))
     assert len(seen) == 1 and seen[0].complete and "machine_after" in seen[0].environment

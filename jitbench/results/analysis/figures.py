@@ -14,7 +14,7 @@ import itertools
 import math
 import statistics
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 from jitbench import formatting as fmt
@@ -40,7 +40,7 @@ PROCESS_SPLIT_FACTOR = 1.5
 #: figures (docs: validation, "A/A coverage of the intervals").
 WIDE_FACTOR = 1.5
 #: The diagnostic code that marks a figure as suspect (a stall: slower than a larger
-#: input of the same workload), recorded by `jitbench.measure.diagnose`.
+#: input of the same workload), judged by `judgement.run_diagnostics`.
 SIZE_ORDER = "size-order-inverted"
 #: The diagnostic code of a JAX-only workload's NumPy mode (`measure.diagnose`).
 NO_NUMPY_SIDE = "no-numpy-side"
@@ -181,6 +181,38 @@ class CaseAnalysis:
     def get(self, mode: Mode | str) -> ModeFigure | None:
         return self.figures.get(Mode(mode))
 
+    def speedup(self, mode: Mode | str, over: Mode | str | None = None) -> Estimate | None:
+        """How many times faster `mode` is than `over` (default: the baseline), always the
+        quotient of the two shown times: with its interval where the ratio is taken round
+        by round (a mode's speedup over its baseline, eager over jit, sharded over jit),
+        or that ratio inverted for the pair the other way round; the quotient alone for
+        any other pair. None unless both times are shown."""
+        mode = Mode(mode)
+        base = self.baseline if over is None else Mode(over)
+        a, b = self.get(base), self.get(mode)
+        if a is None or b is None or a.time is None or b.time is None:
+            return None
+        if mode is base:
+            return Estimate(1.0, 1.0, 1.0)
+        paired = self._paired(base, mode)
+        if paired is not None:
+            return paired
+        inverse = self._paired(mode, base)
+        if inverse is not None:
+            return _inverse(inverse)
+        return Estimate(a.time.value / b.time.value, None, None)
+
+    def _paired(self, base: Mode, mode: Mode) -> Estimate | None:
+        """base time / mode time where the analysis took it round by round, else None."""
+        f = self.get(mode)
+        if f is not None and f.speedup is not None and f.over is base:
+            return f.speedup
+        if (base, mode) == (Mode.EAGER, Mode.JIT):
+            return self.eager_over_jit
+        if (base, mode) == (Mode.JIT, Mode.SHARDED) and self.scaling is not None:
+            return self.scaling.speedup
+        return None
+
     @property
     def broken(self) -> bool:
         """Every mode measured raised an error, NumPy included: the workload is broken,
@@ -240,6 +272,7 @@ class RunAnalysis:
         self.run = run
         self._time_peers: dict[tuple[Mode, str], dict[CaseKey, list[float]]] = {}
         self._ratio_peers: dict[tuple[Mode, Mode, str], dict[CaseKey, list[float]]] = {}
+        self._host_series = _host_series(run.measurements)
         self._cases: dict[CaseKey, CaseAnalysis] = {}
         for case in run.cases():
             self._cases[case.key] = self._analyse_case(case)
@@ -287,6 +320,13 @@ class RunAnalysis:
         measured = {mode: m for mode in Mode if (m := run.get(case.key, mode)) is not None}
         own = {mode: self._time(m) for mode, m in measured.items()}
         numpy_m = measured.get(Mode.NUMPY)
+        # NumPy's row shows its host series, the same on every device; each speedup is
+        # still taken over the device's own copy, whose rounds pair with the mode's.
+        host = self._host_series.get(_host_key(case)) if numpy_m is not None else None
+        if host is not None and numpy_m is not None and numpy_m.ok:
+            own[Mode.NUMPY] = self._time(host)
+        else:
+            host = numpy_m
         baseline = Mode.EAGER if _jax_only(numpy_m, measured) else Mode.NUMPY
         over = {m: baseline for m in JAX_MODES if m is not baseline}
         # Each speedup is taken round by round; the time shown for its mode is the one
@@ -314,9 +354,10 @@ class RunAnalysis:
             over_jit_parts = self._process_ratios(jit_m, sharded_m, over_jit)
             parts[Mode.SHARDED] = _process_parts(parts, Mode.JIT, over_jit_parts, Mode.SHARDED)
         figures: dict[Mode, ModeFigure] = {}
+        parts[Mode.NUMPY] = estimates.process_medians(host) if host is not None else ()
         for mode, m in measured.items():
             speedup = speedups.get(mode)
-            medians = estimates.process_medians(m)
+            medians = estimates.process_medians(host if mode is Mode.NUMPY and host else m)
             shown_t = shown.get(mode)
             factor = speedup.factor if speedup is not None else None
             ratios = per_process.get(mode, ())
@@ -507,6 +548,43 @@ class RunAnalysis:
             ),
             speedups=statistics.median(speedups) if speedups else None,
         )
+
+
+def _inverse(e: Estimate) -> Estimate:
+    """1 / e, its interval's ends swapped."""
+    return Estimate(
+        1 / e.value,
+        None if e.high is None else 1 / e.high,
+        None if e.low is None else 1 / e.low,
+    )
+
+
+def _host_key(case: Case) -> tuple[str, str, str]:
+    return (case.workload, case.size, case.dtype)
+
+
+def _host_series(measurements: Sequence[Measurement]) -> dict[tuple[str, str, str], Measurement]:
+    """NumPy's one series of each workload × size × dtype filed under several devices:
+    every distinct process part of its ok copies (a run files one series under each
+    device, and an extra process that measured one device's case again adds a part to
+    that copy alone), in the order first seen, with the first copy's other fields."""
+    copies: dict[tuple[str, str, str], list[Measurement]] = {}
+    for m in measurements:
+        if m.mode is Mode.NUMPY and m.ok and m.samples_s:
+            copies.setdefault(_host_key(m.case), []).append(m)
+    out = {}
+    for key, ms in copies.items():
+        if len(ms) < 2:
+            continue
+        parts: list[tuple[float, ...]] = []
+        for m in ms:
+            parts += [part for part in m.run_parts if part not in parts]
+        out[key] = replace(
+            ms[0],
+            samples_s=tuple(x for part in parts for x in part),
+            run_sample_counts=tuple(len(part) for part in parts) if len(parts) > 1 else (),
+        )
+    return out
 
 
 def _anchored(
