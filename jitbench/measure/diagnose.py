@@ -1018,7 +1018,7 @@ _JUDGED_ON_SAMPLES = frozenset({NOISY, OUTLIERS, SIZE_ORDER, JIT_SLOWER, EAGER_D
 
 def pooled_judgement(run: Run, precision: float | None) -> Run:
     """The sample-borne diagnostics of a `--processes` run judged again on its pooled
-    samples and the run's own ratios (`Run.speedup`'s prediction intervals): `noisy`
+    samples and the run's own ratios (`RunAnalysis.speedup`'s intervals): `noisy`
     (unless `precision` is None, a smoke run), `jit-slower-than-numpy` (the jit speedup's
     interval below 1) and `eager-dispatch-bound`, then `run_diagnostics` (outliers, size
     order, processes that disagree). Each process judged its own share (at the default

@@ -223,7 +223,7 @@ def exits_refused() -> Iterator[None]:
 
 class InProcessExecutor:
     """Measures cases in this process, each step under the case's deadline
-    (`config.timeout_s`, see `run.deadline`)."""
+    (`config.timeout_s`, see `runner.deadline`)."""
 
     def __init__(
         self,
@@ -449,7 +449,7 @@ class _LiveSession:
 
 class ChildProcessExecutor:
     """Measures each workload × size × dtype (its cases on every device) in its own child
-    process (`run.child`): a crash, hang or out-of-memory kill costs only those cases. The
+    process (`runner.child`): a crash, hang or out-of-memory kill costs only those cases. The
     child takes all rounds back to back."""
 
     spreads_rounds = False

@@ -2,7 +2,7 @@
 
 The scheduler never prints and never writes files itself: progress goes to an `on_event`
 callback and partial runs to a `checkpoint` callback, both supplied by the caller. Where a
-case is measured (this process or a child) is the executor's business (`run.executors`).
+case is measured (this process or a child) is the executor's business (`runner.executors`).
 """
 
 from __future__ import annotations
