@@ -144,7 +144,7 @@ def main() -> None:
 
     print(
         f"2. jitbench jit median vs timeit in a separate process ({args.rounds} alternating "
-        "rounds; this VM's medians drift 10-25 % between processes, so one pair says little)"
+        "rounds; a machine's medians drift between processes, so one pair says little)"
     )
     for name, which in (("selu", "selu"), ("centred_product", "faq")):
         ratios = []
