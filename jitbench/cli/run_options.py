@@ -147,8 +147,8 @@ def build_config(
         plan["clock"] = clock
     if run.get("retry_timeouts") and timeout is None:
         raise ConfigError(
-            "retry_timeouts measures again a mode that ran past --timeout; give --timeout "
-            "SECONDS too."
+            "--setting retry_timeouts=true measures again a mode that ran past --timeout; give "
+            "--timeout SECONDS too."
         )
     return replace(
         base,

@@ -57,7 +57,7 @@ class SignificanceTest(str, enum.Enum):
 
 
 class GateOutcome(str, enum.Enum):
-    """What a gate concludes, the one rule `compare`, `ab`, `run --baseline` and the
+    """What a gate concludes, the one rule `compare`, `ab` and the
     pytest plugin share (`Comparison.outcome`); the CLI maps it to its exit code."""
 
     PASS = "pass"  # exit 0

@@ -52,7 +52,7 @@ OUTLIERS = "outlier-samples"
 SIZE_ORDER = "size-order-inverted"
 PROCESSES_DISAGREE = "processes-disagree"
 NO_FINITE = "no-finite-output"
-NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
+NO_TIME_SPLIT = "time-split-unavailable"  # time_split / profile: the trace gave no split
 OTHER_DEVICE = "output-on-other-device"
 # A partial run's case whose --rounds (or repeated cold compiles) were not all taken: its
 # samples are some rounds of the plan's; a resume measures it again (`runner.scheduler`).
@@ -237,7 +237,8 @@ def timed_out_before(mode: str, why: str, others: Sequence[str]) -> Diagnostic:
         code=TIMED_OUT_BEFORE,
         severity=Severity.INFO,
         message=f"{mode} not measured again in this process: in the one that led it, {why}",
-        hint="--retry-timeouts measures it in every process; " + without_mode_hint(mode, others),
+        hint="--setting retry_timeouts=true measures it in every process; "
+        + without_mode_hint(mode, others),
     )
 
 
@@ -957,7 +958,7 @@ def _inverted(smaller: Measurement, larger: Measurement) -> bool:
         return False
     split = larger.time_split
     if split is not None and split.host_s >= split.device_s:
-        # Traced as dispatch-bound (--time-split): the device's work is not what the call
+        # Traced as dispatch-bound (time_split): the device's work is not what the call
         # waits for, so its time is flat in the size and the order is drift (docs:
         # validation, "H200 runs").
         return False

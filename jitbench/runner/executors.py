@@ -292,7 +292,7 @@ class InProcessExecutor:
 
     def _skips(self, leader: overlap.Opened | None) -> Skips | None:
         """The modes to leave out: `skip`, and where this process follows the group, those
-        its leader left out (unless --retry-timeouts)."""
+        its leader left out (unless `retry_timeouts`)."""
         if leader is None or self.config.retry_timeouts:
             return self.skip
         return {**(self.skip or {}), **leader.skips}

@@ -287,7 +287,7 @@ def run_workloads(
 
 def timed_out_modes(run: Run) -> Skips:
     """The JAX modes of `run`'s cases that ran past --timeout (or reached it while sampling),
-    with what happened: a later `--processes` worker leaves them out (`--retry-timeouts`
+    with what happened: a later `--processes` worker leaves them out (`retry_timeouts`
     measures them again)."""
     return timed_out_skips(run.measurements)
 

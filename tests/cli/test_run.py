@@ -96,7 +96,10 @@ IN_PROCESS_FAULTS = {
     "unknown-workload": Fault(("ok_doubel",), 2, {}, "did you mean 'ok_double'"),
     "unknown-size": Fault(("ok_double", "-s", "XL"), 2, {}, "unknown size 'XL'"),
     "retry-without-timeout": Fault(
-        ("ok_double", "--setting", "retry_timeouts=true"), 2, {}, "retry_timeouts measures again"
+        ("ok_double", "--setting", "retry_timeouts=true"),
+        2,
+        {},
+        "retry_timeouts=true measures again",
     ),
     "allow-changed-without-resume": Fault(
         ("ok_double", "--allow-changed-suites"), 2, {}, "goes with --resume"
