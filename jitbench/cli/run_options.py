@@ -372,9 +372,10 @@ SettingOpt = Annotated[
         "--setting",
         metavar="NAME=VALUE",
         help="A run setting without an option of its own (repeatable), e.g. precision=0.02 "
-        "(stop sampling at ±2 %), seed=3, sweep=true (each workload's size sweep), "
-        "time_split=true (host dispatch vs device time), retry_timeouts=true; every "
-        "field of SamplingPlan and these four: docs/reference/settings.md.",
+        f"(stop sampling at ±2 %; default ±{_PLAN.precision:.0%}), seed=3, sweep=true (each "
+        "workload's size sweep), time_split=true (host dispatch vs device time), "
+        "retry_timeouts=true; every field of SamplingPlan and these four: "
+        "docs/reference/settings.md.",
         show_default=False,
     ),
 ]
