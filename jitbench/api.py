@@ -202,8 +202,8 @@ def run(
         def save_partial(partial: Run) -> None:
             # After each case, without the figures that the last save (the run's end, or
             # its interruption) writes: analysing the whole run at every case made the
-            # checkpoints of a default run 0.90 s of the first process's steps, against
-            # 0.33 s without (tools/phase_times.py, 2-vCPU VM).
+            # checkpoints of a default run about three times as slow (tools/phase_times.py;
+            # docs: validation, "Where a run's time goes").
             if path is not None:
                 save(partial, figures=False)
             if checkpoint is not None:
@@ -305,7 +305,7 @@ def compare_revisions(
     cwd: str | os.PathLike[str] = ".",
     programs_only: bool = False,
 ) -> tuple[Comparison, DuetResult]:
-    """Everything `jitbench compare --rev` does below the command line: check the options
+    """Everything `jitbench ab` does below the command line: check the options
     and the output folder, prepare both sides (a worktree per revision, or two Pythons),
     measure them interleaved (`runner.duet`), save both runs under `out` after every case
     (an interrupted comparison keeps what it measured), and judge them on their paired

@@ -77,8 +77,8 @@ def check_budget(value: object) -> float:
 
 def _precision_error(value: object) -> ConfigError:
     return ConfigError(
-        f"--precision is a fraction such as 0.01 (±1 %), between 0 and 1, got {value!r}; "
-        "pass e.g. --precision 0.02 for ±2 %."
+        f"--setting precision is a fraction such as 0.01 (±1 %), between 0 and 1, got "
+        f"{value!r}; pass e.g. --setting precision=0.02 for ±2 %."
     )
 
 
@@ -386,14 +386,18 @@ class RunConfig:
         _set(self, "devices", _names("--devices", self.devices, example="('cpu', 'gpu:1')"))
         if self.x64 is not None:
             _flag("--x64", self.x64)
-        for name in ("sweep", "quick", "isolate"):
+        _flag("--setting sweep", self.sweep)
+        for name in ("quick", "isolate"):
             _flag(f"--{name}", getattr(self, name))
-        _flag("--retry-timeouts", self.retry_timeouts)
-        _flag("--time-split", self.time_split)
+        _flag("--setting retry_timeouts", self.retry_timeouts)
+        _flag("--setting time_split", self.time_split)
         if self.overlap is not None:
             _flag("--overlap", self.overlap)
         check_count(
-            "--seed", self.seed, least=0, fix="the input generator takes a seed of 0 or more."
+            "--setting seed",
+            self.seed,
+            least=0,
+            fix="the input generator takes a seed of 0 or more.",
         )
         check_count(
             "--processes",

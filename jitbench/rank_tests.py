@@ -6,8 +6,8 @@ They give the p-values of `scipy.stats.mannwhitneyu(x, y)` and
 `scipy.stats.wilcoxon(d, zero_method="zsplit")` at their defaults (method "auto"), which
 `tests/test_rank_tests.py` checks against SciPy on inputs with ties, zeros and every
 method. They live here rather than being called from SciPy because `import scipy.stats`
-costs 0.4–0.7 s on the 2-vCPU VM, more than the whole of `jitbench compare` may take to
-start (issue 20); the rest of `jitbench.stats` uses scipy.special, a fraction of that.
+costs more than the whole of `jitbench compare` may take to start (issue 20; docs:
+validation, "Start-up time"); the rest of `jitbench.stats` uses scipy.special, a fraction of that.
 
 SciPy's method choice, kept exactly:
 

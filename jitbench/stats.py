@@ -21,8 +21,8 @@ from typing import Any
 
 from jitbench import rank_tests
 
-# NumPy and SciPy are imported where they are used, and never scipy.stats (over half a
-# second on a loaded 2-vCPU VM): reading, judging and rendering runs (the command line's
+# NumPy and SciPy are imported where they are used, and never scipy.stats (its import is
+# slow: docs: validation, "Start-up time"): reading, judging and rendering runs (the CLI's
 # `report` and `compare`) should start at once. The rank tests are in `rank_tests`;
 # Student's t and chi-square come from scipy.special.
 

@@ -40,10 +40,10 @@ def refused(make: object, *words: str) -> str:
         ("budget_s", INF, ("--budget must be positive", "got inf")),
         ("budget_s", "0.5", ("--budget", "got '0.5'")),
         ("budget_s", True, ("--budget", "got True")),
-        ("precision", -0.01, ("--precision is a fraction", "got -0.01", "--precision 0.02")),
-        ("precision", 1.0, ("--precision is a fraction", "got 1.0")),
-        ("precision", 5, ("--precision is a fraction", "got 5")),
-        ("precision", NAN, ("--precision", "got nan")),
+        ("precision", -0.01, ("precision is a fraction", "got -0.01", "precision=0.02")),
+        ("precision", 1.0, ("precision is a fraction", "got 1.0")),
+        ("precision", 5, ("precision is a fraction", "got 5")),
+        ("precision", NAN, ("precision", "got nan")),
         ("min_sample_s", -0.001, ("min_sample_s must be a finite number of seconds", "-0.001")),
         ("min_sample_s", INF, ("min_sample_s", "got inf")),
         ("warmup_s", NAN, ("warmup_s must be a finite number of seconds", "got nan")),
@@ -97,12 +97,12 @@ def test_a_rounds_plan_may_be_degenerate_where_the_sampler_has_a_meaning_for_it(
         ({"devices": "cpu"}, ("--devices takes a tuple of names", "got 'cpu'")),
         ({"devices": (" ",)}, ("--devices takes non-empty names",)),
         ({"x64": 1}, ("--x64 is a flag (True or False)", "got 1")),
-        ({"sweep": "yes"}, ("--sweep is a flag",)),
+        ({"sweep": "yes"}, ("sweep is a flag",)),
         ({"quick": None}, ("--quick is a flag",)),
         ({"isolate": 0}, ("--isolate is a flag",)),
-        ({"seed": -1}, ("--seed must be at least 0", "got -1")),
-        ({"seed": 1.5}, ("--seed", "got 1.5")),
-        ({"seed": False}, ("--seed", "got False")),
+        ({"seed": -1}, ("seed must be at least 0", "got -1")),
+        ({"seed": 1.5}, ("seed", "got 1.5")),
+        ({"seed": False}, ("seed", "got False")),
         ({"plan": {"budget_s": 1}}, ("plan must be a SamplingPlan, got dict",)),
         ({"timeout_s": 0}, ("--timeout is a positive number of seconds", "got 0")),
         ({"timeout_s": -3.0}, ("--timeout is a positive", "got -3.0", "leave it out")),
@@ -119,7 +119,7 @@ def test_a_rounds_plan_may_be_degenerate_where_the_sampler_has_a_meaning_for_it(
         ({"label": "x" * 81}, ("--label", "1 to 80 characters")),
         ({"label": 3}, ("--label", "got 3")),
         ({"plan": SamplingPlan(budget_s=0.0)}, ("--budget must be positive", "got 0.0")),
-        ({"plan": SamplingPlan(precision=0.0)}, ("--precision is a fraction", "got 0.0")),
+        ({"plan": SamplingPlan(precision=0.0)}, ("precision is a fraction", "got 0.0")),
         (
             {"plan": SamplingPlan(min_samples=600)},
             ("--min-samples 600 is above max_samples 500", "lower --min-samples"),
@@ -197,15 +197,15 @@ def test_config_round_trips_through_the_run_file() -> None:
         (("--budget", "-1"), "--budget must be positive"),
         (("--budget", "nan"), "--budget must be positive and finite"),
         (("--budget", "inf"), "got inf"),
-        (("--precision", "0"), "--precision is a fraction"),
-        (("--precision", "1"), "--precision is a fraction"),
-        (("--precision", "nan"), "--precision is a fraction"),
+        (("--setting", "precision=0"), "precision is a fraction"),
+        (("--setting", "precision=1"), "precision is a fraction"),
+        (("--setting", "precision=nan"), "precision is a fraction"),
         (("--min-samples", "0"), "--min-samples must be at least 1"),
         (("--rounds", "0"), "--rounds must be at least 1"),
         (("--timeout", "0"), "--timeout is a positive number of seconds, got 0.0"),
         (("--timeout", "inf"), "--timeout is a positive number of seconds, got inf"),
         (("--timeout", "nan"), "--timeout is a positive number of seconds, got nan"),
-        (("--seed", "-1"), "--seed must be at least 0"),
+        (("--setting", "seed=-1"), "seed must be at least 0"),
         (("--modes", "numpy,warp"), "unknown mode 'warp'"),
         (("--threads", "0"), "--threads takes a number of cores (1 or more) or 'all', got 0"),
         (("--threads", "many"), "--threads takes a number of cores"),
@@ -223,12 +223,12 @@ def test_the_cli_reports_a_bad_option_before_measuring(
 
 
 def test_the_cli_raises_the_cap_with_min_samples(tmp_path: Path) -> None:
-    from jitbench.cli.run import build_config
+    from jitbench.cli.run_options import build_config
 
-    options = dict(quick=False, sizes=[], modes=[], devices=[], x64=False, sweep=False)
-    options.update(budget=None, precision=None, seed=0)
-    config = build_config(**options, min_samples=600)  # type: ignore[arg-type]
+    config = build_config(min_samples=600)
     assert (config.plan.min_samples, config.plan.max_samples) == (600, 600)
+    capped = build_config(min_samples=600, settings=["max_samples=700"])
+    assert (capped.plan.min_samples, capped.plan.max_samples) == (600, 700)
 
 
 # --- the default sizes: each workload at those it defines -----------------------------------

@@ -91,7 +91,7 @@ def test_the_cli_reference_is_every_commands_help() -> None:
     for name in ("run", "list", "profile", "report", "compare", "ab", "bisect", "env"):
         assert f"## `jitbench {name}`" in text
         assert f"Usage: jitbench {name} [OPTIONS]" in text
-    assert "--fail-on-regression" in text and "--rev" in text
+    assert "--allow-inconclusive" in text and "--rev" in text and "--setting" in text
     page = hook.on_page_markdown("# x\n\n<!-- generated: schema-changelog -->\n")
     assert "1.0: first version." in page and "<!-- generated" not in page
 

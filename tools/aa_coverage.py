@@ -8,8 +8,8 @@ other) and judges every ordered pair of runs (A, B), case by case, for eager and
 - width: the interval's half-width as a factor, sqrt(high / low) (x/÷ 1.10 means ±10 %).
 - reproducibility: the two runs' speedups agree within 10 % (|log ratio| <= log 1.1).
 
-Also prints each run's wall time. With `--hog`, two busy loops keep both cores of a 2-vCPU
-machine busy for the whole measurement (noisy neighbours; `--hog N` starts N): jitbench
+Also prints each run's wall time. With `--hog`, two busy loops keep two cores busy for
+the whole measurement (noisy neighbours; `--hog N` starts N): jitbench
 pins the measured code to one core, so a single loop mostly lands on the other core and
 barely moves the figures. `--judge DIR` re-judges runs already on disk.
 

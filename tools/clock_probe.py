@@ -5,8 +5,8 @@ times three calls in interleaved NumPy/jit rounds (`selu` at 10^4 and 10^6 eleme
 128x128 `gemm`) by both clocks at once: `time.perf_counter` (wall) and
 `time.process_time` (the process's CPU time, as `jitbench run --clock cpu` counts it).
 Prints, per case and process, both medians and the median per-round speedup by each
-clock. With `--hog N`, N busy loops run for the whole measurement (two take both cores
-of a 2-vCPU machine). Where the two clocks' speedups differ from process to process, the
+clock. With `--hog N`, N busy loops run for the whole measurement (one a core takes
+them all). Where the two clocks' speedups differ from process to process, the
 other processes moved the figure.
 
     python tools/clock_probe.py --processes 4 --samples 300 --hog 2

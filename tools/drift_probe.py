@@ -3,7 +3,7 @@
 Times one small jitted call (logsumexp of 256×256 float32) in back-to-back samples of
 about 10 ms for SECONDS, then prints the autocorrelation of the log sample times at a few
 lags and how much the median of 25 samples varies when they are taken back to back versus
-spread out (every 16th sample). On a quiet dedicated machine both are small; on a shared VM
+spread out (every 16th sample). On a quiet dedicated machine both are small; on a shared one
 the spread samples vary far less, which is why `jitbench run --rounds` exists.
 
 Usage: python tools/drift_probe.py [SECONDS]   (default 30)

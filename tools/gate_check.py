@@ -229,8 +229,8 @@ def main() -> int:
     )
 
     if args.warmup:
-        # In one check on the VM this was written on, the first run came out ~25 % slower
-        # across the whole suite than the five after it; a throwaway run takes such a start.
+        # In a check when this was written, the first run came out slower across the whole
+        # suite than the five after it; a throwaway run takes such a start.
         measure([(args.suite, args.out / "warmup")], ["--quick"], concurrent=False)
         print(f"warm-up run done ({cpu_load()})")
 

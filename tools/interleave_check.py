@@ -2,7 +2,7 @@
 
 `jitbench run` samples the modes of a case in lockstep rounds (numpy, eager, jit, numpy,
 …; or blocks of samples of each mode, `SamplingPlan.block_samples`), so that drift hits
-them alike. That must not add a bias of its own: on a 2-core machine a NumPy call's BLAS
+them alike. That must not add a bias of its own: with few cores a NumPy call's BLAS
 threads or cache footprint can slow the jit calls that follow. For each case this opens
 the case once (jitbench's own protocol: `open_case`, one thread pinned as `jitbench run`
 does), then takes groups of jit samples **alone** (jit, jit, jit, …) and groups

@@ -2,8 +2,7 @@
 
 Builds a scratch git repository from this checkout's default suite with four revisions
 off one base commit, then runs `jitbench ab --rev base --rev-new REV --metrics-only`
-TRIALS times for each, with HOG busy processes taking the cores (two: both cores of this
-project's 2-vCPU VM):
+TRIALS times for each, with HOG busy processes taking the cores (one a core takes them all):
 
 - defeat: `selu` computes its exponential through float16 (two more converts: another
   program), expected to fail the gate naming selu;

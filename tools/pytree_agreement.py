@@ -8,9 +8,9 @@ Prints, per alternation, jit's time per call from `bench`, from a `timeit` proce
 to one core from its start (`taskset -c 0`: XLA sizes its CPU thread pool to the one core
 it may use) and from a `timeit` process pinned after JAX started (as jitbench pins its
 processes: XLA's pool keeps a thread per core of the machine, now sharing one core), and
-bench's ratio to each; then the medians, with the load average. On the 2-vCPU VM, pinned
-late reads like bench, pinned early 1.3-1.6x faster: the difference is XLA's pool size,
-not argument handling (docs: methodology, protocol, "Threads").
+bench's ratio to each; then the medians, with the load average. Pinned late reads like
+bench and pinned early faster: the difference is XLA's pool size, not argument handling
+(docs: methodology, protocol, "Threads", which gives the figures and the machine).
 
     python tools/pytree_agreement.py --alternations 3
 """

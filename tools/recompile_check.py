@@ -6,9 +6,9 @@ one process (after `jax.clear_caches()`, as a run's cold call does), on the same
 inputs, one pinned core as `jitbench run` has, and prints each executable's median and
 fastest call and, for looking into the cause, the page offset (address mod 4096) of one
 call's output and of the input. The compiled program is the same every time (its HLO
-fingerprint is printed), so a spread here is not the code: on the 2-vCPU VM one or two
-of every ten `softmax` M executables ran about 5x slower than the others, which is why
-its speedup moves by 30-60 % from run to run (docs: validation, "A/A coverage of the
+fingerprint is printed), so a spread here is not the code: a few `softmax` M executables
+ran several times slower than the others, which is why its speedup moves so much from
+run to run (docs: validation, "A/A coverage of the
 intervals"). The offsets printed do not decide it alone.
 
     python tools/recompile_check.py                      # softmax M, 10 compiles

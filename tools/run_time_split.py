@@ -20,7 +20,7 @@ ran in pairs: the second's sampling and the shorter of each pair's are left out 
 sum that the rest is the wall time less. The two took turns to lead the groups (one round:
 `overlap.takes_turns`), the first every other group in plan order: their cold first calls
 ran side by side too, and only the larger process's sum is counted (overlapping runs made
-before `115e5de`, 2026-11-27, did not take turns: their first process led every group).
+before `115e5de` did not take turns: their first process led every group).
 
     python tools/run_time_split.py reports/runs/*.json
 """

@@ -4,8 +4,8 @@ default-suite workloads at M, on 2 and 4 forced CPU devices (not a test).
 Each device count is a fresh `jitbench run ... -m jit,sharded --threads all` process with
 XLA_FLAGS=--xla_force_host_platform_device_count=N (the flag only counts before JAX
 starts). Forced host devices share the machine's cores, so this proves the machinery, not
-how a workload scales over real devices: on a 2-vCPU VM efficiency stays at or below 1,
-often far below.
+how a workload scales over real devices: on a machine of few cores efficiency stays at or
+below 1, often far below (docs: validation, "Sharded mode on forced devices").
 
 Usage: python tools/sharded_check.py [--devices 2,4] [--budget 0.5] [NAMES...]
 """

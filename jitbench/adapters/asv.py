@@ -58,8 +58,9 @@ REPEAT = (10, 50, 10.0)
 PLAN = SamplingPlan()
 SEED = 0
 #: Cold jit compiles `track_compile_s` takes the median of (one process; asv's rounds add
-#: processes). One cold compile is not a sample: on a shared VM two of them of identical
-#: code differed by 40 %.
+#: processes). One cold compile is not a sample: on a shared machine two of them of
+#: identical code differ by more than a change worth reporting (docs: validation,
+#: "Figures behind the code").
 COMPILE_REPEATS = 3
 #: Cores and BLAS threads, as `jitbench run --threads` (its default); None keeps the
 #: libraries' own thread pools.

@@ -2,8 +2,10 @@
 option parsing.
 
 Each command module registers its command on `app` and imports nothing else from
-`jitbench.cli` but this module, `options`, `output` and `revisions` (what `ab` and
-`compare --rev` share); `jitbench.cli` imports the command modules.
+`jitbench.cli` but this module, `options`, `output` and its own helpers (`revisions` for
+`ab` and `bisect`, `run_options` and `progress` for `run`); `jitbench.cli` imports the
+command modules. Options a command no longer takes get a one-line cause naming what to
+use instead (`RETIRED_OPTIONS`).
 Importing the command line imports no JAX, NumPy or plotly: each command imports what it
 needs when it runs, so `--help`, `report` and `compare` start at once.
 """
@@ -222,6 +224,9 @@ class _OrderedGroup(typer.core.TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         at = next((i for i, a in enumerate(args) if a in self.commands), None)
+        if at is not None and (moved := _retired_option(args[at], args[at + 1 :])):
+            err.print(f"[bold red]error:[/] {escape(moved)}")
+            raise typer.Exit(EXIT_USAGE)
         named = None if at is None else _empty_path(self.commands[args[at]], args[at + 1 :])
         if named is not None:
             err.print(
@@ -230,6 +235,53 @@ class _OrderedGroup(typer.core.TyperGroup):
             )
             raise typer.Exit(EXIT_USAGE)
         return cast("list[str]", super().parse_args(ctx, args))
+
+
+_TO_AB = (
+    "is gone: measuring two revisions or Pythons now is `jitbench ab` (the same options: "
+    "jitbench ab --rev BASE); compare judges two stored runs: jitbench compare BASE NEW."
+)
+_TO_COMPARE = (
+    "is gone: the gate is `jitbench compare` after the run (e.g. jitbench run -s S --out "
+    "head/ && jitbench compare BASE head/; its --allow-inconclusive too)."
+)
+
+
+def _to_setting(name: str) -> str:
+    return f"is `--setting {name}=VALUE` now (docs/reference/settings.md says what it does)."
+
+
+#: Options a command no longer takes, and what to type instead: one line and exit 2, not
+#: click's "No such option" (docs/reference/cli.md, "Options that moved").
+RETIRED_OPTIONS: dict[str, dict[str, str]] = {
+    "compare": dict.fromkeys(("--rev", "--rev-new", "--python-base", "--python-new"), _TO_AB),
+    "run": {
+        **dict.fromkeys(
+            ("--baseline", "--fail-on-regression", "--allow-inconclusive"), _TO_COMPARE
+        ),
+        "--precision": _to_setting("precision"),
+        "--seed": _to_setting("seed"),
+        "--sweep": "is `--setting sweep=true` now.",
+        "--time-split": "is `--setting time_split=true` now.",
+        "--retry-timeouts": "is `--setting retry_timeouts=true` now (with --timeout).",
+        "--wide": "is `--format wide` now.",
+        "--coordinator": "is the JAX_COORDINATOR_ADDRESS=HOST:PORT variable now (JAX reads it).",
+        "--num-processes": "is the N of `--process-id I/N` now (e.g. --process-id 0/2).",
+    },
+}
+
+
+def _retired_option(command: str, args: Sequence[str]) -> str | None:
+    """What to use instead of the first option in `args` that `command` no longer takes
+    (`RETIRED_OPTIONS`), as one line naming it; None when there is none."""
+    retired = RETIRED_OPTIONS.get(command, {})
+    for token in args:
+        if token == "--":
+            break
+        name = token.partition("=")[0] if token.startswith("--") else token
+        if name in retired:
+            return f"jitbench {command} {name} {retired[name]}"
+    return None
 
 
 #: Metavars of the options that name a file, folder or program though typed as text.

@@ -1,5 +1,5 @@
 """Output a command writes besides the terminal: files or stdout ('-'), and a comparison
-printed and written the same way by `compare` and `run --baseline`."""
+printed and written the same way by `compare` and `ab` (`finish_gate`)."""
 
 from __future__ import annotations
 
@@ -130,16 +130,14 @@ def render_comparison(
     all_rows: bool = True,
     wide: bool = False,
     table_format: TableFormat = TableFormat.TABLE,
-    stdout_taken: bool = False,
     program_diffs: Mapping[str, str] | None = None,
     diff_paths: Mapping[str, Path] | None = None,
 ) -> None:
-    """Print the comparison and write the requested files (shared with `run --baseline`).
+    """Print the comparison and write the requested files (`compare`'s and `ab`'s end).
 
     The table is the compact one fitted to the terminal, or `wide`; with `table_format`
     markdown or csv, stdout gets that instead and the verdict goes to stderr.
-    `stdout_taken`: stdout already holds another table (`run --baseline --format csv`),
-    so everything goes to stderr as text. `program_diffs` and `diff_paths`: the changed
+    `program_diffs` and `diff_paths`: the changed
     programs' diffs and the files they were written to (by program key), named after the
     table (their first lines too with `wide`) and in the markdown."""
     from jitbench.gate.program import DIFF_PREVIEW_LINES
@@ -151,9 +149,7 @@ def render_comparison(
         (str(markdown) == "-") or (str(json_path) == "-") or table_format is not TableFormat.TABLE
     )
     # Keep stdout clean for the machine-readable output.
-    console = err if to_stdout or stdout_taken else out
-    if stdout_taken:
-        table_format = TableFormat.TABLE
+    console = err if to_stdout else out
     if table_format is TableFormat.MARKDOWN:
         write_plain(compare_render.comparison_markdown(cmp, program_diffs=shown_diffs))
     elif table_format is TableFormat.CSV:

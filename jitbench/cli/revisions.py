@@ -1,8 +1,7 @@
-"""What `jitbench ab` and the `compare --rev` it replaced share: the options that name and
-measure two sides now (revisions or Python environments), and the measuring itself.
+"""`jitbench ab`'s options that name and measure two sides now (revisions or Python
+environments), and the measuring itself.
 
-Not a command: `cli.ab` and `cli.compare` import it (as they import `options` and
-`output`), so the old spelling keeps working with exactly the new one's behaviour.
+Not a command: `cli.ab` imports it, as it imports `options` and `output`.
 """
 
 from __future__ import annotations
@@ -138,7 +137,7 @@ RunsOutOpt = Annotated[
     ),
 ]
 
-#: The defaults, for `compare`'s hidden copies of these options.
+#: The defaults of `ab`'s --budget, --pairs, --compiles and --out.
 BUDGET_S, PAIRS, COMPILES = _DUET.budget_s, _DUET.pairs, _DUET.compiles
 OUT = Path("reports/compare")
 

@@ -56,7 +56,7 @@ RUN_PRIOR_DF = 10.0
 MIN_CASES_FOR_GROUP_PRIOR = 5
 
 #: Fewest runs per side with which the run-level test found a 30 % slowdown every time on a
-#: shared 2-vCPU VM (with two it found 5 of 12); fewer earn a warning in the report.
+#: shared machine (docs: validation, "Gate power, stored runs"); fewer earn a warning.
 MIN_RUNS_PER_SIDE = 3
 
 
@@ -174,8 +174,8 @@ def compare_runs(
     """Classify a run-time change of pooled runs from each run's part of the time it
     shows (`run_spread_of`).
 
-    Samples within one run agree far better than runs of the same code do (on a shared VM
-    a case's median moves ~5 % from run to run beyond the whole run's level), so with
+    Samples within one run agree far better than runs of the same code do (on a shared
+    machine a case's median moves from run to run beyond the whole run's level), so with
     several runs per side the run, not the sample, is the unit of evidence: a moderated
     t-test on the log run medians, the case's between-run variance shrunk toward the
     typical one of its mode on its device (`prior_variance`, from `run_priors`) with

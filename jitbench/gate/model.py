@@ -53,13 +53,13 @@ class SignificanceTest(str, enum.Enum):
     # Pooled runs: a moderated t-test on each run's median and Mann–Whitney on the samples,
     # both significant (`compare_runs`).
     RUNS = "run t-test + mann-whitney"
-    # Both sides sampled in the same rounds (`jitbench compare --rev`): Wilcoxon signed-rank
+    # Both sides sampled in the same rounds (`jitbench ab`): Wilcoxon signed-rank
     # on the per-round log ratios (`gate.paired`).
     PAIRED = "paired rounds: signed-rank"
 
 
 class GateOutcome(str, enum.Enum):
-    """What a gate concludes, the one rule `compare`, `ab`, `run --baseline` and the
+    """What a gate concludes, the one rule `compare`, `ab` and the
     pytest plugin share (`Comparison.outcome`); the CLI maps it to its exit code."""
 
     PASS = "pass"  # exit 0
@@ -201,7 +201,7 @@ class Entry:
     Timing fields are None unless both sides are ok with samples. `base_s`/`new_s` are
     the times per call each run shows (`results.analysis`: a JAX mode's is NumPy's time ÷
     its speedup), None for a side that is missing or not ok. `ratio` is new / base of
-    those times (above 1 is slower), except with paired rounds (`compare --rev`), which
+    those times (above 1 is slower), except with paired rounds (`jitbench ab`), which
     take it round by round; `ratio_low`/`ratio_high` its 95 % CI; `p_value` the two-sided
     p-value of `test` (with pooled runs, the larger of the run t-test's and
     Mann–Whitney's) and `p_adjusted` the same after the comparison-wide adjustment (the

@@ -1,4 +1,4 @@
-"""Judging an interleaved comparison (`jitbench compare --rev`): both sides were sampled in
+"""Judging an interleaved comparison (`jitbench ab`): both sides were sampled in
 the same rounds (`runner.duet`), so sample i of base and sample i of new come from the same
 minute of the machine, and their ratio is free of the drift that separates two runs.
 
@@ -50,7 +50,7 @@ from jitbench.results import Measurement, Run
 #: The run-time factor an interleaved comparison flags beyond by default. Pairing removes
 #: the drift between runs that the 1.10 of stored runs must allow for, so a 10 % slowdown
 #: (estimated at ~1.08–1.12 in paired rounds) is caught, while A/A ratios stay within a
-#: few per cent (docs: validation, "Gate power, compare --rev").
+#: few per cent (docs: validation, "Gate power, jitbench ab").
 INTERLEAVED_THRESHOLD = 1.05
 
 #: Degrees of freedom of a case's prior for its between-pair variance. Cases differ in how
@@ -105,9 +105,8 @@ def typical_pair_excess(parts: Sequence[Sequence[Sequence[float]]]) -> float | N
     """The suite's typical ratio of a case's between-pair variance (of the pairs' median log
     ratios) to its `median_sampling_variance`, from every case with two pairs or more and
     rounds that vary. A ratio, not a variance: a workload whose rounds scatter widely
-    scatters between processes too (over 30 kept comparisons on this repository's VM, the
-    pairs' spread was 0.7–3.9× what the rounds predict for most cases, while the cases'
-    spreads themselves ran from 0.8 % to 14.5 %, 18-fold)."""
+    scatters between processes too, while the cases' own spreads differ many-fold
+    (docs: validation, "Figures behind the code")."""
     estimates = []
     for case_parts in parts:
         medians = [statistics.median(p) for p in case_parts if p]

@@ -68,8 +68,8 @@ def merge_runs(runs: Sequence[Run], *, disturbed_factor: float = DISTURBED_FACTO
     Samples of the same case × mode are concatenated (they are seconds per call, so
     different calls-per-sample counts pool fine). A run whose level across the suite
     (`run_levels`) is more than `disturbed_factor` times its fastest sibling's was slowed
-    by the machine as a whole (a busy neighbour for a minute: 7 of 72 runs on a 2-vCPU VM,
-    at 1.15–1.42×, while undisturbed siblings stayed within 1.13×); its samples are left
+    by the machine as a whole (a busy neighbour for a minute; docs: validation, "Figures
+    behind the code"); its samples are left
     out and the merged run's `config["pooled"]` says so. Fewer than half a side's runs are
     ever left out, the slowest first: on a noisier day every run of a side strayed
     1.15–1.5× from its fastest, and leaving three of four out judged the side on one

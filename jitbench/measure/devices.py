@@ -38,7 +38,8 @@ def share_gpu_memory(processes_at_once: int, specs: Sequence[str] = ()) -> str |
 
     JAX preallocates 75 % of a GPU's memory in every process. A `--processes` worker (or an
     `--isolate` child) measures while the first process, idle, still holds its 75 %: on
-    an 80 GB H100 the worker got under 20 GB, and cuFFT could not allocate its plan's
+    a GPU the worker got what little the first left (docs: validation, "H100 A/A runs"),
+    and cuFFT could not allocate its plan's
     scratch space beside it. So each process takes 75 %/N (XLA_PYTHON_CLIENT_MEM_FRACTION)
     where JAX has not started here yet; where it has (a notebook), this process's share
     can no longer change, and the workers allocate as they go instead
@@ -295,8 +296,8 @@ def start_distributed(
     except (RuntimeError, ValueError) as exc:
         why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         raise ConfigError(
-            f"--distributed: JAX could not join the multi-process run: {why}; give "
-            "--coordinator HOST:PORT, --num-processes and --process-id, or launch under a "
+            f"--distributed: JAX could not join the multi-process run: {why}; set "
+            "JAX_COORDINATOR_ADDRESS=HOST:PORT and give --process-id I/N, or launch under a "
             "cluster manager JAX detects (SLURM, Open MPI)."
         ) from None
 

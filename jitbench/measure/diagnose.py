@@ -58,7 +58,7 @@ REPLICATED = "sharded-replicated"  # an input sharded mode would split went whol
 # Measurement trouble: the figure itself is suspect (outliers, size order and processes
 # that disagree are judged on the stored figures: `results.analysis.judgement`).
 NO_FINITE = "no-finite-output"
-NO_TIME_SPLIT = "time-split-unavailable"  # --time-split / profile: the trace gave no split
+NO_TIME_SPLIT = "time-split-unavailable"  # time_split / profile: the trace gave no split
 OTHER_DEVICE = "output-on-other-device"
 # A partial run's case whose --rounds (or repeated cold compiles) were not all taken: its
 # samples are some rounds of the plan's; a resume measures it again (`runner.scheduler`).
@@ -215,7 +215,8 @@ def timed_out_before(mode: str, why: str, others: Sequence[str]) -> Diagnostic:
         code=TIMED_OUT_BEFORE,
         severity=Severity.INFO,
         message=f"{mode} not measured again in this process: in the one that led it, {why}",
-        hint="--retry-timeouts measures it in every process; " + without_mode_hint(mode, others),
+        hint="--setting retry_timeouts=true measures it in every process; "
+        + without_mode_hint(mode, others),
     )
 
 

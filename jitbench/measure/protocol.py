@@ -612,7 +612,7 @@ class CaseSession:
         """Take one sample of `mode` (first device) of `calls` back-to-back calls, record it
         and return its seconds per call; None when the mode cannot run or just failed
         (the failure is recorded on it). For callers that interleave samples across
-        processes themselves (`jitbench compare --rev`); `sample` is the usual way.
+        processes themselves (`jitbench ab`); `sample` is the usual way.
 
         Unlike `sample`, it makes no re-warm calls after a switch (`SamplingPlan.rewarm_s`;
         it re-warms only after another case cleared JAX's caches): the sample starts cold

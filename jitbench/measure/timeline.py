@@ -33,7 +33,8 @@ import jax
 from jitbench.results import TimeSplit
 
 ANNOTATION = "jitbench-call"
-#: Calls of each JAX mode traced per case (`jitbench profile`, `jitbench run --time-split`).
+#: Calls of each JAX mode traced per case (`jitbench profile`, and `jitbench run` with
+#: `--setting time_split=true`).
 SPLIT_CALLS = 5
 #: Calling-thread events that dispatch work (their end = the host is done with that step).
 _DISPATCH_PREFIXES = ("PjitFunction", "CommonPjRtLoadedExecutable::Execute", "PjRtStreamExecutor")

@@ -137,7 +137,7 @@ def params_text(case: Case) -> str:
 
 
 def is_sweep_case(case: Case) -> bool:
-    """Whether `case` is a point of a size sweep (`run --sweep`), not a size preset: its
+    """Whether `case` is a point of a size sweep (`--setting sweep=true`), not a size preset: its
     size is the sweep label of its parameters, e.g. 'n=1000'."""
     return bool(case.params) and case.size == sweep_label(case.params)
 
@@ -221,7 +221,7 @@ def geomean_speedups(
 
 
 def sweep_workloads(run: Run, device: str) -> list[str]:
-    """Workloads on `device` measured at two or more sweep sizes (`run --sweep`)."""
+    """Workloads on `device` measured at two or more sweep sizes (`--setting sweep=true`)."""
     counts: dict[str, int] = {}
     for c in cases_on(run, device):
         if is_sweep_case(c):

@@ -123,7 +123,7 @@ def _env() -> jinja2.Environment:
     """The pages' jinja2 environment, made once: it keeps each template compiled, which
     took longer than rendering a small run's page. The compiled templates are also kept
     between processes, in jinja2's per-user cache folder under the temporary directory
-    (0.1 s of a small report's 0.6 s on the VM); jinja2 recompiles a template whose
+    (docs: validation, "Figures behind the code"); jinja2 recompiles a template whose
     source changed, and works without the cache where the folder cannot be written."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("jitbench.report", "templates"),

@@ -31,7 +31,7 @@ was measured with the libraries' own thread pools and reads back as threads None
 "label" (`jitbench run --label`; null or absent: no label), config
 "selection[].suite_sha256" (the suite file's SHA-256 as imported; a resume refuses a
 changed file; absent in older files, which resume unchecked) and config "interleaved"
-(`jitbench compare --rev`: which side the run was and its partner run's id).
+(`jitbench ab`: which side the run was and its partner run's id).
 
 Beyond the schema, a run holds one measurement per case and mode (a file with more is
 refused) and strict JSON (no NaN or Infinity; samples finite).

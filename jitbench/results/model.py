@@ -234,7 +234,7 @@ class Measurement:
     compile: CompileInfo | None = None
     error: ErrorInfo | None = None
     diagnostics: tuple[Diagnostic, ...] = ()
-    # Set only on a measurement pooled from several runs (`compare.merge_runs`): how many of
+    # Set only on a measurement pooled from several runs (`gate.merge_runs`): how many of
     # `samples_s`, in order, came from each run, so each run's median stays derivable.
     run_sample_counts: tuple[int, ...] = ()
     time_split: TimeSplit | None = None  # `jitbench profile`: host dispatch vs device

@@ -1,6 +1,6 @@
 """Where a run in several processes spends more: the cases another process should measure.
 
-A run of `--processes K` measures every case in K processes, one after another, and the
+A run of `--processes K` measures every case in K processes (`runner.processes`), and the
 speedup's interval comes from how far those processes' paired estimates spread
 (`results.analysis`). Most cases agree from process to process; a few do not (a burst on a
 shared host during one process's window, an executable that runs slow), and their
@@ -27,7 +27,7 @@ CaseKey = tuple[str, str, str, str]
 WIDE_INTERVAL = 1.10
 #: The speedups whose width is judged: jit's (and sharded mode's, jit on several devices),
 #: the headline. Eager's are not: at small sizes they are dispatch-bound Python that moves
-#: more from process to process (×/÷ 1.07-1.10 where jit's are 1.05 on a quiet 2-vCPU VM),
+#: more from process to process (docs: validation, "A/A coverage of the intervals"),
 #: so about half of a default run's cases would ask for more for eager alone, and their
 #: extra processes would take the time the jit intervals need. An extra process measures
 #: every mode of its case, so eager's intervals narrow with jit's.

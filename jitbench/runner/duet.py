@@ -1,7 +1,8 @@
 """Interleaved A/B measurement of two sides (two revisions, or two Python environments) in
-the same time window: `jitbench compare --rev`.
+the same time window: `jitbench ab`.
 
-Two runs measured minutes apart differ by 15–50 % on a shared VM, so a gate that compares
+Two runs measured minutes apart differ on a shared machine by more than the changes a gate
+looks for (docs: validation, "Figures behind the code"), so a gate that compares
 them either misses real regressions or cries wolf. Here both sides are measured at once:
 each side is a worker process (`duet_worker`) that stays alive for the whole comparison,
 both pinned to the same core; for every case the parent opens the case on both, gives
@@ -15,7 +16,7 @@ from one process to the next shows up in the result too.
 
 The result is two ordinary runs (base and new) whose sample i of a case and mode comes from
 the same round on both sides, and whose compiles are paired likewise; `gate.paired` judges
-them. A plan that judges no time (`DuetPlan.concurrent`: `compare --rev --metrics-only`)
+them. A plan that judges no time (`DuetPlan.concurrent`: `ab --metrics-only`)
 opens each case on both sides at once, each worker on a core of its own.
 
 Each side's workers send their programs' texts (`CompileInfo.program_text`) beside the
@@ -83,7 +84,7 @@ class DuetPlan:
         pairs: worker pairs, each measuring every case in turn.
         seed: for the sides' random order in each round.
         concurrent: open each case on both sides at once, each side's worker on a core of
-            its own where two are allowed (`compare --rev --metrics-only`: the programs
+            its own where two are allowed (`ab --metrics-only`: the programs
             are compared, no time is judged, so the sides need not share a core or take
             turns).
     """

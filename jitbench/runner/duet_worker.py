@@ -1,4 +1,4 @@
-"""One side of an interleaved comparison (`jitbench compare --rev`): a worker process that
+"""One side of an interleaved comparison (`jitbench ab`): a worker process that
 opens cases and takes a round of samples on request, so that the parent can alternate two
 such workers (base and new code) round by round, in the same minute, on the same core.
 

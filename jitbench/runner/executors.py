@@ -223,7 +223,7 @@ def exits_refused() -> Iterator[None]:
 
 class InProcessExecutor:
     """Measures cases in this process, each step under the case's deadline
-    (`config.timeout_s`, see `run.deadline`)."""
+    (`config.timeout_s`, see `runner.deadline`)."""
 
     def __init__(
         self,
@@ -292,7 +292,7 @@ class InProcessExecutor:
 
     def _skips(self, leader: overlap.Opened | None) -> Skips | None:
         """The modes to leave out: `skip`, and where this process follows the group, those
-        its leader left out (unless --retry-timeouts)."""
+        its leader left out (unless `retry_timeouts`)."""
         if leader is None or self.config.retry_timeouts:
             return self.skip
         return {**(self.skip or {}), **leader.skips}
@@ -449,7 +449,7 @@ class _LiveSession:
 
 class ChildProcessExecutor:
     """Measures each workload × size × dtype (its cases on every device) in its own child
-    process (`run.child`): a crash, hang or out-of-memory kill costs only those cases. The
+    process (`runner.child`): a crash, hang or out-of-memory kill costs only those cases. The
     child takes all rounds back to back."""
 
     spreads_rounds = False

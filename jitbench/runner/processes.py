@@ -7,8 +7,8 @@ process, not the next run (docs: validation, "Protocol checks" and "A/A coverage
 `processes=K`, this process measures every case, and K-1 fresh worker processes measure
 every case again (the first of them beside this one where the run overlaps, the others
 after it: `overlap`); the pooled run keeps each process's share of the samples
-(`run_sample_counts`), and `Run.speedup` turns the spread between processes into the
-interval (`stats.repeat_interval`).
+(`run_sample_counts`), and `RunAnalysis.speedup` turns the spread between processes into
+the interval (`stats.repeat_interval`).
 
 Then the run spends more where its intervals are widest: the cases that
 `allocation.cases_for_another_process` picks from the pooled run (a wide speedup interval,

@@ -33,7 +33,7 @@ from jitbench.runner.events import (
 
 #: Seconds a case is assumed to cost besides its sampling budget before any case has
 #: finished (inputs, the cold jit compile and eager first call, warm-up and calibration):
-#: the default suite's S and M cases take 0.3–1.5 s of that on the 2-vCPU VM.
+#: about what the default suite's S and M cases take (docs: validation, "Figures behind the code").
 OVERHEAD_PRIOR_S = 1.0
 #: What the cold jit compile repeated after the last round costs, as a share of a case's
 #: first-pass overhead (the compile is most of that overhead; inputs and warm-up are not

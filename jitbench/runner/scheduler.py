@@ -2,7 +2,7 @@
 
 The scheduler never prints and never writes files itself: progress goes to an `on_event`
 callback and partial runs to a `checkpoint` callback, both supplied by the caller. Where a
-case is measured (this process or a child) is the executor's business (`run.executors`).
+case is measured (this process or a child) is the executor's business (`runner.executors`).
 """
 
 from __future__ import annotations
@@ -288,7 +288,7 @@ def run_workloads(
 
 def timed_out_modes(run: Run) -> Skips:
     """The JAX modes of `run`'s cases that ran past --timeout (or reached it while sampling),
-    with what happened: a later `--processes` worker leaves them out (`--retry-timeouts`
+    with what happened: a later `--processes` worker leaves them out (`retry_timeouts`
     measures them again)."""
     return timed_out_skips(run.measurements)
 

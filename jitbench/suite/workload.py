@@ -519,7 +519,7 @@ def workload(
         inputs: `inputs(rng, *, dtype, **params)` makes a call's arguments (a tuple, a
             dict, one array or `Arguments`; JAX arrays are copied to the host).
         sizes: size presets mapped to the parameters of `inputs` (`{"S": {"n": 1000}}`).
-        sweep: parameters of `inputs` for `run --sweep`, smallest first.
+        sweep: parameters of `inputs` for `run --setting sweep=true`, smallest first.
         static_argnames: static argument names, as in `jax.jit`.
         static_argnums: static argument positions, as in `jax.jit`.
         donate_argnums: donated arguments, as in `jax.jit` (a jitted side's own are read

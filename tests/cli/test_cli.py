@@ -69,7 +69,13 @@ def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
         (["run", "--sizes", "XXL", "selu"], "unknown size 'XXL'"),
         (["run", "--sizes", "s", "selu"], "unknown size 's'; did you mean 'S'?"),
         (["run", "--devices", "tpu:7", "selu"], "unknown device 'tpu:7'"),
-        (["run", "--precision", "5", "selu"], "--precision is a fraction"),
+        (["run", "--setting", "precision=5", "selu"], "--setting precision is a fraction"),
+        (["run", "--setting", "seed=x", "selu"], "--setting seed= takes an integer"),
+        (["run", "--setting", "precison=0.1", "selu"], "did you mean 'precision'"),
+        (["run", "--setting", "rounds=2", "selu"], "rounds has an option of its own: --rounds"),
+        (["run", "--setting", "precision", "selu"], "--setting takes NAME=VALUE"),
+        (["run", "--distributed", "--process-id", "2/2", "selu"], "--process-id takes I/N"),
+        (["run", "--process-id", "0/2", "selu"], "--process-id goes with --distributed"),
         (["run", "--rounds", "0", "selu"], "--rounds must be at least 1"),
         (["compare", "a.json", "b.json", "--p-adjust", "holm"], "--p-adjust is one of bh, none"),
         (["compare", "a.json", "b.json", "--disturbed-factor", "0.5"], "--disturbed-factor is 0"),
@@ -181,7 +187,7 @@ def double_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def double_split_run(tmp_path_factory):
-    """One real `run double --quick -m numpy,jit --time-split --threads all` (a
+    """One real `run double --quick -m numpy,jit --setting time_split=true --threads all` (a
     subprocess), shared by the time-split and the `--threads all` test."""
     from tests.conftest import TINY_SUITE, run_cli
 
@@ -189,7 +195,8 @@ def double_split_run(tmp_path_factory):
     suite = root / "tiny.py"
     suite.write_text(TINY_SUITE)
     result = run_cli(
-        "run", "double", "--quick", "-m", "numpy,jit", "--time-split", "--threads", "all",
+        "run", "double", "--quick", "-m", "numpy,jit", "--setting", "time_split=true",
+        "--threads", "all",
         "--suite", str(suite), "--out", str(root / "out"),
     )  # fmt: skip
     return root / "out", result
@@ -212,9 +219,9 @@ def test_command_modules_import_only_common_and_options_from_the_cli(repo):
     `cli.common.app` and import nothing else from the package."""
     import ast
 
-    # Shared helpers: the app and error boundary, options, output (files, comparisons) and
-    # revisions (what `ab` and `compare --rev` share).
-    shared = ("common", "options", "output", "revisions")
+    # Shared helpers: the app and error boundary, options, output (files, comparisons),
+    # and a command's own: revisions (`ab`'s sides), run_options and progress (`run`'s).
+    shared = ("common", "options", "output", "revisions", "run_options", "progress")
     allowed = {f"jitbench.cli.{name}" for name in shared}
     for path in sorted((repo / "jitbench" / "cli").glob("*.py")):
         if path.name == "__init__.py" or path.stem in shared:
@@ -302,7 +309,7 @@ def test_time_split_must_be_a_flag() -> None:
     from jitbench.config import RunConfig
     from jitbench.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="--time-split is a flag"):
+    with pytest.raises(ConfigError, match="--setting time_split is a flag"):
         RunConfig(time_split="yes")  # type: ignore[arg-type]
 
 

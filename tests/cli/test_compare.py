@@ -1,4 +1,4 @@
-"""`jitbench compare` and `jitbench run --baseline` on real runs and on bad input.
+"""`jitbench compare` on real runs and on bad input, and `run … && compare` as a gate.
 
 The real runs measure a tiny suite whose amount of work is set by an environment variable,
 so the same case key can do more work. The runs of one comparison are measured at the same
@@ -62,8 +62,8 @@ RUN_ARGS = (
     "numpy,jit",
     "--min-samples",
     "25",
-    "--precision",
-    "0.5",
+    "--setting",
+    "precision=0.5",
     "--budget",
     "20",
 )
@@ -196,24 +196,24 @@ def test_real_slowdown_is_a_regression_with_exit_1(real_runs, tmp_path, cli):
 
 
 @pytest.mark.e2e
-def test_run_with_baseline_fails_on_regression(real_runs, tmp_path, cli):
-    # Ten times the work: measured alone, not beside the baseline, so it must stand out of
-    # whatever the machine's load did in between.
+def test_a_run_then_compare_fails_on_regression(real_runs, tmp_path, cli):
+    """The CI gate: `jitbench run … --out head/ && jitbench compare BASE head/`. Ten times
+    the work, measured alone, not beside the baseline, so it must stand out of whatever
+    the machine's load did in between."""
+    head = tmp_path / "head"
     proc = cli(
         "run",
         "--suite",
         str(real_runs["suite"]),
         "--out",
-        str(tmp_path),
+        str(head),
         *RUN_ARGS,
-        "--baseline",
-        str(real_runs["a"]),
-        "--fail-on-regression",
         env={"JITBENCH_TEST_STEPS": "200"},
     )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = cli("compare", str(real_runs["a"]), str(head))  # a folder side: its runs/
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "regressed: busy" in proc.stdout
-    assert len(list((tmp_path / "runs").glob("*.json"))) == 1  # the run is saved first
 
 
 # --- bad input: exit 2 --------------------------------------------------------------------
@@ -365,63 +365,46 @@ def test_compare_bad_option_is_one_line_on_stderr_as_a_subprocess(cli):
     assert proc.stdout == ""
 
 
-@pytest.mark.parametrize("kind", ["missing", "truncated", "newer_schema"])
-def test_run_baseline_bad_input_exits_2_before_measuring(kind, good_run, tmp_path, tiny_suite):
-    bad = _bad_file(kind, good_run, tmp_path)
+@pytest.mark.parametrize(
+    ("args", "instead"),
+    [
+        (["--baseline", "base.json"], "jitbench compare"),
+        (["--fail-on-regression"], "jitbench compare"),
+        (["--allow-inconclusive"], "jitbench compare"),
+        (["--precision", "0.02"], "--setting precision=VALUE"),
+        (["--seed=3"], "--setting seed=VALUE"),
+        (["--sweep"], "--setting sweep=true"),
+        (["--time-split"], "--setting time_split=true"),
+        (["--retry-timeouts"], "--setting retry_timeouts=true"),
+        (["--wide"], "--format wide"),
+        (["--coordinator", "h:1"], "JAX_COORDINATOR_ADDRESS"),
+        (["--num-processes", "2"], "--process-id I/N"),
+    ],
+)
+def test_an_option_run_no_longer_takes_names_its_replacement(args, instead, tmp_path):
+    """One line naming what to type instead, exit 2, nothing measured."""
     out = tmp_path / "reports"
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--suite",
-            str(tiny_suite),
-            "double",
-            "--quick",
-            "--out",
-            str(out),
-            "--baseline",
-            str(bad),
-        ],
-    )
+    result = runner.invoke(app, ["run", "double", "--quick", "--out", str(out), *args])
     assert result.exit_code == 2, result.output
-    assert not out.exists()  # failed fast: nothing measured, nothing written
-
-
-def test_fail_on_regression_needs_baseline(tmp_path, tiny_suite):
-    result = runner.invoke(
-        app,
-        [
-            "run",
-            "--suite",
-            str(tiny_suite),
-            "double",
-            "--quick",
-            "--out",
-            str(tmp_path / "r"),
-            "--fail-on-regression",
-        ],
-    )
-    assert result.exit_code == 2
-    assert "--baseline" in result.output
+    assert result.stderr.startswith(f"error: jitbench run {args[0].split('=')[0]} ")
+    assert instead in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not out.exists()
 
 
 def test_a_gate_that_compared_nothing_exits_2(good_run, tmp_path, tiny_suite):
     """The baseline measured `double` at S, this run at M: with nothing in common
-    the gate passed, having checked nothing."""
+    the gate would pass, having checked nothing."""
     args = ["run", "--suite", str(tiny_suite), "double", "-s", "M", "-m", "numpy", "--quick"]
-    args += ["--out", str(tmp_path / "r"), "--baseline", str(good_run)]
-    gated = runner.invoke(app, [*args, "--fail-on-regression"])
+    assert runner.invoke(app, [*args, "--out", str(tmp_path / "r")]).exit_code == 0
+    gated = runner.invoke(app, ["compare", str(good_run), str(tmp_path / "r")])
     assert gated.exit_code == 2, gated.output
     assert "the gate compared nothing, so it checked nothing" in " ".join(gated.output.split())
-    assert len(list((tmp_path / "r" / "runs").glob("*.json"))) == 1  # the run is kept
-    told = runner.invoke(app, args)  # no gate asked for: the warning, exit 0
-    assert told.exit_code == 0 and "nothing was compared" in " ".join(told.output.split())
 
 
 def test_stored_runs_of_one_interleaved_comparison_are_judged_on_their_pairs(
     tmp_path: Path,
 ) -> None:
-    """`jitbench compare base.json new.json` on the two files `compare --rev` saved uses
+    """`jitbench compare base.json new.json` on the two files `jitbench ab` saved uses
     the paired test again, not the test for runs taken apart."""
     from tests.gate.builders import make_run, meas
 
@@ -491,23 +474,22 @@ def test_metrics_only_flags_a_changed_program_and_passes_renamed_code(tmp_path: 
     assert code == 0 and moved == []
 
 
-# --- the revision A/B moved to `jitbench ab`: the old spelling points there ---------------
+# --- the revision A/B is `jitbench ab`: the old `compare --rev` spelling points there ------
 
 
-def test_compare_rev_still_works_and_points_at_ab(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.chdir(tmp_path)  # not a git repository: the cheap way to reach the sides
-    result = CliRunner().invoke(app, ["compare", "--rev", "main"])
+@pytest.mark.parametrize("option", ["--rev", "--rev-new", "--python-base", "--python-new"])
+def test_compare_rev_names_ab_in_one_line(option: str) -> None:
+    result = CliRunner().invoke(app, ["compare", option, "main"])
     assert result.exit_code == 2, result.output
-    assert "`jitbench ab`" in result.output  # the pointer, on stderr
-    assert "git repository" in result.output  # then the same error `ab --rev` gives
+    assert result.stderr.startswith(f"error: jitbench compare {option} is gone")
+    assert "`jitbench ab`" in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_revision_options_without_a_revision_say_where_they_went(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["compare", "a.json", "b.json", "--budget", "2", "--x64"])
-    assert result.exit_code == 2, result.output
-    assert "--budget, --x64" in result.output and "jitbench ab" in result.output
+def test_compare_takes_no_measuring_options(tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["compare", "a.json", "b.json", "--budget", "2"])
+    assert result.exit_code == 2 and "--budget" in result.output, result.output
     help_text = CliRunner().invoke(app, ["compare", "--help"]).output
-    assert "--rev REV" not in help_text and "--budget" not in help_text
+    assert "--rev" not in help_text and "--budget" not in help_text
 
 
 def test_ab_needs_its_sides_and_refuses_a_bad_output_first(tmp_path: Path, monkeypatch) -> None:

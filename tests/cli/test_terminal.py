@@ -177,7 +177,7 @@ def test_help_shows_defaults_and_examples_in_a_sensible_order() -> None:
     for default in (
         "--budget SECONDS",
         "[default: (0.2; --quick: 0.02)]",
-        "[default: (0.01 (±1%))]",
+        "precision=0.02 (stop sampling at ±2 %; default ±1%)",
         "[default: (S,M; --quick: S)]",
         "[default: (numpy,eager,jit)]",
         "[default: (10; --quick: 3)]",

@@ -79,7 +79,7 @@ def test_a_mode_past_its_limit_is_stopped_and_the_others_keep_their_figures() ->
     again = {m.mode: m for m in measure_cases(pcs, config, skip=skips)}
     assert again[Mode.EAGER].status is Status.SKIPPED and again[Mode.JIT].ok
     assert again[Mode.EAGER].diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
-    assert "--retry-timeouts" in again[Mode.EAGER].hint
+    assert "--setting retry_timeouts=true" in again[Mode.EAGER].hint
 
 
 def test_a_mode_that_reaches_its_limit_while_sampling_keeps_its_samples() -> None:

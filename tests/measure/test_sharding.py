@@ -267,11 +267,10 @@ def test_two_processes_make_the_same_sharded_calls(tmp_path: Path) -> None:
             [
                 *(sys.executable, "-m", "jitbench", "run", "--suite", "suite.py"),
                 *("-m", "jit,sharded", "-s", "S", "--budget", "0.2", "--out", f"p{i}"),
-                *("--distributed", "--coordinator", f"127.0.0.1:{port}"),
-                *("--num-processes", "2", "--process-id", str(i)),
+                *("--distributed", "--process-id", f"{i}/2"),
             ],
             cwd=tmp_path,
-            env=env,
+            env={**env, "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}"},
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

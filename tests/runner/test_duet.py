@@ -1,6 +1,6 @@
-"""`compare --rev` end to end with real worker processes, real JAX and a real git repository:
+"""`jitbench ab` end to end with real worker processes, real JAX and a real git repository:
 a throwaway repository with a tiny suite, committed, then changed in the working tree.
-Budgets are tiny; nothing here asserts on speed. The whole `compare --rev` (a git worktree,
+Budgets are tiny; nothing here asserts on speed. The whole `jitbench ab` (a git worktree,
 two interpreters) is end-to-end, `-m e2e`; its refusals and errors run by default."""
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ def test_two_environments_without_a_suite_take_the_one_run_would(tmp_path, monke
 
 @pytest.mark.e2e
 def test_outside_a_git_repository_rev_says_what_to_do(tmp_path: Path) -> None:
-    proc = run_cli("compare", "--rev", "main", cwd=tmp_path)
+    proc = run_cli("ab", "--rev", "main", cwd=tmp_path)
     assert proc.returncode == 2
     assert "git repository" in proc.stderr
 
@@ -153,7 +153,7 @@ def test_outside_a_git_repository_rev_says_what_to_do(tmp_path: Path) -> None:
 def test_stored_runs_and_rev_at_once_is_a_usage_error(tmp_path: Path) -> None:
     proc = run_cli("compare", "a.json", "b.json", "--rev", "main", cwd=tmp_path)
     assert proc.returncode == 2
-    assert "not both" in proc.stderr
+    assert "`jitbench ab`" in proc.stderr  # `compare --rev` is gone: one line says where
 
 
 def test_a_side_whose_python_cannot_start_is_a_clear_error(project: Path, tmp_path: Path) -> None:

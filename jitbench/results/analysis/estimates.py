@@ -11,9 +11,9 @@ of interval. One process: the median with its order-statistic interval, and the 
 ratios' median with its own.
 
 A ratio of medians would agree with the times by construction, but it lets a disturbed
-round move one side and not the other: in five A/A runs of the default suite on a loaded
-2-vCPU VM its speedups reproduced within 10 % in 63 % of pairs, the round-by-round ratio's
-in 68 % (docs: validation). So the analysis layer keeps the paired ratio and shows, for a
+round move one side and not the other: in A/A runs of the default suite its speedups
+reproduced less often than the round-by-round ratio's (docs: validation, "Figures behind
+the code"). So the analysis layer keeps the paired ratio and shows, for a
 JAX mode beside NumPy, the time that agrees with it (`figures`).
 """
 

@@ -72,9 +72,10 @@ SHARED_SHIFT_FACTOR = 1.2
 
 
 def noisy(rel_halfwidth: float, target: float, shown: str | None = None) -> Diagnostic:
-    """`noisy`: the interval is wider than the --precision target when the budget ran
-    out. `shown`: the interval as the table writes it (a pooled run's time), else the
-    median's CI of one process's samples, as a ± of `rel_halfwidth`."""
+    """`noisy`: the interval is wider than the precision target (`--setting
+    precision=`) when the budget ran out. `shown`: the interval as the table writes it
+    (a pooled run's time), else the median's CI of one process's samples, as a ± of
+    `rel_halfwidth`."""
     if shown is not None:
         message = (
             f"the time's 95 % interval ({shown}) is wider than the ±{target:.1%} target "
@@ -305,7 +306,7 @@ def _inverted(smaller: ModeFigure, larger: ModeFigure) -> bool:
         return False
     split = larger.measurement.time_split
     if split is not None and split.host_s >= split.device_s:
-        # Traced as dispatch-bound (--time-split): the device's work is not what the call
+        # Traced as dispatch-bound (time_split): the device's work is not what the call
         # waits for, so its time is flat in the size and the order is drift (docs:
         # validation, "H200 runs").
         return False

@@ -39,8 +39,8 @@ class ProcessSpread:
 # ---------------------------------------------------------------------------------------
 # Thresholds of the verdict. Each names what it guards against.
 
-#: More than 5 % of CPU time taken by the hypervisor for other guests: the VM's vCPUs are
-#: not running when jitbench's thread is runnable, so per-call times stretch at random.
+#: More than 5 % of CPU time taken by the hypervisor for other guests: the guest's CPUs
+#: are not running when jitbench's thread is runnable, so per-call times stretch at random.
 BUSY_STEAL = 0.05
 #: Other processes may use this much more than the cores jitbench leaves free before the
 #: machine counts as busy: background daemons take a few % of a core, a fifth of a core is
@@ -48,22 +48,21 @@ BUSY_STEAL = 0.05
 BUSY_OTHERS_MARGIN_CORES = 0.2
 #: The 1-minute load average may pass the cores by this much before the machine counts as
 #: busy. The load counts jitbench's own processes, two at a time where they overlap
-#: (`--overlap`), and its start-ups and pages beside them: ten back-to-back default runs
-#: on the 2-vCPU VM with nothing else running ended at 1.98-2.23, a hogged one at 2.9-4.2.
+#: (`--overlap`), and its start-ups and pages beside them: back-to-back default runs with
+#: nothing else running stayed within this margin, hogged ones did not (docs: validation,
+#: "Figures behind the code").
 BUSY_LOAD_MARGIN = 0.5
 #: The noise probe's robust CV (1.4826·MAD/median) above which the machine is noisy. The
-#: calmest snapshots on a 2-vCPU VM read 0.9–1.3 %; at 3 % single samples are disturbed by
-#: three times the ±1 % a default run asks of a median.
+#: calmest snapshots read about 1 % (docs: validation, "Threads and the machine probe");
+#: at 3 % single samples are disturbed by three times the ±1 % a default run asks of a median.
 NOISY_CV = 0.03
 
 #: A run whose processes measured the same code this far apart (`ProcessSpread.times`:
 #: the median over its measurements of two processes' distance, the mean over pairs) is
 #: unstable, as pyperf calls a benchmark whose standard deviation is 10 % of its mean or
-#: more. The probe's few milliseconds miss what moves a machine over minutes: in 35
-#: default runs on two noisy days (2026-11-25/26, 2-vCPU VM) the noisier probe of each
-#: read ±1.6–36 % and the processes 7–32 % apart, with no order between the two (a run
-#: whose probe read ±5.1 % was 7 % apart, one at ±2.3 % and ±4.2 % 22 %); 27 of the 35
-#: were unstable by this measure.
+#: more. The probe's few milliseconds miss what moves a machine over minutes: over default
+#: runs on noisy days the probe's reading and the processes' distance were in no order, and
+#: most runs were unstable by this measure (docs: validation, "Threads and the machine probe").
 UNSTABLE_SPREAD = 0.10
 
 
