@@ -248,22 +248,23 @@ def _bad_run_option(option: str, value: str, word: str) -> Callable[[Ctx], str]:
     return fn
 
 
-for _opt, _val in [
-    ("--budget", "nan"),
-    ("--budget", "inf"),
-    ("--timeout", "inf"),
-    ("--timeout", "nan"),
-    ("--precision", "1.5"),
-    ("--min-samples", "0"),
-    ("--rounds", "0"),
-    ("--processes", "0"),
-    ("--threads", "0"),
-    ("--seed", "-1"),
+for _opt, _val, _word in [
+    ("--budget", "nan", "--budget"),
+    ("--budget", "inf", "--budget"),
+    ("--timeout", "inf", "--timeout"),
+    ("--timeout", "nan", "--timeout"),
+    ("--setting", "precision=1.5", "precision"),
+    ("--min-samples", "0", "--min-samples"),
+    ("--rounds", "0", "--rounds"),
+    ("--processes", "0", "--processes"),
+    ("--threads", "0", "--threads"),
+    ("--setting", "seed=-1", "seed"),
+    ("--setting", "nosuch=1", "nosuch"),
 ]:
     case(
         f"option{_opt}={_val}",
         f"run {_opt} {_val}: exit 2 naming the option, before anything is measured",
-    )(_bad_run_option(_opt, _val, _opt))
+    )(_bad_run_option(_opt, _val, _word))
 
 
 @case("option-compare-nan", "compare --threshold nan / --alpha 2: exit 2 before reading files")
@@ -2275,11 +2276,11 @@ def _(ctx: Ctx) -> str:
     return "exit 0"
 
 
-@case("r4-path-too-long", "--suite/--baseline/history of a path too long for the filesystem: 2")
+@case("r4-path-too-long", "--suite/compare/history of a path too long for the filesystem: 2")
 def _(ctx: Ctx) -> str:
     long = "p" * 5000
     for args in (("run", "--suite", long, "--quick"), ("history", long),
-                 ("run", *QUICK, "ok_double", "--baseline", long)):  # fmt: skip
+                 ("compare", long, long + "x")):  # fmt: skip
         r = ctx.jb(*args, timeout=60)
         one_line_error(r)
         check(len(r.stderr) < 600, f"{args[:2]}: an error of {len(r.stderr)} characters")
