@@ -78,6 +78,25 @@ def cli():
     return run_cli
 
 
+def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
+    """`jitbench ARGS` in this process, its result read as `run_cli`'s (returncode, stdout,
+    stderr apart): the same command without a fresh interpreter's start and JAX import,
+    for the tests that read what a command did rather than how a process ends."""
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(
+        ["jitbench", *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
+#: `jitbench run` in one process, for the tests not about processes: a run of the default
+#: two starts the second early (a standby worker, a fresh interpreter), even one refused.
+ONE_PROCESS = ("--processes", "1")
+
+
 #: The variable `start_cli` tags a process and its children with (they inherit it).
 CLI_TAG = "JITBENCH_TEST_TAG"
 
