@@ -99,18 +99,27 @@ def cli():
     return run_cli
 
 
-def run_cli_here(*args: str) -> subprocess.CompletedProcess[str]:
-    """`jitbench ARGS` in this process, its result read as `run_cli`'s (returncode, stdout,
-    stderr apart): the same command without a fresh interpreter's start and JAX import,
-    for the tests that read what a command did rather than how a process ends."""
+def run_cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`jitbench ARGS` in this process (in `cwd`, if given), its result read as `run_cli`'s
+    (returncode, stdout, stderr apart): the same command without a fresh interpreter's
+    start and JAX import, for the tests that read what a command did rather than how a
+    process ends."""
+    import contextlib
+
     from typer.testing import CliRunner
 
     from jitbench.cli import app
 
-    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
     return subprocess.CompletedProcess(
         ["jitbench", *args], result.exit_code, result.stdout, result.stderr
     )
+
+
+@pytest.fixture
+def cli_here():
+    return run_cli_here
 
 
 #: `jitbench run` in one process, for the tests not about processes: a run of the default

@@ -98,6 +98,7 @@ def test_t_distribution_matches_scipy() -> None:
     assert stats.one_sample_t_p(values) == pytest.approx(ttest_1samp(values, 0.0).pvalue)
 
 
+@pytest.mark.e2e  # a fresh interpreter: what it imports
 def test_compare_path_does_not_import_scipy_stats() -> None:
     """The point of this module: judging two runs never imports scipy.stats."""
     import subprocess
