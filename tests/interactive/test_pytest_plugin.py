@@ -9,10 +9,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from jitbench import bench
-from jitbench.gate import compare, load_side
+from jitbench.gate import load_side
 from jitbench.interactive.pytest_plugin import _test_name, session_run
 from jitbench.results import Mode, load_run, save_run
 from tests.conftest import run_cli_here
@@ -27,14 +26,7 @@ LOAD = () if INSTALLED else ("-p", PLUGIN)
 FAST = ("--jitbench-budget", "0.01", "-p", "no:randomly", "-p", "no:cacheprovider")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _imported() -> None:
-    """pytester's in-process runs drop the modules a run imported, and an extension module
-    (NumPy's, jaxlib's) cannot load twice in a process: a run here imports them first."""
-    r = bench(lambda x: x * 2, np.ones(8, np.float32), budget=0.01, processes=1)
-    from jitbench.render.comparison import comparison_report
-
-    Console(file=None, quiet=True).print(comparison_report(compare(r.run, r.run)))
+pytestmark = pytest.mark.usefixtures("extension_modules_loaded")
 
 
 TESTS = """
