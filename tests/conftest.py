@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -32,6 +33,26 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.fixture
 def repo() -> Path:
     return REPO
+
+
+#: The noise probe's samples before and after each run the tests measure (see below).
+TESTS_PROBE_SAMPLES = 3
+
+
+@pytest.fixture(scope="session", autouse=True)
+def short_noise_probe() -> Iterator[None]:
+    """Every run measured in the tests' own processes takes a noise probe of
+    `TESTS_PROBE_SAMPLES` samples before and after it, not `--quick`'s 8 or the default 20:
+    at 5-15 ms a sample the probe was a third of a short run's time, in hundreds of runs.
+    The probe still runs and is recorded (three samples give a robust CV); its own length
+    and figures are tested in tests/measure/test_machine.py, and runs in fresh processes
+    (the e2e tier) take the real one."""
+    from jitbench.measure import machine
+
+    saved = machine.PROBE_SAMPLES, machine.QUICK_PROBE_SAMPLES
+    machine.PROBE_SAMPLES = machine.QUICK_PROBE_SAMPLES = TESTS_PROBE_SAMPLES
+    yield
+    machine.PROBE_SAMPLES, machine.QUICK_PROBE_SAMPLES = saved
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -76,6 +97,34 @@ def run_cli(
 @pytest.fixture
 def cli():
     return run_cli
+
+
+def run_cli_here(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`jitbench ARGS` in this process (in `cwd`, if given), its result read as `run_cli`'s
+    (returncode, stdout, stderr apart): the same command without a fresh interpreter's
+    start and JAX import, for the tests that read what a command did rather than how a
+    process ends."""
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from jitbench.cli import app
+
+    with contextlib.chdir(cwd) if cwd is not None else contextlib.nullcontext():
+        result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    return subprocess.CompletedProcess(
+        ["jitbench", *args], result.exit_code, result.stdout, result.stderr
+    )
+
+
+@pytest.fixture
+def cli_here():
+    return run_cli_here
+
+
+#: `jitbench run` in one process, for the tests not about processes: a run of the default
+#: two starts the second early (a standby worker, a fresh interpreter), even one refused.
+ONE_PROCESS = ("--processes", "1")
 
 
 #: The variable `start_cli` tags a process and its children with (they inherit it).
@@ -158,7 +207,6 @@ def alarm_raises_inside_an_exit(expected: type[BaseException]) -> bool:
     `expected` there."""
     import contextlib
     import signal
-    from collections.abc import Iterator
 
     raised: list[bool] = []
 

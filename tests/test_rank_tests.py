@@ -1,13 +1,14 @@
 """`jitbench.rank_tests` against SciPy, which it stands in for (to keep `scipy.stats`'s
 import out of `jitbench compare`): the same p-values on random inputs of every shape the
-methods switch on: small and large sides, ties, zeros, all-equal magnitudes."""
+methods switch on: small and large sides, ties, zeros, all-equal magnitudes. SciPy's
+functions are imported in the tests that use them: scipy.stats's import was a second of
+every xdist worker's collection."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from scipy.stats import false_discovery_control, mannwhitneyu, wilcoxon
 
 from jitbench import rank_tests, stats
 
@@ -20,6 +21,8 @@ def _sample(rng: random.Random, n: int, *, ties: bool) -> list[float]:
 
 @pytest.mark.parametrize("ties", [False, True])
 def test_mann_whitney_matches_scipy(ties: bool) -> None:
+    from scipy.stats import mannwhitneyu
+
     rng = random.Random(1 + ties)
     checked = 0
     for _ in range(400):
@@ -35,6 +38,8 @@ def test_mann_whitney_matches_scipy(ties: bool) -> None:
 
 def test_mann_whitney_exact_branch_matches_scipy() -> None:
     """Both sides small and untied: SciPy's exact null distribution, every shape."""
+    from scipy.stats import mannwhitneyu
+
     rng = random.Random(3)
     for n1 in range(1, 9):
         for n2 in range(1, 12):
@@ -59,6 +64,8 @@ def _differences(rng: random.Random, n: int, kind: str) -> list[float]:
 
 @pytest.mark.parametrize("kind", ["distinct", "ties", "zeros"])
 def test_signed_rank_matches_scipy(kind: str) -> None:
+    from scipy.stats import wilcoxon
+
     rng = random.Random(len(kind))
     # Ties or zeros with n <= 13 take the permutation branch, where SciPy enumerates the
     # 2**n sign flips in up to seconds a call: fewer of those, and one of size 11.
@@ -80,6 +87,8 @@ def test_average_ranks_share_ties() -> None:
 
 
 def test_benjamini_hochberg_matches_scipy() -> None:
+    from scipy.stats import false_discovery_control
+
     rng = random.Random(5)
     for m in (2, 3, 10, 57):
         p = [rng.random() ** 3 for _ in range(m)]
@@ -98,6 +107,7 @@ def test_t_distribution_matches_scipy() -> None:
     assert stats.one_sample_t_p(values) == pytest.approx(ttest_1samp(values, 0.0).pvalue)
 
 
+@pytest.mark.e2e  # a fresh interpreter: what it imports
 def test_compare_path_does_not_import_scipy_stats() -> None:
     """The point of this module: judging two runs never imports scipy.stats."""
     import subprocess

@@ -1,4 +1,5 @@
-"""The command line as users drive it: real subprocesses, exit codes, files on disk."""
+"""The command line as users drive it: exit codes, output, files on disk; in this process
+(`run_cli_here`), the real processes' twins in the e2e tier."""
 
 from __future__ import annotations
 
@@ -10,17 +11,18 @@ from typer.testing import CliRunner
 
 from jitbench import load_run
 from jitbench.cli import app
+from tests.conftest import ONE_PROCESS, run_cli_here
 
 
 @pytest.fixture(scope="module")
 def tiny_run_result(tmp_path_factory):
-    from tests.conftest import TINY_SUITE, run_cli
+    from tests.conftest import TINY_SUITE
 
     root = tmp_path_factory.mktemp("cli")
     suite = root / "tiny.py"
     suite.write_text(TINY_SUITE)
-    plain = run_cli("run", "--quick", "--suite", str(suite), "--out", str(root / "out"))
-    strict = run_cli(
+    plain = run_cli_here("run", "--quick", "--suite", str(suite), "--out", str(root / "out"))
+    strict = run_cli_here(
         "run",
         "--quick",
         "--strict",
@@ -83,7 +85,7 @@ def test_strict_exits_1_on_errors_and_mismatches(tiny_run_result):
 )
 def test_bad_usage_exits_2_with_one_line_cause(args, message):
     # In this process (a real one below): each costs JAX's import where it is a subprocess.
-    result = CliRunner().invoke(app, args)
+    result = CliRunner().invoke(app, [*args, *(ONE_PROCESS if args[0] == "run" else ())])
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert message in result.stderr
     # In process a crash is an exception the runner caught, not a traceback on stderr.
@@ -101,9 +103,9 @@ def test_bad_usage_in_a_real_process_exits_2_with_one_line_cause(cli):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
-def test_broken_suite_only_exits_2_and_names_file_and_line(cli, tmp_path):
+def test_broken_suite_only_exits_2_and_names_file_and_line(tmp_path):
     (tmp_path / "broken.py").write_text("import jitbench\n\n1 / 0\n")
-    result = cli("run", "--quick", "--suite", str(tmp_path))
+    result = run_cli_here("run", "--quick", "--suite", str(tmp_path))
     assert result.returncode == 2
     assert "broken.py:3: ZeroDivisionError" in result.stderr
     assert "no workloads to run" in result.stderr
@@ -122,7 +124,7 @@ def test_list_json_and_keyword(tiny_suite):
 def test_list_matching_nothing_exits_2_as_run_does(tiny_suite, as_json):
     runner = CliRunner()
     listed = runner.invoke(app, ["list", "--suite", str(tiny_suite), "-k", "bogus", *as_json])
-    ran = runner.invoke(app, ["run", "--suite", str(tiny_suite), "-k", "bogus"])
+    ran = runner.invoke(app, ["run", "--suite", str(tiny_suite), "-k", "bogus", *ONE_PROCESS])
     assert listed.exit_code == ran.exit_code == 2
     assert listed.stdout == ""  # no empty table
     assert listed.stderr.strip() == (
@@ -170,15 +172,15 @@ def test_env_without_a_backend_shows_the_rest_says_why_and_exits_2(cli, platform
 
 @pytest.fixture(scope="module")
 def double_run(tmp_path_factory):
-    """One real `run double --quick --rounds 3 --threads 1` (a subprocess), shared by the
+    """One real `run double --quick --rounds 3 --threads 1` (in this process), shared by the
     rounds and the threads test: each reads its own part of it. (`--threads 1` is the
-    default, spelled out here; a run of its own for each cost a JAX start for nothing.)"""
-    from tests.conftest import TINY_SUITE, run_cli
+    default, spelled out here; a run of its own for each measured it again for nothing.)"""
+    from tests.conftest import TINY_SUITE
 
     root = tmp_path_factory.mktemp("double")
     suite = root / "tiny.py"
     suite.write_text(TINY_SUITE)
-    result = run_cli(
+    result = run_cli_here(
         "run", "--quick", "--rounds", "3", "--threads", "1",
         "--suite", str(suite), "-k", "double", "--out", str(root / "out"),
     )  # fmt: skip
@@ -187,14 +189,14 @@ def double_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def double_split_run(tmp_path_factory):
-    """One real `run double --quick -m numpy,jit --setting time_split=true --threads all` (a
-    subprocess), shared by the time-split and the `--threads all` test."""
-    from tests.conftest import TINY_SUITE, run_cli
+    """One real `run double --quick -m numpy,jit --setting time_split=true --threads all`
+    (in this process), shared by the time-split and the `--threads all` test."""
+    from tests.conftest import TINY_SUITE
 
     root = tmp_path_factory.mktemp("split")
     suite = root / "tiny.py"
     suite.write_text(TINY_SUITE)
-    result = run_cli(
+    result = run_cli_here(
         "run", "double", "--quick", "-m", "numpy,jit", "--setting", "time_split=true",
         "--threads", "all",
         "--suite", str(suite), "--out", str(root / "out"),

@@ -14,6 +14,7 @@ import pytest
 import jitbench
 from jitbench import ConfigError, RunConfig, SamplingPlan
 from jitbench.results import load_run, save_run
+from tests.conftest import ONE_PROCESS
 from tests.faults import FAULT_SUITE, QUICK, invoke, run_files
 
 
@@ -135,7 +136,9 @@ def test_every_bad_run_option_exits_2_before_measuring(
     option: str, value: str, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
-    result = invoke("run", "--suite", FAULT_SUITE, "ok_double", "--out", out, option, value)
+    # One process (a later --processes of the options wins): no standby worker started.
+    run = ("run", "--suite", FAULT_SUITE, "ok_double", "--out", out, *ONE_PROCESS)
+    result = invoke(*run, option, value)
     assert result.exit_code == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr and "internal error" not in result.stderr
     assert run_files(out) == []

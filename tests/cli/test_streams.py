@@ -65,6 +65,7 @@ def _jitbench(*args: str, **streams: object) -> subprocess.CompletedProcess[str]
     )
 
 
+@pytest.mark.e2e  # a real process writing into /dev/full
 @pytest.mark.parametrize("fmt", ["table", "csv"])
 def test_report_to_a_full_stdout_says_so_in_one_line_and_exits_74(fmt: str) -> None:
     with open("/dev/full", "w") as full:
@@ -77,6 +78,7 @@ def test_report_to_a_full_stdout_says_so_in_one_line_and_exits_74(fmt: str) -> N
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.e2e  # a real process writing into a closed pipe
 def test_report_into_a_closed_pipe_exits_141_quietly() -> None:
     # Both streams are one pipe whose reader is gone before anything is written, as in
     # `jitbench report RUN.json --format table 2>&1 | head -0`.
@@ -131,6 +133,7 @@ except typer.Exit as exc:
 """
 
 
+@pytest.mark.e2e  # a real process signalled
 @pytest.mark.parametrize(
     ("sig", "code", "word"), [("SIGTERM", 143, "terminated"), ("SIGHUP", 129, "terminated")]
 )

@@ -103,6 +103,7 @@ def test_run_in_a_terminal_fits_and_cuts_nothing(tiny: Path, columns: int) -> No
     assert "transfer" in table or "H→D" in table
 
 
+@pytest.mark.e2e  # a real process in a pseudo-terminal
 @pytest.mark.parametrize("columns", [80, 120])
 def test_compare_in_a_terminal_fits_and_cuts_nothing(columns: int) -> None:
     code, shown = in_pty(["compare", str(FIXTURE), str(FIXTURE)], columns, cwd=REPO)
@@ -111,6 +112,7 @@ def test_compare_in_a_terminal_fits_and_cuts_nothing(columns: int) -> None:
     assert "double S jit" in shown and "pass:" in shown
 
 
+@pytest.mark.e2e  # a real process in a pseudo-terminal
 @pytest.mark.parametrize(
     "args",
     [["report", str(FIXTURE), "--format", "table"], ["compare", str(FIXTURE), str(FIXTURE)]],

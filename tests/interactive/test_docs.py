@@ -1,5 +1,5 @@
 """The Python API's documented examples run: the docs' pytest blocks (`<!-- runnable:
-pytest -->`, run by a real pytest with the plugin; tests/test_docs.py runs the script
+pytest -->`, run by pytest with the plugin, in this process; tests/test_docs.py runs the script
 blocks) and the docstrings' doctests."""
 
 from __future__ import annotations
@@ -38,9 +38,13 @@ def test_the_docs_have_a_pytest_block() -> None:
 @pytest.mark.parametrize(
     "code", [c for how, c in runnable_blocks() if how == "pytest"], ids=lambda c: c.split("\n")[0]
 )
+@pytest.mark.usefixtures("extension_modules_loaded")
 def test_a_readme_pytest_block_passes(code: str, pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_readme=code)
-    result = pytester.runpytest_subprocess(*LOAD, "-p", "no:cacheprovider", timeout=300)
+    # In this process; -p of a module already imported warns that its asserts are not
+    # rewritten: none to.
+    quiet = ("-W", "ignore::pytest.PytestAssertRewriteWarning")
+    result = pytester.runpytest(*LOAD, *quiet, "-p", "no:cacheprovider", "-p", "no:randomly")
     result.assert_outcomes(passed=code.count("\ndef test_") + code.startswith("def test_"))
 
 

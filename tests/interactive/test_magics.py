@@ -73,6 +73,7 @@ def test_the_cell_magic_runs_its_setup_then_measures_its_last_line(
     assert "<table" in r._repr_html_()
 
 
+@pytest.mark.e2e  # a real worker process receives the function
 def test_a_function_defined_in_the_shell_reaches_two_worker_processes(
     shell: InteractiveShell,
 ) -> None:

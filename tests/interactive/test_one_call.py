@@ -105,6 +105,7 @@ def test_a_second_call_in_the_same_process_gives_the_same_diagnostics() -> None:
     assert codes[0] == codes[1] and ("jit", "output-mismatch") in codes[0]
 
 
+@pytest.mark.e2e  # a real worker process receives the function
 def test_an_interactive_function_reaches_the_worker_processes() -> None:
     """Defined here (not in a suite file): pickled by value for the second process."""
     r = bench(selu, X, budget=0.05, processes=2)

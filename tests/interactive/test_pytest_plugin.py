@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from rich.console import Console
 
 from jitbench import bench
-from jitbench.gate import compare, load_side
+from jitbench.gate import load_side
 from jitbench.interactive.pytest_plugin import _test_name, session_run
 from jitbench.results import Mode, load_run, save_run
-from tests.conftest import run_cli
+from tests.conftest import run_cli_here
 
 pytest_plugins = ["pytester"]
 
@@ -24,17 +23,10 @@ PLUGIN = "jitbench.interactive.pytest_plugin"
 # a checkout run without that install loads it by name.
 INSTALLED = any(ep.value == PLUGIN for ep in entry_points(group="pytest11"))
 LOAD = () if INSTALLED else ("-p", PLUGIN)
-FAST = ("--jitbench-budget", "0.05", "-p", "no:randomly", "-p", "no:cacheprovider")
+FAST = ("--jitbench-budget", "0.01", "-p", "no:randomly", "-p", "no:cacheprovider")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _imported() -> None:
-    """pytester's in-process runs drop the modules a run imported, and an extension module
-    (NumPy's, jaxlib's) cannot load twice in a process: a run here imports them first."""
-    r = bench(lambda x: x * 2, np.ones(8, np.float32), budget=0.01, processes=1)
-    from jitbench.render.comparison import comparison_report
-
-    Console(file=None, quiet=True).print(comparison_report(compare(r.run, r.run)))
+pytestmark = pytest.mark.usefixtures("extension_modules_loaded")
 
 
 TESTS = """
@@ -53,7 +45,7 @@ X = np.linspace(-2, 2, 1024, dtype=np.float32)
 def test_selu(jitbench):
     r = jitbench(selu, X, numpy=selu_np)
     assert r.name == "test_bench.test_selu" and r.run.processes == 1
-    assert r.run.config.settings.plan.budget_s == 0.05
+    assert r.run.config.settings.plan.budget_s == 0.01
     assert r.speedup("jit") is not None
 
 @pytest.mark.parametrize("n", [256])
@@ -73,6 +65,28 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.fixture(scope="module")
+def _made() -> dict[str, tuple[Path, list[str]]]:
+    return {}
+
+
+@pytest.fixture
+def saved(
+    suite: pytest.Pytester,
+    _made: dict[str, tuple[Path, list[str]]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[Path, list[str]]:
+    """The run file of one session of TESTS with `--jitbench-save DIR`, and its output:
+    made once per module, for the tests that only read it (each session measures)."""
+    if "saved" not in _made:
+        out = tmp_path_factory.mktemp("saved") / "bench"
+        result = _run(suite, "--jitbench-save", str(out))
+        result.assert_outcomes(passed=2)
+        [path] = (out / "runs").glob("*.json")
+        _made["saved"] = (path, result.stdout.lines)
+    return _made["saved"]
+
+
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # -p of a module already imported warns that its asserts are not rewritten: none to.
     quiet = ("-W", "ignore::pytest.PytestAssertRewriteWarning")
@@ -82,18 +96,15 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_the_fixture_measures_and_the_session_saves_one_run(
-    suite: pytest.Pytester, tmp_path: Path
+    saved: tuple[Path, list[str]],
 ) -> None:
-    out = tmp_path / "bench"
-    result = _run(suite, "--jitbench-save", str(out))
-    result.assert_outcomes(passed=2)
-    [path] = (out / "runs").glob("*.json")
+    path, lines = saved
     run = load_run(path)
     names = {"test_bench.test_selu", "test_bench.test_centred-256"}
     assert {c.workload for c in run.cases()} == names
     assert {s.workload for s in run.config.selection or ()} == names
     assert run.get(run.cases()[0], "jit") is not None
-    result.stdout.fnmatch_lines(
+    pytest.LineMatcher(lines).fnmatch_lines(
         [
             "*- jitbench -*",
             "test_bench.test_selu: jit * vs NumPy*",
@@ -101,7 +112,7 @@ def test_the_fixture_measures_and_the_session_saves_one_run(
             "run saved to *",
         ]
     )
-    report = run_cli("report", str(path), "--format", "table", timeout=120)
+    report = run_cli_here("report", str(path), "--format", "table")
     assert report.returncode == 0, report.stderr
     assert "test_selu" in report.stdout
 
@@ -119,11 +130,9 @@ def _faster(run_path: Path, target: Path, factor: float) -> None:
 
 
 def test_a_regression_against_the_stored_run_fails_the_session_with_a_summary(
-    suite: pytest.Pytester, tmp_path: Path
+    suite: pytest.Pytester, saved: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    out = tmp_path / "bench"
-    _run(suite, "--jitbench-save", str(out)).assert_outcomes(passed=2)
-    [first] = (out / "runs").glob("*.json")
+    first, _ = saved
     baseline = tmp_path / "baseline.json"
     _faster(first, baseline, factor=1000.0)
 
@@ -245,11 +254,9 @@ def test_workloads_are_keyed_by_node_id_not_by_order(
 
 
 def test_a_partial_baseline_fails_the_pytest_gate_as_compare_exits_4(
-    suite: pytest.Pytester, tmp_path: Path
+    suite: pytest.Pytester, saved: tuple[Path, list[str]], tmp_path: Path
 ) -> None:
-    out = tmp_path / "bench"
-    _run(suite, "--jitbench-save", str(out)).assert_outcomes(passed=2)
-    [first] = (out / "runs").glob("*.json")
+    first, _ = saved
     # Every mode of the baseline 1000x slower: the new session can only be faster, however
     # busy this machine is in either.
     base = load_run(first)
@@ -265,7 +272,7 @@ def test_a_partial_baseline_fails_the_pytest_gate_as_compare_exits_4(
     judged = _run(suite, *gate)
     assert judged.ret == pytest.ExitCode.TESTS_FAILED
     judged.stdout.fnmatch_lines(["*partial*", "*the session fails*inconclusive*"])
-    assert run_cli("compare", str(partial), str(first), timeout=120).returncode == 4
+    assert run_cli_here("compare", str(partial), str(first)).returncode == 4
     allowed = _run(suite, *gate, "--jitbench-allow-inconclusive")
     assert allowed.ret == pytest.ExitCode.OK
 

@@ -97,6 +97,48 @@ def test_a_typo_of_a_platform_jax_has_is_still_corrected() -> None:
         devices.resolve_devices(["cpu:5"])
 
 
+@pytest.fixture
+def gpu_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """None of the allocator's variables set (they are taken away again at the end), and
+    JAX's backends not started: the state of a run's first process before JAX starts
+    (the tests' own process has started them; the fresh-process test below is the real
+    one)."""
+    for name in devices.GPU_ALLOCATOR_VARS:
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+    monkeypatch.setattr(devices, "_backends_started", lambda: False)
+    return monkeypatch
+
+
+def _fraction(*args: object) -> str:
+    """XLA_PYTHON_CLIENT_MEM_FRACTION after `share_gpu_memory(*args)` ('-' where unset)."""
+    devices.share_gpu_memory(*args)  # type: ignore[arg-type]
+    return os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION", "-")
+
+
+def test_processes_alive_at_once_share_a_gpu_in_equal_parts(gpu_env: pytest.MonkeyPatch) -> None:
+    assert _fraction(2, ("gpu",)) == "0.375"
+    gpu_env.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    assert _fraction(3, ("cpu", "cuda:0")) == "0.25"
+    gpu_env.delenv("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    # One process, CPU devices only, or the user's own choice: left alone.
+    assert _fraction(1, ("gpu",)) == "-"
+    assert _fraction(2, ("cpu", "cpu:1")) == "-"
+    gpu_env.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    assert _fraction(2, ("gpu",)) == "-"
+
+
+def test_by_default_a_gpu_plugin_of_jax_means_a_gpu_may_be_used(
+    gpu_env: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # An empty package named as JAX's CUDA plugin: found on the path, never imported.
+    (tmp_path / "jax_cuda12_plugin").mkdir()
+    (tmp_path / "jax_cuda12_plugin" / "__init__.py").write_text("")
+    gpu_env.syspath_prepend(str(tmp_path))
+    assert _fraction(2, ("cpu",)) == "-"
+    assert _fraction(2) == "0.375"
+
+
 def _fraction_in_fresh_process(env: dict[str, str], call: str) -> str:
     """XLA_PYTHON_CLIENT_MEM_FRACTION after `call` in a fresh interpreter (JAX not started)."""
     script = (
@@ -117,23 +159,15 @@ def _fraction_in_fresh_process(env: dict[str, str], call: str) -> str:
     return out.stdout.strip()
 
 
-def test_processes_alive_at_once_share_a_gpu_in_equal_parts() -> None:
-    assert _fraction_in_fresh_process({}, "share_gpu_memory(2, ('gpu',))") == "0.375"
-    assert _fraction_in_fresh_process({}, "share_gpu_memory(3, ('cpu', 'cuda:0'))") == "0.25"
-    # One process, CPU devices only, or the user's own choice: left alone.
-    assert _fraction_in_fresh_process({}, "share_gpu_memory(1, ('gpu',))") == "-"
-    assert _fraction_in_fresh_process({}, "share_gpu_memory(2, ('cpu', 'cpu:1'))") == "-"
-    mine = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    assert _fraction_in_fresh_process(mine, "share_gpu_memory(2, ('gpu',))") == "-"
-
-
-def test_by_default_a_gpu_plugin_of_jax_means_a_gpu_may_be_used(tmp_path: Path) -> None:
-    # An empty package named as JAX's CUDA plugin: found on the path, never imported.
+@pytest.mark.e2e
+def test_a_fresh_process_with_a_gpu_plugin_takes_its_equal_part(tmp_path: Path) -> None:
+    """The real state the in-process tests stand in for: JAX not started, a plugin found
+    on PYTHONPATH."""
     (tmp_path / "jax_cuda12_plugin").mkdir()
     (tmp_path / "jax_cuda12_plugin" / "__init__.py").write_text("")
     env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
     assert _fraction_in_fresh_process(env, "share_gpu_memory(2)") == "0.375"
-    assert _fraction_in_fresh_process(env, "share_gpu_memory(2, ('cpu',))") == "-"
+    assert _fraction_in_fresh_process({}, "share_gpu_memory(2, ('cpu',))") == "-"
 
 
 def test_a_started_backend_keeps_its_share_and_the_workers_allocate_as_they_go(

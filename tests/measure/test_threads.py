@@ -90,6 +90,7 @@ def test_summaries_of_defaults_unpinned_and_malformed_states() -> None:
     assert recorded_summary({}) is None  # a run from before jitbench recorded threads
 
 
+@pytest.mark.e2e  # a fresh interpreter: the pool must load first there
 def test_a_blas_pool_first_loaded_inside_the_limit_gets_its_default_back() -> None:
     """SciPy's OpenBLAS, first imported by a measured function, kept the limit of one
     thread in the caller's process after `bench` returned."""

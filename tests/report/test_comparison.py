@@ -104,11 +104,11 @@ def test_runs_on_different_devices_align_by_workload(run: Run) -> None:
     assert fig is not None and [t.name for t in fig.data] == [run.run_id, "gpu-run"]
 
 
-def test_cli_compare_writes_the_page(cli, run: Run, tmp_path: Path) -> None:
+def test_cli_compare_writes_the_page(cli_here, run: Run, tmp_path: Path) -> None:
     a = save_run(labelled(run, "base line"), tmp_path / "a.json")
     b = save_run(labelled(slower(run, "double", 3.0, run_id="b"), "head"), tmp_path / "b.json")
     page = tmp_path / "out" / "cmp.html"
-    res = cli("compare", str(a), str(b), "--html", str(page))
+    res = cli_here("compare", str(a), str(b), "--html", str(page))
     assert res.returncode in (0, 1), res.stderr
     assert f"comparison page written to {page}" in res.stdout
     html = page.read_text()
@@ -117,7 +117,7 @@ def test_cli_compare_writes_the_page(cli, run: Run, tmp_path: Path) -> None:
     assert re.search(
         r'<meta name="jitbench-runs" content="\[&#34;[^"]+&#34;, &#34;b&#34;\]">', html
     )
-    res = cli("compare", str(a), str(b), "--html", str(tmp_path))
+    res = cli_here("compare", str(a), str(b), "--html", str(tmp_path))
     assert res.returncode == 2 and "is a folder" in res.stderr
 
 

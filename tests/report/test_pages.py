@@ -223,24 +223,24 @@ def test_status_values_in_run(run: Run) -> None:
 # CLI
 
 
-def test_cli_report_renders_runs_and_rejects_bad_files(cli, run: Run, tmp_path: Path) -> None:
+def test_cli_report_renders_runs_and_rejects_bad_files(cli_here, run: Run, tmp_path: Path) -> None:
     a = save_run(labelled(run, "cpu box"), tmp_path / "a.json")
     b = save_run(
         relabelled(run, device="gpu:0", kind="H100", host="h", run_id="b"), tmp_path / "b.json"
     )
-    res = cli("report", str(a), str(b), "--out", str(tmp_path / "html"))
+    res = cli_here("report", str(a), str(b), "--out", str(tmp_path / "html"))
     assert res.returncode == 0, res.stderr
     printed = re.search(r"report written to (\S+)", res.stdout)
     assert printed and Path(printed.group(1)).name == "compare-cpu_box-vs-b.html"
     assert (tmp_path / "html" / "index.html").is_file()
 
     (tmp_path / "bad.json").write_text(json.dumps({"schema": "something else"}))
-    res = cli("report", str(tmp_path / "bad.json"), "--out", str(tmp_path / "html"))
+    res = cli_here("report", str(tmp_path / "bad.json"), "--out", str(tmp_path / "html"))
     assert res.returncode == 2 and "not a jitbench run" in res.stderr
 
 
-def test_cli_run_writes_page_index_and_label(cli, tiny_suite: Path, tmp_path: Path) -> None:
-    res = cli(
+def test_cli_run_writes_page_index_and_label(cli_here, tiny_suite: Path, tmp_path: Path) -> None:
+    res = cli_here(
         "run", "double", "--suite", str(tiny_suite), "--quick", "--out", str(tmp_path),
         "--label", "my label",
     )  # fmt: skip
@@ -254,10 +254,11 @@ def test_cli_run_writes_page_index_and_label(cli, tiny_suite: Path, tmp_path: Pa
     assert "<h1>my label" in page.read_text()
     assert (tmp_path / "plotly.min.js").is_file()
     assert "my label" in (tmp_path / "index.html").read_text()
-    res = cli("run", "double", "--suite", str(tiny_suite), "--quick", "--label", "a\nb")
+    res = cli_here("run", "double", "--suite", str(tiny_suite), "--quick", "--label", "a\nb")
     assert res.returncode == 2 and "--label" in res.stderr
 
 
+@pytest.mark.e2e  # a fresh interpreter: what it imports
 def test_a_report_never_imports_plotly_graph_objects(tmp_path: Path) -> None:
     """Figures are plain dicts: plotly.py's validating classes cost most of a small report's
     time, so the report path must not import them (plotly.py only supplies plotly.js)."""

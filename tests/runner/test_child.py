@@ -231,6 +231,7 @@ def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
     assert multiprocessing.active_children() == []  # the child was killed
 
 
+@pytest.mark.e2e  # a child process signalled while it starts
 def test_a_stop_signal_during_a_childs_start_waits_until_the_start_is_over() -> None:
     """A SIGTERM that arrives while `Process.start` writes the child's start-up data is
     held back until the write is done (it used to cut the write and make the child print a

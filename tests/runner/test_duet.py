@@ -18,7 +18,7 @@ from jitbench.errors import ConfigError
 from jitbench.gate import Verdict, are_partners
 from jitbench.runner.duet import DuetError, DuetPlan
 from jitbench.runner.sides import comparison_sides
-from tests.conftest import run_cli
+from tests.conftest import run_cli, run_cli_here
 
 SUITE = '''
 from jitbench import workload
@@ -151,7 +151,7 @@ def test_outside_a_git_repository_rev_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_stored_runs_and_rev_at_once_is_a_usage_error(tmp_path: Path) -> None:
-    proc = run_cli("compare", "a.json", "b.json", "--rev", "main", cwd=tmp_path)
+    proc = run_cli_here("compare", "a.json", "b.json", "--rev", "main", cwd=tmp_path)
     assert proc.returncode == 2
     assert "`jitbench ab`" in proc.stderr  # `compare --rev` is gone: one line says where
 

@@ -239,6 +239,7 @@ def wrong_at_m(xp, x):
 """
 
 
+@pytest.mark.e2e  # a `jitbench run` process and its overlapping worker
 @pytest.mark.skipif(not TWO_CORES, reason="two processes side by side need two cores")
 def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_another(
     tmp_path: Path,
@@ -301,6 +302,7 @@ def test_a_run_that_may_overlap_is_told_by_its_settings() -> None:
     assert overlap.may_overlap(RunConfig(devices=("cpu:0",))) is TWO_CORES
 
 
+@pytest.mark.e2e  # a worker process started and ended
 def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
     from jitbench.runner.processes import start_standby
 

@@ -404,6 +404,7 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     assert in_worker == [0]
 
 
+@pytest.mark.e2e  # a real worker process, stopped by the edit
 def test_a_suite_edited_during_a_run_stops_it_with_the_cause_and_keeps_the_first_process(
     tmp_path: Path,
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from jitbench.results import load_run
+from jitbench.suite.discovery import discover
 from tests.faults import FAULT_SUITE, OK, invoke, run_files, statuses
 
 BROKEN_SUITE = "from jitbench import workload\n\ndef broken(:\n    pass\n"
@@ -41,47 +42,48 @@ def test_suite_with_syntax_error(
         assert "no workloads to run (1 suite file(s) failed to import)" in result.stderr
 
 
-@pytest.mark.parametrize(
-    ("body", "exc_type"),
-    [
-        ("import sys\n\nsys.exit(3)\n", "SystemExit"),
-        ("import sys\n\nsys.exit()\n", "SystemExit"),
-        ("\n\nraise SystemExit('bye')\n", "SystemExit"),
-        ("\n\nraise KeyboardInterrupt\n", "KeyboardInterrupt"),
-        ("\n\nraise GeneratorExit\n", "GeneratorExit"),
-        ("import no_such_module_for_jitbench\n\n\n", "ModuleNotFoundError"),
-    ],
-    ids=[
-        "sys-exit-3",
-        "sys-exit",
-        "raise-systemexit",
-        "raise-keyboardinterrupt",
-        "generatorexit",
-        "missing-module",
-    ],
-)
-def test_any_exception_at_import_is_a_suite_error_and_the_others_run(
-    tmp_path: Path, body: str, exc_type: str
-) -> None:
-    bad = tmp_path / "exits_suite.py"
+IMPORT_FAULTS = {
+    "sys-exit-3": ("import sys\n\nsys.exit(3)\n", "SystemExit"),
+    "sys-exit": ("import sys\n\nsys.exit()\n", "SystemExit"),
+    "raise-systemexit": ("\n\nraise SystemExit('bye')\n", "SystemExit"),
+    "raise-keyboardinterrupt": ("\n\nraise KeyboardInterrupt\n", "KeyboardInterrupt"),
+    "generatorexit": ("\n\nraise GeneratorExit\n", "GeneratorExit"),
+    "missing-module": ("import no_such_module_for_jitbench\n\n\n", "ModuleNotFoundError"),
+}
+
+
+def _failing_suite(folder: Path, name: str) -> tuple[Path, str]:
+    """The suite file of IMPORT_FAULTS[name] and the `file:line: Type` naming its failure."""
+    body, exc_type = IMPORT_FAULTS[name]
+    bad = folder / f"{name.replace('-', '_')}_suite.py"
     bad.write_text(body)
-    line = 3 if exc_type != "ModuleNotFoundError" else 1
-    result = invoke(
-        "run",
-        "--suite",
-        bad,
-        "--suite",
-        FAULT_SUITE,
-        "ok_double",
-        "--quick",
-        "--out",
-        tmp_path / "out",
-    )
+    return bad, f"{bad}:{1 if exc_type == 'ModuleNotFoundError' else 3}: {exc_type}"
+
+
+@pytest.mark.parametrize("name", list(IMPORT_FAULTS))
+def test_any_exception_at_import_is_a_suite_error_and_the_others_are_found(
+    tmp_path: Path, name: str
+) -> None:
+    bad, named = _failing_suite(tmp_path, name)
+    registry = discover([bad, FAULT_SUITE])
+    [error] = registry.errors
+    assert named in " ".join(str(error).split())
+    assert "ok_double" in registry.workloads
+
+
+def test_suites_failing_at_import_are_named_and_the_others_run(tmp_path: Path) -> None:
+    """Every failure of IMPORT_FAULTS in one run (each is discovered above): each named on
+    stderr, none a traceback, and the good suite measured."""
+    failing = [_failing_suite(tmp_path, name) for name in IMPORT_FAULTS]
+    suites = [arg for bad, _ in failing for arg in ("--suite", bad)]
+    out = tmp_path / "out"
+    result = invoke("run", *suites, "--suite", FAULT_SUITE, "ok_double", "--quick", "--out", out)
     assert result.exit_code == 0, result.stderr
     stderr = " ".join(result.stderr.split())
-    assert f"{bad}:{line}: {exc_type}" in stderr, stderr
+    for _, named in failing:
+        assert named in stderr, stderr
     assert "Traceback" not in result.stderr
-    assert statuses(load_run(run_files(tmp_path / "out")[0])) == {"ok_double[S]": OK}
+    assert statuses(load_run(run_files(out)[0])) == {"ok_double[S]": OK}
 
 
 def test_a_real_ctrl_c_during_suite_import_still_stops(tmp_path: Path) -> None:
