@@ -302,12 +302,22 @@ def start_distributed(
         ) from None
 
 
+def _trivial(v: jax.Array) -> jax.Array:
+    return v * 2 + 1
+
+
+#: One jitted function for every warm-up of a process: the first compiles it (and starts
+#: the backend's compiler), the later ones (each `bench` call, each run in a notebook)
+#: only dispatch it, where a new function each time paid a trace and compile per run.
+_TRIVIAL = jax.jit(_trivial)
+
+
 def warm_up_process(devices: Sequence[jax.Device]) -> None:
     """Compile and run a trivial function per device so backend start-up is not charged
     to the first workload's compile time."""
     for device in devices:
         x = jax.device_put(np.ones(8, np.float32), device)
-        jax.block_until_ready(jax.jit(lambda v: v * 2 + 1)(x))
+        jax.block_until_ready(_TRIVIAL(x))
         jax.block_until_ready(x + 1)
 
 
