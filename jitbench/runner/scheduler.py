@@ -277,7 +277,7 @@ def run_workloads(
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
         # process's samples together and the run's own ratios.
-        return judgement.pooled_judgement(pooled, None if config.quick else config.plan.precision)
+        return judgement.pooled_judgement(pooled)
     if config.plan.rounds > 1:
         # Each later round's re-warm loads the programs the first round compiled, instead
         # of compiling them again after the other cases cleared JAX's caches.

@@ -214,10 +214,10 @@ def test_processes_that_roughly_agree_are_not_flagged(measurement: Measurement) 
     assert figure is not None and not figure.time_disagree
 
 
-def test_noisy_is_judged_again_on_the_interval_the_table_shows() -> None:
+def test_a_pooled_run_drops_each_processs_noisy_and_judges_none_again() -> None:
     """Five samples a process have no 95 % interval, so each process said `noisy`; the
-    run judges the interval its table shows (where a repeat run's time lands, from the
-    processes' medians) and quotes it as the table writes it."""
+    pooled row shows where a repeat run lands (the processes' spread), so no note about
+    one process's sampling CI stands beside it, however wide the row's interval."""
     per_process = judgement.noisy(math.inf, 0.01)
 
     def pooled(device: str, first: float, second: float) -> Measurement:
@@ -232,20 +232,11 @@ def test_noisy_is_judged_again_on_the_interval_the_table_shows() -> None:
             diagnostics=(per_process,),
         )
 
-    # On two devices: the run's typical spread, which an interval shrinks toward, is taken
-    # per mode and device.
     tight, wide = pooled("cpu:0", 1e-3, 1.0001e-3), pooled("cpu:1", 1e-3, 1.3e-3)
-    run = judgement.pooled_judgement(_run([tight, wide]), precision=0.01)
-    assert run.measurements[0].diagnostics == ()
-    [again] = run.measurements[1].diagnostics
+    run = judgement.pooled_judgement(_run([tight, wide]))
+    assert [m.diagnostics for m in run.measurements] == [(), ()]
     shown = analyse(run).time(wide.case, Mode.JIT)
-    assert shown is not None and shown.low is not None and shown.high is not None
-    assert again.code == judgement.NOISY
-    assert f"({fmt.seconds_pm(shown.value, shown.low, shown.high)})" in again.message
-    assert "wider than the ±1.0% target" in again.message and "--processes" in again.hint
-    # A smoke run (no precision) keeps no `noisy` of its processes, and judges none.
-    smoke = judgement.pooled_judgement(_run([tight, wide]), precision=None)
-    assert [d.code for d in smoke.measurements[1].diagnostics] == [judgement.NOISY]
+    assert shown is not None and shown.high is not None and shown.high > 1.15e-3 * 1.01
 
 
 def test_jit_slower_is_judged_again_on_the_pooled_run_with_the_figures_it_shows() -> None:
@@ -259,7 +250,7 @@ def test_jit_slower_is_judged_again_on_the_pooled_run_with_the_figures_it_shows(
         jit_m = replace(two_processes(*jit_s, Mode.JIT), diagnostics=(first_note,))
         return [numpy_m, jit_m]
 
-    slower = judgement.pooled_judgement(_run(case((12.5e-3, 11e-3), (31.5e-3, 27e-3))), None)
+    slower = judgement.pooled_judgement(_run(case((12.5e-3, 11e-3), (31.5e-3, 27e-3))))
     [note] = [d for d in slower.measurements[1].diagnostics if d.code == judgement.JIT_SLOWER]
     numpy_m, jit_m = slower.measurements
     assert note != first_note
@@ -271,7 +262,7 @@ def test_jit_slower_is_judged_again_on_the_pooled_run_with_the_figures_it_shows(
     assert speedup is not None and speedup.high is not None and speedup.high < 1
     assert f"jit is {fmt.ratio(1 / speedup.value)} slower" in note.message
     # The processes disagree about it: the interval holds 1, so no note.
-    unsure = judgement.pooled_judgement(_run(case((12.5e-3, 9e-3), (31.5e-3, 7e-3))), None)
+    unsure = judgement.pooled_judgement(_run(case((12.5e-3, 9e-3), (31.5e-3, 7e-3))))
     assert judgement.JIT_SLOWER not in [d.code for d in unsure.measurements[1].diagnostics]
 
 

@@ -71,17 +71,11 @@ SHARED_SHIFT_FACTOR = 1.2
 # The notes
 
 
-def noisy(rel_halfwidth: float, target: float, shown: str | None = None) -> Diagnostic:
-    """`noisy`: the interval is wider than the precision target (`--setting
-    precision=`) when the budget ran out. `shown`: the interval as the table writes it
-    (a pooled run's time), else the median's CI of one process's samples, as a ± of
-    `rel_halfwidth`."""
-    if shown is not None:
-        message = (
-            f"the time's 95 % interval ({shown}) is wider than the ±{target:.1%} target "
-            "when the budget ran out"
-        )
-    elif math.isinf(rel_halfwidth):
+def noisy(rel_halfwidth: float, target: float) -> Diagnostic:
+    """`noisy`: one process's median CI (±`rel_halfwidth`) is wider than the precision
+    target (`--setting precision=`) when the budget ran out: the interval a one-process
+    run's table shows."""
+    if math.isinf(rel_halfwidth):
         message = (
             "the median's 95 % CI could not be estimated from so few samples when the "
             "budget ran out"
@@ -91,12 +85,11 @@ def noisy(rel_halfwidth: float, target: float, shown: str | None = None) -> Diag
             f"the median's 95 % CI is ±{rel_halfwidth:.1%}, wider than the ±{target:.1%} "
             "target, when the budget ran out"
         )
-    spread = " or --processes (the interval spans the processes' figures)" if shown else ""
     return Diagnostic(
         code=NOISY,
         severity=Severity.INFO,
         message=message,
-        hint=f"raise --budget{spread}, close other programs, or pin the process to idle cores.",
+        hint="raise --budget, close other programs, or pin the process to idle cores.",
     )
 
 
@@ -366,35 +359,29 @@ def run_diagnostics(run: Run) -> Run:
 _JUDGED_ON_SAMPLES = frozenset({NOISY, OUTLIERS, SIZE_ORDER, JIT_SLOWER, EAGER_DISPATCH})
 
 
-def _noisy_shown(f: ModeFigure, precision: float) -> Diagnostic | None:
-    """`noisy` when the interval of `f`'s shown time is wider (its wider side, as the
-    table's ±) than `precision`, quoting it as the table writes it."""
-    t = f.time
-    if t is None or not t.value > 0:
-        return None
-    if t.low is None or t.high is None or not (t.low > 0 and math.isfinite(t.high)):
-        return noisy(math.inf, precision)
-    width = max(t.high / t.value - 1, 1 - t.low / t.value, 0.0)
-    if width <= precision:
-        return None
-    return noisy(width, precision, shown=fmt.seconds_pm(t.value, t.low, t.high))
-
-
-def pooled_judgement(run: Run, precision: float | None) -> Run:
+def pooled_judgement(run: Run) -> Run:
     """The sample-borne diagnostics of a `--processes` run judged again on the pooled
-    run's figures (`analyse`): `noisy` on the interval of the time the table shows
-    (unless `precision` is None, a smoke run), `jit-slower-than-numpy` (the jit speedup's
-    interval below 1) and `eager-dispatch-bound`, then `run_diagnostics` (outliers, size
-    order, processes that disagree). Each process judged its own share (at the default
-    two, five samples of a slow case, too few for any 95 % interval), but the run reports
-    the pooled figures."""
+    run's figures (`analyse`): `jit-slower-than-numpy` (the jit speedup's interval below
+    1) and `eager-dispatch-bound`, then `run_diagnostics` (outliers, size order,
+    processes that disagree). Each process judged its own share (at the default two,
+    five samples of a slow case, too few for any 95 % interval), but the run reports the
+    pooled figures.
+
+    Each process's `noisy` (its share's median CI wider than the precision target) is
+    dropped and none is judged again: the table's interval is then where a repeat run
+    lands, which the processes' spread sets more than any one process's sampling, so a
+    note quoting a sampling CI would contradict the row beside it, and one judging the
+    row's interval against a sampling target would flag nearly every row. The row shows
+    its interval; `processes-disagree` and the wide-interval marks say when it is wide.
+    """
     if not any(len(m.run_sample_counts) > 1 and m.samples_s for m in run.measurements):
         return run_diagnostics(run)
-    dropped = _JUDGED_ON_SAMPLES if precision is not None else _JUDGED_ON_SAMPLES - {NOISY}
     run = replace(
         run,
         measurements=tuple(
-            replace(m, diagnostics=tuple(d for d in m.diagnostics if d.code not in dropped))
+            replace(
+                m, diagnostics=tuple(d for d in m.diagnostics if d.code not in _JUDGED_ON_SAMPLES)
+            )
             if len(m.run_sample_counts) > 1 and m.samples_s
             else m
             for m in run.measurements
@@ -402,11 +389,6 @@ def pooled_judgement(run: Run, precision: float | None) -> Run:
     )
     extra: dict[tuple[tuple[str, str, str, str], Mode], list[Diagnostic]] = {}
     for case in analyse(run):
-        for f in case.figures.values():
-            if precision is not None and len(f.measurement.run_sample_counts) > 1:
-                found = _noisy_shown(f, precision) if f.measurement.samples_s else None
-                if found is not None:
-                    extra.setdefault((case.key, f.mode), []).append(found)
         jit_f = case.get(Mode.JIT)
         if jit_f is None or len(jit_f.measurement.run_sample_counts) < 2:
             continue
