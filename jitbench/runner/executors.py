@@ -9,8 +9,8 @@ that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase
 first round, which the scheduler asks for the next rounds and the repeated cold compiles.
 In-process, the processes of one `--processes` run share their cold calls' programs
 (`compilation.sharing_compiles`, a folder per group of cases); the process that leads
-a group marks it opened, and a process measuring beside it that follows the group waits
-for the mark (`runner.overlap`).
+a group tells a process measuring beside it that it has opened it, and the other, which
+follows the group, waits for that message (`runner.overlap.Peer`).
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def executor_for(
     check_outputs: bool = True,
     skip: Skips | None = None,
     turns: Turns | None = None,
-    ready: tuple[Path, int] | None = None,
+    peer: overlap.Peer | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
@@ -108,9 +108,8 @@ def executor_for(
     process following a group compares none).
     The modes of cases `skip` names are not measured (`protocol.open_cases`). With
     `turns`, the groups it names are followed: each waits until the other process has
-    opened it (`overlap`); with `ready` (a folder, a count), the process says it has
-    started there before its first case and waits until that many have
-    (`overlap.wait_ready`)."""
+    opened it (`overlap`); with `peer` (a process measuring at the same time), the
+    process meets it before its first case (`overlap.Peer.meet`)."""
     if config.isolate:
         return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
@@ -120,21 +119,22 @@ def executor_for(
         check_outputs=check_outputs,
         skip=skip,
         turns=turns,
-        ready=ready,
+        peer=peer,
     )
 
 
 @dataclass
 class Turns:
-    """A process of an overlapping run and the groups it follows (`overlap`): it waits
-    until the process that leads such a group has opened it (while `leader_alive()`:
-    where that one died, it leads the group itself), loads its programs and inputs and
-    compares no outputs. With `followed` (the first process), it records the leader's
-    measurements of those groups, which come with the mark, and keeps its own here: the
-    run's second part (`overlap.second_part`)."""
+    """A process of an overlapping run, its `peer` (the other process) and the groups it
+    follows (`overlap`): it waits until the peer, leading such a group, has opened it
+    (where the peer ended first, it leads the group itself), loads its programs and
+    inputs and compares no outputs; it tells the peer of each group it leads. With
+    `followed` (the first process), it records the leader's measurements of those groups,
+    which come with the message, and keeps its own here: the run's second part
+    (`overlap.second_part`)."""
 
     follows: frozenset[overlap.GroupKey]
-    leader_alive: Callable[[], bool] = lambda: True
+    peer: overlap.Peer
     followed: list[Measurement] | None = None
 
 
@@ -234,7 +234,7 @@ class InProcessExecutor:
         check_outputs: bool = True,
         skip: Skips | None = None,
         turns: Turns | None = None,
-        ready: tuple[Path, int] | None = None,
+        peer: overlap.Peer | None = None,
     ) -> None:
         self.config = config
         self.devices = list(devices)
@@ -242,8 +242,8 @@ class InProcessExecutor:
         self.check_outputs = check_outputs
         self.skip = skip
         self.turns = turns
-        self.ready = ready
-        #: The pids of the processes that started with this one (`ready`), once met.
+        self.peer = peer
+        #: The pids of the processes that started with this one (`peer`), once met.
         self.siblings: tuple[int, ...] = ()
         #: Groups this process followed until their leader died, then led itself.
         self._taken_over: set[overlap.GroupKey] = set()
@@ -271,21 +271,18 @@ class InProcessExecutor:
             yield
 
     def _opened(self, pcs: Sequence[PlannedCase], measured: list[Measurement]) -> None:
-        """The process leading the group (it compares outputs) marks it opened for a
-        process following it (`overlap.mark_opened`)."""
-        folder = self._folder(pcs)
-        if folder is not None and self.check_outputs:
-            folder.mkdir(parents=True, exist_ok=True)
-            overlap.mark_opened(folder, measured)
+        """The process leading the group (it compares outputs) tells the process beside
+        it, which may follow it, that it has opened it (`overlap.Peer.opened`)."""
+        if self.turns is not None and self.check_outputs:
+            self.turns.peer.opened(overlap.group_key(pcs), measured)
 
     def _leader(self, pcs: Sequence[PlannedCase]) -> overlap.Opened | None:
-        """Where this process follows the group: the leader's mark, once it is there
-        (None where this process leads the group, or the leader died first)."""
-        folder = self._folder(pcs)
+        """Where this process follows the group: the leader's message, once it is there
+        (None where this process leads the group, or the leader ended first)."""
         turns = self.turns
-        if turns is None or folder is None or overlap.group_key(pcs) not in turns.follows:
+        if turns is None or overlap.group_key(pcs) not in turns.follows:
             return None
-        opened = overlap.wait_opened(folder, turns.leader_alive)
+        opened = turns.peer.wait_opened(overlap.group_key(pcs))
         if opened is None:
             self._taken_over.add(overlap.group_key(pcs))
         return opened
@@ -302,7 +299,7 @@ class InProcessExecutor:
     ) -> list[Measurement]:
         """What the run records of a group: this process's measurements, or, where the
         first process followed it, the leader's (its own kept in `Turns.followed`, the
-        program texts, which the leader's mark lacks, lent to the leader's)."""
+        program texts, which the leader's message lacks, lent to the leader's)."""
         turns = self.turns
         if leader is None or turns is None or turns.followed is None:
             return measured
@@ -321,12 +318,8 @@ class InProcessExecutor:
 
     def prepare(self) -> None:
         warm_up(self.devices)
-        if self.ready is not None:  # the others may begin now (and this one once they can)
-            folder, count = self.ready
-            overlap.mark_ready(folder)
-            if count > 1:
-                met = overlap.wait_ready(folder, lambda: True, count=count)
-                self.siblings = tuple(pid for pid in met if pid != os.getpid())
+        if self.peer is not None:  # the others may begin now (and this one once they can)
+            self.siblings = self.peer.meet()
 
     def measure(
         self, pcs: Sequence[PlannedCase], report: StepReport | None = None

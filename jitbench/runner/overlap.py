@@ -3,16 +3,17 @@
 A `--processes` run measures every case in one process, then again in fresh ones. On a
 machine with cores to spare, the second process need not wait for the first to finish:
 it starts with it, pinned to other cores (the first measures nothing until it has
-started: `mark_ready`, `wait_ready`), and the two take turns to lead the groups (a
+started: `Peer.meet`), and the two take turns to lead the groups (a
 workload × size × dtype; `takes_turns`, `led_groups`, `turn_order`). The leader of a
 group makes its inputs, compiles and times its cold calls, compares its outputs with
-NumPy's and marks it opened (`mark_opened`, with the modes that ran past --timeout there,
-which the other leaves out as a later worker would, and its measurements); the other
-waits for the mark (`wait_opened`) and follows, loading the programs and inputs the
-leader kept instead of compiling and making them again (`compilation.sharing_compiles`,
-`shared_inputs`). The first process records the leader's measurements of the groups the
-second led, so that the run's first part holds every group's compiles and checks; its
-own measurements of those groups join the second's run (`second_part`). What measuring
+NumPy's and tells the other it has opened it (`Peer.opened`, with the modes that ran
+past --timeout there, which the other leaves out as a later worker would, and its
+measurements); the other waits for that message (`Peer.wait_opened`) and follows,
+loading the programs and inputs the leader kept instead of compiling and making them
+again (`compilation.sharing_compiles`, `shared_inputs`). The first process records the
+leader's measurements of the groups the second led, so that the run's first part holds
+every group's compiles and checks; its own measurements of those groups join the
+second's run (`second_part`). What measuring
 side by side costs the figures is measured on the docs' validation pages ("Overlapping
 the processes", "Taking turns to lead").
 
@@ -22,16 +23,17 @@ cores free to pin, a fresh run (not a resume), cases measured in this process (n
 `--isolate`). A third process of `--processes 3` runs after them, alone; the extra
 processes run two at a time, a core each (`runner.processes.run_in_processes`), each
 measuring once both have started and taking its last snapshot once both have finished.
+The processes say all this to each other as messages on the channel each shares with
+the parent (`runner.channel`, the parent passing on a pair's: `pair_up`), never as files.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
@@ -41,25 +43,21 @@ from jitbench.measure.protocol import Skips, skips_from_json, skips_to_json, tim
 from jitbench.measure.threads import allowed_cores, choose_cores, limited_threads
 from jitbench.results import Measurement, Run
 from jitbench.results.codec import measurement_from_dict, measurement_to_dict
+from jitbench.runner.channel import Channel
 from jitbench.runner.plan import PlannedCase
-from jitbench.runner.signals import raise_if_stop_requested
 
 #: A group of cases measured together: workload, size and dtype (`plan.group_cases`).
 GroupKey = tuple[str, str, str]
 
-#: The file, in a group's shared folder, that says the process leading it has opened it.
-OPENED_FILE = "opened.json"
-#: The files, in a folder of the run's, that say a process has started and waits (one
-#: per process, named by its pid).
-READY_PREFIX = "ready-"
+#: The messages of two processes side by side (`runner.channel`): started, started
+#: together (a pair), a group opened, finished measuring, both finished (a pair).
+READY, START, OPENED, DONE, END = "ready", "start", "opened", "done", "end"
 #: How long a process waits for the others it starts with before it measures anyway (one
 #: of them died: the run reports it when it asks for that one's result).
 READY_LIMIT_S = 120.0
 #: How long a process that has finished waits for the others it started with before it
 #: takes its last snapshot anyway (one of them died mid-run).
 END_LIMIT_S = 30.0
-#: How often a follower looks for the mark of the group it waits for.
-POLL_S = 0.01
 
 
 @dataclass(frozen=True)
@@ -89,9 +87,6 @@ class Beside:
     cores_used: int
     is_first: bool
     pid: int | None = None
-
-
-_waited_s = 0.0
 
 
 def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
@@ -208,100 +203,111 @@ def second_part(run: Run, followed: Sequence[Measurement]) -> Run:
     )
 
 
-def mark_ready(folder: Path) -> None:
-    """Say, in `folder`, that this process has started: its interpreter, JAX and the
-    suites are loaded and its backend is up, so what is left of it is waiting and
-    measuring."""
-    (folder / f"{READY_PREFIX}{os.getpid()}").touch()
+class Peer:
+    """The run's other process measuring at the same time as this one, over the channel
+    they share (`runner.channel`: the first process and the second beside it, each the
+    other's peer; or a worker of a pair and the parent, which passes on what the pair
+    says to each other: `pair_up`). One instance per process: it counts the seconds
+    this process waited for its peer's marks (`waited_s`)."""
 
+    def __init__(self, channel: Channel, *, together: bool = False) -> None:
+        self.channel = channel.listen()
+        #: One of two extra processes side by side (each measures once both started and
+        #: takes its last snapshot once both finished), not the second beside the first.
+        self.together = together
+        #: Seconds this process waited in `wait_opened`: its time beside the first
+        #: process less the waits is what it took to measure.
+        self.waited_s = 0.0
 
-def wait_ready(
-    folder: Path,
-    alive: Callable[[], bool],
-    *,
-    count: int = 1,
-    limit_s: float = READY_LIMIT_S,
-    poll_s: float = POLL_S,
-) -> tuple[int, ...]:
-    """Wait until `count` processes have started (`mark_ready`), while `alive()`, for at
-    most `limit_s`; the pids of those that have. Nothing is measured before: a spawned
-    interpreter importing JAX beside a measuring process made the first workload's cold
-    compiles twice as slow, and its noise probe read up to ±26 %."""
-    end = time.monotonic() + limit_s
-    while True:
-        pids = tuple(
-            int(p.name.removeprefix(READY_PREFIX)) for p in folder.glob(f"{READY_PREFIX}*")
+    def meet(self, *, limit_s: float = READY_LIMIT_S) -> tuple[int, ...]:
+        """Say this process has started (its interpreter, JAX and the suites loaded, its
+        backend up: what is left is waiting and measuring); one of a pair also waits for
+        the other, at most `limit_s` (one that died: the run reports it when it asks for
+        that one's result). The pids of the others met. Nothing is measured before: a
+        spawned interpreter importing JAX beside a measuring process made the first
+        workload's cold compiles twice as slow, and its noise probe read up to ±26 %."""
+        self.channel.send(READY, os.getpid())
+        if not self.together:
+            return ()
+        with contextlib.suppress(EOFError):
+            if (started := self.channel.receive({START}, limit_s=limit_s)) is not None:
+                return tuple(started[1])
+        return ()
+
+    def end_together(self, *, limit_s: float = END_LIMIT_S) -> None:
+        """One of a pair: wait until both have finished measuring, at most `limit_s`, so
+        that neither takes its last machine snapshot while the other still measures beside
+        it (the noise probe read ±3.3-4.5 % then)."""
+        if not self.together:
+            return
+        self.channel.send(DONE)
+        with contextlib.suppress(EOFError):
+            self.channel.receive({END}, limit_s=limit_s)
+
+    def opened(self, group: GroupKey, measurements: Sequence[Measurement]) -> None:
+        """Tell the peer that this process, leading the group, has opened it: its programs
+        and inputs are kept; with the modes that ran past --timeout, and the group's
+        measurements (the first process records those of the groups the second led:
+        `Opened.measurements`)."""
+        self.channel.send(
+            OPENED,
+            {
+                "group": list(group),
+                "skips": skips_to_json(timed_out_skips(measurements)),
+                "measurements": [measurement_to_dict(m) for m in measurements],
+            },
         )
-        if len(pids) >= count or not alive() or time.monotonic() >= end:
-            return pids
-        time.sleep(poll_s)
 
-
-def end_together(folder: Path, count: int) -> None:
-    """Wait until the `count` processes that started together in `folder` have all
-    finished measuring (each says so here), so that none takes its last machine snapshot
-    while another still measures beside it (the noise probe read ±3.3-4.5 % then)."""
-    done = folder / "done"
-    done.mkdir(exist_ok=True)
-    mark_ready(done)
-    wait_ready(done, lambda: True, count=count, limit_s=END_LIMIT_S)
-
-
-def mark_opened(folder: Path, measurements: Sequence[Measurement]) -> None:
-    """Say, in a group's shared folder, that the process leading the group has opened it:
-    its programs and inputs are kept; with the modes that ran past --timeout, and the
-    group's measurements (the first process records those of the groups the second led:
-    `Opened.measurements`)."""
-    body = json.dumps(
-        {
-            "skips": skips_to_json(timed_out_skips(measurements)),
-            "measurements": [measurement_to_dict(m) for m in measurements],
-        }
-    )
-    tmp = folder / f".{OPENED_FILE}.{os.getpid()}.tmp"
-    tmp.write_text(body, encoding="utf-8")
-    os.replace(tmp, folder / OPENED_FILE)
+    def wait_opened(self, group: GroupKey) -> Opened | None:
+        """Wait until the peer leading `group` has opened it (`opened`); None where it
+        ended first (the waiting process then leads the group itself). The parent stops a
+        follower whose first process failed (`processes.run_in_processes`)."""
+        began = time.monotonic()
+        try:
+            message = self.channel.receive({OPENED}, match=lambda b: tuple(b["group"]) == group)
+        except EOFError:
+            return None
+        finally:
+            self.waited_s += time.monotonic() - began
+        assert message is not None  # no limit
+        body = message[1]
+        return Opened(
+            skips=skips_from_json(body["skips"]),
+            measurements=tuple(measurement_from_dict(d) for d in body["measurements"]),
+        )
 
 
 @dataclass(frozen=True)
 class Opened:
-    """A group as the process that led it opened it (`mark_opened`): the modes it left
+    """A group as the process that led it opened it (`Peer.opened`): the modes it left
     out, and its measurements of the group."""
 
     skips: Skips
     measurements: tuple[Measurement, ...]
 
 
-def wait_opened(
-    folder: Path, alive: Callable[[], bool] = lambda: True, *, poll_s: float = POLL_S
-) -> Opened | None:
-    """Wait until the process leading the group whose shared folder is `folder` has opened
-    it (`mark_opened`), while `alive()`; None where it died first (the waiting process
-    then leads the group itself). The parent stops a follower whose first process
-    failed (`processes.run_in_processes`)."""
-    global _waited_s
-    path = folder / OPENED_FILE
-    began = time.monotonic()
-    try:
-        while True:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                if not alive() and not path.exists():  # it may have marked, then ended
-                    return None
-                raise_if_stop_requested()
-                time.sleep(poll_s)
-                continue
-            body = json.loads(text)
-            return Opened(
-                skips=skips_from_json(body["skips"]),
-                measurements=tuple(measurement_from_dict(d) for d in body["measurements"]),
-            )
-    finally:
-        _waited_s += time.monotonic() - began
+def wait_started(channel: Channel, *, limit_s: float = READY_LIMIT_S) -> int | None:
+    """Wait until the process at the other end of `channel` has started (`Peer.meet`), at
+    most `limit_s`; its pid, or None where it ended or the limit passed first."""
+    with contextlib.suppress(EOFError):
+        if (message := channel.receive({READY}, limit_s=limit_s)) is not None:
+            return int(message[1])
+    return None
 
 
-def waited_s() -> float:
-    """Seconds this process has waited in `wait_opened`: its time beside the first process
-    less the waits is what it took to measure."""
-    return _waited_s
+def pair_up(channels: Sequence[Channel]) -> bool:
+    """Pass on what two extra processes side by side say to each other (`Peer.meet`,
+    `Peer.end_together`): once both have started, each hears the other's pid and starts;
+    once both are done, both hear so. False, at once, where one ended before it started
+    (the caller reports its error and stops the other)."""
+    pids = [wait_started(channel) for channel in channels]
+    if None in pids:
+        return False
+    for index, channel in enumerate(channels):
+        channel.send(START, [pid for other, pid in enumerate(pids) if other != index])
+    for channel in channels:
+        with contextlib.suppress(EOFError):
+            channel.receive({DONE})
+    for channel in channels:
+        channel.send(END)
+    return True

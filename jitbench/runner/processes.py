@@ -21,7 +21,6 @@ K processes took. A case's measurements record how many processes measured it
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import multiprocessing
@@ -37,7 +36,8 @@ from jitbench.results import Run, run_from_dict
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
 from jitbench.runner.allocation import CaseKey, cases_for_another_process
-from jitbench.runner.child import die_with_parent, receive, spawning_quietly
+from jitbench.runner.channel import Channel
+from jitbench.runner.child import die_with_parent, spawning_quietly
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted, WorkerProgress
 
 
@@ -62,6 +62,9 @@ EXTRA_PROCESSES = 2
 #: are wide everywhere, on a busy machine, takes a third longer, not twice as long. Two
 #: extra processes side by side spend it once.
 EXTRA_TIME_SHARE = 0.3
+#: What a worker says to the parent of itself (`StartedWorker.result`): its progress, the
+#: seconds it waited for the first process, its run, or why it has none.
+_ANSWERS = frozenset({"progress", "waited", "ok", "refused", "error"})
 
 
 def jax_processes_at_once(config: RunConfig) -> int:
@@ -89,11 +92,11 @@ def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
 
 class StartedWorker:
     """A worker process started (`start_worker`) and not yet heard from: `result` waits for
-    its run, `stop` ends it."""
+    its run, `stop` ends it; `channel` is the one channel to it (`runner.channel`)."""
 
-    def __init__(self, proc: Any, receiver: Connection, started: float) -> None:
+    def __init__(self, proc: Any, channel: Channel, started: float) -> None:
         self._proc = proc
-        self._receiver = receiver
+        self.channel = channel
         self.started = started  # time.monotonic() when it was given its work
         #: Seconds it waited for the first process (a process beside it: `overlap`).
         self.waited_s = 0.0
@@ -111,13 +114,12 @@ class StartedWorker:
         Raises:
             WorkerError: the worker failed or died.
         """
-        proc, receiver = self._proc, self._receiver
+        proc = self._proc
         try:
             try:
-                # In slices, so a stop signal is obeyed at once (the worker is killed below).
-                # (no limit: it never answers None)
+                # A stop signal is obeyed at once (the worker is killed below).
                 while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
-                    kind, body = receive(receiver, proc, None) or ("error", "no answer")
+                    kind, body = self.channel.receive(_ANSWERS) or ("error", "no answer")
                     if kind == "waited":
                         self.waited_s = float(body)
                         continue
@@ -153,10 +155,9 @@ class StandbyWorker:
     """A worker process started before it has work (`start_standby`): its interpreter
     imports JAX and jitbench while the caller finds the suites, then waits for `order`."""
 
-    def __init__(self, proc: Any, orders: Connection, receiver: Connection) -> None:
+    def __init__(self, proc: Any, channel: Channel) -> None:
         self._proc = proc
-        self._orders = orders
-        self._receiver = receiver
+        self._channel = channel
         self._ordered = False
 
     def order(
@@ -170,9 +171,9 @@ class StandbyWorker:
     ) -> StartedWorker:
         """Give it what `start_worker` gives a fresh process; the worker it becomes."""
         args = _worker_args(selection, config, shared_compiles, cases)
-        self._orders.send((target, args))
+        self._channel.send("order", (target, args))
         self._ordered = True
-        return StartedWorker(self._proc, self._receiver, time.monotonic())
+        return StartedWorker(self._proc, self._channel, time.monotonic())
 
     def alive(self) -> bool:
         return bool(self._proc.is_alive())
@@ -181,8 +182,7 @@ class StandbyWorker:
         """End it, unless it was given work (its `StartedWorker` ends it then)."""
         if self._ordered:
             return
-        with contextlib.suppress(OSError):  # it has gone already
-            self._orders.send(None)
+        self._channel.send("dismiss")  # False where it has gone already
         self._proc.join(timeout=5)
         if self._proc.is_alive():
             self._proc.kill()
@@ -194,29 +194,27 @@ def start_standby() -> StandbyWorker:
     (`StandbyWorker.order`), so that its start-up runs while the caller still prepares,
     before anything is measured."""
     ctx = multiprocessing.get_context("spawn")
-    orders_out, orders_in = ctx.Pipe(duplex=False)
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=standby_main, args=(orders_out, sender), name="jitbench-worker")
+    here, there = ctx.Pipe()
+    proc = ctx.Process(target=standby_main, args=(there,), name="jitbench-worker")
     with spawning_quietly():
         proc.start()
-    sender.close()
-    orders_out.close()
-    return StandbyWorker(proc, orders_in, receiver)
+    there.close()
+    return StandbyWorker(proc, Channel(here, proc.is_alive))
 
 
-def standby_main(orders: Connection, conn: Connection) -> None:
+def standby_main(conn: Connection) -> None:
     """A standby worker (a spawned child): import what a worker runs, then run the
-    `(target, args)` it is sent as `start_worker`'s child would, or end on None."""
+    `(target, args)` it is ordered as `start_worker`'s child would, or end when dismissed."""
     die_with_parent()
     # JAX, NumPy and the measuring code, loaded now: what makes a worker's start slow.
     import jitbench.measure.protocol
     import jitbench.runner.executors  # noqa: F401
 
     try:
-        order = orders.recv()
+        kind, order = conn.recv()
     except EOFError:  # the parent went
         return
-    if order is None:
+    if kind != "order":
         return
     target, args = order
     target(conn, *args)
@@ -249,17 +247,17 @@ def start_worker(
     fresh (spawned) process running `target` (a module-level function, so the child can
     import it)."""
     ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
+    here, there = ctx.Pipe()
     proc = ctx.Process(
         target=target,
-        args=(sender, *_worker_args(selection, config, shared_compiles, cases)),
+        args=(there, *_worker_args(selection, config, shared_compiles, cases)),
         name="jitbench-worker",
     )
     started = time.monotonic()
     with spawning_quietly():
         proc.start()
-    sender.close()
-    return StartedWorker(proc, receiver, started)
+    there.close()
+    return StartedWorker(proc, Channel(here, proc.is_alive), started)
 
 
 def run_worker(

@@ -35,6 +35,7 @@ from jitbench.results.analysis.machine import MachineState
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner import overlap
 from jitbench.runner.allocation import CaseKey
+from jitbench.runner.channel import Channel
 from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
     CaseFinished,
@@ -193,7 +194,7 @@ def run_workloads(
                                 shared_compiles=shared,
                             )
                         )
-                        overlap.wait_ready(Path(shared), started[0].alive)
+                        overlap.wait_started(started[0].channel)
                         return started[0]
 
                     first = functools.partial(
@@ -232,7 +233,6 @@ def run_workloads(
                 # Two extra processes at once, a core each, both measuring once both started.
                 assert cores is not None
                 skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
-                together = tempfile.mkdtemp(prefix="together-", dir=shared)
                 workers = [
                     start_worker(
                         selection_of(workloads),
@@ -241,7 +241,7 @@ def run_workloads(
                             worker_main,
                             skip=skips_to_json(skip),
                             cores=sorted(own),
-                            together=together,
+                            together=True,
                         ),
                         shared_compiles=shared,
                         cases=cases,
@@ -251,9 +251,8 @@ def run_workloads(
                 try:
                     # One that dies starting would leave the other waiting for it: its
                     # error now (the other stopped), not after the other's wait.
-                    alive = lambda: all(w.alive() for w in workers)  # noqa: E731
                     got: dict[int, Run] = {}
-                    if len(overlap.wait_ready(Path(together), alive, count=2)) < 2:
+                    if not overlap.pair_up([w.channel for w in workers]):
                         for i, w in enumerate(workers):
                             if not w.alive():  # its WorkerError, saying how it ended
                                 got[i] = w.result()
@@ -323,7 +322,7 @@ def _measure_once(
     beside: Beside | None = None,
     start_beside: Callable[[], StartedWorker] | None = None,
     followed: list[Measurement] | None = None,
-    ready: tuple[Path, int] | None = None,
+    peer: overlap.Peer | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
     `run_workloads`), the
@@ -342,8 +341,8 @@ def _measure_once(
     process's first snapshot and first case (its start-up would disturb both); the two
     take turns to lead the groups (`overlap.takes_turns`), and this first process records
     the second's measurements of the groups the second led, keeping its own of them in
-    `followed`. `ready` is where this process says it has started
-    (`executors.executor_for`)."""
+    `followed`. `peer` is the process this one, a worker, measures at the same time as:
+    the first, or the other of a pair (`overlap.Peer`)."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
     pids = () if beside is None or beside.pid is None else (beside.pid,)
@@ -370,9 +369,10 @@ def _measure_once(
         if start_beside is not None:  # the first process of an overlapping run
             second = start_beside()
             pids = (second.pid,)
-            turns = _turns(cases, config, second=False, alive=second.alive, followed=followed)
-        elif beside is not None and beside.is_first:  # the second, beside the first
-            turns = _turns(cases, config, second=True)
+            first_peer = overlap.Peer(second.channel)
+            turns = _turns(cases, config, second=False, peer=first_peer, followed=followed)
+        elif beside is not None and beside.is_first and peer is not None:  # the second
+            turns = _turns(cases, config, second=True, peer=peer)
             if overlap.takes_turns(config):
                 cases = overlap.turn_order(group_cases(cases))
         if resume is not None:
@@ -397,7 +397,7 @@ def _measure_once(
             check_outputs=check_outputs,
             skip=skip,
             turns=turns,
-            ready=ready,
+            peer=peer,
         )
         run = schedule(
             cases,
@@ -413,8 +413,8 @@ def _measure_once(
             beside=beside is not None and not beside.is_first,
         )
         pids = (*pids, *getattr(executor, "siblings", ()))
-        if ready is not None and ready[1] > 1:
-            overlap.end_together(*ready)
+        if peer is not None:
+            peer.end_together()
         after = snapshot()
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
 
@@ -424,15 +424,15 @@ def _turns(
     config: RunConfig,
     *,
     second: bool,
-    alive: Callable[[], bool] = lambda: True,
+    peer: overlap.Peer,
     followed: list[Measurement] | None = None,
 ) -> Turns:
-    """The groups the first or the `second` process of an overlapping run follows, while
-    the other is `alive` (the first keeping its own measurements of them in `followed`)."""
+    """The groups the first or the `second` process of an overlapping run follows, led by
+    its `peer` (the first keeping its own measurements of them in `followed`)."""
     groups = group_cases(cases)
     led = overlap.led_groups(groups, second=second, turns=overlap.takes_turns(config))
     follows = frozenset(overlap.group_key(g) for g in groups) - led
-    return Turns(follows=follows, leader_alive=alive, followed=followed)
+    return Turns(follows=follows, peer=peer, followed=followed)
 
 
 def schedule(
@@ -584,15 +584,15 @@ def worker_main(
     skip: list[dict[str, Any]] | None = None,
     cores: list[int] | None = None,
     first_pid: int | None = None,
-    together: str | None = None,
+    together: bool = False,
 ) -> None:
     """A `--processes` worker (a spawned child): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the run's leading processes left in `shared_compiles`; leaving
     out the modes `skip` names), send the run back. With `first_pid` (the first process's
     pid), it measures beside the first process on `cores`, the two taking turns to lead the
-    groups (`overlap`), and says how long it waited for the first's marks. With `together`
-    (a folder), it is one of two extra processes measuring side by side on `cores`: each
+    groups (`overlap`), and says how long it waited for the first's messages. With
+    `together`, it is one of two extra processes measuring side by side on `cores`: each
     starts measuring once both have started. Only a worker measuring alone reports its
     progress: the parent reads it only once its own measuring is done, and a pipe left full
     would block a worker that the first process waits for."""
@@ -612,7 +612,9 @@ def worker_main(
             if isinstance(event, CaseFinished):
                 conn.send(("progress", (event.index + 1, event.total)))
 
-        alone = first_pid is None and together is None
+        alone = first_pid is None and not together
+        # The process it measures at the same time as, over its channel to the parent.
+        peer = None if alone else overlap.Peer(Channel(conn), together=together)
 
         run = _measure_once(
             workloads,
@@ -638,17 +640,13 @@ def worker_main(
             else Beside(
                 cores_used=2 * len(cores or ()), is_first=first_pid is not None, pid=first_pid
             ),
-            ready=(Path(shared_compiles), 1)
-            if first_pid is not None and shared_compiles
-            else (Path(together), 2)
-            if together is not None
-            else None,
+            peer=peer,
         )
-        if first_pid is not None:
-            conn.send(("waited", overlap.waited_s()))
+        if first_pid is not None and peer is not None:
+            conn.send(("waited", peer.waited_s))
         if shared_compiles:
             # Its cold calls loaded the programs of the groups' leaders: no compiles. Those
-            # of the groups it led itself went with their marks (`overlap.mark_opened`).
+            # of the groups it led itself went with their messages (`overlap.Peer.opened`).
             run = replace(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )
