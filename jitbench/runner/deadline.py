@@ -4,7 +4,7 @@
 handler on the main thread, which interrupts a hung Python loop. Limits: Python runs signal
 handlers between bytecodes, so a single long C call (one huge XLA compile, one BLAS call, a
 C extension that never returns) is interrupted only when it returns; it needs the main
-thread and a POSIX `setitimer`. Measuring in a child process (`--isolate`, `run.child`) is
+thread and a POSIX `setitimer`. Measuring in a child process (`--isolate`, `runner.child`) is
 the remedy when that is not enough.
 """
 

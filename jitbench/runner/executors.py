@@ -442,7 +442,7 @@ class _LiveSession:
 
 class ChildProcessExecutor:
     """Measures each workload × size × dtype (its cases on every device) in its own child
-    process (`run.child`): a crash, hang or out-of-memory kill costs only those cases. The
+    process (`runner.child`): a crash, hang or out-of-memory kill costs only those cases. The
     child takes all rounds back to back."""
 
     spreads_rounds = False

@@ -21,9 +21,7 @@ K processes took. A case's measurements record how many processes measured it
 
 from __future__ import annotations
 
-import json
 import math
-import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -31,24 +29,18 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.config import RunConfig
-from jitbench.errors import ConfigError, JitbenchError
-from jitbench.results import Run, run_from_dict
+from jitbench.errors import ConfigError
+from jitbench.results import Run
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
 from jitbench.runner.allocation import CaseKey, cases_for_another_process
-from jitbench.runner.channel import Channel
-from jitbench.runner.child import die_with_parent, spawning_quietly
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted, WorkerProgress
+from jitbench.runner.worker import Worker, start_worker
 
-
-class WorkerError(JitbenchError):
-    """A worker process of `--processes` failed; the cases measured so far are kept."""
-
-
-#: What a worker process runs: (connection, selection as dicts, config as a dict, the
-#: folder of the programs the first process compiled or None, the keys of the cases to
-#: measure or None for all). It measures the selection and sends ("ok", the run's JSON
-#: text), ("refused", a JitbenchError's message) or ("error", text) back.
+#: What a worker process runs (`Worker.order`): (connection, selection as dicts, config
+#: as a dict, the folder of the programs the first process compiled or None, the keys of
+#: the cases to measure or None for all). It measures the selection and sends ("ok", the
+#: run's JSON text), ("refused", a JitbenchError's message) or ("error", text) back.
 WorkerTarget = Callable[
     [Connection, list[dict[str, Any]], dict[str, Any], str | None, list[list[str]] | None], None
 ]
@@ -62,9 +54,6 @@ EXTRA_PROCESSES = 2
 #: are wide everywhere, on a busy machine, takes a third longer, not twice as long. Two
 #: extra processes side by side spend it once.
 EXTRA_TIME_SHARE = 0.3
-#: What a worker says to the parent of itself (`StartedWorker.result`): its progress, the
-#: seconds it waited for the first process, its run, or why it has none.
-_ANSWERS = frozenset({"progress", "waited", "ok", "refused", "error"})
 
 
 def jax_processes_at_once(config: RunConfig) -> int:
@@ -90,141 +79,11 @@ def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
         )
 
 
-class StartedWorker:
-    """A worker process started (`start_worker`) and not yet heard from: `result` waits for
-    its run, `stop` ends it; `channel` is the one channel to it (`runner.channel`)."""
-
-    def __init__(self, proc: Any, channel: Channel, started: float) -> None:
-        self._proc = proc
-        self.channel = channel
-        self.started = started  # time.monotonic() when it was given its work
-        #: Seconds it waited for the first process (a process beside it: `overlap`).
-        self.waited_s = 0.0
-
-    @property
-    def pid(self) -> int:
-        return int(self._proc.pid)
-
-    def alive(self) -> bool:
-        return bool(self._proc.is_alive())
-
-    def result(self, on_progress: Callable[[int, int], None] | None = None) -> Run:
-        """The worker's run, once it sends it (progress as it goes to `on_progress`).
-
-        Raises:
-            WorkerError: the worker failed or died.
-        """
-        proc = self._proc
-        try:
-            try:
-                # A stop signal is obeyed at once (the worker is killed below).
-                while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
-                    kind, body = self.channel.receive(_ANSWERS) or ("error", "no answer")
-                    if kind == "waited":
-                        self.waited_s = float(body)
-                        continue
-                    if kind != "progress":
-                        break
-                    if on_progress is not None:
-                        on_progress(*body)
-            except EOFError:
-                proc.join()
-                raise WorkerError(
-                    f"a worker process died (exit code {proc.exitcode}); run without "
-                    "--processes to see the failing case, or with --isolate."
-                ) from None
-            proc.join()
-        finally:
-            self.stop()
-        if kind == "refused":  # jitbench's own error, its cause and fix already in the text
-            raise WorkerError(f"a worker process stopped: {body}")
-        if kind != "ok":
-            raise WorkerError(
-                f"a worker process failed: {body}; run without --processes to see where."
-            )
-        return run_from_dict(json.loads(body), source="a worker process's run")
-
-    def stop(self) -> None:
-        """End the worker if it still runs."""
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
-
-
-class StandbyWorker:
-    """A worker process started before it has work (`start_standby`): its interpreter
-    imports JAX and jitbench while the caller finds the suites, then waits for `order`."""
-
-    def __init__(self, proc: Any, channel: Channel) -> None:
-        self._proc = proc
-        self._channel = channel
-        self._ordered = False
-
-    def order(
-        self,
-        selection: Sequence[Selection],
-        config: RunConfig,
-        *,
-        target: WorkerTarget,
-        shared_compiles: str | None = None,
-        cases: Sequence[CaseKey] | None = None,
-    ) -> StartedWorker:
-        """Give it what `start_worker` gives a fresh process; the worker it becomes."""
-        args = _worker_args(selection, config, shared_compiles, cases)
-        self._channel.send("order", (target, args))
-        self._ordered = True
-        return StartedWorker(self._proc, self._channel, time.monotonic())
-
-    def alive(self) -> bool:
-        return bool(self._proc.is_alive())
-
-    def dismiss(self) -> None:
-        """End it, unless it was given work (its `StartedWorker` ends it then)."""
-        if self._ordered:
-            return
-        self._channel.send("dismiss")  # False where it has gone already
-        self._proc.join(timeout=5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
-
-
-def start_standby() -> StandbyWorker:
-    """Start a worker process that imports what a worker needs and waits for its work
-    (`StandbyWorker.order`), so that its start-up runs while the caller still prepares,
-    before anything is measured."""
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    proc = ctx.Process(target=standby_main, args=(there,), name="jitbench-worker")
-    with spawning_quietly():
-        proc.start()
-    there.close()
-    return StandbyWorker(proc, Channel(here, proc.is_alive))
-
-
-def standby_main(conn: Connection) -> None:
-    """A standby worker (a spawned child): import what a worker runs, then run the
-    `(target, args)` it is ordered as `start_worker`'s child would, or end when dismissed."""
-    die_with_parent()
-    # JAX, NumPy and the measuring code, loaded now: what makes a worker's start slow.
-    import jitbench.measure.protocol
-    import jitbench.runner.executors  # noqa: F401
-
-    try:
-        kind, order = conn.recv()
-    except EOFError:  # the parent went
-        return
-    if kind != "order":
-        return
-    target, args = order
-    target(conn, *args)
-
-
-def _worker_args(
+def worker_args(
     selection: Sequence[Selection],
     config: RunConfig,
-    shared_compiles: str | None,
-    cases: Sequence[CaseKey] | None,
+    shared_compiles: str | None = None,
+    cases: Sequence[CaseKey] | None = None,
 ) -> tuple[Any, ...]:
     """What a `WorkerTarget` gets after its connection."""
     return (
@@ -233,31 +92,6 @@ def _worker_args(
         shared_compiles,
         None if cases is None else [list(key) for key in cases],
     )
-
-
-def start_worker(
-    selection: Sequence[Selection],
-    config: RunConfig,
-    *,
-    target: WorkerTarget,
-    shared_compiles: str | None = None,
-    cases: Sequence[CaseKey] | None = None,
-) -> StartedWorker:
-    """Start measuring the selected workloads (only the `cases` of them, if given) in a
-    fresh (spawned) process running `target` (a module-level function, so the child can
-    import it)."""
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    proc = ctx.Process(
-        target=target,
-        args=(there, *_worker_args(selection, config, shared_compiles, cases)),
-        name="jitbench-worker",
-    )
-    started = time.monotonic()
-    with spawning_quietly():
-        proc.start()
-    there.close()
-    return StartedWorker(proc, Channel(here, proc.is_alive), started)
 
 
 def run_worker(
@@ -269,14 +103,13 @@ def run_worker(
     cases: Sequence[CaseKey] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Run:
-    """`start_worker`, then its run (`StartedWorker.result`).
+    """Measure the selected workloads (only the `cases` of them, if given) in a fresh
+    worker process running `target`; its run (`Worker.result`).
 
     Raises:
         WorkerError: the worker failed or died.
     """
-    worker = start_worker(
-        selection, config, target=target, shared_compiles=shared_compiles, cases=cases
-    )
+    worker = start_worker().order(target, *worker_args(selection, config, shared_compiles, cases))
     return worker.result(on_progress)
 
 
@@ -288,7 +121,7 @@ def run_in_processes(
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
     worker: Callable[..., Run],
-    beside: Callable[[], StartedWorker | None] | None = None,
+    beside: Callable[[], Worker | None] | None = None,
     second_part: Callable[[Run], Run] = lambda run: run,
     pair: Callable[[Sequence[CaseKey]], list[Run]] | None = None,
     clock: Callable[[], float] = time.monotonic,

@@ -36,7 +36,6 @@ from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_no
 from jitbench.runner import overlap
 from jitbench.runner.allocation import CaseKey
 from jitbench.runner.channel import Channel
-from jitbench.runner.child import die_with_parent
 from jitbench.runner.events import (
     CaseFinished,
     CaseProgress,
@@ -61,15 +60,14 @@ from jitbench.runner.plan import (
     workloads_left_out,
 )
 from jitbench.runner.processes import (
-    StandbyWorker,
-    StartedWorker,
     jax_processes_at_once,
     require_suite_files,
     run_in_processes,
     run_worker,
-    start_worker,
+    worker_args,
 )
 from jitbench.runner.signals import raise_if_stop_requested
+from jitbench.runner.worker import Worker, start_worker
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
@@ -96,7 +94,7 @@ def run_workloads(
     run_id: str | None = None,
     resume: Run | None = None,
     clock: Clock = utc_now,
-    standby: StandbyWorker | None = None,
+    standby: Worker | None = None,
 ) -> Run:
     """Measure `workloads` under `config` and return the Run.
 
@@ -120,9 +118,9 @@ def run_workloads(
             processes it has not pooled yet (`Run.processes`: the first and those pooled).
             `config` is what the rest is measured with (see `plan.settings_for_resume`).
         clock: the UTC time of day as text, for the run's timestamps.
-        standby: a worker process started early (`processes.start_standby`), which the
+        standby: a worker process started early (`worker.start_worker`), which the
             second process takes where it measures beside the first; the caller ends it
-            where it is not taken (`StandbyWorker.dismiss`).
+            where it is not taken (`Worker.dismiss`).
 
     Raises:
         ConfigError: unknown device or size names.
@@ -164,7 +162,7 @@ def run_workloads(
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             first: Callable[[], Run]
-            started: list[StartedWorker] = []  # the second process, started beside the first
+            started: list[Worker] = []  # the second process, started beside the first
             # The first process's own measurements of the groups the second led.
             followed: list[Measurement] = []
             # A resumed run that pooled some worker processes already holds every case of
@@ -180,20 +178,14 @@ def run_workloads(
                 )
                 if cores is not None:  # the second process measures beside the first
 
-                    def start_beside(second: frozenset[int] = cores.second) -> StartedWorker:
+                    def start_beside(second: frozenset[int] = cores.second) -> Worker:
                         target = functools.partial(
-                            worker_main, cores=sorted(second), first_pid=os.getpid()
+                            measure_selection, cores=sorted(second), first_pid=os.getpid()
                         )
                         usable = standby is not None and standby.alive()
-                        begin = standby.order if standby is not None and usable else start_worker
-                        started.append(
-                            begin(
-                                selection_of(workloads),
-                                config,
-                                target=target,
-                                shared_compiles=shared,
-                            )
-                        )
+                        fresh = standby if standby is not None and usable else start_worker()
+                        args = worker_args(selection_of(workloads), config, shared)
+                        started.append(fresh.order(target, *args))
                         overlap.wait_started(started[0].channel)
                         return started[0]
 
@@ -217,7 +209,7 @@ def run_workloads(
             ) -> Run:
                 # A mode that ran past --timeout in the first process is not paid for again.
                 skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
-                target = functools.partial(worker_main, skip=skips_to_json(skip))
+                target = functools.partial(measure_selection, skip=skips_to_json(skip))
                 return run_worker(
                     selection,
                     settings,
@@ -233,18 +225,16 @@ def run_workloads(
                 # Two extra processes at once, a core each, both measuring once both started.
                 assert cores is not None
                 skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                args = worker_args(selection_of(workloads), config, shared, cases)
                 workers = [
-                    start_worker(
-                        selection_of(workloads),
-                        config,
-                        target=functools.partial(
-                            worker_main,
+                    start_worker().order(
+                        functools.partial(
+                            measure_selection,
                             skip=skips_to_json(skip),
                             cores=sorted(own),
                             together=True,
                         ),
-                        shared_compiles=shared,
-                        cases=cases,
+                        *args,
                     )
                     for own in (cores.first, cores.second)
                 ]
@@ -320,7 +310,7 @@ def _measure_once(
     skip: Skips | None = None,
     cores: frozenset[int] | None = None,
     beside: Beside | None = None,
-    start_beside: Callable[[], StartedWorker] | None = None,
+    start_beside: Callable[[], Worker] | None = None,
     followed: list[Measurement] | None = None,
     peer: overlap.Peer | None = None,
 ) -> Run:
@@ -575,7 +565,7 @@ def schedule(
     return snapshot(True)
 
 
-def worker_main(
+def measure_selection(
     conn: Connection,
     selection: list[dict[str, Any]],
     config: dict[str, Any],
@@ -586,7 +576,7 @@ def worker_main(
     first_pid: int | None = None,
     together: bool = False,
 ) -> None:
-    """A `--processes` worker (a spawned child): find the selected workloads again, measure
+    """A `--processes` worker's order (`runner.worker`): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the run's leading processes left in `shared_compiles`; leaving
     out the modes `skip` names), send the run back. With `first_pid` (the first process's
@@ -596,7 +586,6 @@ def worker_main(
     starts measuring once both have started. Only a worker measuring alone reports its
     progress: the parent reads it only once its own measuring is done, and a pipe left full
     would block a worker that the first process waits for."""
-    die_with_parent()
     try:
         settings = RunConfig.from_dict(config)
         workloads = workloads_for_selection(

@@ -19,7 +19,7 @@ import pytest
 
 from jitbench.config import RunConfig
 from jitbench.results import Run, Status, load_run, measurement_from_dict, measurement_to_dict
-from jitbench.runner import child
+from jitbench.runner import child, worker
 from jitbench.runner.scheduler import run_workloads
 from jitbench.suite.discovery import discover
 from tests.faults import FAULT_SUITE, OK, QUICK, REPO, all_modes, invoke, run_files, statuses
@@ -243,7 +243,7 @@ def test_a_stop_signal_during_a_childs_start_waits_until_the_start_is_over() -> 
         ctx = multiprocessing.get_context("spawn")
         receiver, sender = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_report_sigterm_handler, args=(sender,))
-        with child.spawning_quietly():
+        with worker.spawning_quietly():
             # To the main thread, where Python runs handlers (see test_signals).
             signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
             proc.start()

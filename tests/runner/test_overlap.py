@@ -359,8 +359,8 @@ def test_a_run_that_may_overlap_is_told_by_its_settings() -> None:
 
 
 def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
-    from jitbench.runner.processes import start_standby
+    from jitbench.runner.worker import start_worker
 
-    standby = start_standby()
+    standby = start_worker()
     standby.dismiss()
     assert not standby.alive()
