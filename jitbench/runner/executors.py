@@ -46,6 +46,7 @@ from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_di
 from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
 from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, forks_refused
+from jitbench.runner.plan import group_key
 from jitbench.runner.signals import keep_stop_handlers, stop_handlers_kept
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import suite_of
@@ -99,7 +100,7 @@ def executor_for(
     shared_compiles: Path | None = None,
     check_outputs: bool = True,
     skip: Skips | None = None,
-    turns: Turns | None = None,
+    turns: overlap.Turns | None = None,
     peer: overlap.Peer | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
@@ -121,21 +122,6 @@ def executor_for(
         turns=turns,
         peer=peer,
     )
-
-
-@dataclass
-class Turns:
-    """A process of an overlapping run, its `peer` (the other process) and the groups it
-    follows (`overlap`): it waits until the peer, leading such a group, has opened it
-    (where the peer ended first, it leads the group itself), loads its programs and
-    inputs and compares no outputs; it tells the peer of each group it leads. With
-    `followed` (the first process), it records the leader's measurements of those groups,
-    which come with the message, and keeps its own here: the run's second part
-    (`overlap.second_part`)."""
-
-    follows: frozenset[overlap.GroupKey]
-    peer: overlap.Peer
-    followed: list[Measurement] | None = None
 
 
 def failed_case(
@@ -233,7 +219,7 @@ class InProcessExecutor:
         shared_compiles: Path | None = None,
         check_outputs: bool = True,
         skip: Skips | None = None,
-        turns: Turns | None = None,
+        turns: overlap.Turns | None = None,
         peer: overlap.Peer | None = None,
     ) -> None:
         self.config = config
@@ -245,8 +231,6 @@ class InProcessExecutor:
         self.peer = peer
         #: The pids of the processes that started with this one (`peer`), once met.
         self.siblings: tuple[int, ...] = ()
-        #: Groups this process followed until their leader died, then led itself.
-        self._taken_over: set[overlap.GroupKey] = set()
 
     def _folder(self, pcs: Sequence[PlannedCase]) -> Path | None:
         """The group's folder under `shared_compiles` (None where nothing is shared); for a
@@ -254,9 +238,10 @@ class InProcessExecutor:
         compile instead of loading what the leader left."""
         if self.shared_compiles is None:
             return None
-        group = overlap.group_key(pcs)
+        group = group_key(pcs)
         folder = self.shared_compiles / hashlib.sha256("|".join(group).encode()).hexdigest()[:16]
-        return folder / "taken-over" if group in self._taken_over else folder
+        taken_over = self.turns is not None and group in self.turns.taken_over
+        return folder / "taken-over" if taken_over else folder
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
@@ -274,18 +259,11 @@ class InProcessExecutor:
         """The process leading the group (it compares outputs) tells the process beside
         it, which may follow it, that it has opened it (`overlap.Peer.opened`)."""
         if self.turns is not None and self.check_outputs:
-            self.turns.peer.opened(overlap.group_key(pcs), measured)
+            self.turns.peer.opened(group_key(pcs), measured)
 
     def _leader(self, pcs: Sequence[PlannedCase]) -> overlap.Opened | None:
-        """Where this process follows the group: the leader's message, once it is there
-        (None where this process leads the group, or the leader ended first)."""
-        turns = self.turns
-        if turns is None or overlap.group_key(pcs) not in turns.follows:
-            return None
-        opened = turns.peer.wait_opened(overlap.group_key(pcs))
-        if opened is None:
-            self._taken_over.add(overlap.group_key(pcs))
-        return opened
+        """Where this process follows the group: the leader's message (`Turns.leader`)."""
+        return None if self.turns is None else self.turns.leader(pcs)
 
     def _skips(self, leader: overlap.Opened | None) -> Skips | None:
         """The modes to leave out: `skip`, and where this process follows the group, those
@@ -297,20 +275,8 @@ class InProcessExecutor:
     def _recorded(
         self, leader: overlap.Opened | None, measured: list[Measurement]
     ) -> list[Measurement]:
-        """What the run records of a group: this process's measurements, or, where the
-        first process followed it, the leader's (its own kept in `Turns.followed`, the
-        program texts, which the leader's message lacks, lent to the leader's)."""
-        turns = self.turns
-        if leader is None or turns is None or turns.followed is None:
-            return measured
-        texts = {
-            (m.case.key, m.mode): m.compile.program_text
-            for m in measured
-            if m.compile is not None and m.compile.program_text
-        }
-        # Its cold calls loaded the leader's programs: those are no compiles.
-        turns.followed.extend(replace(m, compile=None) for m in measured)
-        return [_with_text(m, texts.get((m.case.key, m.mode))) for m in leader.measurements]
+        """What the run records of a group (`Turns.recorded`)."""
+        return measured if self.turns is None else self.turns.recorded(leader, measured)
 
     @property
     def spreads_rounds(self) -> bool:
@@ -402,13 +368,6 @@ class InProcessExecutor:
             return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
         timeout = _timeout_error(config.timeout_s, len(pcs), len(config.modes))
         return failed_case(pcs, config.modes, Status.TIMEOUT, timeout), False
-
-
-def _with_text(m: Measurement, text: str | None) -> Measurement:
-    """`m` with its compiled program's text, where it has none and `text` is one."""
-    if text is None or m.compile is None or m.compile.program_text:
-        return m
-    return replace(m, compile=replace(m.compile, program_text=text))
 
 
 @dataclass

@@ -30,10 +30,12 @@ the parent (`runner.channel`, the parent passing on a pair's: `pair_up`), never 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
@@ -44,10 +46,9 @@ from jitbench.measure.threads import allowed_cores, choose_cores, limited_thread
 from jitbench.results import Measurement, Run
 from jitbench.results.codec import measurement_from_dict, measurement_to_dict
 from jitbench.runner.channel import Channel
-from jitbench.runner.plan import PlannedCase
-
-#: A group of cases measured together: workload, size and dtype (`plan.group_cases`).
-GroupKey = tuple[str, str, str]
+from jitbench.runner.plan import GroupKey, PlannedCase, group_cases, group_key
+from jitbench.runner.processes import WorkerTarget
+from jitbench.runner.worker import Worker, start_worker
 
 #: The messages of two processes side by side (`runner.channel`): started, started
 #: together (a pair), a group opened, finished measuring, both finished (a pair).
@@ -75,18 +76,224 @@ class OverlapPlan:
         return len(self.first) + len(self.second)
 
 
-@dataclass(frozen=True)
-class Beside:
-    """The run's other process measuring at the same time as this one: the cores both use
-    together (`cores_used`: neither is "another process" in the machine's snapshots, and
-    no core is left free), whether it `is_first` (the run's first process, so this one is
-    the second, and the two take turns to lead the groups), and its `pid` (None where it
-    is not known yet: the first process starts the second after, and two extra processes
-    learn each other's as they start)."""
+class Placement:
+    """Where one process of the run measures and beside whom: all that the scheduler is
+    told of measuring side by side (`scheduler.measure_here` asks it at four points). Made
+    here: `SideBySide.first` for the parent's own process, `for_worker` in a worker.
 
-    cores_used: int
-    is_first: bool
-    pid: int | None = None
+    `cores` are the cores to pin to; `peer` is met before the first case (`Peer.meet`:
+    the second, or one of a pair; the first met its second when it started it);
+    `compares_outputs` says whether a worker checks the outputs of groups it leads;
+    `announces_second` whether the run's second process measures at the same time as
+    this one (`RunStarted.beside`)."""
+
+    def __init__(
+        self,
+        cores: frozenset[int],
+        cores_used: int,
+        *,
+        arrange: Callable[[list[PlannedCase]], tuple[list[PlannedCase], Turns | None]],
+        peer: Peer | None = None,
+        pids: Sequence[int] = (),
+        compares_outputs: bool = True,
+        announces_second: bool = False,
+    ) -> None:
+        self.cores = cores
+        self.peer = peer
+        self.compares_outputs = compares_outputs
+        self.announces_second = announces_second
+        self._cores_used = cores_used
+        self._pids = list(pids)
+        self._arrange = arrange
+
+    def snapshot_options(self) -> dict[str, Any]:
+        """What the machine's snapshots are told (`machine.capture`): the cores all the
+        processes side by side use (none of them is "another process", and no core is
+        left free), and their pids (an extra process of a pair learns the other's only as
+        both start: its first snapshot, which the pooled run does not keep, counts it)."""
+        return {"cores_used": self._cores_used, "exclude_pids": (os.getpid(), *self._pids)}
+
+    def arrange(self, cases: list[PlannedCase]) -> tuple[list[PlannedCase], Turns | None]:
+        """This process's order of its planned `cases` and the groups it follows, before
+        its first snapshot (the first process starts the second here: its start-up would
+        disturb both)."""
+        return self._arrange(cases)
+
+    def met(self, pids: Sequence[int]) -> None:
+        """The pids of the processes this one met (`Peer.meet`)."""
+        self._pids.extend(pids)
+
+    def finish(self) -> None:
+        """After the last case, before the last snapshot: one of a pair waits for the
+        other (`Peer.end_together`); the second tells the parent how long it waited for
+        the first's messages (`Worker.waited_s`)."""
+        if self.peer is None:
+            return
+        self.peer.end_together()
+        if not self.peer.together:
+            self.peer.channel.send("waited", self.peer.waited_s)
+
+
+def for_worker(
+    spec: dict[str, Any] | None, channel: Channel, config: RunConfig
+) -> Placement | None:
+    """A worker's placement from what its order says (`SideBySide`'s `spec`), over its
+    `channel` to the parent; None for a worker that measures alone."""
+    if spec is None:
+        return None
+    cores = frozenset(spec["cores"])
+    together = bool(spec.get("together"))
+    peer = Peer(channel, together=together)
+    if together:
+        return Placement(
+            cores, 2 * len(cores), arrange=lambda cases: (cases, None), peer=peer,
+            compares_outputs=False,
+        )  # fmt: skip
+
+    def arrange(cases: list[PlannedCase]) -> tuple[list[PlannedCase], Turns | None]:
+        turns = _turns(cases, config, second=True, peer=peer)
+        return (turn_order(group_cases(cases)) if takes_turns(config) else cases), turns
+
+    return Placement(
+        cores, 2 * len(cores), arrange=arrange, peer=peer, pids=(spec["first_pid"],),
+        compares_outputs=takes_turns(config),
+    )  # fmt: skip
+
+
+class SideBySide:
+    """The parent's side of an overlapping run (`plan`'s cores): the first process's
+    placement, the second process started beside it (from `standby` where that one is
+    still alive), the run's second part, and the extra processes two at a time."""
+
+    def __init__(self, plan: OverlapPlan, config: RunConfig, standby: Worker | None) -> None:
+        self.plan = plan
+        self.config = config
+        self.standby = standby
+        self.started: Worker | None = None
+        #: The first process's own measurements of the groups the second led.
+        self.followed: list[Measurement] = []
+
+    def first(self, target: WorkerTarget, args: Sequence[Any]) -> Placement:
+        """The first process's placement: it starts the second (`target`, `args`: what a
+        worker measures) once its cases are planned, and waits until it has started."""
+
+        def arrange(cases: list[PlannedCase]) -> tuple[list[PlannedCase], Turns | None]:
+            spec = {"cores": sorted(self.plan.second), "first_pid": os.getpid()}
+            usable = self.standby is not None and self.standby.alive()
+            fresh = self.standby if self.standby is not None and usable else start_worker()
+            self.started = fresh.order(functools.partial(target, placement=spec), *args)
+            wait_started(self.started.channel)
+            placement.met((self.started.pid,))
+            peer = Peer(self.started.channel)
+            followed = self.followed
+            return cases, _turns(cases, self.config, second=False, peer=peer, followed=followed)
+
+        placement = Placement(
+            self.plan.first, self.plan.count, arrange=arrange, announces_second=True
+        )
+        return placement
+
+    def second(self) -> Worker | None:
+        """The second process, where the first started it."""
+        return self.started
+
+    def second_part(self, run: Run) -> Run:
+        """The second process's run as the run's second part (`second_part`)."""
+        return second_part(run, self.followed)
+
+    def pair(self, target: WorkerTarget, args: Sequence[Any]) -> list[Run]:
+        """Two extra processes at once, a core each, both measuring once both started
+        (`pair_up`); their runs.
+
+        Raises:
+            WorkerError: one of them failed or died.
+        """
+        workers = [
+            start_worker().order(
+                functools.partial(target, placement={"cores": sorted(own), "together": True}),
+                *args,
+            )
+            for own in (self.plan.first, self.plan.second)
+        ]
+        try:
+            # One that dies starting would leave the other waiting for it: its error now
+            # (the other stopped), not after the other's wait.
+            got: dict[int, Run] = {}
+            if not pair_up([w.channel for w in workers]):
+                for i, w in enumerate(workers):
+                    if not w.alive():  # its WorkerError, saying how it ended
+                        got[i] = w.result()
+            return [got[i] if i in got else w.result() for i, w in enumerate(workers)]
+        finally:
+            for w in workers:
+                w.stop()
+
+
+@dataclass
+class Turns:
+    """A process of an overlapping run, its `peer` (the other process) and the groups it
+    follows: it waits until the peer, leading such a group, has opened it (where the peer
+    ended first, it leads the group itself: `taken_over`), loads its programs and inputs
+    and compares no outputs; it tells the peer of each group it leads. With `followed`
+    (the first process), it records the leader's measurements of those groups, which
+    come with the message, and keeps its own here: the run's second part
+    (`second_part`)."""
+
+    follows: frozenset[GroupKey]
+    peer: Peer
+    followed: list[Measurement] | None = None
+    #: Groups this process followed until their leader ended, then led itself (their
+    #: cold calls compile in a folder of their own: `executors`).
+    taken_over: set[GroupKey] = field(default_factory=set)
+
+    def leader(self, pcs: Sequence[PlannedCase]) -> Opened | None:
+        """Where this process follows the group: the leader's message, once it is there
+        (None where this process leads the group, or the leader ended first)."""
+        group = group_key(pcs)
+        if group not in self.follows:
+            return None
+        opened = self.peer.wait_opened(group)
+        if opened is None:
+            self.taken_over.add(group)
+        return opened
+
+    def recorded(self, leader: Opened | None, measured: list[Measurement]) -> list[Measurement]:
+        """What the run records of a group: this process's measurements, or, where the
+        first process followed it, the leader's (its own kept in `followed`, the program
+        texts, which the leader's message lacks, lent to the leader's)."""
+        if leader is None or self.followed is None:
+            return measured
+        texts = {
+            (m.case.key, m.mode): m.compile.program_text
+            for m in measured
+            if m.compile is not None and m.compile.program_text
+        }
+        # Its cold calls loaded the leader's programs: those are no compiles.
+        self.followed.extend(replace(m, compile=None) for m in measured)
+        return [_with_text(m, texts.get((m.case.key, m.mode))) for m in leader.measurements]
+
+
+def _with_text(m: Measurement, text: str | None) -> Measurement:
+    """`m` with its compiled program's text, where it has none and `text` is one."""
+    if text is None or m.compile is None or m.compile.program_text:
+        return m
+    return replace(m, compile=replace(m.compile, program_text=text))
+
+
+def _turns(
+    cases: Sequence[PlannedCase],
+    config: RunConfig,
+    *,
+    second: bool,
+    peer: Peer,
+    followed: list[Measurement] | None = None,
+) -> Turns:
+    """The groups the first or the `second` process of an overlapping run follows, led by
+    its `peer` (the first keeping its own measurements of them in `followed`)."""
+    groups = group_cases(cases)
+    led = led_groups(groups, second=second, turns=takes_turns(config))
+    follows = frozenset(group_key(g) for g in groups) - led
+    return Turns(follows=follows, peer=peer, followed=followed)
 
 
 def plan_overlap(config: RunConfig, *, resuming: bool) -> OverlapPlan | None:
@@ -182,12 +389,6 @@ def turn_order(groups: Sequence[Sequence[PlannedCase]]) -> list[PlannedCase]:
         for group in reversed(groups[start : start + 2]):
             order.extend(group)
     return order
-
-
-def group_key(group: Sequence[PlannedCase]) -> GroupKey:
-    """A group's workload, size and dtype (`plan.group_cases`)."""
-    first = group[0]
-    return (first.workload.name, first.size, first.dtype)
 
 
 def second_part(run: Run, followed: Sequence[Measurement]) -> Run:

@@ -25,7 +25,6 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.config import RunConfig
@@ -39,11 +38,10 @@ from jitbench.runner.worker import Worker, start_worker
 
 #: What a worker process runs (`Worker.order`): (connection, selection as dicts, config
 #: as a dict, the folder of the programs the first process compiled or None, the keys of
-#: the cases to measure or None for all). It measures the selection and sends ("ok", the
-#: run's JSON text), ("refused", a JitbenchError's message) or ("error", text) back.
-WorkerTarget = Callable[
-    [Connection, list[dict[str, Any]], dict[str, Any], str | None, list[list[str]] | None], None
-]
+#: the cases to measure or None for all; keywords: `scheduler.measure_selection`'s). It
+#: measures the selection and sends ("ok", the run's JSON text), ("refused", a
+#: JitbenchError's message) or ("error", text) back.
+WorkerTarget = Callable[..., None]
 
 #: Further processes a case may get beyond the run's `--processes` (where its interval is
 #: wide: `allocation.cases_for_another_process`).

@@ -8,7 +8,6 @@ case is measured (this process or a child) is the executor's business (`run.exec
 from __future__ import annotations
 
 import functools
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -47,8 +46,8 @@ from jitbench.runner.events import (
     WorkerProgress,
     WorkloadsLeftOut,
 )
-from jitbench.runner.executors import Executor, LiveCase, Turns, executor_for
-from jitbench.runner.overlap import Beside, plan_overlap
+from jitbench.runner.executors import Executor, LiveCase, executor_for
+from jitbench.runner.overlap import Placement, SideBySide, plan_overlap
 from jitbench.runner.plan import (
     case_key,
     group_cases,
@@ -60,6 +59,7 @@ from jitbench.runner.plan import (
     workloads_left_out,
 )
 from jitbench.runner.processes import (
+    WorkerTarget,
     jax_processes_at_once,
     require_suite_files,
     run_in_processes,
@@ -67,7 +67,7 @@ from jitbench.runner.processes import (
     worker_args,
 )
 from jitbench.runner.signals import raise_if_stop_requested
-from jitbench.runner.worker import Worker, start_worker
+from jitbench.runner.worker import Worker
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
@@ -162,9 +162,7 @@ def run_workloads(
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             first: Callable[[], Run]
-            started: list[Worker] = []  # the second process, started beside the first
-            # The first process's own measurements of the groups the second led.
-            followed: list[Measurement] = []
+            side = None if cores is None else SideBySide(cores, config, standby)
             # A resumed run that pooled some worker processes already holds every case of
             # the first process: only the workers it lacks are left.
             if resume is not None and resume.processes >= 2:
@@ -175,41 +173,32 @@ def run_workloads(
                     shared_compiles=Path(shared),
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
+                    placement=None
+                    if side is None
+                    else side.first(
+                        measure_selection, worker_args(selection_of(workloads), config, shared)
+                    ),
                 )
-                if cores is not None:  # the second process measures beside the first
-
-                    def start_beside(second: frozenset[int] = cores.second) -> Worker:
-                        target = functools.partial(
-                            measure_selection, cores=sorted(second), first_pid=os.getpid()
-                        )
-                        usable = standby is not None and standby.alive()
-                        fresh = standby if standby is not None and usable else start_worker()
-                        args = worker_args(selection_of(workloads), config, shared)
-                        started.append(fresh.order(target, *args))
-                        overlap.wait_started(started[0].channel)
-                        return started[0]
-
-                    first = functools.partial(
-                        first,
-                        cores=cores.first,
-                        beside=Beside(cores_used=cores.count, is_first=False),
-                        start_beside=start_beside,
-                        followed=followed,
-                    )
             firsts: list[Run] = []
 
             def first_kept() -> Run:
                 firsts.append(first())
                 return firsts[0]
 
+            def later(
+                cases: Sequence[CaseKey] | None = None,
+            ) -> tuple[WorkerTarget, tuple[Any, ...]]:
+                # A mode that ran past --timeout in the first process is not paid for again.
+                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                target = functools.partial(measure_selection, skip=skips_to_json(skip))
+                return target, worker_args(selection_of(workloads), config, shared, cases)
+
             def worker(
                 selection: Sequence[Selection],
                 settings: RunConfig,
                 cases: Sequence[CaseKey] | None = None,
             ) -> Run:
-                # A mode that ran past --timeout in the first process is not paid for again.
-                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
-                target = functools.partial(measure_selection, skip=skips_to_json(skip))
+                target, _ = later()
                 return run_worker(
                     selection,
                     settings,
@@ -221,36 +210,6 @@ def run_workloads(
                     else lambda done, total: on_event(WorkerProgress(done, total)),
                 )
 
-            def pair(cases: Sequence[CaseKey]) -> list[Run]:
-                # Two extra processes at once, a core each, both measuring once both started.
-                assert cores is not None
-                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
-                args = worker_args(selection_of(workloads), config, shared, cases)
-                workers = [
-                    start_worker().order(
-                        functools.partial(
-                            measure_selection,
-                            skip=skips_to_json(skip),
-                            cores=sorted(own),
-                            together=True,
-                        ),
-                        *args,
-                    )
-                    for own in (cores.first, cores.second)
-                ]
-                try:
-                    # One that dies starting would leave the other waiting for it: its
-                    # error now (the other stopped), not after the other's wait.
-                    got: dict[int, Run] = {}
-                    if not overlap.pair_up([w.channel for w in workers]):
-                        for i, w in enumerate(workers):
-                            if not w.alive():  # its WorkerError, saying how it ended
-                                got[i] = w.result()
-                    return [got[i] if i in got else w.result() for i, w in enumerate(workers)]
-                finally:
-                    for w in workers:
-                        w.stop()
-
             pooled = run_in_processes(
                 first_kept,
                 selection_of(workloads),
@@ -258,9 +217,9 @@ def run_workloads(
                 on_event=on_event,
                 checkpoint=checkpoint,
                 worker=worker,
-                beside=lambda: started[0] if started else None,
-                second_part=lambda run: overlap.second_part(run, followed),
-                pair=None if cores is None else pair,
+                beside=None if side is None else side.second,
+                second_part=(lambda run: run) if side is None else side.second_part,
+                pair=None if side is None else lambda cases: side.pair(*later(cases)),
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -308,11 +267,7 @@ def _measure_once(
     processes: int = 1,
     only: Sequence[CaseKey] | None = None,
     skip: Skips | None = None,
-    cores: frozenset[int] | None = None,
-    beside: Beside | None = None,
-    start_beside: Callable[[], Worker] | None = None,
-    followed: list[Measurement] | None = None,
-    peer: overlap.Peer | None = None,
+    placement: Placement | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
     `run_workloads`), the
@@ -322,32 +277,18 @@ def _measure_once(
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
     announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
-    names are left out (`timed_out_modes`). `cores` are the cores to pin to (default: the
-    least busy); `beside` is the run's process measuring at the same time on other cores,
-    if any (`overlap`), not counted as another process in the machine's snapshots (an
-    extra process of a pair learns the other's pid only as both start: its first snapshot,
-    which the pooled run does not keep, counts it);
-    `start_beside` starts it, returning it once it waits for this process, before this
-    process's first snapshot and first case (its start-up would disturb both); the two
-    take turns to lead the groups (`overlap.takes_turns`), and this first process records
-    the second's measurements of the groups the second led, keeping its own of them in
-    `followed`. `peer` is the process this one, a worker, measures at the same time as:
-    the first, or the other of a pair (`overlap.Peer`)."""
+    names are left out (`timed_out_modes`). `placement` is where this process measures
+    and beside whom, where other processes of the run measure at the same time
+    (`overlap.Placement`); else it pins the least busy cores and measures alone."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
-    pids = () if beside is None or beside.pid is None else (beside.pid,)
 
     def snapshot() -> MachineState:
-        if beside is None:
-            return machine.capture(probe_samples=probe)
-        return machine.capture(
-            probe_samples=probe, cores_used=beside.cores_used, exclude_pids=(os.getpid(), *pids)
-        )
+        options = {} if placement is None else placement.snapshot_options()
+        return machine.capture(probe_samples=probe, **options)
 
-    with (
-        x64_enabled(config.x64),
-        limited_threads(config.threads, cores=None if cores is None else set(cores)) as threads,
-    ):
+    cores = None if placement is None else set(placement.cores)
+    with x64_enabled(config.x64), limited_threads(config.threads, cores=cores) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
         if only is not None:  # an extra process of a --processes run: the cases it picked
@@ -355,16 +296,9 @@ def _measure_once(
             cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
-        turns: Turns | None = None
-        if start_beside is not None:  # the first process of an overlapping run
-            second = start_beside()
-            pids = (second.pid,)
-            first_peer = overlap.Peer(second.channel)
-            turns = _turns(cases, config, second=False, peer=first_peer, followed=followed)
-        elif beside is not None and beside.is_first and peer is not None:  # the second
-            turns = _turns(cases, config, second=True, peer=peer)
-            if overlap.takes_turns(config):
-                cases = overlap.turn_order(group_cases(cases))
+        turns = None
+        if placement is not None:
+            cases, turns = placement.arrange(cases)
         if resume is not None:
             record = resume.config
             start = replace(
@@ -387,7 +321,7 @@ def _measure_once(
             check_outputs=check_outputs,
             skip=skip,
             turns=turns,
-            peer=peer,
+            peer=None if placement is None else placement.peer,
         )
         run = schedule(
             cases,
@@ -400,29 +334,13 @@ def _measure_once(
             processes=processes,
             repeat_compiles=repeat_compiles,
             timeout_s=config.timeout_s,
-            beside=beside is not None and not beside.is_first,
+            beside=placement is not None and placement.announces_second,
         )
-        pids = (*pids, *getattr(executor, "siblings", ()))
-        if peer is not None:
-            peer.end_together()
+        if placement is not None:
+            placement.met(getattr(executor, "siblings", ()))
+            placement.finish()
         after = snapshot()
         return diagnose.run_diagnostics(environment.with_machine_after(run, after))
-
-
-def _turns(
-    cases: Sequence[PlannedCase],
-    config: RunConfig,
-    *,
-    second: bool,
-    peer: overlap.Peer,
-    followed: list[Measurement] | None = None,
-) -> Turns:
-    """The groups the first or the `second` process of an overlapping run follows, led by
-    its `peer` (the first keeping its own measurements of them in `followed`)."""
-    groups = group_cases(cases)
-    led = overlap.led_groups(groups, second=second, turns=overlap.takes_turns(config))
-    follows = frozenset(overlap.group_key(g) for g in groups) - led
-    return Turns(follows=follows, peer=peer, followed=followed)
 
 
 def schedule(
@@ -572,20 +490,15 @@ def measure_selection(
     shared_compiles: str | None = None,
     cases: list[list[str]] | None = None,
     skip: list[dict[str, Any]] | None = None,
-    cores: list[int] | None = None,
-    first_pid: int | None = None,
-    together: bool = False,
+    placement: dict[str, Any] | None = None,
 ) -> None:
     """A `--processes` worker's order (`runner.worker`): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the run's leading processes left in `shared_compiles`; leaving
-    out the modes `skip` names), send the run back. With `first_pid` (the first process's
-    pid), it measures beside the first process on `cores`, the two taking turns to lead the
-    groups (`overlap`), and says how long it waited for the first's messages. With
-    `together`, it is one of two extra processes measuring side by side on `cores`: each
-    starts measuring once both have started. Only a worker measuring alone reports its
-    progress: the parent reads it only once its own measuring is done, and a pipe left full
-    would block a worker that the first process waits for."""
+    out the modes `skip` names), send the run back. With `placement` (what
+    `overlap.SideBySide` ordered), it measures side by side with another process
+    (`overlap.for_worker`). Only a worker measuring alone reports its progress (the
+    parent's estimate reads it only once its own measuring is done)."""
     try:
         settings = RunConfig.from_dict(config)
         workloads = workloads_for_selection(
@@ -601,15 +514,14 @@ def measure_selection(
             if isinstance(event, CaseFinished):
                 conn.send(("progress", (event.index + 1, event.total)))
 
-        alone = first_pid is None and not together
-        # The process it measures at the same time as, over its channel to the parent.
-        peer = None if alone else overlap.Peer(Channel(conn), together=together)
+        # Where it measures and beside whom, over its channel to the parent.
+        placed = overlap.for_worker(placement, Channel(conn), settings)
 
         run = _measure_once(
             workloads,
             replace(settings, processes=1),
             plan=settings.plan.for_process(settings.processes),
-            on_event=progress if alone else None,
+            on_event=progress if placed is None else None,
             checkpoint=None,
             run_id=None,
             resume=None,
@@ -619,20 +531,11 @@ def measure_selection(
             # checks the outputs of the programs it compiled, which the worker loads;
             # beside it, taking turns, the worker does so for the groups it leads.
             repeat_compiles=not shared_compiles,
-            check_outputs=not shared_compiles
-            or (first_pid is not None and overlap.takes_turns(settings)),
+            check_outputs=not shared_compiles or (placed is not None and placed.compares_outputs),
             only=None if cases is None else [_case_key(key) for key in cases],
             skip=skips_from_json(skip),
-            cores=None if cores is None else frozenset(cores),
-            beside=None
-            if alone
-            else Beside(
-                cores_used=2 * len(cores or ()), is_first=first_pid is not None, pid=first_pid
-            ),
-            peer=peer,
+            placement=placed,
         )
-        if first_pid is not None and peer is not None:
-            conn.send(("waited", peer.waited_s))
         if shared_compiles:
             # Its cold calls loaded the programs of the groups' leaders: no compiles. Those
             # of the groups it led itself went with their messages (`overlap.Peer.opened`).

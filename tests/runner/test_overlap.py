@@ -23,7 +23,8 @@ from jitbench.results import Measurement, Status
 from jitbench.results.files import load_programs
 from jitbench.runner import overlap
 from jitbench.runner.channel import Channel
-from jitbench.runner.executors import InProcessExecutor, Turns
+from jitbench.runner.executors import InProcessExecutor
+from jitbench.runner.overlap import Turns
 from jitbench.runner.plan import PlannedCase, case_key, group_cases, plan_cases
 from tests.conftest import run_cli
 from tests.runner.test_allocation import run_of
@@ -364,3 +365,26 @@ def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
     standby = start_worker()
     standby.dismiss()
     assert not standby.alive()
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(not TWO_CORES, reason="two processes side by side need two cores")
+def test_two_real_extra_processes_measure_side_by_side_on_a_core_each(tiny_suite: Path) -> None:
+    """A pair of worker processes (`SideBySide.pair`): each pinned to a core of its own,
+    both measure the cases they are given, and each counts both cores as jitbench's."""
+    from jitbench.runner.plan import selection_of
+    from jitbench.runner.processes import worker_args
+    from jitbench.runner.scheduler import measure_selection
+    from jitbench.suite.discovery import discover
+
+    [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
+    config = RunConfig.quick_settings(sizes=("S",), processes=2)
+    cores = overlap.plan_overlap(replace(config, overlap=True), resuming=False)
+    assert cores is not None
+    key = ("double", "S", "cpu:0", "float32")
+    side = overlap.SideBySide(cores, config, None)
+    runs = side.pair(measure_selection, worker_args(selection_of([double]), config, None, [key]))
+    assert [[c.key for c in run.cases()] for run in runs] == [[key], [key]]
+    for run in runs:
+        assert {m.status for m in run.measurements} == {Status.OK}
+        assert run.environment["machine_after"]["cores_used"] == 2
