@@ -43,9 +43,9 @@ class ChildFailure:
 
 
 def _exception_dict(exc: BaseException) -> dict[str, str]:
-    from jitbench.measure import protocol
+    from jitbench.measure.faults import error_info
 
-    info = protocol.error_info(exc)  # its hint: the exception's kind's, or one attached
+    info = error_info(exc)  # its hint: the exception's kind's, or one attached
     return {"type": info.type, "message": info.message[:2000], "hint": info.hint}
 
 
@@ -55,7 +55,7 @@ def measure_group(conn: Connection, spec: Mapping[str, Any]) -> None:
     try:
         from jitbench import results
         from jitbench.config import RunConfig
-        from jitbench.measure import devices, protocol, timeline
+        from jitbench.measure import devices, faults, opening, timeline
         from jitbench.measure.threads import limited_threads
         from jitbench.runner.warmup import warm_up
         from jitbench.suite import discovery as registry
@@ -73,22 +73,22 @@ def measure_group(conn: Connection, spec: Mapping[str, Any]) -> None:
             warm_up(chosen)
             conn.send(("ready", None))
             planned = [
-                protocol.PlannedCase(
+                opening.PlannedCase(
                     found[0], spec["size"], dict(spec["params"]), device, spec["dtype"]
                 )
                 for device in chosen
             ]
             split_calls = timeline.SPLIT_CALLS if config.time_split else 0
             refuse_forks()
-            measured = protocol.measure_cases(
+            measured = opening.measure_cases(
                 planned,
                 config,
                 split_calls=split_calls,
-                skip=protocol.skips_from_json(spec.get("skip")),
+                skip=faults.skips_from_json(spec.get("skip")),
             )
         if forks_made():
             exc = fork_error()
-            protocol.add_hint(exc, FORK_HINT)
+            faults.add_hint(exc, FORK_HINT)
             raise exc
         conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
     except BaseException as exc:  # report anything, even SystemExit, to the parent

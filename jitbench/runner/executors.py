@@ -30,18 +30,14 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 from jitbench.measure import compilation, timeline
 from jitbench.measure.devices import device_label
-from jitbench.measure.protocol import (
-    CaseSession,
+from jitbench.measure.faults import Skips, add_hint, error_info, skips_to_json
+from jitbench.measure.opening import (
     PlannedCase,
-    Skips,
-    StepReport,
-    add_hint,
-    error_info,
     measure_cases,
     open_configured,
     planned_case_record,
-    skips_to_json,
 )
+from jitbench.measure.session import CaseSession, StepReport
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
 from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
@@ -107,7 +103,7 @@ def executor_for(
     calls' programs under `shared_compiles` with the run's other processes; comparing the
     outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker; a
     process following a group compares none).
-    The modes of cases `skip` names are not measured (`protocol.open_cases`). With
+    The modes of cases `skip` names are not measured (`opening.open_cases`). With
     `turns`, the groups it names are followed: each waits until the other process has
     opened it (`overlap`); with `peer` (a process measuring at the same time), the
     process meets it before its first case (`overlap.Peer.meet`)."""
@@ -251,7 +247,7 @@ class InProcessExecutor:
         if folder is None:
             yield
             return
-        # Devices and modes get subfolders of their own (`protocol._cold_first_calls`).
+        # Devices and modes get subfolders of their own (`opening._cold_first_calls`).
         with compilation.sharing_compiles(folder):
             yield
 

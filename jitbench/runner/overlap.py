@@ -41,7 +41,7 @@ from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
 from jitbench.measure import machine
 from jitbench.measure.devices import resolve_devices
-from jitbench.measure.protocol import Skips, skips_from_json, skips_to_json, timed_out_skips
+from jitbench.measure.faults import Skips, skips_from_json, skips_to_json, timed_out_skips
 from jitbench.measure.threads import allowed_cores, choose_cores, limited_threads
 from jitbench.results import Measurement, Run
 from jitbench.results.codec import measurement_from_dict, measurement_to_dict

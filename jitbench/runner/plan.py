@@ -12,7 +12,7 @@ import jax
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import ConfigError, SuiteError, close_names
 from jitbench.measure.devices import device_label
-from jitbench.measure.protocol import PlannedCase
+from jitbench.measure.opening import PlannedCase
 from jitbench.results import Run
 from jitbench.results.model import Selection
 from jitbench.runner.events import FloatWidthChosen

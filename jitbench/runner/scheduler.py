@@ -19,15 +19,9 @@ from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, share_gpu_memory, x64_enabled
-from jitbench.measure.protocol import (
-    PlannedCase,
-    Skips,
-    StepReport,
-    planned_case_record,
-    skips_from_json,
-    skips_to_json,
-    timed_out_skips,
-)
+from jitbench.measure.faults import Skips, skips_from_json, skips_to_json, timed_out_skips
+from jitbench.measure.opening import PlannedCase, planned_case_record
+from jitbench.measure.session import StepReport
 from jitbench.measure.threads import limited_threads
 from jitbench.results import Case, Measurement, Run, dump_run
 from jitbench.results.analysis.machine import MachineState
@@ -273,7 +267,7 @@ def _measure_once(
     `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
     without `repeat_compiles`, no cold compile is measured again (`schedule`), and without
-    `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
+    `check_outputs`, no output is compared with NumPy's (`opening.open_cases`). `plan` is
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
     announced to measure in (`RunStarted`), this one included. The modes of cases `skip`

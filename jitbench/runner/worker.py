@@ -165,7 +165,7 @@ def worker_main(conn: Connection) -> None:
         os.setsid()
     die_with_parent()
     # JAX, NumPy and the measuring code, loaded now: what makes a worker's start slow.
-    import jitbench.measure.protocol  # noqa: F401
+    import jitbench.measure.opening  # noqa: F401
 
     try:
         kind, order = conn.recv()

@@ -90,7 +90,7 @@ _STARTUP_PROBE = """
 import sys
 from pathlib import Path
 from jitbench.config import RunConfig
-from jitbench.measure import devices, protocol
+from jitbench.measure import devices, opening
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import import_suite_file
 
@@ -98,8 +98,8 @@ wl = import_suite_file(Path(sys.argv[1])).ok_double
 device = devices.resolve_devices(["cpu"])[0]
 warm_up([device])
 before = set(sys.modules)
-planned = protocol.PlannedCase(wl, "S", {"n": 32}, device, "float32")
-protocol.measure_case(planned, RunConfig.quick_settings())
+planned = opening.PlannedCase(wl, "S", {"n": 32}, device, "float32")
+opening.measure_case(planned, RunConfig.quick_settings())
 print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "scipy"))
 """
 

@@ -17,7 +17,7 @@ from jitbench import Mode, RunConfig, load_run, workload
 from jitbench.errors import ConfigError
 from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
-from jitbench.measure.protocol import skips_to_json
+from jitbench.measure.faults import skips_to_json
 from jitbench.measure.threads import allowed_cores
 from jitbench.results import Measurement, Status
 from jitbench.results.files import load_programs
