@@ -50,10 +50,11 @@ from jitbench.runner import overlap
 from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, Side, run_duet
 from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
-from jitbench.runner.processes import StandbyWorker, jax_processes_at_once, start_standby
+from jitbench.runner.processes import jax_processes_at_once
 from jitbench.runner.scheduler import run_workloads
 from jitbench.runner.sides import comparison_sides
 from jitbench.runner.signals import signals_ignored
+from jitbench.runner.worker import Worker, start_worker
 from jitbench.suite.discovery import discover
 from jitbench.suite.workload import Workload
 
@@ -149,7 +150,7 @@ def run(
         share_gpu_memory(jax_processes_at_once(asked), asked.devices)
     with contextlib.ExitStack() as held:  # the run file's lock, until it is saved
         previous: Run | None = None
-        standby: StandbyWorker | None = None
+        standby: Worker | None = None
         path: Path | None
         if resume is not None:
             given = [
@@ -233,10 +234,10 @@ def run(
 
 
 @contextlib.contextmanager
-def _standby() -> Iterator[StandbyWorker]:
-    """A worker process started now (`processes.start_standby`), ended on the way out
+def _standby() -> Iterator[Worker]:
+    """A worker process started now (`worker.start_worker`), ended on the way out
     unless the run took it."""
-    standby = start_standby()
+    standby = start_worker()
     try:
         yield standby
     finally:

@@ -178,7 +178,7 @@ def main() -> int:
     from jitbench.config import ALL_MODES
     from jitbench.measure import modes
     from jitbench.measure.devices import pick_device
-    from jitbench.measure.protocol import PlannedCase, open_case
+    from jitbench.measure.opening import PlannedCase, open_case
     from jitbench.measure.threads import limited_threads
     from jitbench.runner.warmup import warm_up
     from jitbench.suite.discovery import compile_keyword, discover

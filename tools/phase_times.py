@@ -66,7 +66,7 @@ def install(folder: str) -> None:
     import jax
 
     from jitbench import api
-    from jitbench.measure import compilation, protocol
+    from jitbench.measure import compilation, opening, session
 
     started = time.perf_counter()
     totals = dict.fromkeys(STEPS + INSIDE, 0.0)
@@ -84,13 +84,13 @@ def install(folder: str) -> None:
 
         setattr(owner, name, wrapper)
 
-    timed(protocol, "shared_inputs", "inputs")
-    timed(protocol, "_numpy_reference", "NumPy reference")
-    timed(protocol, "_cold_first_calls", "cold first calls")
-    timed(protocol, "warm_up_and_calibrate", "warm-up")
-    timed(protocol, "sample_interleaved", "sampling")
+    timed(opening, "shared_inputs", "inputs")
+    timed(opening, "_numpy_reference", "NumPy reference")
+    timed(opening, "_cold_first_calls", "cold first calls")
+    timed(opening, "warm_up_and_calibrate", "warm-up")
+    timed(session, "sample_interleaved", "sampling")
     timed(api, "save_run", "checkpoints")
-    timed(protocol, "_validate", "validation")
+    timed(opening, "_validate", "validation")
     timed(compilation, "clear_caches", "cache clears")
     events = {
         compilation.BACKEND_COMPILE_EVENT: "XLA compiles",

@@ -3,7 +3,7 @@
 One class per workload, parameterised by size preset × mode. `setup` builds the inputs,
 stages them, compiles and validates once per process (cached here, because asv re-runs
 `setup` before every sample and in every round) through the one-case protocol
-(`protocol.open_case`, the steps `jitbench run` takes); `time_call` times exactly the call
+(`opening.open_case`, the steps `jitbench run` takes); `time_call` times exactly the call
 `jitbench run` times (blocking on the output, under the same transfer guard), in samples of
 the same calibrated number of calls, reported per call;
 `track_compile_s` and `track_first_call_s` report the cold compile seconds that
@@ -41,7 +41,7 @@ from jitbench.config import ALL_MODES, SamplingPlan
 from jitbench.errors import WorkloadError
 from jitbench.measure import modes
 from jitbench.measure.devices import device_label, pick_device, warm_up_process
-from jitbench.measure.protocol import PlannedCase, open_case
+from jitbench.measure.opening import PlannedCase, open_case
 from jitbench.measure.threads import ThreadState, limited_threads
 from jitbench.results import CompileInfo, Mode
 from jitbench.results.analysis.estimates import compile_figure
@@ -146,7 +146,7 @@ def prepare_case(
 ) -> PreparedCase:
     """Build, stage, compile and validate one case once per process; later calls hit a cache.
 
-    The steps are those of `jitbench run` (`protocol.open_case`) for one mode: process
+    The steps are those of `jitbench run` (`opening.open_case`) for one mode: process
     warm-up, seeded inputs, NumPy reference, staging, cold AOT compile (jit), cold first
     call, validation against the reference, and the single-array fast path for jit.
 

@@ -1,7 +1,7 @@
 """One workload in depth: every mode measured, the jit compile taken apart, diagnostics.
 
 `profile_workload` measures one case (workload × size × device × dtype) with the same
-protocol as `jitbench run` (it calls `protocol.measure_case`), and can keep the jaxpr and
+protocol as `jitbench run` (it calls `opening.measure_case`), and can keep the jaxpr and
 the optimised HLO text. `profile_to_dict` is its JSON form. Nothing here prints.
 """
 
@@ -15,7 +15,15 @@ import jax
 
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import devices, environment, modes, protocol, timeline
+from jitbench.measure import (
+    devices,
+    environment,
+    faults,
+    modes,
+    opening,
+    session,
+    timeline,
+)
 from jitbench.measure.threads import limited_threads
 from jitbench.results import (
     Case,
@@ -162,7 +170,7 @@ def _ir_texts(
             keep_text=True,
         )
     except Exception as exc:
-        return None, None, protocol.error_info(exc)
+        return None, None, faults.error_info(exc)
     return aot.jaxpr_text, aot.hlo_text, None
 
 
@@ -176,7 +184,7 @@ def profile_workload(
     seed: int = 0,
     keep_text: bool = False,
     threads: int | None = 1,
-    report: protocol.StepReport | None = None,
+    report: session.StepReport | None = None,
 ) -> Profile:
     """Measure one case of `wl` in every mode and keep the compile analysis.
 
@@ -187,7 +195,7 @@ def profile_workload(
         keep_text: also keep the jaxpr and the optimised HLO (one more cold compile).
         threads: cores and BLAS threads, as `jitbench run --threads` (None: the libraries'
             own defaults); the same default as a run, so the figures compare.
-        report: hears each step as it starts (`protocol.StepReport`), for progress.
+        report: hears each step as it starts (`session.StepReport`), for progress.
 
     Raises:
         ConfigError: unknown size or device, or more threads than allowed cores.
@@ -209,8 +217,8 @@ def profile_workload(
         dev = devices.pick_device(device)
         env = environment.capture(threads=thread_state)
         devices.warm_up_process([dev])
-        planned = protocol.PlannedCase(wl, label, params, dev, dtype)
-        measurements = protocol.measure_case(
+        planned = opening.PlannedCase(wl, label, params, dev, dtype)
+        measurements = opening.measure_case(
             planned, config, split_calls=timeline.SPLIT_CALLS, report=report
         )
         jaxpr_text = hlo_text = None

@@ -154,7 +154,7 @@ def sharing_compiles(directory: Path) -> Iterator[None]:
     group with the same folder and load what the leader compiled, about four times faster
     than compiling. A loaded program is no compile: it is not counted, it has no stages
     to report (`prepare_jit`), and a worker's compile figures are dropped
-    (`scheduler.worker_main`).
+    (`scheduler.measure_selection`).
     """
     global _shared
     directory.mkdir(parents=True, exist_ok=True)

@@ -4,9 +4,9 @@ is stopped while the others keep their figures.
 
 `ModeLimit.charged(step)` arms `SIGALRM` (`signal.setitimer`) for what is left of the mode's
 allowance and raises `ModeTimeout` from the handler. `ModeTimeout` is an `Exception`, so the
-protocol's per-mode handlers record it on that mode alone (`protocol._ModeState.fail`),
+protocol's per-mode handlers record it on that mode alone (`session.ModeState.fail`),
 and sampling, which stops a failing series and goes on with the others, keeps the samples a
-mode took before its limit (`protocol.CaseSession._sample`). An outer timer (the in-process
+mode took before its limit (`session.CaseSession._sample`). An outer timer (the in-process
 case deadline, `runner.deadline`) is honoured: where it is due first, its own handler runs.
 Off the main thread, or without `setitimer`, the time is only counted. A single long native
 call is interrupted only when it returns, as with the case deadline; `--isolate` then stops

@@ -79,12 +79,12 @@ class _Worker:
         }
 
     def open(self, req: dict[str, Any]) -> dict[str, Any]:
-        from jitbench.measure import protocol
+        from jitbench.measure import opening
 
         wl = self.registry.get(req["workload"])
         params = dict(wl.sizes[req["size"]])
-        pc = protocol.PlannedCase(wl, req["size"], params, self.device, req["dtype"])
-        session = protocol.open_case(
+        pc = opening.PlannedCase(wl, req["size"], params, self.device, req["dtype"])
+        session = opening.open_case(
             pc,
             timed=self.config.modes,
             plan=self.config.plan,

@@ -9,8 +9,8 @@ that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase
 first round, which the scheduler asks for the next rounds and the repeated cold compiles.
 In-process, the processes of one `--processes` run share their cold calls' programs
 (`compilation.sharing_compiles`, a folder per group of cases); the process that leads
-a group marks it opened, and a process measuring beside it that follows the group waits
-for the mark (`runner.overlap`).
+a group tells a process measuring beside it that it has opened it, and the other, which
+follows the group, waits for that message (`runner.overlap.Peer`).
 """
 
 from __future__ import annotations
@@ -30,22 +30,19 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 from jitbench.measure import compilation, timeline
 from jitbench.measure.devices import device_label
-from jitbench.measure.protocol import (
-    CaseSession,
+from jitbench.measure.faults import Skips, add_hint, error_info, skips_to_json
+from jitbench.measure.opening import (
     PlannedCase,
-    Skips,
-    StepReport,
-    add_hint,
-    error_info,
     measure_cases,
     open_configured,
     planned_case_record,
-    skips_to_json,
 )
+from jitbench.measure.session import CaseSession, StepReport
 from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
 from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
 from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, forks_refused
+from jitbench.runner.plan import group_key
 from jitbench.runner.signals import keep_stop_handlers, stop_handlers_kept
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import suite_of
@@ -99,18 +96,17 @@ def executor_for(
     shared_compiles: Path | None = None,
     check_outputs: bool = True,
     skip: Skips | None = None,
-    turns: Turns | None = None,
-    ready: tuple[Path, int] | None = None,
+    turns: overlap.Turns | None = None,
+    peer: overlap.Peer | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
     outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker; a
     process following a group compares none).
-    The modes of cases `skip` names are not measured (`protocol.open_cases`). With
+    The modes of cases `skip` names are not measured (`opening.open_cases`). With
     `turns`, the groups it names are followed: each waits until the other process has
-    opened it (`overlap`); with `ready` (a folder, a count), the process says it has
-    started there before its first case and waits until that many have
-    (`overlap.wait_ready`)."""
+    opened it (`overlap`); with `peer` (a process measuring at the same time), the
+    process meets it before its first case (`overlap.Peer.meet`)."""
     if config.isolate:
         return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
@@ -120,22 +116,8 @@ def executor_for(
         check_outputs=check_outputs,
         skip=skip,
         turns=turns,
-        ready=ready,
+        peer=peer,
     )
-
-
-@dataclass
-class Turns:
-    """A process of an overlapping run and the groups it follows (`overlap`): it waits
-    until the process that leads such a group has opened it (while `leader_alive()`:
-    where that one died, it leads the group itself), loads its programs and inputs and
-    compares no outputs. With `followed` (the first process), it records the leader's
-    measurements of those groups, which come with the mark, and keeps its own here: the
-    run's second part (`overlap.second_part`)."""
-
-    follows: frozenset[overlap.GroupKey]
-    leader_alive: Callable[[], bool] = lambda: True
-    followed: list[Measurement] | None = None
 
 
 def failed_case(
@@ -233,8 +215,8 @@ class InProcessExecutor:
         shared_compiles: Path | None = None,
         check_outputs: bool = True,
         skip: Skips | None = None,
-        turns: Turns | None = None,
-        ready: tuple[Path, int] | None = None,
+        turns: overlap.Turns | None = None,
+        peer: overlap.Peer | None = None,
     ) -> None:
         self.config = config
         self.devices = list(devices)
@@ -242,11 +224,9 @@ class InProcessExecutor:
         self.check_outputs = check_outputs
         self.skip = skip
         self.turns = turns
-        self.ready = ready
-        #: The pids of the processes that started with this one (`ready`), once met.
+        self.peer = peer
+        #: The pids of the processes that started with this one (`peer`), once met.
         self.siblings: tuple[int, ...] = ()
-        #: Groups this process followed until their leader died, then led itself.
-        self._taken_over: set[overlap.GroupKey] = set()
 
     def _folder(self, pcs: Sequence[PlannedCase]) -> Path | None:
         """The group's folder under `shared_compiles` (None where nothing is shared); for a
@@ -254,9 +234,10 @@ class InProcessExecutor:
         compile instead of loading what the leader left."""
         if self.shared_compiles is None:
             return None
-        group = overlap.group_key(pcs)
+        group = group_key(pcs)
         folder = self.shared_compiles / hashlib.sha256("|".join(group).encode()).hexdigest()[:16]
-        return folder / "taken-over" if group in self._taken_over else folder
+        taken_over = self.turns is not None and group in self.turns.taken_over
+        return folder / "taken-over" if taken_over else folder
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
@@ -266,29 +247,19 @@ class InProcessExecutor:
         if folder is None:
             yield
             return
-        # Devices and modes get subfolders of their own (`protocol._cold_first_calls`).
+        # Devices and modes get subfolders of their own (`opening._cold_first_calls`).
         with compilation.sharing_compiles(folder):
             yield
 
     def _opened(self, pcs: Sequence[PlannedCase], measured: list[Measurement]) -> None:
-        """The process leading the group (it compares outputs) marks it opened for a
-        process following it (`overlap.mark_opened`)."""
-        folder = self._folder(pcs)
-        if folder is not None and self.check_outputs:
-            folder.mkdir(parents=True, exist_ok=True)
-            overlap.mark_opened(folder, measured)
+        """The process leading the group (it compares outputs) tells the process beside
+        it, which may follow it, that it has opened it (`overlap.Peer.opened`)."""
+        if self.turns is not None and self.check_outputs:
+            self.turns.peer.opened(group_key(pcs), measured)
 
     def _leader(self, pcs: Sequence[PlannedCase]) -> overlap.Opened | None:
-        """Where this process follows the group: the leader's mark, once it is there
-        (None where this process leads the group, or the leader died first)."""
-        folder = self._folder(pcs)
-        turns = self.turns
-        if turns is None or folder is None or overlap.group_key(pcs) not in turns.follows:
-            return None
-        opened = overlap.wait_opened(folder, turns.leader_alive)
-        if opened is None:
-            self._taken_over.add(overlap.group_key(pcs))
-        return opened
+        """Where this process follows the group: the leader's message (`Turns.leader`)."""
+        return None if self.turns is None else self.turns.leader(pcs)
 
     def _skips(self, leader: overlap.Opened | None) -> Skips | None:
         """The modes to leave out: `skip`, and where this process follows the group, those
@@ -300,20 +271,8 @@ class InProcessExecutor:
     def _recorded(
         self, leader: overlap.Opened | None, measured: list[Measurement]
     ) -> list[Measurement]:
-        """What the run records of a group: this process's measurements, or, where the
-        first process followed it, the leader's (its own kept in `Turns.followed`, the
-        program texts, which the leader's mark lacks, lent to the leader's)."""
-        turns = self.turns
-        if leader is None or turns is None or turns.followed is None:
-            return measured
-        texts = {
-            (m.case.key, m.mode): m.compile.program_text
-            for m in measured
-            if m.compile is not None and m.compile.program_text
-        }
-        # Its cold calls loaded the leader's programs: those are no compiles.
-        turns.followed.extend(replace(m, compile=None) for m in measured)
-        return [_with_text(m, texts.get((m.case.key, m.mode))) for m in leader.measurements]
+        """What the run records of a group (`Turns.recorded`)."""
+        return measured if self.turns is None else self.turns.recorded(leader, measured)
 
     @property
     def spreads_rounds(self) -> bool:
@@ -321,12 +280,8 @@ class InProcessExecutor:
 
     def prepare(self) -> None:
         warm_up(self.devices)
-        if self.ready is not None:  # the others may begin now (and this one once they can)
-            folder, count = self.ready
-            overlap.mark_ready(folder)
-            if count > 1:
-                met = overlap.wait_ready(folder, lambda: True, count=count)
-                self.siblings = tuple(pid for pid in met if pid != os.getpid())
+        if self.peer is not None:  # the others may begin now (and this one once they can)
+            self.siblings = self.peer.meet()
 
     def measure(
         self, pcs: Sequence[PlannedCase], report: StepReport | None = None
@@ -409,13 +364,6 @@ class InProcessExecutor:
             return failed_case(pcs, config.modes, Status.ERROR, error_info(exc)), False
         timeout = _timeout_error(config.timeout_s, len(pcs), len(config.modes))
         return failed_case(pcs, config.modes, Status.TIMEOUT, timeout), False
-
-
-def _with_text(m: Measurement, text: str | None) -> Measurement:
-    """`m` with its compiled program's text, where it has none and `text` is one."""
-    if text is None or m.compile is None or m.compile.program_text:
-        return m
-    return replace(m, compile=replace(m.compile, program_text=text))
 
 
 @dataclass

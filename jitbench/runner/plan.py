@@ -12,7 +12,7 @@ import jax
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import ConfigError, SuiteError, close_names
 from jitbench.measure.devices import device_label
-from jitbench.measure.protocol import PlannedCase
+from jitbench.measure.opening import PlannedCase
 from jitbench.results import Run
 from jitbench.results.model import Selection
 from jitbench.runner.events import FloatWidthChosen
@@ -135,11 +135,21 @@ def workloads_left_out(
     return tuple((name, tuple(w.sizes)) for name, w in by_name.items() if name not in planned)
 
 
+#: A group of cases measured together: workload, size and dtype (`group_cases`).
+GroupKey = tuple[str, str, str]
+
+
+def group_key(group: Sequence[PlannedCase]) -> GroupKey:
+    """A group's workload, size and dtype (`group_cases`)."""
+    first = group[0]
+    return (first.workload.name, first.size, first.dtype)
+
+
 def group_cases(cases: Sequence[PlannedCase]) -> list[tuple[PlannedCase, ...]]:
     """The cases measured together: each workload × size × dtype with all its devices, in
     plan order. Their NumPy side is host code, the same on every device, so it is measured
     once and sampled in the same rounds as each device's JAX modes (one shared baseline)."""
-    groups: dict[tuple[str, str, str], list[PlannedCase]] = {}
+    groups: dict[GroupKey, list[PlannedCase]] = {}
     for pc in cases:
         groups.setdefault((pc.workload.name, pc.size, pc.dtype), []).append(pc)
     return [tuple(group) for group in groups.values()]

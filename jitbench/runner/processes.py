@@ -21,37 +21,27 @@ K processes took. A case's measurements record how many processes measured it
 
 from __future__ import annotations
 
-import contextlib
-import json
 import math
-import multiprocessing
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.config import RunConfig
-from jitbench.errors import ConfigError, JitbenchError
-from jitbench.results import Run, run_from_dict
+from jitbench.errors import ConfigError
+from jitbench.results import Run
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
 from jitbench.runner.allocation import CaseKey, cases_for_another_process
-from jitbench.runner.child import die_with_parent, receive, spawning_quietly
 from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted, WorkerProgress
+from jitbench.runner.worker import Worker, start_worker
 
-
-class WorkerError(JitbenchError):
-    """A worker process of `--processes` failed; the cases measured so far are kept."""
-
-
-#: What a worker process runs: (connection, selection as dicts, config as a dict, the
-#: folder of the programs the first process compiled or None, the keys of the cases to
-#: measure or None for all). It measures the selection and sends ("ok", the run's JSON
-#: text), ("refused", a JitbenchError's message) or ("error", text) back.
-WorkerTarget = Callable[
-    [Connection, list[dict[str, Any]], dict[str, Any], str | None, list[list[str]] | None], None
-]
+#: What a worker process runs (`Worker.order`): (connection, selection as dicts, config
+#: as a dict, the folder of the programs the first process compiled or None, the keys of
+#: the cases to measure or None for all; keywords: `scheduler.measure_selection`'s). It
+#: measures the selection and sends ("ok", the run's JSON text), ("refused", a
+#: JitbenchError's message) or ("error", text) back.
+WorkerTarget = Callable[..., None]
 
 #: Further processes a case may get beyond the run's `--processes` (where its interval is
 #: wide: `allocation.cases_for_another_process`).
@@ -87,146 +77,11 @@ def require_suite_files(selection: Sequence[Selection], processes: int) -> None:
         )
 
 
-class StartedWorker:
-    """A worker process started (`start_worker`) and not yet heard from: `result` waits for
-    its run, `stop` ends it."""
-
-    def __init__(self, proc: Any, receiver: Connection, started: float) -> None:
-        self._proc = proc
-        self._receiver = receiver
-        self.started = started  # time.monotonic() when it was given its work
-        #: Seconds it waited for the first process (a process beside it: `overlap`).
-        self.waited_s = 0.0
-
-    @property
-    def pid(self) -> int:
-        return int(self._proc.pid)
-
-    def alive(self) -> bool:
-        return bool(self._proc.is_alive())
-
-    def result(self, on_progress: Callable[[int, int], None] | None = None) -> Run:
-        """The worker's run, once it sends it (progress as it goes to `on_progress`).
-
-        Raises:
-            WorkerError: the worker failed or died.
-        """
-        proc, receiver = self._proc, self._receiver
-        try:
-            try:
-                # In slices, so a stop signal is obeyed at once (the worker is killed below).
-                # (no limit: it never answers None)
-                while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
-                    kind, body = receive(receiver, proc, None) or ("error", "no answer")
-                    if kind == "waited":
-                        self.waited_s = float(body)
-                        continue
-                    if kind != "progress":
-                        break
-                    if on_progress is not None:
-                        on_progress(*body)
-            except EOFError:
-                proc.join()
-                raise WorkerError(
-                    f"a worker process died (exit code {proc.exitcode}); run without "
-                    "--processes to see the failing case, or with --isolate."
-                ) from None
-            proc.join()
-        finally:
-            self.stop()
-        if kind == "refused":  # jitbench's own error, its cause and fix already in the text
-            raise WorkerError(f"a worker process stopped: {body}")
-        if kind != "ok":
-            raise WorkerError(
-                f"a worker process failed: {body}; run without --processes to see where."
-            )
-        return run_from_dict(json.loads(body), source="a worker process's run")
-
-    def stop(self) -> None:
-        """End the worker if it still runs."""
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
-
-
-class StandbyWorker:
-    """A worker process started before it has work (`start_standby`): its interpreter
-    imports JAX and jitbench while the caller finds the suites, then waits for `order`."""
-
-    def __init__(self, proc: Any, orders: Connection, receiver: Connection) -> None:
-        self._proc = proc
-        self._orders = orders
-        self._receiver = receiver
-        self._ordered = False
-
-    def order(
-        self,
-        selection: Sequence[Selection],
-        config: RunConfig,
-        *,
-        target: WorkerTarget,
-        shared_compiles: str | None = None,
-        cases: Sequence[CaseKey] | None = None,
-    ) -> StartedWorker:
-        """Give it what `start_worker` gives a fresh process; the worker it becomes."""
-        args = _worker_args(selection, config, shared_compiles, cases)
-        self._orders.send((target, args))
-        self._ordered = True
-        return StartedWorker(self._proc, self._receiver, time.monotonic())
-
-    def alive(self) -> bool:
-        return bool(self._proc.is_alive())
-
-    def dismiss(self) -> None:
-        """End it, unless it was given work (its `StartedWorker` ends it then)."""
-        if self._ordered:
-            return
-        with contextlib.suppress(OSError):  # it has gone already
-            self._orders.send(None)
-        self._proc.join(timeout=5)
-        if self._proc.is_alive():
-            self._proc.kill()
-            self._proc.join()
-
-
-def start_standby() -> StandbyWorker:
-    """Start a worker process that imports what a worker needs and waits for its work
-    (`StandbyWorker.order`), so that its start-up runs while the caller still prepares,
-    before anything is measured."""
-    ctx = multiprocessing.get_context("spawn")
-    orders_out, orders_in = ctx.Pipe(duplex=False)
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=standby_main, args=(orders_out, sender), name="jitbench-worker")
-    with spawning_quietly():
-        proc.start()
-    sender.close()
-    orders_out.close()
-    return StandbyWorker(proc, orders_in, receiver)
-
-
-def standby_main(orders: Connection, conn: Connection) -> None:
-    """A standby worker (a spawned child): import what a worker runs, then run the
-    `(target, args)` it is sent as `start_worker`'s child would, or end on None."""
-    die_with_parent()
-    # JAX, NumPy and the measuring code, loaded now: what makes a worker's start slow.
-    import jitbench.measure.protocol
-    import jitbench.runner.executors  # noqa: F401
-
-    try:
-        order = orders.recv()
-    except EOFError:  # the parent went
-        return
-    if order is None:
-        return
-    target, args = order
-    target(conn, *args)
-
-
-def _worker_args(
+def worker_args(
     selection: Sequence[Selection],
     config: RunConfig,
-    shared_compiles: str | None,
-    cases: Sequence[CaseKey] | None,
+    shared_compiles: str | None = None,
+    cases: Sequence[CaseKey] | None = None,
 ) -> tuple[Any, ...]:
     """What a `WorkerTarget` gets after its connection."""
     return (
@@ -235,31 +90,6 @@ def _worker_args(
         shared_compiles,
         None if cases is None else [list(key) for key in cases],
     )
-
-
-def start_worker(
-    selection: Sequence[Selection],
-    config: RunConfig,
-    *,
-    target: WorkerTarget,
-    shared_compiles: str | None = None,
-    cases: Sequence[CaseKey] | None = None,
-) -> StartedWorker:
-    """Start measuring the selected workloads (only the `cases` of them, if given) in a
-    fresh (spawned) process running `target` (a module-level function, so the child can
-    import it)."""
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(
-        target=target,
-        args=(sender, *_worker_args(selection, config, shared_compiles, cases)),
-        name="jitbench-worker",
-    )
-    started = time.monotonic()
-    with spawning_quietly():
-        proc.start()
-    sender.close()
-    return StartedWorker(proc, receiver, started)
 
 
 def run_worker(
@@ -271,14 +101,13 @@ def run_worker(
     cases: Sequence[CaseKey] | None = None,
     on_progress: Callable[[int, int], None] | None = None,
 ) -> Run:
-    """`start_worker`, then its run (`StartedWorker.result`).
+    """Measure the selected workloads (only the `cases` of them, if given) in a fresh
+    worker process running `target`; its run (`Worker.result`).
 
     Raises:
         WorkerError: the worker failed or died.
     """
-    worker = start_worker(
-        selection, config, target=target, shared_compiles=shared_compiles, cases=cases
-    )
+    worker = start_worker().order(target, *worker_args(selection, config, shared_compiles, cases))
     return worker.result(on_progress)
 
 
@@ -290,7 +119,7 @@ def run_in_processes(
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
     worker: Callable[..., Run],
-    beside: Callable[[], StartedWorker | None] | None = None,
+    beside: Callable[[], Worker | None] | None = None,
     second_part: Callable[[Run], Run] = lambda run: run,
     pair: Callable[[Sequence[CaseKey]], list[Run]] | None = None,
     clock: Callable[[], float] = time.monotonic,

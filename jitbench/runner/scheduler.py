@@ -8,7 +8,6 @@ case is measured (this process or a child) is the executor's business (`runner.e
 from __future__ import annotations
 
 import functools
-import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -20,15 +19,9 @@ from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, share_gpu_memory, x64_enabled
-from jitbench.measure.protocol import (
-    PlannedCase,
-    Skips,
-    StepReport,
-    planned_case_record,
-    skips_from_json,
-    skips_to_json,
-    timed_out_skips,
-)
+from jitbench.measure.faults import Skips, skips_from_json, skips_to_json, timed_out_skips
+from jitbench.measure.opening import PlannedCase, planned_case_record
+from jitbench.measure.session import StepReport
 from jitbench.measure.threads import limited_threads
 from jitbench.results import Case, Measurement, Run, dump_run
 from jitbench.results.analysis import judgement
@@ -36,7 +29,7 @@ from jitbench.results.analysis.machine import MachineState
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
 from jitbench.runner import overlap
 from jitbench.runner.allocation import CaseKey
-from jitbench.runner.child import die_with_parent
+from jitbench.runner.channel import Channel
 from jitbench.runner.events import (
     CaseFinished,
     CaseProgress,
@@ -48,8 +41,8 @@ from jitbench.runner.events import (
     WorkerProgress,
     WorkloadsLeftOut,
 )
-from jitbench.runner.executors import Executor, LiveCase, Turns, executor_for
-from jitbench.runner.overlap import Beside, plan_overlap
+from jitbench.runner.executors import Executor, LiveCase, executor_for
+from jitbench.runner.overlap import Placement, SideBySide, plan_overlap
 from jitbench.runner.plan import (
     case_key,
     group_cases,
@@ -61,15 +54,15 @@ from jitbench.runner.plan import (
     workloads_left_out,
 )
 from jitbench.runner.processes import (
-    StandbyWorker,
-    StartedWorker,
+    WorkerTarget,
     jax_processes_at_once,
     require_suite_files,
     run_in_processes,
     run_worker,
-    start_worker,
+    worker_args,
 )
 from jitbench.runner.signals import raise_if_stop_requested
+from jitbench.runner.worker import Worker
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
@@ -96,7 +89,7 @@ def run_workloads(
     run_id: str | None = None,
     resume: Run | None = None,
     clock: Clock = utc_now,
-    standby: StandbyWorker | None = None,
+    standby: Worker | None = None,
 ) -> Run:
     """Measure `workloads` under `config` and return the Run.
 
@@ -120,9 +113,9 @@ def run_workloads(
             processes it has not pooled yet (`Run.processes`: the first and those pooled).
             `config` is what the rest is measured with (see `plan.settings_for_resume`).
         clock: the UTC time of day as text, for the run's timestamps.
-        standby: a worker process started early (`processes.start_standby`), which the
+        standby: a worker process started early (`worker.start_worker`), which the
             second process takes where it measures beside the first; the caller ends it
-            where it is not taken (`StandbyWorker.dismiss`).
+            where it is not taken (`Worker.dismiss`).
 
     Raises:
         ConfigError: unknown device or size names.
@@ -164,9 +157,7 @@ def run_workloads(
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
             first: Callable[[], Run]
-            started: list[StartedWorker] = []  # the second process, started beside the first
-            # The first process's own measurements of the groups the second led.
-            followed: list[Measurement] = []
+            side = None if cores is None else SideBySide(cores, config, standby)
             # A resumed run that pooled some worker processes already holds every case of
             # the first process: only the workers it lacks are left.
             if resume is not None and resume.processes >= 2:
@@ -177,47 +168,32 @@ def run_workloads(
                     shared_compiles=Path(shared),
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
+                    placement=None
+                    if side is None
+                    else side.first(
+                        measure_selection, worker_args(selection_of(workloads), config, shared)
+                    ),
                 )
-                if cores is not None:  # the second process measures beside the first
-
-                    def start_beside(second: frozenset[int] = cores.second) -> StartedWorker:
-                        target = functools.partial(
-                            worker_main, cores=sorted(second), first_pid=os.getpid()
-                        )
-                        usable = standby is not None and standby.alive()
-                        begin = standby.order if standby is not None and usable else start_worker
-                        started.append(
-                            begin(
-                                selection_of(workloads),
-                                config,
-                                target=target,
-                                shared_compiles=shared,
-                            )
-                        )
-                        overlap.wait_ready(Path(shared), started[0].alive)
-                        return started[0]
-
-                    first = functools.partial(
-                        first,
-                        cores=cores.first,
-                        beside=Beside(cores_used=cores.count, is_first=False),
-                        start_beside=start_beside,
-                        followed=followed,
-                    )
             firsts: list[Run] = []
 
             def first_kept() -> Run:
                 firsts.append(first())
                 return firsts[0]
 
+            def later(
+                cases: Sequence[CaseKey] | None = None,
+            ) -> tuple[WorkerTarget, tuple[Any, ...]]:
+                # A mode that ran past --timeout in the first process is not paid for again.
+                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                target = functools.partial(measure_selection, skip=skips_to_json(skip))
+                return target, worker_args(selection_of(workloads), config, shared, cases)
+
             def worker(
                 selection: Sequence[Selection],
                 settings: RunConfig,
                 cases: Sequence[CaseKey] | None = None,
             ) -> Run:
-                # A mode that ran past --timeout in the first process is not paid for again.
-                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
-                target = functools.partial(worker_main, skip=skips_to_json(skip))
+                target, _ = later()
                 return run_worker(
                     selection,
                     settings,
@@ -229,40 +205,6 @@ def run_workloads(
                     else lambda done, total: on_event(WorkerProgress(done, total)),
                 )
 
-            def pair(cases: Sequence[CaseKey]) -> list[Run]:
-                # Two extra processes at once, a core each, both measuring once both started.
-                assert cores is not None
-                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
-                together = tempfile.mkdtemp(prefix="together-", dir=shared)
-                workers = [
-                    start_worker(
-                        selection_of(workloads),
-                        config,
-                        target=functools.partial(
-                            worker_main,
-                            skip=skips_to_json(skip),
-                            cores=sorted(own),
-                            together=together,
-                        ),
-                        shared_compiles=shared,
-                        cases=cases,
-                    )
-                    for own in (cores.first, cores.second)
-                ]
-                try:
-                    # One that dies starting would leave the other waiting for it: its
-                    # error now (the other stopped), not after the other's wait.
-                    alive = lambda: all(w.alive() for w in workers)  # noqa: E731
-                    got: dict[int, Run] = {}
-                    if len(overlap.wait_ready(Path(together), alive, count=2)) < 2:
-                        for i, w in enumerate(workers):
-                            if not w.alive():  # its WorkerError, saying how it ended
-                                got[i] = w.result()
-                    return [got[i] if i in got else w.result() for i, w in enumerate(workers)]
-                finally:
-                    for w in workers:
-                        w.stop()
-
             pooled = run_in_processes(
                 first_kept,
                 selection_of(workloads),
@@ -270,9 +212,9 @@ def run_workloads(
                 on_event=on_event,
                 checkpoint=checkpoint,
                 worker=worker,
-                beside=lambda: started[0] if started else None,
-                second_part=lambda run: overlap.second_part(run, followed),
-                pair=None if cores is None else pair,
+                beside=None if side is None else side.second,
+                second_part=(lambda run: run) if side is None else side.second_part,
+                pair=None if side is None else lambda cases: side.pair(*later(cases)),
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -320,46 +262,28 @@ def _measure_once(
     processes: int = 1,
     only: Sequence[CaseKey] | None = None,
     skip: Skips | None = None,
-    cores: frozenset[int] | None = None,
-    beside: Beside | None = None,
-    start_beside: Callable[[], StartedWorker] | None = None,
-    followed: list[Measurement] | None = None,
-    ready: tuple[Path, int] | None = None,
+    placement: Placement | None = None,
 ) -> Run:
     """Every case of the run (or the `only` ones) measured once, in this process (see
     `run_workloads`), the
     cold calls' programs shared under `shared_compiles` (`executors.executor_for`);
     without `repeat_compiles`, no cold compile is measured again (`schedule`), and without
-    `check_outputs`, no output is compared with NumPy's (`protocol.open_cases`). `plan` is
+    `check_outputs`, no output is compared with NumPy's (`opening.open_cases`). `plan` is
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
     announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
-    names are left out (`timed_out_modes`). `cores` are the cores to pin to (default: the
-    least busy); `beside` is the run's process measuring at the same time on other cores,
-    if any (`overlap`), not counted as another process in the machine's snapshots (an
-    extra process of a pair learns the other's pid only as both start: its first snapshot,
-    which the pooled run does not keep, counts it);
-    `start_beside` starts it, returning it once it waits for this process, before this
-    process's first snapshot and first case (its start-up would disturb both); the two
-    take turns to lead the groups (`overlap.takes_turns`), and this first process records
-    the second's measurements of the groups the second led, keeping its own of them in
-    `followed`. `ready` is where this process says it has started
-    (`executors.executor_for`)."""
+    names are left out (`timed_out_modes`). `placement` is where this process measures
+    and beside whom, where other processes of the run measure at the same time
+    (`overlap.Placement`); else it pins the least busy cores and measures alone."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
     sampling = config if plan is None else replace(config, plan=plan)
-    pids = () if beside is None or beside.pid is None else (beside.pid,)
 
     def snapshot() -> MachineState:
-        if beside is None:
-            return machine.capture(probe_samples=probe)
-        return machine.capture(
-            probe_samples=probe, cores_used=beside.cores_used, exclude_pids=(os.getpid(), *pids)
-        )
+        options = {} if placement is None else placement.snapshot_options()
+        return machine.capture(probe_samples=probe, **options)
 
-    with (
-        x64_enabled(config.x64),
-        limited_threads(config.threads, cores=None if cores is None else set(cores)) as threads,
-    ):
+    cores = None if placement is None else set(placement.cores)
+    with x64_enabled(config.x64), limited_threads(config.threads, cores=cores) as threads:
         devices = resolve_devices(config.devices)
         cases = plan_cases(workloads, config, devices)
         if only is not None:  # an extra process of a --processes run: the cases it picked
@@ -367,15 +291,9 @@ def _measure_once(
             cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
-        turns: Turns | None = None
-        if start_beside is not None:  # the first process of an overlapping run
-            second = start_beside()
-            pids = (second.pid,)
-            turns = _turns(cases, config, second=False, alive=second.alive, followed=followed)
-        elif beside is not None and beside.is_first:  # the second, beside the first
-            turns = _turns(cases, config, second=True)
-            if overlap.takes_turns(config):
-                cases = overlap.turn_order(group_cases(cases))
+        turns = None
+        if placement is not None:
+            cases, turns = placement.arrange(cases)
         if resume is not None:
             record = resume.config
             start = replace(
@@ -398,7 +316,7 @@ def _measure_once(
             check_outputs=check_outputs,
             skip=skip,
             turns=turns,
-            ready=ready,
+            peer=None if placement is None else placement.peer,
         )
         run = schedule(
             cases,
@@ -411,29 +329,13 @@ def _measure_once(
             processes=processes,
             repeat_compiles=repeat_compiles,
             timeout_s=config.timeout_s,
-            beside=beside is not None and not beside.is_first,
+            beside=placement is not None and placement.announces_second,
         )
-        pids = (*pids, *getattr(executor, "siblings", ()))
-        if ready is not None and ready[1] > 1:
-            overlap.end_together(*ready)
+        if placement is not None:
+            placement.met(getattr(executor, "siblings", ()))
+            placement.finish()
         after = snapshot()
         return judgement.run_diagnostics(environment.with_machine_after(run, after))
-
-
-def _turns(
-    cases: Sequence[PlannedCase],
-    config: RunConfig,
-    *,
-    second: bool,
-    alive: Callable[[], bool] = lambda: True,
-    followed: list[Measurement] | None = None,
-) -> Turns:
-    """The groups the first or the `second` process of an overlapping run follows, while
-    the other is `alive` (the first keeping its own measurements of them in `followed`)."""
-    groups = group_cases(cases)
-    led = overlap.led_groups(groups, second=second, turns=overlap.takes_turns(config))
-    follows = frozenset(overlap.group_key(g) for g in groups) - led
-    return Turns(follows=follows, leader_alive=alive, followed=followed)
 
 
 def schedule(
@@ -576,28 +478,22 @@ def schedule(
     return snapshot(True)
 
 
-def worker_main(
+def measure_selection(
     conn: Connection,
     selection: list[dict[str, Any]],
     config: dict[str, Any],
     shared_compiles: str | None = None,
     cases: list[list[str]] | None = None,
     skip: list[dict[str, Any]] | None = None,
-    cores: list[int] | None = None,
-    first_pid: int | None = None,
-    together: str | None = None,
+    placement: dict[str, Any] | None = None,
 ) -> None:
-    """A `--processes` worker (a spawned child): find the selected workloads again, measure
+    """A `--processes` worker's order (`runner.worker`): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the run's leading processes left in `shared_compiles`; leaving
-    out the modes `skip` names), send the run back. With `first_pid` (the first process's
-    pid), it measures beside the first process on `cores`, the two taking turns to lead the
-    groups (`overlap`), and says how long it waited for the first's marks. With `together`
-    (a folder), it is one of two extra processes measuring side by side on `cores`: each
-    starts measuring once both have started. Only a worker measuring alone reports its
-    progress: the parent reads it only once its own measuring is done, and a pipe left full
-    would block a worker that the first process waits for."""
-    die_with_parent()
+    out the modes `skip` names), send the run back. With `placement` (what
+    `overlap.SideBySide` ordered), it measures side by side with another process
+    (`overlap.for_worker`). Only a worker measuring alone reports its progress (the
+    parent's estimate reads it only once its own measuring is done)."""
     try:
         settings = RunConfig.from_dict(config)
         workloads = workloads_for_selection(
@@ -613,13 +509,14 @@ def worker_main(
             if isinstance(event, CaseFinished):
                 conn.send(("progress", (event.index + 1, event.total)))
 
-        alone = first_pid is None and together is None
+        # Where it measures and beside whom, over its channel to the parent.
+        placed = overlap.for_worker(placement, Channel(conn), settings)
 
         run = _measure_once(
             workloads,
             replace(settings, processes=1),
             plan=settings.plan.for_process(settings.processes),
-            on_event=progress if alone else None,
+            on_event=progress if placed is None else None,
             checkpoint=None,
             run_id=None,
             resume=None,
@@ -629,27 +526,14 @@ def worker_main(
             # checks the outputs of the programs it compiled, which the worker loads;
             # beside it, taking turns, the worker does so for the groups it leads.
             repeat_compiles=not shared_compiles,
-            check_outputs=not shared_compiles
-            or (first_pid is not None and overlap.takes_turns(settings)),
+            check_outputs=not shared_compiles or (placed is not None and placed.compares_outputs),
             only=None if cases is None else [_case_key(key) for key in cases],
             skip=skips_from_json(skip),
-            cores=None if cores is None else frozenset(cores),
-            beside=None
-            if alone
-            else Beside(
-                cores_used=2 * len(cores or ()), is_first=first_pid is not None, pid=first_pid
-            ),
-            ready=(Path(shared_compiles), 1)
-            if first_pid is not None and shared_compiles
-            else (Path(together), 2)
-            if together is not None
-            else None,
+            placement=placed,
         )
-        if first_pid is not None:
-            conn.send(("waited", overlap.waited_s()))
         if shared_compiles:
             # Its cold calls loaded the programs of the groups' leaders: no compiles. Those
-            # of the groups it led itself went with their marks (`overlap.mark_opened`).
+            # of the groups it led itself went with their messages (`overlap.Peer.opened`).
             run = replace(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )

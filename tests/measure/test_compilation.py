@@ -12,7 +12,7 @@ import pytest
 from jitbench import Mode, workload
 from jitbench.config import SamplingPlan
 from jitbench.measure import compilation as jcompile
-from jitbench.measure.protocol import PlannedCase, open_case
+from jitbench.measure.opening import PlannedCase, open_case
 
 PLAN = SamplingPlan(min_sample_s=0.0, warmup_s=0.0, budget_s=0.01, min_samples=3, max_samples=3)
 

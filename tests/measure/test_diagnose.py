@@ -222,7 +222,7 @@ def test_a_mismatch_on_an_accelerator_at_jaxs_matmul_precision_names_it_first() 
     mismatch NumPy by design there (seen on an H200), and the hint must say why."""
     from types import SimpleNamespace
 
-    from jitbench.measure.protocol import _reduced_matmul
+    from jitbench.measure.opening import _reduced_matmul
 
     gpu = SimpleNamespace(platform="gpu")
     assert _reduced_matmul(gpu) == "gpu"  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
 from jitbench.measure.limits import RETRY_INTERVAL_S as RETRY_S
 from jitbench.measure.limits import ModeLimit, ModeTimeout, doing
-from jitbench.measure.protocol import measure_cases
+from jitbench.measure.opening import measure_cases
 from jitbench.results import Mode, Status
 from jitbench.runner.plan import plan_cases
 from jitbench.runner.scheduler import timed_out_modes

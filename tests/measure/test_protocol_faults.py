@@ -12,7 +12,7 @@ import pytest
 
 from jitbench.config import RunConfig
 from jitbench.errors import WorkloadError
-from jitbench.measure.protocol import require_array_tree
+from jitbench.measure.opening import require_array_tree
 from jitbench.results import Mode
 from jitbench.runner.events import RunInterrupted
 from jitbench.runner.scheduler import run_workloads

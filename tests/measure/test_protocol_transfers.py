@@ -103,9 +103,9 @@ def test_the_peak_window_runs_from_staging_to_warm_up_and_skips_sharded_sessions
     one before the device is opened and one after warm-up; a session with sharded mode
     records none (its staging on every device falls in the window)."""
     from jitbench.config import SamplingPlan
-    from jitbench.measure import protocol
+    from jitbench.measure import opening
     from jitbench.measure.devices import MemoryMark
-    from jitbench.measure.protocol import PlannedCase, open_case
+    from jitbench.measure.opening import PlannedCase, open_case
 
     marks = iter([(100, 1000), (100, 1000), (100, 1500)])  # check, before, after warm-up
     taken: list[str] = []
@@ -115,7 +115,7 @@ def test_the_peak_window_runs_from_staging_to_warm_up_and_skips_sharded_sessions
         taken.append(device.platform)
         return MemoryMark(in_use=in_use, peak=peak)
 
-    monkeypatch.setattr(protocol, "memory_mark", fake_mark)
+    monkeypatch.setattr(opening, "memory_mark", fake_mark)
 
     @workload(inputs=_two, sizes={"S": {"n": 16}})
     def triple(xp, x):

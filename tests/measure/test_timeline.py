@@ -65,15 +65,15 @@ def test_a_trace_that_fails_is_said_not_silently_skipped(tmp_path) -> None:
     """With another profiler trace running, the split's own trace cannot start: the case
     is measured as usual and each JAX mode says why it has no split."""
     from jitbench.config import RunConfig
-    from jitbench.measure import protocol
+    from jitbench.measure import opening
     from jitbench.suite.discovery import discover
     from tests.faults import FAULT_SUITE
 
     wl = discover([FAULT_SUITE]).get("ok_double")
-    pc = protocol.PlannedCase(wl, "S", dict(wl.sizes["S"]), jax.devices("cpu")[0], "float32")
+    pc = opening.PlannedCase(wl, "S", dict(wl.sizes["S"]), jax.devices("cpu")[0], "float32")
     jax.profiler.start_trace(str(tmp_path))
     try:
-        measured = protocol.measure_case(pc, RunConfig.quick_settings(), split_calls=3)
+        measured = opening.measure_case(pc, RunConfig.quick_settings(), split_calls=3)
     finally:
         jax.profiler.stop_trace()
     by_mode = {m.mode.value: m for m in measured}

@@ -521,7 +521,7 @@ def test_a_sample_clock_times_the_samples_and_the_wall_clock_the_budget() -> Non
 def test_cpu_time_is_asked_for_cpu_cases_only() -> None:
     import time
 
-    from jitbench.measure.protocol import sample_clock
+    from jitbench.measure.session import sample_clock
 
     cpu = SamplingPlan(clock="cpu")
     assert sample_clock(cpu, ["cpu:0"]) is time.process_time

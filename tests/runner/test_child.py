@@ -19,7 +19,7 @@ import pytest
 
 from jitbench.config import RunConfig
 from jitbench.results import Run, Status, load_run, measurement_from_dict, measurement_to_dict
-from jitbench.runner import child
+from jitbench.runner import child, worker
 from jitbench.runner.scheduler import run_workloads
 from jitbench.suite.discovery import discover
 from tests.faults import FAULT_SUITE, OK, QUICK, REPO, all_modes, invoke, run_files, statuses
@@ -90,7 +90,7 @@ _STARTUP_PROBE = """
 import sys
 from pathlib import Path
 from jitbench.config import RunConfig
-from jitbench.measure import devices, protocol
+from jitbench.measure import devices, opening
 from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import import_suite_file
 
@@ -98,8 +98,8 @@ wl = import_suite_file(Path(sys.argv[1])).ok_double
 device = devices.resolve_devices(["cpu"])[0]
 warm_up([device])
 before = set(sys.modules)
-planned = protocol.PlannedCase(wl, "S", {"n": 32}, device, "float32")
-protocol.measure_case(planned, RunConfig.quick_settings())
+planned = opening.PlannedCase(wl, "S", {"n": 32}, device, "float32")
+opening.measure_case(planned, RunConfig.quick_settings())
 print(sorted(m for m in set(sys.modules) - before if m.split(".")[0] == "scipy"))
 """
 
@@ -244,7 +244,7 @@ def test_a_stop_signal_during_a_childs_start_waits_until_the_start_is_over() -> 
         ctx = multiprocessing.get_context("spawn")
         receiver, sender = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_report_sigterm_handler, args=(sender,))
-        with child.spawning_quietly():
+        with worker.spawning_quietly():
             # To the main thread, where Python runs handlers (see test_signals).
             signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
             proc.start()

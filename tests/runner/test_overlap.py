@@ -3,11 +3,10 @@ turns to lead the groups, and how a follower keeps to its leader's pace and time
 
 from __future__ import annotations
 
-import json
+import multiprocessing
 import os
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,12 +17,14 @@ from jitbench import Mode, RunConfig, load_run, workload
 from jitbench.errors import ConfigError
 from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
-from jitbench.measure.protocol import skips_to_json
+from jitbench.measure.faults import skips_to_json
 from jitbench.measure.threads import allowed_cores
 from jitbench.results import Measurement, Status
 from jitbench.results.files import load_programs
 from jitbench.runner import overlap
-from jitbench.runner.executors import InProcessExecutor, Turns
+from jitbench.runner.channel import Channel
+from jitbench.runner.executors import InProcessExecutor
+from jitbench.runner.overlap import Turns
 from jitbench.runner.plan import PlannedCase, case_key, group_cases, plan_cases
 from tests.conftest import run_cli
 from tests.runner.test_allocation import run_of
@@ -104,42 +105,57 @@ def _twice(config: RunConfig) -> tuple[RunConfig, list[jax.Device], PlannedCase]
     return config, devices, planned
 
 
+def _peers() -> tuple[overlap.Peer, overlap.Peer]:
+    """Two ends of one channel, as the first process and the second have (here, both in
+    this process)."""
+    here, there = multiprocessing.Pipe()
+    return overlap.Peer(Channel(here)), overlap.Peer(Channel(there))
+
+
 def _following(
-    planned: PlannedCase,
-    *,
-    leader_alive: Callable[[], bool] = lambda: True,
-    followed: list[Measurement] | None = None,
+    planned: PlannedCase, peer: overlap.Peer, *, followed: list[Measurement] | None = None
 ) -> Turns:
-    """Turns that follow the group of `planned`."""
-    return Turns(frozenset({overlap.group_key([planned])}), leader_alive, followed)
+    """Turns that follow the group of `planned`, led by `peer`."""
+    return Turns(frozenset({overlap.group_key([planned])}), peer, followed)
 
 
-def test_the_leader_marks_each_group_and_a_follower_waits_for_the_mark(
+def _leading(peer: overlap.Peer) -> Turns:
+    """Turns that follow no group: this process leads every one and tells `peer`."""
+    return Turns(frozenset(), peer)
+
+
+def test_the_leader_tells_its_peer_of_each_group_and_a_follower_waits_for_it(
     tmp_path: Path,
 ) -> None:
     config, devices, planned = _twice(RunConfig.quick_settings())
-    lead = InProcessExecutor(config, devices, shared_compiles=tmp_path)
+    leader, hearer = _peers()
+    lead = InProcessExecutor(config, devices, shared_compiles=tmp_path, turns=_leading(leader))
     result, _ = lead.measure([planned])
     assert {m.status for m in result} == {Status.OK}
-    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
-    body = json.loads(mark.read_text())
+    message = hearer.channel.receive({overlap.OPENED}, limit_s=5)
+    assert message is not None
+    kind, body = message
+    assert body["group"] == list(overlap.group_key([planned]))
     assert body["skips"] == []  # nothing timed out
     assert len(body["measurements"]) == len(result)  # for the first process to record
-    # The follower waits while the mark is away, and goes on once it is back.
-    held = mark.read_text()
-    mark.unlink()
-    writer = threading.Timer(0.2, lambda: mark.write_text(held))
+    # The follower waits while the message is away, and goes on once it comes.
+    late, waiting = _peers()
+    writer = threading.Timer(0.2, lambda: late.channel.send(kind, body))
     follower = InProcessExecutor(
-        config, devices, shared_compiles=tmp_path, check_outputs=False, turns=_following(planned)
+        config,
+        devices,
+        shared_compiles=tmp_path,
+        check_outputs=False,
+        turns=_following(planned, waiting),
     )
-    before = overlap.waited_s()
     began = time.monotonic()
     writer.start()
     result, _ = follower.measure([planned])
     writer.join()
-    assert time.monotonic() - began >= 0.2 and overlap.waited_s() - before > 0
+    assert time.monotonic() - began >= 0.2 and waiting.waited_s > 0
     assert {m.status for m in result} == {Status.OK}
-    assert mark.read_text() == held  # a follower marks nothing
+    # A follower tells its peer nothing.
+    assert late.channel.receive({overlap.OPENED}, limit_s=0.1) is None
 
 
 def test_the_two_take_turns_to_lead_pairs_of_groups() -> None:
@@ -162,17 +178,22 @@ def test_the_first_process_records_what_the_leader_measured_and_keeps_its_own(
     tmp_path: Path,
 ) -> None:
     config, devices, planned = _twice(RunConfig.quick_settings())
-    led, _ = InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
+    leader, first_peer = _peers()
+    lead = InProcessExecutor(config, devices, shared_compiles=tmp_path, turns=_leading(leader))
+    led, _ = lead.measure([planned])
     own: list[Measurement] = []
     first = InProcessExecutor(
-        config, devices, shared_compiles=tmp_path, turns=_following(planned, followed=own)
+        config,
+        devices,
+        shared_compiles=tmp_path,
+        turns=_following(planned, first_peer, followed=own),
     )
     recorded, _ = first.measure([planned])
     # The run's part 0 holds the leader's measurements, with the compiles it timed ...
     assert [m.samples_s for m in recorded] == [m.samples_s for m in led]
     jit = next(m for m in recorded if m.mode is Mode.JIT)
     assert jit.compile is not None and jit.compile.compile_count == 1
-    assert jit.compile.program_text  # lent by the follower: a mark carries no program text
+    assert jit.compile.program_text  # lent by the follower: a message carries no program text
     # ... and the first's own, programs loaded (no compiles), are the run's second part.
     assert {m.mode for m in own} == {m.mode for m in led}
     assert all(m.compile is None for m in own)
@@ -182,24 +203,22 @@ def test_the_first_process_records_what_the_leader_measured_and_keeps_its_own(
 
 def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> None:
     config, devices, planned = _twice(RunConfig.quick_settings())
-    # The leader compiled and kept its programs, then died before its mark.
+    # The leader compiled and kept its programs, then died before it said so.
     InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
-    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
-    mark.unlink()
+    here, there = multiprocessing.Pipe()
+    here.close()
     own: list[Measurement] = []
     first = InProcessExecutor(
         config,
         devices,
         shared_compiles=tmp_path,
-        turns=_following(planned, leader_alive=lambda: False, followed=own),
+        turns=_following(planned, overlap.Peer(Channel(there)), followed=own),
     )
-    result, _ = first.measure([planned])  # no mark comes: it does not wait for ever
+    result, _ = first.measure([planned])  # no message comes: it does not wait for ever
     assert {m.status for m in result} == {Status.OK} and own == []
     # Compiled here, in a folder of its own: not a load of what the dead leader left.
     jit = next(m for m in result if m.mode is Mode.JIT)
     assert jit.compile is not None and jit.compile.compile_count == 1
-    [mark] = tmp_path.glob(f"*/taken-over/{overlap.OPENED_FILE}")  # marked, as a leader does
-    assert json.loads(mark.read_text())["skips"] == []
 
 
 @pytest.mark.parametrize("retry", [False, True])
@@ -207,14 +226,22 @@ def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
     tmp_path: Path, retry: bool
 ) -> None:
     config, devices, planned = _twice(RunConfig.quick_settings(timeout_s=5.0, retry_timeouts=retry))
-    InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
-    [mark] = tmp_path.glob(f"*/{overlap.OPENED_FILE}")
+    leader, hearer = _peers()
+    InProcessExecutor(config, devices, shared_compiles=tmp_path, turns=_leading(leader)).measure(
+        [planned]
+    )
+    message = hearer.channel.receive({overlap.OPENED}, limit_s=5)
+    assert message is not None
     why = "eager exceeded --timeout 5 s"
-    body = json.loads(mark.read_text())
-    body["skips"] = skips_to_json({(case_key(planned), Mode.EAGER): why})
-    mark.write_text(json.dumps(body))
+    body = {**message[1], "skips": skips_to_json({(case_key(planned), Mode.EAGER): why})}
+    late, waiting = _peers()
+    late.channel.send(overlap.OPENED, body)
     follower = InProcessExecutor(
-        config, devices, shared_compiles=tmp_path, check_outputs=False, turns=_following(planned)
+        config,
+        devices,
+        shared_compiles=tmp_path,
+        check_outputs=False,
+        turns=_following(planned, waiting),
     )
     result, _ = follower.measure([planned])
     eager = next(m for m in result if m.mode is Mode.EAGER)
@@ -272,24 +299,55 @@ def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_anoth
     assert {key.split("|")[1] for key in load_programs(path)} == {"S", "M"}
 
 
-def test_the_first_process_waits_for_the_follower_to_start_or_to_die(tmp_path: Path) -> None:
-    assert overlap.wait_ready(tmp_path, lambda: False) == ()  # died before it was ready
-    waiting = threading.Timer(0.1, lambda: overlap.mark_ready(tmp_path))
-    waiting.start()
-    assert overlap.wait_ready(tmp_path, lambda: True) == (os.getpid(),)
-    waiting.join()
+def test_the_first_process_waits_for_the_follower_to_start_or_to_die() -> None:
+    here, there = multiprocessing.Pipe()
+    there.close()
+    assert overlap.wait_started(Channel(here)) is None  # died before it started
+    first, second = _peers()
+    starting = threading.Timer(0.1, second.meet)
+    starting.start()
+    assert overlap.wait_started(first.channel) == os.getpid()
+    starting.join()
 
 
-def test_two_extra_processes_each_wait_for_the_other_or_for_the_limit(tmp_path: Path) -> None:
-    overlap.mark_ready(tmp_path)
+def test_two_extra_processes_each_wait_for_the_other_or_for_the_limit() -> None:
+    parent, alone = _peers()
+    alone.together = True
     began = time.monotonic()
     # The other never starts: this one measures after the limit, alone.
-    assert overlap.wait_ready(tmp_path, lambda: True, count=2, limit_s=0.1) == (os.getpid(),)
+    assert alone.meet(limit_s=0.1) == ()
     assert time.monotonic() - began >= 0.1
-    (tmp_path / f"{overlap.READY_PREFIX}12345").touch()  # the other, started
-    assert sorted(overlap.wait_ready(tmp_path, lambda: True, count=2)) == sorted(
-        (os.getpid(), 12345)
-    )
+    assert overlap.wait_started(parent.channel) == os.getpid()  # it said it started
+
+
+def test_processes_started_together_start_and_end_together() -> None:
+    """The parent passes on what a pair says: each starts once both have started (knowing
+    the other's pid) and ends once both have finished."""
+    ends = [_peers() for _ in range(2)]
+    for _, worker in ends:
+        worker.together = True
+    met: list[tuple[int, ...]] = []
+    finished: list[float] = []
+
+    def one_of_the_pair(peer: overlap.Peer, delay: float) -> None:
+        time.sleep(delay)
+        met.append(peer.meet())
+        time.sleep(delay)
+        peer.end_together()
+        finished.append(time.monotonic())
+
+    threads = [
+        threading.Thread(target=one_of_the_pair, args=(worker, delay))
+        for (_, worker), delay in zip(ends, (0.0, 0.2), strict=True)
+    ]
+    began = time.monotonic()
+    for thread in threads:
+        thread.start()
+    assert overlap.pair_up([parent.channel for parent, _ in ends])
+    for thread in threads:
+        thread.join()
+    assert met == [(os.getpid(),), (os.getpid(),)]
+    assert min(finished) - began >= 0.4  # the quick one waited for the slow one
 
 
 def test_a_run_that_may_overlap_is_told_by_its_settings() -> None:
@@ -304,22 +362,31 @@ def test_a_run_that_may_overlap_is_told_by_its_settings() -> None:
 
 @pytest.mark.e2e  # a worker process started and ended
 def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
-    from jitbench.runner.processes import start_standby
+    from jitbench.runner.worker import start_worker
 
-    standby = start_standby()
+    standby = start_worker()
     standby.dismiss()
     assert not standby.alive()
 
 
-def test_processes_started_together_end_together(tmp_path: Path) -> None:
-    def the_other_finishes() -> None:
-        (tmp_path / "done").mkdir(exist_ok=True)
-        (tmp_path / "done" / f"{overlap.READY_PREFIX}12345").touch()
+@pytest.mark.e2e
+@pytest.mark.skipif(not TWO_CORES, reason="two processes side by side need two cores")
+def test_two_real_extra_processes_measure_side_by_side_on_a_core_each(tiny_suite: Path) -> None:
+    """A pair of worker processes (`SideBySide.pair`): each pinned to a core of its own,
+    both measure the cases they are given, and each counts both cores as jitbench's."""
+    from jitbench.runner.plan import selection_of
+    from jitbench.runner.processes import worker_args
+    from jitbench.runner.scheduler import measure_selection
+    from jitbench.suite.discovery import discover
 
-    other = threading.Timer(0.1, the_other_finishes)
-    began = time.monotonic()
-    other.start()
-    overlap.end_together(tmp_path, 2)
-    other.join()
-    assert time.monotonic() - began >= 0.1
-    assert len(list((tmp_path / "done").iterdir())) == 2
+    [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
+    config = RunConfig.quick_settings(sizes=("S",), processes=2)
+    cores = overlap.plan_overlap(replace(config, overlap=True), resuming=False)
+    assert cores is not None
+    key = ("double", "S", "cpu:0", "float32")
+    side = overlap.SideBySide(cores, config, None)
+    runs = side.pair(measure_selection, worker_args(selection_of([double]), config, None, [key]))
+    assert [[c.key for c in run.cases()] for run in runs] == [[key], [key]]
+    for run in runs:
+        assert {m.status for m in run.measurements} == {Status.OK}
+        assert run.environment["machine_after"]["cores_used"] == 2

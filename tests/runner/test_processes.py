@@ -121,7 +121,7 @@ def test_a_resumed_run_that_pooled_some_workers_measures_only_the_others() -> No
 def _resumable_processes(
     monkeypatch: pytest.MonkeyPatch, stop: Callable[[], None]
 ) -> tuple[list[float], list[int]]:
-    """Workers measured in this process (`worker_main`), each calling `stop` first (to
+    """Workers measured in this process (`measure_selection`), each calling `stop` first (to
     interrupt the run there); the budgets every process sampled with (schedule's plan), and
     the worker processes' calls by index, are recorded."""
     from jitbench.runner import scheduler
@@ -270,7 +270,7 @@ def test_a_plans_share_for_each_process_splits_the_budget_and_the_floor() -> Non
 
 
 class _Conn:
-    """What `worker_main` sends to, in this process (a pipe would fill up unread)."""
+    """What `measure_selection` sends to, in this process (a pipe would fill up unread)."""
 
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
@@ -412,7 +412,7 @@ def test_a_suite_edited_during_a_run_stops_it_with_the_cause_and_keeps_the_first
     two versions of the code): the error says so and what to do, not "run without
     --processes to see where", and the first process's cases are kept."""
     import jitbench
-    from jitbench.runner.processes import WorkerError
+    from jitbench.runner.worker import WorkerError
 
     suite = tmp_path / "tiny.py"
     suite.write_text(TINY_SUITE)
@@ -681,7 +681,7 @@ def test_a_second_process_beside_the_first_counts_once_in_the_allowance() -> Non
     clock = _Clock()
     calls: list[object] = []
 
-    class Beside:  # a StartedWorker that finished with the first process
+    class Beside:  # a Worker that finished with the first process
         started, waited_s, pid = 0.0, 12.0, 12345
 
         def result(self, on_progress=None):  # type: ignore[no-untyped-def]
@@ -743,17 +743,19 @@ def test_a_resumed_run_goes_on_with_the_extra_processes_it_lacks() -> None:
 
 
 def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -> None:
-    """`worker_main` with case keys measures those alone (double at S, not at M)."""
+    """`measure_selection` with case keys measures those alone (double at S, not at M)."""
     from jitbench.results import run_from_dict
     from jitbench.runner.plan import selection_of
-    from jitbench.runner.scheduler import worker_main
+    from jitbench.runner.scheduler import measure_selection
     from jitbench.suite.discovery import discover
 
     [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
     quick = RunConfig.quick_settings(sizes=("S", "M"))
     conn = _Conn()
     key = ["double", "S", "cpu:0", "float32"]
-    worker_main(conn, [s.to_dict() for s in selection_of([double])], quick.to_dict(), None, [key])
+    measure_selection(
+        conn, [s.to_dict() for s in selection_of([double])], quick.to_dict(), None, [key]
+    )
     [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
     assert kind == "ok", body
     run = run_from_dict(json.loads(body))

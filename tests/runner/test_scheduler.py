@@ -19,7 +19,8 @@ from jitbench import Mode, RunConfig, Status, discover, run_workloads, workload
 from jitbench.config import ALL_MODES, SamplingPlan
 from jitbench.measure import diagnose
 from jitbench.measure.compilation import cold_first_call, count_compiles
-from jitbench.measure.protocol import PlannedCase, StepReport, planned_case_record
+from jitbench.measure.opening import PlannedCase, planned_case_record
+from jitbench.measure.session import StepReport
 from jitbench.results import Measurement, Run
 from jitbench.results.analysis import analyse
 from jitbench.results.model import RecordedConfig

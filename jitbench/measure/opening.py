@@ -1,15 +1,15 @@
-"""Measure one case under the protocol: open it, sample it, report it.
+"""Open a case under the protocol: everything before timing.
 
-The protocol's steps and why: docs: methodology, "The measurement protocol".
-
-`open_case` does everything before timing (inputs, NumPy reference, staging, one cold
-compile per JAX mode, validation, warm-up, calibration) and returns a `CaseSession`; each
-`CaseSession.sample` adds a round of interleaved samples; `CaseSession.measurements`
-reports what is known so far. `open_cases` does the same for one workload × size × dtype on
-several devices at once: the NumPy side is host code, measured once and sampled in the same
-rounds as every device's JAX modes, so all devices' speedups share one baseline. Planning
-cases, spreading rounds across cases, guards, checkpoints and events belong to
-`jitbench.runner`; `jitbench profile` and the asv bridge reuse the parts here.
+`open_case` (one device) and `open_cases` (one workload × size × dtype on several devices:
+the NumPy side is host code, measured once and sampled in the same rounds as every
+device's JAX modes, so all devices' speedups share one baseline) make the inputs and the
+NumPy reference, stage them, make one cold first call per JAX mode, validate, warm up and
+calibrate, and return a `session.CaseSession`. `measure_case` and `measure_cases` wrap
+it for the callers that take every round at once (`profile`, asv, the `--isolate`
+child): open, sample, report; `open_configured` opens with a RunConfig's settings.
+Planning cases, spreading rounds across cases, guards, checkpoints and events belong to
+`jitbench.runner`. The protocol's steps and why: docs: methodology, "The measurement
+protocol".
 """
 
 from __future__ import annotations
@@ -17,9 +17,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import jax
@@ -28,47 +27,33 @@ import numpy as np
 from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import NoNumpySide, WorkloadError, short_repr
 from jitbench.measure import compilation as jcompile
-from jitbench.measure import diagnose, jax_config, modes, validation
-from jitbench.measure.capture import OutputCapture, PrintTally, maybe_attribute
+from jitbench.measure import diagnose, modes, validation
+from jitbench.measure.capture import PrintTally, maybe_attribute
 from jitbench.measure.devices import MemoryMark, case_peak, device_label, memory_mark
-from jitbench.measure.limits import ModeLimit, ModeTimeout, doing
+from jitbench.measure.faults import Skips, add_hint
+from jitbench.measure.limits import ModeLimit, doing
+from jitbench.measure.session import (
+    HOST,
+    CaseSession,
+    ModeState,
+    Slot,
+    StepReport,
+    mode_region,
+    no_report,
+)
 from jitbench.measure.shared_inputs import shared_inputs
 from jitbench.measure.timer import (
-    DEFAULT_CLOCK,
-    Agree,
-    Clock,
-    decide_alone,
-    relative_ci_halfwidth,
-    sample_interleaved,
-    time_calls,
     warm_up_and_calibrate,
 )
 from jitbench.results import (
     Case,
     CompileInfo,
-    Diagnostic,
-    ErrorInfo,
     Measurement,
     Mode,
-    Severity,
-    ShardingInfo,
     Status,
-    TimeSplit,
-    is_cpu_device,
 )
 from jitbench.suite.jitted import jitted_parts
 from jitbench.suite.workload import Inputs, Workload
-
-MAX_ERROR_CHARS = 2000
-
-StepReport = Callable[[str, "float | None"], None]
-"""Told what a case is doing as it goes: a step ("inputs", "jit compile", "sampling", …)
-and, while sampling, the fraction of this round's budget spent (else None). Called between
-samples, never inside a timed region."""
-
-
-def _no_report(_step: str, _fraction: float | None) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -95,132 +80,11 @@ def planned_case_record(pc: PlannedCase) -> Case:
     )
 
 
-def error_info(exc: BaseException) -> ErrorInfo:
-    """An exception as recorded on a measurement: type, message (capped) and a fix hint."""
-    text = str(exc)
-    if len(text) > MAX_ERROR_CHARS:
-        text = text[:MAX_ERROR_CHARS] + " …"
-    hint = diagnose.hint_for_exception(exc) or getattr(exc, _HINT_ATTR, "")
-    return ErrorInfo(type=type(exc).__name__, message=text, hint=hint)
-
-
-_HINT_ATTR = "_jitbench_hint"
-
-
-def add_hint(exc: BaseException, hint: str) -> None:
-    """Attach where a fault came from, for `error_info` (Python 3.10 lacks add_note)."""
-    with contextlib.suppress(AttributeError, TypeError):  # a type with __slots__
-        setattr(exc, _HINT_ATTR, hint)
-
-
-Skips = Mapping[tuple[tuple[str, ...], Mode], str]
-"""Modes of cases left out, and why: (case key, mode) → the reason (`open_cases`'s skip;
-a `--processes` worker's modes that timed out in the first process)."""
-
-
-def skips_to_json(skips: Skips) -> list[dict[str, Any]]:
-    return [
-        {"case": list(key), "mode": mode.value, "why": why} for (key, mode), why in skips.items()
-    ]
-
-
-def skips_from_json(
-    data: Sequence[Mapping[str, Any]] | None,
-) -> dict[tuple[tuple[str, ...], Mode], str]:
-    return {(tuple(d["case"]), Mode(d["mode"])): str(d["why"]) for d in data or ()}
-
-
-def timed_out_skips(measurements: Iterable[Measurement]) -> dict[tuple[tuple[str, ...], Mode], str]:
-    """The JAX modes of `measurements` that ran past --timeout (or reached it while
-    sampling), with what happened: a later `--processes` worker leaves them out."""
-    skips: dict[tuple[tuple[str, ...], Mode], str] = {}
-    for m in measurements:
-        if m.mode is Mode.NUMPY:
-            continue
-        capped = next((d for d in m.diagnostics if d.code == diagnose.MODE_CAPPED), None)
-        if m.status is Status.TIMEOUT:
-            skips[(m.case.key, m.mode)] = m.failure_text.removeprefix("timeout: ")
-        elif capped is not None:
-            skips[(m.case.key, m.mode)] = capped.message
-    return skips
-
-
-Slot = tuple[str, Mode]
-"""A sampled series of a session: (device label, mode); the shared NumPy side is on HOST."""
-
-HOST = "host"
-
 # The cold first calls after a case's one cache clear: jit first, so its trace, lowering and
 # compile are all cold; eager's per-primitive programs are then all still compiled for real
 # (jit's compile fills none of their cache entries), which a second clear would only repeat
 # at the price of compiling jit's program again before it is timed.
 COLD_ORDER = (Mode.JIT, Mode.EAGER)
-
-
-@dataclass
-class _ModeState:
-    """Everything learnt about one mode of one case (one device) before sampling."""
-
-    mode: Mode
-    call: Callable[[], Any] | None = None
-    error: BaseException | None = None
-    compile: CompileInfo | None = None
-    status: Status = Status.OK
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    calls_per_sample: int = 0
-    timed_compiles: jcompile.CompileEvents = field(default_factory=jcompile.CompileEvents)
-    printed: PrintTally = field(default_factory=PrintTally)
-    nojit: bool = False  # eager under jax.disable_jit(): no transfer guard
-    device: jax.Device | None = None  # JAX's default device while the mode runs
-    # Sharded mode stages its own inputs: its transfer figures and the mesh it ran on.
-    transfer: dict[str, Any] | None = None
-    sharding: ShardingInfo | None = None
-    # The time this mode spent in its own calls, against --timeout (`measure.limits`).
-    limit: ModeLimit = field(default_factory=lambda: ModeLimit(""))
-
-    def skip(self, diagnostic: Diagnostic) -> None:
-        """Not measured, for the reason `diagnostic` gives (not a failure)."""
-        self.status, self.call = Status.SKIPPED, None
-        self.diagnostics.append(diagnostic)
-
-    def fail(self, exc: BaseException) -> None:
-        self.error, self.status, self.call = exc, Status.ERROR, None
-        if isinstance(exc, ModeTimeout):  # this mode alone ran past --timeout
-            self.status = Status.TIMEOUT
-            diagnostic = diagnose.mode_timeout(exc, self.limit.others)
-            add_hint(exc, diagnostic.hint or "")
-            self.diagnostics.append(diagnostic)
-            return
-        self.diagnostics.extend(diagnose.for_exception(exc))
-
-    def capped(self, exc: ModeTimeout, samples: int) -> None:
-        """Ran past --timeout while sampling, after `samples` samples: those are kept,
-        and the mode is sampled no more."""
-        self.call = None
-        self.diagnostics.append(diagnose.mode_capped(exc, samples, self.limit.others))
-
-
-def sample_clock(plan: SamplingPlan, devices: Sequence[str]) -> Clock | None:
-    """The clock a case's samples are timed with: the process's CPU time where the plan
-    asks for it and every device of the case is a CPU (a GPU's work is not this process's
-    CPU time), else None (the sampler's wall clock)."""
-    if plan.clock == "cpu" and all(is_cpu_device(d) for d in devices):
-        return time.process_time
-    return None
-
-
-@contextlib.contextmanager
-def _mode_region(
-    state: _ModeState, capture: OutputCapture | None = None, step: str = "samples"
-) -> Iterator[None]:
-    with (
-        state.limit.charged(step),
-        maybe_attribute(capture, state.printed, timed=True),
-        modes.timed_region(state.mode, nojit=state.nojit, device=state.device),
-        jcompile.count_compiles() as events,
-    ):
-        yield
-    state.timed_compiles.compile_count += events.compile_count
 
 
 @dataclass(frozen=True)
@@ -325,15 +189,6 @@ def prepare_eager(wl: Workload, host: Inputs, staged: modes.Staged) -> PreparedM
     )
 
 
-@dataclass(frozen=True)
-class ReadyMode:
-    """A mode of an opened case, warmed up and calibrated: what an adapter times."""
-
-    call: Callable[[], Any]
-    calls_per_sample: int
-    compile: CompileInfo | None  # None for NumPy
-
-
 _ARRAY_LEAF_TYPES = (np.ndarray, np.generic, jax.Array, int, float, complex)
 
 
@@ -368,7 +223,7 @@ def require_array_tree(output: Any, wl: Workload, mode: Mode) -> Any:
 
 
 def _validate(
-    state: _ModeState,
+    state: ModeState,
     wl: Workload,
     reference: Any,
     output: Any,
@@ -426,326 +281,6 @@ def _reduced_matmul(device: jax.Device | None, output: Any = None) -> str | None
     return str(device.platform)
 
 
-@dataclass
-class CaseSession:
-    """One workload × size × dtype made ready to time on one or more devices (inputs
-    staged, compiled, validated, calibrated), and the samples taken so far. The NumPy side
-    is host code: it is measured once and its samples are shared by every device's case,
-    so the devices' speedups have one baseline. `sample` adds a round; `measurements`
-    reports them."""
-
-    cases: list[Case]
-    states: dict[Slot, _ModeState]
-    plan: SamplingPlan
-    quick: bool
-    timed: tuple[Mode, ...] = ()
-    # False in a process following a group: the group's leader checked the same outputs.
-    check_outputs: bool = True
-    transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
-    samples: dict[Slot, list[float]] = field(default_factory=dict)
-    cache_generation: int = -1  # jcompile.cache_generation() when last warm
-    capture: OutputCapture | None = None  # while a step runs: where the workload's output goes
-    # Per compiled mode of a device (jit, sharded): measures its cold compile again.
-    compile_again: dict[Slot, Callable[[], tuple[float, float, float]]] = field(
-        default_factory=dict
-    )
-    compile_repeats: dict[Slot, list[tuple[float, float, float]]] = field(default_factory=dict)
-    splits: dict[Slot, TimeSplit] = field(default_factory=dict)  # `trace_splits`
-    # By device label: (bytes, exact) of the allocator's high-water mark from staging to
-    # the end of warm-up (`devices.case_peak`); absent where the device keeps no figures.
-    device_peaks: dict[str, tuple[int, bool]] = field(default_factory=dict)
-
-    @property
-    def agree(self) -> Agree:
-        """How the sampling decisions are made: with every process of a multi-process
-        program where sharded mode runs (its collectives wait for every process's call, so
-        all must call it as often), else by this process alone."""
-        if any(mode is Mode.SHARDED for _, mode in self.states):
-            from jitbench.measure import sharding
-
-            return sharding.agreement()
-        return decide_alone
-
-    @property
-    def case(self) -> Case:
-        """The first device's case (the only one of a single-device session)."""
-        return self.cases[0]
-
-    @property
-    def runnable(self) -> list[_ModeState]:
-        return [s for s in self.states.values() if s.call is not None]
-
-    def _runnable_slots(self) -> dict[Slot, _ModeState]:
-        return {slot: s for slot, s in self.states.items() if s.call is not None}
-
-    @contextlib.contextmanager
-    def _capturing(self) -> Iterator[OutputCapture]:
-        """Capture the workload's output for one step (see `measure.capture`), with JAX's
-        global configuration restored after it where the workload changed it
-        (`measure.jax_config`)."""
-        with jax_config.kept(self._config_changed), OutputCapture() as capture:
-            self.capture = capture
-            try:
-                yield capture
-            finally:
-                self.capture = None
-
-    def _config_changed(self, changed: jax_config.Changes) -> None:
-        diagnostic = diagnose.changed_jax_config(changed)
-        for s in self.states.values():
-            if all(d.message != diagnostic.message for d in s.diagnostics):
-                s.diagnostics.append(diagnostic)
-
-    def sample(self, plan: SamplingPlan, *, report: StepReport | None = None) -> None:
-        """Take one round of interleaved samples of every mode still able to run: the NumPy
-        side, then each device's eager and jit, in turn. The budget is per case, so a
-        session of several devices gets that many budgets. `report` hears the fraction
-        of the budget spent after every round of samples."""
-        with self._capturing():
-            self._sample(plan, report or _no_report)
-
-    def _sample(self, plan: SamplingPlan, report: StepReport) -> None:
-        if self.cache_generation != jcompile.cache_generation():
-            report("re-warm", None)
-            self._rewarm(plan)
-        runnable = self._runnable_slots()
-        if not runnable:
-            return
-        if len(self.cases) > 1:
-            plan = replace(plan, budget_s=plan.budget_s * len(self.cases))
-        budget, cap = plan.budget_s, plan.max_samples
-
-        def on_round(taken: int, elapsed: float) -> None:
-            report("sampling", min(1.0, max(elapsed / budget if budget else 0.0, taken / cap)))
-
-        report("sampling", 0.0)
-        series = sample_interleaved(
-            {slot: s.call for slot, s in runnable.items() if s.call is not None},
-            {slot: s.calls_per_sample for slot, s in runnable.items()},
-            plan=plan,
-            region=lambda slot: _mode_region(runnable[slot], self.capture),
-            prior=self.samples,
-            on_round=on_round,
-            agree=self.agree,
-            sample_clock=sample_clock(plan, [case.device for case in self.cases]),
-        )
-        for slot, ser in series.items():
-            if isinstance(ser.error, ModeTimeout) and ser.samples_s:
-                self.states[slot].capped(ser.error, len(ser.samples_s))
-                self.samples[slot] = ser.samples_s
-            elif ser.error is not None:
-                self.states[slot].fail(ser.error)
-                self.samples.pop(slot, None)
-            else:
-                self.samples[slot] = ser.samples_s
-        self.cache_generation = jcompile.cache_generation()
-
-    def repeat_compile(self, *, report: StepReport | None = None) -> None:
-        """Measure each device's cold compiles once more (jit's, and sharded mode's where
-        it ran); a mode's compile figures become those of its repeat with the median
-        total. A failure here keeps the earlier figures."""
-        with self._capturing() as capture:
-            self._repeat_compile(capture, report or _no_report, list(self.compile_again))
-
-    def _repeat_compile(
-        self, capture: OutputCapture, report: StepReport, slots: Sequence[Slot]
-    ) -> None:
-        for slot in slots:
-            again = self.compile_again.get(slot)
-            state = self.states.get(slot)
-            if again is None or state is None or state.compile is None or state.call is None:
-                continue
-            report(f"{state.mode.value} compile again", None)
-            c = state.compile
-            repeats = self.compile_repeats.setdefault(slot, [])
-            if not repeats and c.total_compile_s is not None:  # (a loaded program: none)
-                repeats.append((c.trace_s or 0.0, c.lower_s or 0.0, c.compile_s or 0.0))
-            try:
-                with capture.attribute(state.printed, timed=False):
-                    stages = again()
-            except Exception:
-                continue
-            repeats.append(stages)
-            by_total = sorted(repeats, key=sum)
-            trace_s, lower_s, compile_s = by_total[(len(by_total) - 1) // 2]
-            state.compile = replace(
-                c,
-                trace_s=trace_s,
-                lower_s=lower_s,
-                compile_s=compile_s,
-                compile_repeats_s=tuple(sum(stages) for stages in repeats),
-            )
-
-    def trace_splits(self, calls: int, *, report: StepReport | None = None) -> None:
-        """Split each runnable JAX mode's time into host dispatch and device execution
-        from JAX's profiler trace of `calls` calls (`measure.timeline`); a mode whose
-        trace fails or holds no call keeps no split and says why (`time-split-unavailable`:
-        the measurement is unaffected)."""
-        from jitbench.measure import timeline
-
-        if report is not None:
-            report("tracing calls", None)
-        if self.cache_generation != jcompile.cache_generation():
-            self._rewarm(self.plan)
-        for slot, state in self._runnable_slots().items():
-            if state.mode is Mode.NUMPY or state.call is None:
-                continue
-            try:
-                with modes.timed_region(state.mode, nojit=state.nojit, device=state.device):
-                    split = timeline.time_split(state.call, calls)
-            except Exception as exc:  # the profiler's own trouble: the samples stand
-                reason = f"the profiler trace failed ({type(exc).__name__}: {exc})"
-                state.diagnostics.append(diagnose.no_time_split(state.mode, reason))
-                continue
-            if split is None:
-                reason = "the profiler trace held none of the traced calls"
-                state.diagnostics.append(diagnose.no_time_split(state.mode, reason))
-            else:
-                self.splits[slot] = split
-
-    def calls_per_sample(self, mode: Mode) -> int:
-        """The calibrated calls per sample of `mode` (first device); 0 when it cannot run."""
-        state = self.states.get(self._slot(self.case.device, mode))
-        return state.calls_per_sample if state is not None and state.call is not None else 0
-
-    def time_sample(self, mode: Mode, calls: int) -> float | None:
-        """Take one sample of `mode` (first device) of `calls` back-to-back calls, record it
-        and return its seconds per call; None when the mode cannot run or just failed
-        (the failure is recorded on it). For callers that interleave samples across
-        processes themselves (`jitbench ab`); `sample` is the usual way.
-
-        Unlike `sample`, it makes no re-warm calls after a switch (`SamplingPlan.rewarm_s`;
-        it re-warms only after another case cleared JAX's caches): the sample starts cold
-        after whatever ran before it, which a caller pairing both sides alike cancels in its
-        ratios, not in its times (docs: methodology, "The gate's statistics")."""
-        if self.cache_generation != jcompile.cache_generation():
-            self._rewarm(self.plan)
-        slot = self._slot(self.case.device, mode)
-        state = self.states.get(slot)
-        if state is None or state.call is None:
-            return None
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            with _mode_region(state):
-                clock = sample_clock(self.plan, [self.case.device]) or DEFAULT_CLOCK
-                elapsed = time_calls(state.call, calls, clock)
-        except Exception as exc:
-            state.fail(exc)
-            self.samples.pop(slot, None)
-            return None
-        finally:
-            if gc_was_enabled:
-                gc.enable()
-        per_call = elapsed / calls
-        self.samples.setdefault(slot, []).append(per_call)
-        return per_call
-
-    def compile_once(self) -> float | None:
-        """Measure the first device's cold jit compile once more (as `repeat_compile` does,
-        jit's alone) and return its trace + lower + compile seconds; None when it cannot be
-        measured."""
-        slot = (self.case.device, Mode.JIT)
-        before = len(self.compile_repeats.get(slot, ()))
-        with self._capturing() as capture:
-            self._repeat_compile(capture, _no_report, [slot])
-        repeats = self.compile_repeats.get(slot, [])
-        # The first repeat also records the cold compile `open_cases` measured.
-        if len(repeats) != max(before, 1) + 1:
-            return None
-        return float(sum(repeats[-1]))
-
-    def _rewarm(self, plan: SamplingPlan) -> None:
-        """Call each mode a few times, untimed and uncounted: another case's cold
-        measurement cleared JAX's caches since this case was last warm, so its first
-        calls now recompile. That is jitbench's doing, not the workload's. Where the run
-        shares its programs (`sharing_compiles`: every run of several processes or
-        rounds), they are loaded from the mode's folder instead of compiled again."""
-        for (label, mode), s in self._runnable_slots().items():
-            assert s.call is not None
-            try:
-                with (
-                    s.limit.charged("re-warm"),
-                    maybe_attribute(self.capture, s.printed, timed=True),
-                    (
-                        contextlib.nullcontext()  # host code: nothing to compile
-                        if mode is Mode.NUMPY
-                        else jcompile.loading_shared(f"{label}-{mode.value}")
-                    ),
-                    modes.timed_region(s.mode, nojit=s.nojit, device=s.device),
-                ):
-                    for _ in range(max(1, plan.warmup_calls)):
-                        s.call()
-            except Exception as exc:
-                s.fail(exc)
-        self.cache_generation = jcompile.cache_generation()
-
-    def ready(self, mode: Mode) -> ReadyMode:
-        """`mode` as prepared by `open_case` (on the first device): its timed call,
-        calibration and cold compile figures, for adapters that time the call themselves
-        (asv).
-
-        Raises:
-            WorkloadError: the mode failed or did not match the reference; the message is
-                the measurement's one-line failure text.
-        """
-        state = self.states[self._slot(self.case.device, mode)]
-        if state.status is not Status.OK or state.call is None:
-            failed = next(m for m in self.measurements() if m.mode is mode)
-            raise WorkloadError(f"{self.case.label} {mode.value}: {failed.failure_text}")
-        return ReadyMode(
-            call=state.call, calls_per_sample=state.calls_per_sample, compile=state.compile
-        )
-
-    @staticmethod
-    def _slot(device: str, mode: Mode) -> Slot:
-        return (HOST, mode) if mode is Mode.NUMPY else (device, mode)
-
-    def measurements(self) -> list[Measurement]:
-        """The measurements from the samples so far, case by case (device by device), each
-        case's in the timed modes' order; every case's NumPy measurement holds the one
-        shared NumPy series. May be called after any round."""
-        plan = self.plan
-        extra: dict[Slot, list[Diagnostic]] = {}
-        samples: dict[Slot, tuple[float, ...]] = {}
-        for slot, s in self.states.items():
-            if (printed := diagnose.prints_during_call(s.printed, s.mode)) is not None:
-                extra.setdefault(slot, []).append(printed)
-        for slot, taken in self.samples.items():
-            s = self.states[slot]
-            if s.status in _NO_FIGURES:
-                continue
-            samples[slot] = tuple(taken)
-            notes = extra.setdefault(slot, [])
-            if s.timed_compiles.compile_count:
-                notes.append(
-                    diagnose.recompiled_during_timing(s.timed_compiles.compile_count, s.mode)
-                )
-            if not self.quick:
-                width = relative_ci_halfwidth(list(taken))
-                if width > plan.precision:
-                    notes.append(diagnose.noisy(width, plan.precision))
-        out: list[Measurement] = []
-        for case in self.cases:
-            slots = {m: self._slot(case.device, m) for m in self.timed}
-            out += diagnose.case_diagnostics(
-                [
-                    _measurement(
-                        case,
-                        mode,
-                        self.states[slot],
-                        samples.get(slot, ()),
-                        None if mode is Mode.NUMPY else self.transfer.get(case.device),
-                        extra.get(slot, ()),
-                        self.splits.get(slot),
-                        None if mode is Mode.NUMPY else self.device_peaks.get(case.device),
-                    )
-                    for mode, slot in slots.items()
-                ]
-            )
-        return out
-
-
 def open_case(
     pc: PlannedCase, *, timed: Sequence[Mode], plan: SamplingPlan, seed: int, quick: bool
 ) -> CaseSession:
@@ -787,14 +322,14 @@ def open_cases(
     wl = first.workload
     labels = [device_label(pc.device) for pc in pcs]
     timed = tuple(timed)
-    states: dict[Slot, _ModeState] = {}
+    states: dict[Slot, ModeState] = {}
     for pc, label in zip(pcs, labels, strict=True):
         for m in timed:
             nojit = m is Mode.EAGER and wl.eager == "nojit"
             others = tuple(o.value for o in timed if o is not m)
             states.setdefault(
                 CaseSession._slot(label, m),
-                _ModeState(
+                ModeState(
                     m, nojit=nojit, device=pc.device, limit=ModeLimit(m.value, timeout_s, others)
                 ),
             )
@@ -815,7 +350,7 @@ def open_cases(
         check_outputs=check_outputs,
     )
     with session._capturing() as capture:
-        _open(session, pcs, labels, seed=seed, report=report or _no_report)
+        _open(session, pcs, labels, seed=seed, report=report or no_report)
     # Printed outside any mode's calls (the input function, staging): the first mode's.
     first_state = states.get((HOST, Mode.NUMPY)) or next(iter(states.values()), None)
     if first_state is not None and capture.unattributed.lines:
@@ -897,7 +432,7 @@ def _open(
         assert s.call is not None
         report(f"{s.mode.value} warm-up", None)
         try:
-            with _mode_region(s, capture, "warm-up and calibration"):
+            with mode_region(s, capture, "warm-up and calibration"):
                 s.calls_per_sample = warm_up_and_calibrate(s.call, plan=plan, agree=agree)
         except Exception as exc:
             s.fail(exc)
@@ -915,7 +450,7 @@ def _numpy_reference(
     wl: Workload,
     host: Inputs,
     dtype: str,
-    numpy_state: _ModeState | None,
+    numpy_state: ModeState | None,
     report: StepReport,
 ) -> tuple[Any, str]:
     """Call the NumPy side once: the reference outputs (None where there is none) and why
@@ -960,7 +495,7 @@ def _numpy_reference(
 
 
 def _peak_labels(
-    pcs: Sequence[PlannedCase], labels: Sequence[str], states: Mapping[Slot, _ModeState]
+    pcs: Sequence[PlannedCase], labels: Sequence[str], states: Mapping[Slot, ModeState]
 ) -> set[str]:
     """The devices whose allocator peak this case records: those that keep figures (not
     JAX's CPU backend), and none in a session with sharded mode, whose staging on every
@@ -1068,7 +603,7 @@ def _open_sharded(
 
 
 def _stage(
-    states: Iterable[_ModeState], wl: Workload, host: Inputs, stage: Callable[[], modes.Staged]
+    states: Iterable[ModeState], wl: Workload, host: Inputs, stage: Callable[[], modes.Staged]
 ) -> modes.Staged | None:
     """Stage the inputs with `stage` (timed inside it); None, with `states` failed, when it
     raises. Inputs JAX got narrower than NumPy (int64 as int32 without x64) are said so."""
@@ -1100,7 +635,7 @@ def _cold_first_calls(
     wl: Workload,
     host: Inputs,
     staged: modes.Staged,
-    states: Mapping[Mode, _ModeState],
+    states: Mapping[Mode, ModeState],
     reference: Any,
     report: StepReport,
     transfer: dict[str, Any],
@@ -1153,7 +688,7 @@ def _cold_first_calls(
     return outputs, reference_wider
 
 
-def _check_output_device(state: _ModeState, output: Any, device: jax.Device) -> None:
+def _check_output_device(state: ModeState, output: Any, device: jax.Device) -> None:
     """Warn when a leaf of a one-device mode's output lives on another device."""
     found = {
         d
@@ -1169,7 +704,7 @@ def _check_output_device(state: _ModeState, output: Any, device: jax.Device) -> 
 
 
 def _say_unvalidated(
-    states: Mapping[Mode, _ModeState], outputs: Mapping[Mode, Any], reference: Any, why: str
+    states: Mapping[Mode, ModeState], outputs: Mapping[Mode, Any], reference: Any, why: str
 ) -> None:
     """Without a NumPy reference, say so rather than report an unchecked output as plain
     `ok` (jit is spared where it was checked against eager)."""
@@ -1227,47 +762,6 @@ def _staged_pairs(wl: Workload, host: Inputs, staged: modes.Staged) -> list[tupl
     ]
     pairs += [(k, v, staged.kwargs[k]) for k, v in host.kwargs.items()]
     return pairs
-
-
-#: A mode that failed or ran past its --timeout keeps no samples.
-_NO_FIGURES = (Status.ERROR, Status.TIMEOUT)
-
-
-def _measurement(
-    case: Case,
-    mode: Mode,
-    s: _ModeState,
-    samples: tuple[float, ...],
-    transfer: Mapping[str, Any] | None,
-    extra: Sequence[Diagnostic],
-    split: TimeSplit | None = None,
-    device_peak: tuple[int, bool] | None = None,
-) -> Measurement:
-    t = s.transfer or transfer or {}
-    peak_bytes, peak_exact = device_peak or (None, None)
-    return Measurement(
-        case=case,
-        mode=mode,
-        status=s.status,
-        samples_s=() if s.status in _NO_FIGURES else samples,
-        calls_per_sample=s.calls_per_sample if s.status not in _NO_FIGURES else 0,
-        transfer_s=t.get("transfer_s"),
-        transfer_bytes=t.get("transfer_bytes"),
-        transfer_back_s=t.get("transfer_back_s"),
-        transfer_back_bytes=t.get("transfer_back_bytes"),
-        device_peak_bytes=peak_bytes,
-        device_peak_exact=peak_exact,
-        compile=replace(s.compile, timed_compile_count=s.timed_compiles.compile_count)
-        if s.compile
-        else None,
-        error=error_info(s.error) if s.error is not None else None,
-        # The reason a mode failed or mismatched first, before any note (`failure_text`).
-        diagnostics=tuple(
-            sorted((*s.diagnostics, *extra), key=lambda d: d.severity is not Severity.ERROR)
-        ),
-        time_split=split,
-        sharding=s.sharding,
-    )
 
 
 def measure_case(

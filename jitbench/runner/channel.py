@@ -1,0 +1,119 @@
+"""The one message channel between the run's parent process and a worker process.
+
+A duplex pipe (`multiprocessing.Pipe`) carrying `(kind, body)` messages both ways: the
+worker's orders, its progress and run, and the coordination of two processes measuring
+side by side (`runner.overlap`: ready, a group opened, done), so that no process watches a
+folder for another's files. Once `listening`, each end takes in what arrives in a thread
+of its own: a sender never waits on a receiver that is busy measuring (two processes
+beside each other, each sending the other a group's measurements, would block each other
+once the pipe's buffer filled), and `receive` waits for one kind of message while the
+others are held for a later call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Collection
+from multiprocessing.connection import Connection
+from typing import Any
+
+from jitbench.runner.signals import raise_if_stop_requested
+
+#: How often a receiver checks for a stop request and whether the other end still runs.
+POLL_S = 0.05
+#: How long a receiver waits for messages still in transit once the other end has ended.
+GRACE_S = 1.0
+
+Message = tuple[str, Any]
+
+
+class Channel:
+    """One end of the channel: `send` a message, `receive` the next of some kinds.
+
+    `alive` says whether the process at the other end still runs (its end of the pipe
+    closes when it ends, but a process it started may hold a copy a while longer)."""
+
+    def __init__(self, conn: Connection, alive: Callable[[], bool] = lambda: True) -> None:
+        self._conn = conn
+        self._alive = alive
+        self._arrived: queue.Queue[Message | None] = queue.Queue()
+        self._held: list[Message] = []
+        self._closed = False  # the other end has closed
+        self._listener: threading.Thread | None = None
+
+    def listen(self) -> Channel:
+        """Take in what arrives from now on in a thread (see the module); returns self."""
+        if self._listener is None:
+            self._listener = threading.Thread(
+                target=self._take_in, name="jitbench-channel", daemon=True
+            )
+            self._listener.start()
+        return self
+
+    def _take_in(self) -> None:
+        while True:
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                self._arrived.put(None)
+                return
+            self._arrived.put(message)
+
+    def send(self, kind: str, body: Any = None) -> bool:
+        """Send a message; False where the other end has gone (it hears nothing more)."""
+        try:
+            self._conn.send((kind, body))
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def receive(
+        self,
+        kinds: Collection[str],
+        *,
+        limit_s: float | None = None,
+        match: Callable[[Any], bool] = lambda _body: True,
+    ) -> Message | None:
+        """The next message of one of `kinds` whose body `match`es (others are held for a
+        later call); None when `limit_s` passes first. A stop a signal asked for is raised
+        while it waits (`signals.raise_if_stop_requested`).
+
+        Raises:
+            EOFError: the other end ended without sending one.
+            KeyboardInterrupt: a stop signal arrived.
+        """
+        self.listen()
+        for index, message in enumerate(self._held):
+            if message[0] in kinds and match(message[1]):
+                return self._held.pop(index)
+        end = None if limit_s is None else time.monotonic() + limit_s
+        gone_since: float | None = None
+        while True:
+            if self._closed:
+                raise EOFError
+            try:
+                arrived = self._arrived.get(timeout=POLL_S)
+            except queue.Empty:
+                now = time.monotonic()
+                if not self._alive():
+                    gone_since = now if gone_since is None else gone_since
+                    if now - gone_since >= GRACE_S:
+                        raise EOFError from None
+                raise_if_stop_requested()
+                if end is not None and now >= end:
+                    return None
+                continue
+            if arrived is None:
+                self._closed = True
+                raise EOFError
+            if arrived[0] in kinds and match(arrived[1]):
+                return arrived
+            self._held.append(arrived)
+
+    def close(self) -> None:
+        """Close this end (the listener then ends too)."""
+        with contextlib.suppress(OSError):
+            self._conn.close()
