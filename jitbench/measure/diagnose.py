@@ -35,7 +35,7 @@ from jitbench.results.analysis.judgement import (
     speed_notes,
 )
 from jitbench.results.analysis.judgement import (
-    noisy as noisy,  # one process's note, which `protocol` adds while sampling
+    noisy as noisy,  # one process's note, which `session` adds while sampling
 )
 
 # Pitfall codes: each means the measurement was affected by a known JAX pitfall.

@@ -89,7 +89,7 @@ def mark_legend(run: Run, cases: Iterable[Case] | None = None) -> str | None:
     if DISAGREE_MARK in shown:
         parts.append(
             f"{DISAGREE_MARK} its processes measured it ≥ {PROCESS_SPLIT_FACTOR:g}× apart "
-            "(each process's figure: --wide, the HTML report, the JSON)"
+            "(each process's figure: the wide table, the HTML report, the JSON)"
         )
     wide = f"speedups with an interval wider than ×/÷ {WIDE_FACTOR:g}"  # dimmed where shown
     if parts and not (SUSPECT_MARK in shown or DISAGREE_MARK in shown):
@@ -551,7 +551,8 @@ def outlier_footer(run: Run) -> str | None:
         return None
     return (
         f"{len(hit)} of {len(run.measurements)} measurements have outlier samples (something "
-        "stalled them; the medians and intervals stand): --wide or the HTML report names them."
+        "stalled them; the medians and intervals stand): the wide table or the HTML report "
+        "names them."
     )
 
 
@@ -693,7 +694,8 @@ def _compact_layout(
     if dropped:
         footnotes.append(
             Text(
-                f"left out to fit the width: {', '.join(dropped)} (--wide shows every column)",
+                f"left out to fit the width: {', '.join(dropped)} (--format wide shows every "
+                "column)",
                 style="dim",
             )
         )

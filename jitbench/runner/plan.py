@@ -274,7 +274,7 @@ _SETTING_OPTIONS = (
     ("modes", "--modes"),
     ("devices", "--devices"),
     ("x64", "--x64"),
-    ("sweep", "--sweep"),
+    ("sweep", "--setting sweep"),
     ("threads", "--threads"),
 )
 #: Named after the others: a resume keeps the recorded settings whole. More processes, or
@@ -283,12 +283,12 @@ _SETTING_OPTIONS = (
 #: would rename the run half-way.
 _RECORDED_OPTIONS = (
     ("processes", "--processes"),
-    ("time_split", "--time-split"),
+    ("time_split", "--setting time_split"),
     ("label", "--label"),
 )
 _PLAN_OPTIONS = {
     "budget_s": "--budget",
-    "precision": "--precision",
+    "precision": "--setting precision",
     "min_samples": "--min-samples",
     "rounds": "--rounds",
 }
@@ -311,11 +311,11 @@ def changed_settings(requested: RunConfig) -> list[str]:
     if "min_samples" in plan_changed and "max_samples" in plan_changed:
         plan_changed.remove("max_samples")  # --min-samples raises the cap with it
     changed += [opt for name, opt in _PLAN_OPTIONS.items() if name in plan_changed]
-    changed += [f"plan.{name}" for name in plan_changed if name not in _PLAN_OPTIONS]
+    changed += [f"--setting {name}" for name in plan_changed if name not in _PLAN_OPTIONS]
     if requested.quick:
         changed.append("--quick")
     if requested.seed != base.seed:
-        changed.append("--seed")
+        changed.append("--setting seed")
     changed += [
         opt for name, opt in _RECORDED_OPTIONS if getattr(requested, name) != getattr(base, name)
     ]

@@ -97,7 +97,7 @@ def run_workloads(
     child process is recorded on that case and the run goes on. The whole run is measured
     under `limited_threads(config.threads)`; the environment records the thread state and
     the machine's state before and after (`measure.machine`), and the finished run gets
-    the run-level diagnostics (`diagnose.run_diagnostics`).
+    the run-level diagnostics (`judgement.run_diagnostics`).
 
     Args:
         config: default `RunConfig()`, in one process where a workload was not loaded from

@@ -512,8 +512,7 @@ def workload(
     both sides; with `numpy=`, `f` is the JAX side and `numpy` the NumPy side; any other
     function (or `numpy=None`) is JAX-only: measured eager and jit, jit checked against
     eager and compared with it. A JAX side already jitted is called as it is under jit
-    and under `jax.disable_jit()` in eager. Each argument in full, with its why:
-    docs/reference/settings.md; the guide: docs/guide/workloads.md.
+    and under `jax.disable_jit()` in eager. Each argument in full: docs/reference/settings.md.
 
     Args:
         inputs: `inputs(rng, *, dtype, **params)` makes a call's arguments (a tuple, a
@@ -532,8 +531,7 @@ def workload(
         dtype: a dtype the workload always runs in instead of the run's float dtype.
         input_dtypes: inputs (names or positions) pinned to their own dtype.
         eager: "auto" (default), "call" or "nojit" (`EAGER_CHOICES`).
-        shard: how sharded mode splits each input over the mesh (an axis, or None to
-            replicate); inputs not given split their leading axis where it divides.
+        shard: how sharded mode splits each input (an axis, or None to replicate).
         tags: labels `jitbench list` shows and `-k` matches.
         description: one line `jitbench list` shows.
         name: the workload's name (default: the function's).

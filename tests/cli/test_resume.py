@@ -157,10 +157,13 @@ def test_resume_refuses_when_the_workload_is_gone(finished_run: Path, tmp_path: 
     ("args", "dropped"),
     [
         (("-s", "L", "--quick"), "drop --sizes, --quick"),
-        (("ok_double", "-k", "double", "--setting", "seed=3"), "drop NAMES, -k, --seed"),
+        (("ok_double", "-k", "double", "--setting", "seed=3"), "drop NAMES, -k, --setting seed"),
         (("--budget", "2", "--min-samples", "600", "--x64"), "drop --x64, --budget, --min-samples"),
         # Not silently ignored: the run keeps the label and processes it was started with.
-        (("--processes", "3", "--setting", "time_split=true"), "drop --processes, --time-split"),
+        (
+            ("--processes", "3", "--setting", "time_split=true"),
+            "drop --processes, --setting time_split",
+        ),
         (
             (
                 "--label",

@@ -107,7 +107,7 @@ def test_fits_the_width_and_cuts_nothing(width: int, spread: float) -> None:
         assert fmt.seconds(numpy.value, compact=True) in text.replace(" ", ""), case.label
         # The break-even count is a whole number: written out in full, never cut (where
         # the width leaves room for its column at all: the footnote says when not).
-        if "break even (--wide" not in text.replace("\n", " "):
+        if "break even (--format wide" not in text.replace("\n", " "):
             assert fmt.count(analyse(run).break_even_calls(case.key)) in text
     if spread < 1:  # a quiet run: no case name is broken, one line per case
         for case in run.cases():
@@ -126,7 +126,7 @@ def test_roomy_layout_at_120_and_notes_under_the_table_at_80() -> None:
     assert "410µs" in narrow_text or "410 µs" in narrow_text  # transfer time at 80 too
     # At 80 only H→D fits (the default suite's names); the table says what it left out.
     assert "D→H" not in narrow_text.split("left out to fit the width")[0]
-    assert "left out to fit the width: D→H (--wide shows every column)" in " ".join(
+    assert "left out to fit the width: D→H (--format wide shows every column)" in " ".join(
         narrow_text.split()
     )
     assert "left out" not in wide_text
