@@ -199,14 +199,13 @@ def case_notes(
 
 def noisy_footer(run: Run) -> str | None:
     """'12 of 30 measurements did not reach ±1 % …', or None when all did."""
-    noisy = [m for m in run.measurements if any(d.code == "noisy" for d in m.diagnostics)]
-    if not noisy:
+    tally = judgement.noisy_tally(run)
+    if tally is None:
         return None
-    settings = run.config.settings
-    goal = f"the ±{settings.plan.precision * 100:g} % target" if settings else "the target"
     return (
-        f"{len(noisy)} of {len(run.measurements)} measurements did not reach {goal} within "
-        "the sampling budget (noisy; their CIs are shown): raise --budget or quiet the machine."
+        f"{tally.noisy} of {tally.measurements} measurements did not reach {tally.goal} "
+        "within the sampling budget (noisy; their CIs are shown): raise --budget or quiet the "
+        "machine."
     )
 
 

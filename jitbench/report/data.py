@@ -470,12 +470,10 @@ def run_notes(run: Run) -> list[Note]:
                 link="environment",
             )
         )
-    noisy = [m for m in run.measurements if any(d.code == judgement.NOISY for d in m.diagnostics)]
-    if noisy:
-        goal = f"the ±{fmt.percent(settings.plan.precision)} target" if settings else "the target"
+    if (tally := judgement.noisy_tally(run)) is not None:
         notes.append(
             Note(
-                f"{len(noisy)} of {len(run.measurements)} measurements did not reach {goal} "
+                f"{tally.noisy} of {tally.measurements} measurements did not reach {tally.goal} "
                 "within the sampling budget (noisy): their intervals are wider, and shown. "
                 "Raise --budget or quiet the machine."
             )

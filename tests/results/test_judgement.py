@@ -396,3 +396,24 @@ def test_the_terminal_table_and_problems_show_the_inversion() -> None:
         line.startswith("gemm[S] cpu:0 float32 numpy: size-order-inverted: numpy at S")
         for line in problems(run)
     )
+
+
+def test_the_noisy_count_is_one_tally_that_the_terminal_and_the_page_both_quote() -> None:
+    from jitbench.config import RunConfig, SamplingPlan
+    from jitbench.render.run_table import noisy_footer
+    from jitbench.report.data import run_notes
+    from jitbench.results.model import RecordedConfig
+
+    quiet = m(Mode.JIT, around(1e-3))
+    loud = replace(m(Mode.NUMPY, around(2e-3)), diagnostics=(judgement.noisy(0.05, 0.02),))
+    run = replace(
+        _run([quiet, loud]),
+        config=RecordedConfig(settings=RunConfig(plan=SamplingPlan(precision=0.02))),
+    )
+    tally = judgement.noisy_tally(run)
+    assert tally == judgement.NoisyTally(noisy=1, measurements=2, precision=0.02)
+    said = "1 of 2 measurements did not reach the ±2 % target"
+    footer = noisy_footer(run)
+    assert footer is not None and said in footer
+    assert any(said in note.text for note in run_notes(run))
+    assert judgement.noisy_tally(_run([quiet])) is None

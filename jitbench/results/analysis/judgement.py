@@ -12,7 +12,7 @@ constructors the measuring side needs too live here, the lower rank.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -402,3 +402,27 @@ def pooled_judgement(run: Run) -> Run:
             ),
         )
     return run_diagnostics(run)
+
+
+@dataclass(frozen=True)
+class NoisyTally:
+    """How many of a run's measurements are `noisy`, of how many, against which precision
+    target (None where the run records no settings): the one count every reader shows."""
+
+    noisy: int
+    measurements: int
+    precision: float | None
+
+    @property
+    def goal(self) -> str:
+        """ "the ±1 % target" (or "the target" without the run's settings)."""
+        return f"the ±{fmt.percent(self.precision)} target" if self.precision else "the target"
+
+
+def noisy_tally(run: Run) -> NoisyTally | None:
+    """The run's `noisy` measurements counted; None when there are none."""
+    noisy = sum(any(d.code == NOISY for d in m.diagnostics) for m in run.measurements)
+    if not noisy:
+        return None
+    settings = run.config.settings
+    return NoisyTally(noisy, len(run.measurements), settings.plan.precision if settings else None)
