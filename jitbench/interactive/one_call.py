@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -304,18 +305,20 @@ def bench(
             settings["plan"] = SamplingPlan(budget_s=budget)
         config = RunConfig(**settings)
     notes: list[str] = []
-    if config.processes > 1:
-        try:
-            [wl] = shipped.ship([wl])
-        except SuiteError as exc:
-            notes.append(
-                f"measured in one process: {wl.name} could not be shipped to worker processes "
-                f"({exc}), so its intervals describe this process only"
-            )
-            config = replace(config, processes=1)
     from jitbench.runner.scheduler import run_workloads
 
-    run = run_workloads([wl], config)
+    # The pickled workload the worker processes load lives as long as the run, no longer.
+    with tempfile.TemporaryDirectory(prefix="jitbench-shipped-") as folder:
+        if config.processes > 1:
+            try:
+                [wl] = shipped.ship([wl], folder)
+            except SuiteError as exc:
+                notes.append(
+                    f"measured in one process: {wl.name} could not be shipped to worker "
+                    f"processes ({exc}), so its intervals describe this process only"
+                )
+                config = replace(config, processes=1)
+        run = run_workloads([wl], config)
     labels = tuple(dict.fromkeys(c.size for c in run.cases())) or (GIVEN,)
     return BenchResult(run=run, name=wl.name, notes=tuple(notes), sizes=labels)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 import threading
 from pathlib import Path
 
@@ -106,16 +107,24 @@ def test_a_second_call_in_the_same_process_gives_the_same_diagnostics() -> None:
 
 
 @pytest.mark.e2e  # a real worker process receives the function
-def test_an_interactive_function_reaches_the_worker_processes() -> None:
-    """Defined here (not in a suite file): pickled by value for the second process."""
+def test_an_interactive_function_reaches_the_worker_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defined here (not in a suite file): pickled by value for the second process, in a
+    folder the call removes when it ends."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     r = bench(selu, X, budget=0.05, processes=2)
     assert r.notes == () and r.run.processes == 2
     assert r.run.config.selection[0].suite.startswith("shipped:")  # type: ignore[index,union-attr]
+    assert not list(tmp_path.glob("jitbench-shipped-*"))
     f = analyse(r.run).figure(r.run.cases()[0], Mode.JIT)
     assert f is not None and len(f.process_speedups) == 2
 
 
-def test_what_cannot_be_shipped_is_measured_in_one_process_and_said() -> None:
+def test_what_cannot_be_shipped_is_measured_in_one_process_and_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     lock = threading.Lock()
 
     def locked(xp, x):
@@ -128,6 +137,7 @@ def test_what_cannot_be_shipped_is_measured_in_one_process_and_said() -> None:
     assert "one process" in note and "cannot pickle" in note
     assert note in str(r)
     assert math.isfinite(r.time("jit").value)  # type: ignore[union-attr]
+    assert not list(tmp_path.glob("jitbench-shipped-*"))  # nothing left behind
 
 
 def test_every_ratio_comes_from_the_analysis_layer() -> None:
