@@ -5,7 +5,8 @@ Calls `bench` `--calls` times in a row on each kernel (the jit tutorial's selu a
 cell, with bench's defaults. For every figure bench shows (each mode's time, each JAX
 mode's speedup) and every ordered pair of calls (i, j), it checks whether call j's figure
 lies inside call i's interval, and prints per kernel and figure: the checks inside, and
-the median and range of the intervals' half-widths (×/÷). The intervals claim 95 % (docs: guide,
+the median and range of the intervals' half-widths (×/÷); per call, each process's jit
+median (how far a call's processes landed apart). The intervals claim 95 % (docs: guide,
 python: "What bench's interval means").
 
     python tools/bench_coverage.py
@@ -86,8 +87,15 @@ def main() -> int:
         calls = []
         for i in range(args.calls):
             start = time.perf_counter()
-            calls.append(_figures(jitbench.bench(fn, *call_args, numpy=numpy_fn, name=name)))
-            print(f"  {name} call {i + 1}: {time.perf_counter() - start:.1f} s", flush=True)
+            r = jitbench.bench(fn, *call_args, numpy=numpy_fn, name=name)
+            calls.append(_figures(r))
+            jit = next((m for m in r.run.measurements if m.mode is Mode.JIT), None)
+            each = ", ".join(f"{x * 1e6:.1f}" for x in jit.run_medians_s) if jit else "-"
+            print(
+                f"  {name} call {i + 1}: {time.perf_counter() - start:.1f} s, "
+                f"jit per process {each} µs",
+                flush=True,
+            )
         for figure in [f for f in calls[0] if not f.startswith("sharded")]:
             series = [c[figure] for c in calls]
             if any(e is None or e.low is None or e.high is None for e in series):

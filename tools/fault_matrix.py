@@ -2338,14 +2338,21 @@ def g_jax_warns(xp, x):
 """
 
 
-@case("r4-workload-changes-jax-config", "x64 / disable_jit set by a workload: restored, said")
-def _(ctx: Ctx) -> str:
+def _r4_state_run(ctx: Ctx, keyword: str) -> Path:
+    """The run file of a `--quick` run of `_R4_STATE_SUITE`'s workloads matching `keyword`,
+    which must exit 0."""
     suite = ctx.tmp / "state.py"
     suite.write_text(_R4_STATE_SUITE)
     out = ctx.tmp / "out"
-    r = ctx.jb("run", "--suite", suite, "--quick", "-k", "a_ or b_ or c_", "--out", out)
+    r = ctx.jb("run", "--suite", suite, "--quick", "-k", keyword, "--out", out)
     check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-300:]}")
     [path] = run_files(out)
+    return path
+
+
+@case("r4-workload-changes-jax-config", "x64 / disable_jit set by a workload: restored, said")
+def _(ctx: Ctx) -> str:
+    path = _r4_state_run(ctx, "a_ or b_ or c_")
     for name in ("a_flips_x64", "b_disables_jit"):
         codes = _r4_codes(path, name)
         check(any("changed-jax-config" in c for c in codes.values()), f"{name}: {codes}")
@@ -2363,12 +2370,7 @@ def _(ctx: Ctx) -> str:
 
 @case("r4-output-checks", "NumPy side that is JAX, a Python float, an empty output, JAX's warning")
 def _(ctx: Ctx) -> str:
-    suite = ctx.tmp / "state.py"
-    suite.write_text(_R4_STATE_SUITE)
-    out = ctx.tmp / "out"
-    r = ctx.jb("run", "--suite", suite, "--quick", "-k", "d_ or e_ or f_ or g_", "--out", out)
-    check(r.returncode == 0, f"exit {r.returncode}: {r.flat_err[-300:]}")
-    [path] = run_files(out)
+    path = _r4_state_run(ctx, "d_ or e_ or f_ or g_")
     check("numpy-side-ran-jax" in _r4_codes(path, "d_numpy_side_is_jax")["numpy"], "no jax note")
     floats = load(path)["measurements"]
     eager = next(
