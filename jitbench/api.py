@@ -13,6 +13,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jitbench.ab.duet import DuetEvent, DuetPlan, DuetResult, Side, run_duet
+from jitbench.ab.sides import comparison_sides
 from jitbench.config import Mode, RunConfig, SamplingPlan, check_budget, check_count
 from jitbench.errors import ConfigError, OutputError
 from jitbench.gate import (
@@ -47,12 +49,10 @@ from jitbench.results import (
 )
 from jitbench.results.model import new_run_id
 from jitbench.runner import overlap
-from jitbench.runner.duet import DuetEvent, DuetPlan, DuetResult, Side, run_duet
 from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
 from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
 from jitbench.runner.processes import jax_processes_at_once
 from jitbench.runner.scheduler import run_workloads
-from jitbench.runner.sides import comparison_sides
 from jitbench.runner.signals import signals_ignored
 from jitbench.runner.worker import Worker, start_worker
 from jitbench.suite.discovery import discover
@@ -308,7 +308,7 @@ def compare_revisions(
 ) -> tuple[Comparison, DuetResult]:
     """Everything `jitbench ab` does below the command line: check the options
     and the output folder, prepare both sides (a worktree per revision, or two Pythons),
-    measure them interleaved (`runner.duet`), save both runs under `out` after every case
+    measure them interleaved (`ab.duet`), save both runs under `out` after every case
     (an interrupted comparison keeps what it measured), and judge them on their paired
     rounds (`gate.compare_interleaved`). With `programs_only` (`--metrics-only`) the
     samples a plan of one round took (enough to count compiles during calls) are not
@@ -425,6 +425,7 @@ def bisect_revisions(
     """
     import time
 
+    from jitbench.ab.sides import Checkouts, first_parent_range, python_executable
     from jitbench.gate.bisect import (
         BY_PROGRAM,
         BY_TIMING,
@@ -438,7 +439,6 @@ def bisect_revisions(
         bisect,
         confirm,
     )
-    from jitbench.runner.sides import Checkouts, first_parent_range, python_executable
     from jitbench.suite.discovery import compile_keyword
 
     started = time.perf_counter()

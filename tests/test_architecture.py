@@ -25,6 +25,7 @@ RANKS: dict[str, int] = {
     "suite": 3,
     "measure": 4,
     "runner": 5,
+    "ab": 6,
     "gate": 6,
     "render": 7,
     "report": 7,

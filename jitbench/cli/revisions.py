@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
+from jitbench.ab.duet import DuetPlan
 from jitbench.cli.common import err, escape, split_list
 from jitbench.config import (
     Mode,
@@ -23,7 +24,6 @@ from jitbench.config import (
 from jitbench.errors import ConfigError
 from jitbench.gate import Comparison, Thresholds
 from jitbench.results import Run
-from jitbench.runner.duet import DuetPlan
 
 SIDES = "Sides (measured now, interleaved)"
 MEASURING = "Measuring"
@@ -214,8 +214,8 @@ def _measure_interleaved(**kwargs: Any) -> tuple[Comparison, tuple[Run, Run]]:
     runs went; the comparison and the two sides' runs. A stop signal (Ctrl-C, SIGTERM,
     SIGHUP) ends it like Ctrl-C: the worktrees removed, the partial runs kept, 128 + the
     signal's number."""
+    from jitbench.ab.duet import DuetStarted
     from jitbench.api import compare_revisions
-    from jitbench.runner.duet import DuetStarted
     from jitbench.runner.signals import Terminated, exit_status, stop_signals
 
     started: list[DuetStarted] = []
@@ -250,7 +250,7 @@ def _with_progress(
     `DuetStarted` event (the run ids the checkpoints save)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    from jitbench.runner.duet import DuetCaseStarted, DuetStarted
+    from jitbench.ab.duet import DuetCaseStarted, DuetStarted
 
     with Progress(
         TextColumn("{task.description}"),

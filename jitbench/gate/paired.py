@@ -1,5 +1,5 @@
 """Judging an interleaved comparison (`jitbench ab`): both sides were sampled in
-the same rounds (`runner.duet`), so sample i of base and sample i of new come from the same
+the same rounds (`ab.duet`), so sample i of base and sample i of new come from the same
 minute of the machine, and their ratio is free of the drift that separates two runs.
 
 Run time: the per-round log ratios are tested with the Wilcoxon signed-rank test (robust
@@ -64,7 +64,7 @@ PAIR_PRIOR_DF = 4.0
 
 
 def interleaved_record(run: Run) -> Mapping[str, Any] | None:
-    """What an interleaved run records of its partner (`runner.duet`), or None."""
+    """What an interleaved run records of its partner (`ab.duet`), or None."""
     record = run.config.extra.get("interleaved")
     return record if isinstance(record, Mapping) else None
 
@@ -204,7 +204,7 @@ def _times_disagree(e: Entry, ratio: float) -> str:
 
 
 def compare_interleaved(base: Run, new: Run, *, thresholds: Thresholds | None = None) -> Comparison:
-    """Compare two runs measured interleaved (`runner.duet`): `judge.compare` for the
+    """Compare two runs measured interleaved (`ab.duet`): `judge.compare` for the
     cases' statuses, new/removed cases and the environment, with every case whose samples
     pair judged again on its per-round ratios, and compile times on their paired
     compiles; then the p-values are adjusted over the comparison as `compare` does."""

@@ -17,7 +17,7 @@ from jitbench.measure.threads import ThreadState, allowed_cores, blas_pools, cur
 from jitbench.results import Run
 
 # Variables that change what is measured: the backends' and thread pools' settings, and
-# glibc malloc's (`runner.duet.FIXED_ALLOCATOR`).
+# glibc malloc's (`ab.duet.FIXED_ALLOCATOR`).
 _ENV_PREFIXES = (
     "JAX_",
     "XLA_",

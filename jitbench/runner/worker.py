@@ -14,8 +14,10 @@ its end of the channel and the order's JSON-able arguments
 A worker ignores SIGINT (the parent decides what a Ctrl-C means and ends it), leads a
 process group of its own (whatever its workload starts is ended with it: `Worker.stop`)
 and dies with its parent, even when the parent is killed with SIGKILL
-(`die_with_parent`). The `ab` worker (`runner.duet_worker`) is apart: it runs another
-revision's code, or another Python, so it speaks JSON lines over its stdin and stdout.
+(`die_with_parent`). An `ab` side's worker is the same worker in another Python or with
+another revision's code on its path (`start_worker(command=...)`: `python -m
+jitbench.runner.worker`, the channel on an inherited socket), ordered to serve that side
+(`ab.serve`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import json
 import multiprocessing
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -132,18 +135,25 @@ class Worker:
         self._proc.join(10)
         self.channel.close()
 
+    def end(self, limit_s: float) -> None:
+        """Wait at most `limit_s` for it to end by itself (told to), then `stop` it."""
+        self._proc.join(limit_s)
+        self.stop()
+
     def dismiss(self) -> None:
         """End it, unless it was given work (whoever ordered it ends it then)."""
         if self._ordered:
             return
         self.channel.send("dismiss")  # False where it has gone already
-        self._proc.join(timeout=5)
-        self.stop()
+        self.end(5)
 
 
-def start_worker() -> Worker:
+def start_worker(command: Command | None = None) -> Worker:
     """Start a worker process that loads what measuring needs and waits for its order
-    (`Worker.order`)."""
+    (`Worker.order`): spawned from this interpreter, or as `command` says (another Python,
+    another path: an `ab` side)."""
+    if command is not None:
+        return command.start()
     ctx = multiprocessing.get_context("spawn")
     here, there = ctx.Pipe()
     proc = ctx.Process(target=worker_main, args=(there,), name="jitbench-worker")
@@ -151,6 +161,54 @@ def start_worker() -> Worker:
         proc.start()
     there.close()
     return Worker(proc, Channel(here, proc.is_alive))
+
+
+class Command:
+    """A worker started as `python -m jitbench.runner.worker FD` (`python`, in `cwd`, with
+    `env`, its output to `log`), its end of the channel the inherited socket FD: a Python
+    other than this one, or a path that puts another jitbench first."""
+
+    def __init__(self, python: str, *, env: dict[str, str], cwd: str, log: Any) -> None:
+        self.python, self.env, self.cwd, self.log = python, env, cwd, log
+
+    def start(self) -> Worker:
+        here, there = multiprocessing.Pipe()
+        with signals_ignored():  # a signal landing mid-start leaves no half-started child
+            proc = subprocess.Popen(
+                [self.python, "-m", "jitbench.runner.worker", str(there.fileno())],
+                pass_fds=(there.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=self.log,
+                stderr=self.log,
+                cwd=self.cwd,
+                env=self.env,
+            )
+        there.close()
+        process = _Started(proc)
+        return Worker(process, Channel(here, process.is_alive))
+
+
+class _Started:
+    """A `Command`'s process, seen as the `multiprocessing.Process` a `Worker` holds."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._proc.poll()
+
+    def is_alive(self) -> bool:
+        return self._proc.poll() is None
+
+    def kill(self) -> None:
+        with suppress(ProcessLookupError):
+            self._proc.kill()
+
+    def join(self, timeout: float | None = None) -> None:
+        with suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout)
 
 
 def worker_main(conn: Connection) -> None:
@@ -181,20 +239,22 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent() -> None:
-    """Make this process (a spawned child) end when its parent does, even by SIGKILL.
+    """Make this process (a worker) end when its parent does, even by SIGKILL.
 
     On Linux the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG);
-    elsewhere, or if that call fails, a daemon thread waits on the parent's sentinel (a
-    pipe the parent holds open) and ends the process when it closes. A parent already
-    gone by the time this runs ends the process at once.
+    elsewhere, or if that call fails, a spawned worker's daemon thread waits on the
+    parent's sentinel (a pipe the parent holds open) and ends the process when it closes.
+    A parent already gone by the time this runs ends the process at once.
     """
-    parent = multiprocessing.parent_process()
-    if parent is None:
-        return
     if sys.platform.startswith("linux"):
         with suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+    parent = multiprocessing.parent_process()
+    if parent is None:  # a `Command`'s: its parent's death is the kernel's to tell
+        if os.getppid() == 1:
+            os._exit(1)
+        return
     if not parent.is_alive():
         os._exit(1)
     sentinel = parent.sentinel
@@ -299,3 +359,7 @@ def _end_group(pid: int | None) -> None:
     with suppress(ProcessLookupError, PermissionError):
         if os.getpgid(pid) == pid:
             os.killpg(pid, signal.SIGKILL)
+
+
+if __name__ == "__main__":  # a `Command`'s worker: its channel is the socket it inherited
+    worker_main(Connection(int(sys.argv[1])))

@@ -4,11 +4,11 @@ the same time window: `jitbench ab`.
 Two runs measured minutes apart differ on a shared machine by more than the changes a gate
 looks for (docs: validation, "Figures behind the code"), so a gate that compares
 them either misses real regressions or cries wolf. Here both sides are measured at once:
-each side is a worker process (`duet_worker`) that stays alive for the whole comparison,
-both pinned to the same core; for every case the parent opens the case on both, gives
-both sides the same calls per sample, and then takes rounds of samples, one sample of each
-mode on each side per round (one side's modes, then the other's), the sides in a fresh
-random order each time (randomised
+each side is a worker process (`runner.worker`, ordered to `ab.serve`) that stays alive
+for the whole comparison, both pinned to the same core; for every case the parent opens
+the case on both, gives both sides the same calls per sample, and then takes rounds of
+samples, one sample of each mode on each side per round (one side's modes, then the
+other's), the sides in a fresh random order each time (randomised
 multiple interleaved trials, Abedi & Brecht 2017). The machine's drift hits both sides of a
 round alike and cancels in the per-round ratio. Cold jit compiles are repeated the same
 way. With `pairs` > 1, that many worker pairs measure every case in turn, so what differs
@@ -28,25 +28,24 @@ that an interrupted comparison keeps what it measured.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import random
-import select
 import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
+from jitbench.ab.serve import serve
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, JitbenchError
 from jitbench.results import Measurement, Mode, Run
 from jitbench.results.codec import measurement_from_dict
 from jitbench.results.merge import pool_measurements
 from jitbench.results.model import RecordedConfig, new_run_id, utc_now
+from jitbench.runner.worker import Command, start_worker
 
 #: Seconds a worker may take to start, import JAX and its suites, and warm up.
 START_LIMIT_S = 300.0
@@ -130,43 +129,42 @@ DuetEvent = DuetStarted | DuetCaseStarted
 
 
 class _Worker:
-    """A running `duet_worker` process and its request channel."""
+    """A side's worker (`runner.worker`, ordered to `serve`) and its requests."""
 
-    def __init__(self, side: Side, *, env: Mapping[str, str]) -> None:
+    def __init__(self, side: Side, *, env: dict[str, str]) -> None:
         self.side = side
         self.info: dict[str, Any] = {}  # the answer to "init"
-        # Closed in `close`: it lives as long as the worker.
-        self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        self.proc = subprocess.Popen(
-            [side.python, "-m", "jitbench.runner.duet_worker"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.log,
-            # `python -m` puts the working folder first on the path: start in the harness
-            # (so a tree's own jitbench cannot shadow it); the worker then moves to the tree.
-            cwd=side.path[0] if side.path else side.cwd,
-            env=dict(env),
-            text=True,
-            encoding="utf-8",
-        )
+        # Closed in `wait_closed`: it lives as long as the worker.
+        self.log = tempfile.TemporaryFile(mode="w+b")  # noqa: SIM115
+        # `python -m` puts the working folder first on the path: start in the harness (so
+        # a tree's own jitbench cannot shadow it); the worker then moves to the tree.
+        cwd = side.path[0] if side.path else side.cwd
+        command = Command(side.python, env=env, cwd=cwd, log=self.log)
+        self.worker = start_worker(command).order(serve)
 
     def send(self, op: str, **fields: Any) -> None:
         """Resume the worker and send one request; `receive` takes its answer."""
-        stdin = self.proc.stdin
-        assert stdin is not None
         self._signal(signal.SIGCONT)
-        try:
-            stdin.write(json.dumps({"op": op, **fields}) + "\n")
-            stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died(op) from None
+        if not self.worker.channel.send(op, fields):
+            raise self._died(op)
 
     def receive(self, op: str, limit_s: float = REQUEST_LIMIT_S) -> dict[str, Any]:
         """The answer to the request `send` sent; the worker is stopped again after it."""
-        stdout = self.proc.stdout
-        assert stdout is not None
         try:
-            return self._answer(op, limit_s, stdout)
+            try:
+                message = self.worker.channel.receive({"answer"}, limit_s=limit_s)
+            except EOFError:
+                raise self._died(op) from None
+            if message is None:
+                self.kill()
+                raise DuetError(
+                    f"the {self.side.name} side's worker did not answer {op!r} within "
+                    f"{limit_s:.0f} s; it was stopped.{self._stderr_tail()}"
+                )
+            answer: dict[str, Any] = message[1]
+            if not answer.get("ok"):
+                raise DuetError(f"{self.side.name} side ({self.side.label}): {answer.get('error')}")
+            return answer
         finally:
             self._signal(signal.SIGSTOP)
 
@@ -175,58 +173,32 @@ class _Worker:
         between requests: an idle XLA thread pool keeps spinning for a while after its
         work, and on the shared core it would take the other side's time (docs:
         methodology, "The gate's statistics")."""
-        stdin, stdout = self.proc.stdin, self.proc.stdout
-        assert stdin is not None and stdout is not None
-        self._signal(signal.SIGCONT)
         try:
-            return self._exchange(op, limit_s, fields, stdin, stdout)
-        finally:
+            self.send(op, **fields)
+        except DuetError:
             self._signal(signal.SIGSTOP)
+            raise
+        return self.receive(op, limit_s)
 
     def _signal(self, sig: int) -> None:
-        if self.proc.poll() is None:
+        if self.worker.alive():
             with contextlib.suppress(ProcessLookupError):
-                self.proc.send_signal(sig)
-
-    def _exchange(
-        self, op: str, limit_s: float, fields: Mapping[str, Any], stdin: IO[str], stdout: IO[str]
-    ) -> dict[str, Any]:
-        try:
-            stdin.write(json.dumps({"op": op, **fields}) + "\n")
-            stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._died(op) from None
-        return self._answer(op, limit_s, stdout)
-
-    def _answer(self, op: str, limit_s: float, stdout: IO[str]) -> dict[str, Any]:
-        ready, _, _ = select.select([stdout], [], [], limit_s)
-        if not ready:
-            self.kill()
-            raise DuetError(
-                f"the {self.side.name} side's worker did not answer {op!r} within "
-                f"{limit_s:.0f} s; it was stopped.{self._stderr_tail()}"
-            )
-        line = stdout.readline()
-        if not line:
-            raise self._died(op)
-        answer: dict[str, Any] = json.loads(line)
-        if not answer.get("ok"):
-            raise DuetError(f"{self.side.name} side ({self.side.label}): {answer.get('error')}")
-        return answer
+                os.kill(self.worker.pid, sig)
 
     def _died(self, op: str) -> DuetError:
-        code = self.proc.wait()
+        self.worker.stop()
         return DuetError(
             f"the {self.side.name} side's worker ({self.side.label}) died during {op!r} "
-            f"(exit code {code}).{self._stderr_tail()}"
+            f"(exit code {self.worker.exitcode}).{self._stderr_tail()}"
         )
 
     def _stderr_tail(self) -> str:
         try:
             self.log.seek(0)
-            lines = [ln for ln in self.log.read().splitlines() if ln.strip()]
+            text = self.log.read().decode("utf-8", errors="replace")
         except (OSError, ValueError):
             return ""
+        lines = [ln for ln in text.splitlines() if ln.strip()]
         return (" Its last output: " + " | ".join(lines[-3:])) if lines else ""
 
     def close(self) -> None:
@@ -236,27 +208,16 @@ class _Worker:
     def ask_to_quit(self) -> None:
         """Send "quit" (`wait_closed` waits for it): several workers shut down together."""
         self._signal(signal.SIGCONT)
-        if self.proc.poll() is None:
-            try:
-                assert self.proc.stdin is not None
-                self.proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-                self.proc.stdin.flush()
-            except (OSError, ValueError):
-                self.kill()
+        if not self.worker.channel.send("quit"):
+            self.kill()
 
     def wait_closed(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        self.worker.end(10)
         self.log.close()
 
     def kill(self) -> None:
         self._signal(signal.SIGCONT)
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
+        self.worker.stop()
 
 
 def _close_all(workers: Sequence[_Worker]) -> None:
@@ -332,31 +293,23 @@ def _start(
 ) -> list[_Worker]:
     """Start one worker per side (in parallel: JAX's import dominates) and init them, each
     with its heap offset from `offsets` and its cores from `cores` (one list a side)."""
-    workers = [_Worker(side, env=side_environment(side)) for side in sides]
+    workers: list[_Worker] = []
     try:
+        workers.extend(_Worker(side, env=side_environment(side)) for side in sides)
         for w, offset, its_cores in zip(workers, offsets, cores, strict=True):
-            assert w.proc.stdin is not None
-            try:
-                w.proc.stdin.write(
-                    json.dumps(
-                        {
-                            "op": "init",
-                            "config": config.to_dict(),
-                            "suites": list(w.side.suites),
-                            "cwd": w.side.cwd,
-                            "cores": list(its_cores),
-                            "layout_offset": offset,
-                        }
-                    )
-                    + "\n"
-                )
-                w.proc.stdin.flush()
-            except OSError:  # it died at once; `_read_init` says why
-                pass
+            w.worker.channel.send(
+                "init",
+                {
+                    "config": config.to_dict(),
+                    "suites": list(w.side.suites),
+                    "cwd": w.side.cwd,
+                    "cores": list(its_cores),
+                    "layout_offset": offset,
+                },
+            )  # False where it died at once; `_read_init` says why
         infos = [_read_init(w) for w in workers]
     except BaseException:
-        for w in workers:
-            w.kill()
+        _kill_all(workers)
         raise
     for w, info in zip(workers, infos, strict=True):
         w.info = info
@@ -365,18 +318,18 @@ def _start(
 
 
 def _read_init(w: _Worker) -> dict[str, Any]:
-    stdout = w.proc.stdout
-    assert stdout is not None
-    ready, _, _ = select.select([stdout], [], [], START_LIMIT_S)
-    line = stdout.readline() if ready else ""
-    if not line:
+    try:
+        message = w.worker.channel.receive({"answer"}, limit_s=START_LIMIT_S)
+    except EOFError:
+        message = None
+    if message is None:
         w.kill()
         raise DuetError(
             f"the {w.side.name} side's worker ({w.side.label}) did not start "
-            f"(exit code {w.proc.returncode}); check that its Python has jitbench's "
+            f"(exit code {w.worker.exitcode}); check that its Python has jitbench's "
             f"dependencies (jax, numpy, scipy, threadpoolctl).{w._stderr_tail()}"
         )
-    answer: dict[str, Any] = json.loads(line)
+    answer: dict[str, Any] = message[1]
     if not answer.get("ok"):
         w.kill()
         raise DuetError(f"{w.side.name} side ({w.side.label}): {answer.get('error')}")

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from jitbench import load_run
+from jitbench.ab.duet import DuetError, DuetPlan
+from jitbench.ab.sides import comparison_sides
 from jitbench.api import compare_revisions
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
 from jitbench.gate import Verdict, are_partners
-from jitbench.runner.duet import DuetError, DuetPlan
-from jitbench.runner.sides import comparison_sides
 from tests.conftest import run_cli, run_cli_here
 
 SUITE = '''
@@ -171,7 +171,7 @@ def test_a_side_whose_python_cannot_start_is_a_clear_error(project: Path, tmp_pa
 
 
 def test_the_callers_own_allocator_settings_are_kept() -> None:
-    from jitbench.runner.duet import FIXED_ALLOCATOR, Side, side_environment
+    from jitbench.ab.duet import FIXED_ALLOCATOR, Side, side_environment
 
     side = Side("base", "base", "python", ("/harness", "/tree"), (), "/tree")
     env = side_environment(side, {"PYTHONPATH": "/mine", "MALLOC_TRIM_THRESHOLD_": "0"})
@@ -183,7 +183,7 @@ def test_the_callers_own_allocator_settings_are_kept() -> None:
 def test_layout_offsets_are_seeded_aligned_and_bounded() -> None:
     import random
 
-    from jitbench.runner.duet import MAX_LAYOUT_OFFSET, layout_offsets
+    from jitbench.ab.duet import MAX_LAYOUT_OFFSET, layout_offsets
 
     first = layout_offsets(random.Random(7), 50)
     assert first == layout_offsets(random.Random(7), 50)
@@ -336,7 +336,7 @@ def test_a_half_made_worktree_is_unregistered_and_the_users_stale_ones_are_kept(
     ours is left (prune would have dropped it)."""
     import shutil
 
-    from jitbench.runner.sides import add_worktree, remove_all
+    from jitbench.ab.sides import add_worktree, remove_all
 
     def listed() -> str:
         return subprocess.run(

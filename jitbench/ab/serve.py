@@ -1,34 +1,30 @@
-"""One side of an interleaved comparison (`jitbench ab`): a worker process that
-opens cases and takes a round of samples on request, so that the parent can alternate two
-such workers (base and new code) round by round, in the same minute, on the same core.
+"""What a worker does as one side of an interleaved comparison (`jitbench ab`): it opens
+cases and takes a round of samples on request, so that the parent can alternate two such
+workers (base and new code) round by round, in the same minute, on the same core.
 
-Started as `python -m jitbench.runner.duet_worker` by `jitbench.runner.duet`, with the
-side's code first on its path. It reads one JSON request a line on stdin and answers one
-JSON line on the descriptor that was its stdout; its own stdout is pointed at stderr first,
-so a workload that prints cannot break the protocol. Requests (`op`):
+The side's worker is the run's one worker (`runner.worker`), started in the side's Python
+with the side's code on its path (`worker.Command`) and ordered to `serve`. Requests come
+on its channel as `(op, fields)`, each answered `("answer", {"ok": True, ...})` or
+`("answer", {"ok": False, "error": "one line"})`:
 
 - `init`: config (RunConfig dict), suites (paths), cores, cwd, layout_offset (bytes held
   from the start, see `duet.layout_offsets`) → workloads (sizes, tags), suite errors, the
   environment, the layout offset.
-- `open`: id, workload, size, dtype → each mode's status and calls per sample.
+- `open`: id, workload, size, dtype → each mode's calls per sample.
 - `round`: id, calls ({mode: calls}) → a sample of each mode in that order, {mode: seconds
-  per call or null}.
-- `compile`: id → the cold jit compile's seconds, measured again (null when it cannot be).
+  per call or None}.
+- `compile`: id → the cold jit compile's seconds, measured again (None when it cannot be).
 - `finish`: id → the case's measurements as run-file dicts and its programs' texts by
   mode (`CompileInfo.program_text`); the case is closed.
 - `quit`.
-
-An answer is `{"ok": true, ...}` or `{"ok": false, "error": "one line"}`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import sys
-from collections.abc import Iterator
-from typing import IO, Any
+from multiprocessing.connection import Connection
+from typing import Any
 
 
 class _Worker:
@@ -125,35 +121,11 @@ class _Worker:
         }
 
 
-@contextlib.contextmanager
-def _protocol_channel() -> Iterator[IO[str]]:
-    """The descriptor that was stdout, for answers; stdout itself then goes to stderr."""
-    channel = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    try:
-        yield channel
-    finally:
-        channel.close()
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this process when its parent dies (the parent keeps it stopped
-    between requests, so it could not notice by itself); elsewhere, nothing."""
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import signal
-
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
-
-
-def main() -> int:
+def serve(conn: Connection) -> None:
+    """A worker's order as one side: answer the parent's requests until "quit" (or the
+    parent goes)."""
     from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, refuse_forks
 
-    _die_with_parent()
     refuse_forks()  # a workload's bare os.fork(): its child ends at once
     worker = _Worker()
     handlers = {
@@ -163,12 +135,14 @@ def main() -> int:
         "compile": worker.compile,
         "finish": worker.finish,
     }
-    with _protocol_channel() as out, worker.stack:
-        for line in sys.stdin:
-            req = json.loads(line)
-            op = req.get("op")
+    with worker.stack:
+        while True:
+            try:
+                op, req = conn.recv()
+            except EOFError:
+                return
             if op == "quit":
-                break
+                return
             forks = forks_made()
             try:
                 answer: dict[str, Any] = {"ok": True, **handlers[op](req)}
@@ -177,9 +151,4 @@ def main() -> int:
             except Exception as exc:  # the parent decides what a failure means
                 hint = f" ({FORK_HINT})" if forks_made() != forks else ""
                 answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}{hint}"[:2000]}
-            out.write(json.dumps(answer, default=str) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+            conn.send(("answer", answer))

@@ -19,8 +19,8 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from jitbench.ab.duet import Side, harness_path
 from jitbench.errors import ConfigError
-from jitbench.runner.duet import Side, harness_path
 from jitbench.runner.signals import signals_ignored
 from jitbench.suite.discovery import default_roots
 
