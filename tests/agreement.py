@@ -16,13 +16,14 @@ from rich.console import Console
 from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES, Mode
 from jitbench.formatting import OVER_EAGER_MARK
-from jitbench.render.progress_line import plain_case_line, processes_held
+from jitbench.render.progress_line import plain_case_line
 from jitbench.render.run_csv import run_csv
 from jitbench.render.run_markdown import run_markdown
 from jitbench.render.run_table import compact_table, summary_table
 from jitbench.report import summary, table
 from jitbench.results import Run, is_host_copy, run_to_dict
 from jitbench.results.analysis import PROCESS_SPLIT_FACTOR, WIDE_FACTOR, analyse
+from jitbench.results.merge import processes_in
 
 EXACT = 1e-9
 
@@ -232,7 +233,7 @@ def check_progress_line(run: Run) -> None:
         ):
             continue
         ms = [f.measurement for f in c.figures.values()]
-        line = plain_case_line(ms, processes=processes_held(ms))
+        line = plain_case_line(ms, processes=processes_in(ms))
         assert "(first" not in line, line
         for f in c.figures.values():
             if f.ok and f.time is not None:

@@ -2,7 +2,7 @@
 
 Splits each run's wall time (finished_at - started_at, whole seconds) into:
 
-- cold first calls: the cold eager and jit calls of the process that led each group
+- cold first calls: the cold eager and jit calls of the first process
   (trace, lower, compile, run; `compile.first_call_s`), what a fresh process pays before
   its first result;
 - sampling, per process: the timed samples (samples x calls per sample x the sample's
@@ -17,10 +17,9 @@ Splits each run's wall time (finished_at - started_at, whole seconds) into:
 Where the first two processes measured side by side (`--overlap`, the run's
 `config.overlap`), the second's sampling ran during the first's, and the extra processes
 ran in pairs: the second's sampling and the shorter of each pair's are left out of the
-sum that the rest is the wall time less. The two took turns to lead the groups (one round:
-`overlap.takes_turns`), the first every other group in plan order: their cold first calls
-ran side by side too, and only the larger process's sum is counted (overlapping runs made
-before `115e5de` did not take turns: their first process led every group).
+sum that the rest is the wall time less. The cold first calls counted are the first
+process's (runs made from `115e5de` until the processes beside each other measured every
+case on their own took turns to lead the groups, and read too long here).
 
     python tools/run_time_split.py reports/runs/*.json
 """
@@ -37,7 +36,6 @@ from jitbench import load_run
 from jitbench.config import SamplingPlan
 from jitbench.measure.timer import rewarm_calls
 from jitbench.results import Mode, Run
-from jitbench.runner.overlap import takes_turns
 
 
 def _seconds(run: Run) -> float | None:
@@ -54,12 +52,10 @@ class TimeSplit:
 
     wall: float | None
     cold: dict[Mode, float]
-    led: list[float] = field(default_factory=lambda: [0.0, 0.0])  # cold, by leading process
     timed: list[float] = field(default_factory=list)  # per process
     rewarm: list[float] = field(default_factory=list)  # per process, estimated
     clock: str = "wall"  # what the samples count (--clock)
     overlap: bool = False  # the second process measured beside the first
-    turns: bool = False  # ... and the two took turns to lead the groups
     asked: int = 1  # --processes
     in_extra: int = 0  # measurements that extra processes measured again
     measurements: int = 0
@@ -69,7 +65,6 @@ def split(run: Run) -> TimeSplit:
     settings = run.config.settings
     plan = settings.plan if settings is not None else SamplingPlan()
     s = TimeSplit(
-        turns=settings is not None and bool(settings.overlap) and takes_turns(settings),
         wall=_seconds(run),
         cold={Mode.EAGER: 0.0, Mode.JIT: 0.0},
         clock=plan.clock,
@@ -77,12 +72,9 @@ def split(run: Run) -> TimeSplit:
         asked=settings.processes if settings is not None else run.processes,
         measurements=len(run.measurements),
     )
-    groups: dict[tuple[str, str, str], int] = {}  # in plan order: the first process's
     for m in run.measurements:
-        group = groups.setdefault((m.case.workload, m.case.size, m.case.dtype), len(groups))
         if m.compile is not None and m.compile.first_call_s and m.mode in s.cold:
             s.cold[m.mode] += m.compile.first_call_s
-            s.led[group % 2] += m.compile.first_call_s
         counts = m.run_sample_counts or (len(m.samples_s),)
         s.in_extra += len(counts) > s.asked
         start = 0
@@ -108,7 +100,7 @@ def main() -> None:
         if path.name.endswith(".hlo.gz"):
             continue
         s = split(load_run(path))
-        cold_s = max(s.led) if s.turns else sum(s.cold.values())
+        cold_s = sum(s.cold.values())
         sampling = sum(s.timed) + sum(s.rewarm)
         # Where processes overlapped, the sampling of the one beside another is not in the
         # wall: the second's, and the shorter of each pair of extra processes.
@@ -125,13 +117,7 @@ def main() -> None:
         )
         print(
             f"  cold first calls:                {cold_s:5.1f} s  (eager "
-            f"{s.cold[Mode.EAGER]:.1f}, jit {s.cold[Mode.JIT]:.1f}"
-            + (
-                f"; side by side, {s.led[0]:.1f} in the first process and {s.led[1]:.1f} "
-                "in the second: the larger counted)"
-                if s.turns
-                else ")"
-            )
+            f"{s.cold[Mode.EAGER]:.1f}, jit {s.cold[Mode.JIT]:.1f})"
         )
         print(
             f"  sampling:                        {sampling:5.1f} s  (timed {sum(s.timed):.1f}, "

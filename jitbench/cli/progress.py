@@ -103,6 +103,7 @@ class RunProgress:
         from jitbench.render import progress_line
         from jitbench.runner.events import (
             CaseFinished,
+            CasePooled,
             CaseProgress,
             CaseStarted,
             FloatWidthChosen,
@@ -169,7 +170,9 @@ class RunProgress:
             if self.progress is None:
                 err.print(escape(self.estimate.step))
             self._draw(force=True)
-        elif isinstance(event, CaseFinished):
+        elif isinstance(event, CaseFinished) and self.estimate.beside:
+            self._draw(force=True)  # its line comes once the process beside has it too
+        elif isinstance(event, (CaseFinished, CasePooled)):
             line = progress_line.plain_case_line(
                 event.measurements, processes=self.estimate.processes
             )

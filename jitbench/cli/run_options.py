@@ -265,8 +265,8 @@ OverlapOpt = Annotated[
     bool | None,
     typer.Option(
         "--overlap/--no-overlap",
-        help="The second process measures beside the first, on other cores, the two "
-        "taking turns to compile and check each group (default: where the run can: CPU "
+        help="The second process measures beside the first, on other cores, each "
+        "compiling and checking every case itself (default: where the run can: CPU "
         "devices, --threads leaving cores for both); --no-overlap measures the "
         "processes one after another.",
         show_default=False,

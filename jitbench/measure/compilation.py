@@ -151,7 +151,7 @@ def sharing_compiles(directory: Path) -> Iterator[None]:
     program (JAX leaves the device out of a GPU program's key), and writing the programs
     added no time that could be told from noise (jit first calls 0.4 % and eager ones 5 %
     faster *with* the writes, over the default suite). The other processes open the
-    group with the same folder and load what the leader compiled, about four times faster
+    group with the same folder and load what the first compiled, about four times faster
     than compiling. A loaded program is no compile: it is not counted, it has no stages
     to report (`prepare_jit`), and a worker's compile figures are dropped
     (`scheduler.measure_selection`).

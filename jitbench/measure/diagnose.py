@@ -65,7 +65,7 @@ OTHER_DEVICE = "output-on-other-device"
 UNFINISHED_ROUNDS = "unfinished-rounds"
 # A mode that ran past --timeout (the others kept their figures), stopped in its first call,
 # warm-up or samples; "mode-capped" where the samples it took before are kept; and a mode a
-# --processes worker did not measure again because the group's leader timed out.
+# --processes worker did not measure again because it timed out in the first process.
 MODE_TIMEOUT = "mode-timeout"
 MODE_CAPPED = "mode-capped"
 TIMED_OUT_BEFORE = "timed-out-before"

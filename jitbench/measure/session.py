@@ -153,7 +153,7 @@ class CaseSession:
     plan: SamplingPlan
     quick: bool
     timed: tuple[Mode, ...] = ()
-    # False in a process following a group: the group's leader checked the same outputs.
+    # False in a worker that loads the first process's programs: it checked those outputs.
     check_outputs: bool = True
     transfer: dict[str, dict[str, Any]] = field(default_factory=dict)  # by device label
     samples: dict[Slot, list[float]] = field(default_factory=dict)

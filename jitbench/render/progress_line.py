@@ -2,9 +2,10 @@
 drawn (output to a pipe or a file): each mode's time as the run's table shows it.
 
 The figures come from the analysis the table uses (`analyse_case` on the measurements the
-event carries), so a case's line and its row agree once the line is handed every
-process's share; a line handed fewer (the first process's, in a `--processes` run) says
-whose figures it quotes rather than pass them off as the run's.
+event carries): in a `--processes` run the parent pools every process's share of the case
+as they arrive (`runner.processes.CaseShares`), so the line and the case's row agree; a
+line handed fewer (the first process's, before the workers measured it) says whose
+figures it quotes rather than pass them off as the run's.
 """
 
 from __future__ import annotations
@@ -14,17 +15,14 @@ from collections.abc import Sequence
 from jitbench import formatting as fmt
 from jitbench.results import Measurement, Status
 from jitbench.results.analysis import analyse_case
-
-
-def processes_held(measurements: Sequence[Measurement]) -> int:
-    """How many processes' samples the measurements hold (the most of any mode)."""
-    return max((len(m.part_counts) for m in measurements if m.samples_s), default=1)
+from jitbench.results.merge import processes_in
 
 
 def plain_case_line(measurements: Sequence[Measurement], *, processes: int = 1) -> str:
     """One finished case: 'label: numpy 655 µs, eager 197 µs, jit 61.9 µs', each mode's
     shown time or its status; '(first of 2 processes)' when the measurements hold fewer
-    processes' samples than the run's `processes`."""
+    processes' samples than the run's `processes`, '(3 processes)' when more (extra
+    processes measured the case again)."""
     c = analyse_case(measurements)
     if c is None:
         return ""
@@ -36,8 +34,10 @@ def plain_case_line(measurements: Sequence[Measurement], *, processes: int = 1) 
         else:
             parts.append(f"{m.mode.value} {m.status.value}")
     line = f"{measurements[0].case.label}: " + ", ".join(parts)
-    held = processes_held(measurements)
+    held = processes_in(measurements)
     if held < processes:
         whose = "first" if held == 1 else f"first {held}"
         line += f" ({whose} of {processes} processes)"
+    elif held > processes:  # an extra process measured it again: the line is its update
+        line += f" ({held} processes)"
     return line

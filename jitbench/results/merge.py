@@ -63,6 +63,21 @@ def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool])
     return replace(keeper, samples_s=samples, run_sample_counts=counts)
 
 
+def processes_in(measured: Sequence[Measurement]) -> int:
+    """How many processes' samples a case's measurements hold (the most of any mode)."""
+    return max((len(m.part_counts) for m in measured if m.samples_s), default=1)
+
+
+def pool_case(parts: Sequence[Sequence[Measurement]]) -> list[Measurement]:
+    """One case's measurements from several processes (each part one process's, or a
+    pooled run's, modes), pooled mode by mode as `pool_runs` pools a run's cases."""
+    by_mode: dict[Mode, list[Measurement]] = {}
+    for part in parts:
+        for m in part:
+            by_mode.setdefault(m.mode, []).append(m)
+    return [pool_measurements(ms, sample_from=[True] * len(ms)) for ms in by_mode.values()]
+
+
 def pool_runs(runs: Sequence[Run], *, sample_from: Sequence[bool] | None = None) -> Run:
     """`runs` of the same cases as one Run (see `pool_measurements`); the first run's id,
     start, environment and configuration, the last one's finish. One run is returned as is.

@@ -78,20 +78,26 @@ class Channel:
         match: Callable[[Any], bool] = lambda _body: True,
     ) -> Message | None:
         """The next message of one of `kinds` whose body `match`es (others are held for a
-        later call); None when `limit_s` passes first. A stop a signal asked for is raised
-        while it waits (`signals.raise_if_stop_requested`).
+        later call); None when `limit_s` passes first (0: look only at what has arrived).
+        A stop a signal asked for is raised while it waits
+        (`signals.raise_if_stop_requested`).
 
         Raises:
             EOFError: the other end ended without sending one.
             KeyboardInterrupt: a stop signal arrived.
         """
         self.listen()
+        if limit_s == 0:  # only what has arrived already
+            with contextlib.suppress(queue.Empty):
+                while (arrived := self._arrived.get_nowait()) is not None:
+                    self._held.append(arrived)
+                self._closed = True
         for index, message in enumerate(self._held):
             if message[0] in kinds and match(message[1]):
                 return self._held.pop(index)
         end = None if limit_s is None else time.monotonic() + limit_s
         gone_since: float | None = None
-        while True:
+        while limit_s != 0:
             if self._closed:
                 raise EOFError
             try:
@@ -112,6 +118,7 @@ class Channel:
             if arrived[0] in kinds and match(arrived[1]):
                 return arrived
             self._held.append(arrived)
+        return None
 
     def close(self) -> None:
         """Close this end (the listener then ends too)."""

@@ -112,6 +112,19 @@ class CaseFinished:
 
 
 @dataclass(frozen=True)
+class CasePooled:
+    """Every process of a `--processes` run so far has measured the case (`index` of
+    `total` in the run's order): `measurements` are all their shares pooled, as the run's
+    table will show them (more processes' than the run's where extra processes measured
+    it again)."""
+
+    case: Case
+    index: int
+    total: int
+    measurements: tuple[Measurement, ...]
+
+
+@dataclass(frozen=True)
 class RoundStarted:
     """Sampling round `index` of `total` begins over `cases` live cases (`index` >= 2:
     round 1 of each case is taken with its CaseStarted/CaseFinished)."""
@@ -146,6 +159,7 @@ RunEvent = (
     | CaseStarted
     | CaseProgress
     | CaseFinished
+    | CasePooled
     | RoundStarted
     | ProcessStarted
 )

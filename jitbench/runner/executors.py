@@ -7,10 +7,9 @@ being stopped). The unit is one workload × size × dtype on one or more devices
 cases of `plan.group_cases`): its NumPy side is measured once for all of them. An executor
 that spreads sampling rounds over the run (`spreads_rounds`) returns a `LiveCase` with the
 first round, which the scheduler asks for the next rounds and the repeated cold compiles.
-In-process, the processes of one `--processes` run share their cold calls' programs
-(`compilation.sharing_compiles`, a folder per group of cases); the process that leads
-a group tells a process measuring beside it that it has opened it, and the other, which
-follows the group, waits for that message (`runner.overlap.Peer`).
+In-process, the processes of one `--processes` run that measure after the first load
+the programs its cold calls compiled (`compilation.sharing_compiles`, a folder per group
+of cases).
 """
 
 from __future__ import annotations
@@ -96,17 +95,14 @@ def executor_for(
     shared_compiles: Path | None = None,
     check_outputs: bool = True,
     skip: Skips | None = None,
-    turns: overlap.Turns | None = None,
     peer: overlap.Peer | None = None,
 ) -> Executor:
     """A child process per case with `config.isolate`, else this process (sharing cold
     calls' programs under `shared_compiles` with the run's other processes; comparing the
-    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker; a
-    process following a group compares none).
-    The modes of cases `skip` names are not measured (`opening.open_cases`). With
-    `turns`, the groups it names are followed: each waits until the other process has
-    opened it (`overlap`); with `peer` (a process measuring at the same time), the
-    process meets it before its first case (`overlap.Peer.meet`)."""
+    outputs with NumPy's unless `check_outputs` is False, as in a `--processes` worker
+    that loads the first process's programs). The modes of cases `skip` names are not
+    measured (`opening.open_cases`). With `peer` (a process measuring at the same time),
+    the process meets it before its first case (`overlap.Peer.meet`)."""
     if config.isolate:
         return ChildProcessExecutor(config, skip=skip)
     return InProcessExecutor(
@@ -115,7 +111,6 @@ def executor_for(
         shared_compiles=shared_compiles,
         check_outputs=check_outputs,
         skip=skip,
-        turns=turns,
         peer=peer,
     )
 
@@ -215,7 +210,6 @@ class InProcessExecutor:
         shared_compiles: Path | None = None,
         check_outputs: bool = True,
         skip: Skips | None = None,
-        turns: overlap.Turns | None = None,
         peer: overlap.Peer | None = None,
     ) -> None:
         self.config = config
@@ -223,56 +217,21 @@ class InProcessExecutor:
         self.shared_compiles = shared_compiles
         self.check_outputs = check_outputs
         self.skip = skip
-        self.turns = turns
         self.peer = peer
         #: The pids of the processes that started with this one (`peer`), once met.
         self.siblings: tuple[int, ...] = ()
-
-    def _folder(self, pcs: Sequence[PlannedCase]) -> Path | None:
-        """The group's folder under `shared_compiles` (None where nothing is shared); for a
-        group whose leader died, a folder of this process's own, so that its cold calls
-        compile instead of loading what the leader left."""
-        if self.shared_compiles is None:
-            return None
-        group = group_key(pcs)
-        folder = self.shared_compiles / hashlib.sha256("|".join(group).encode()).hexdigest()[:16]
-        taken_over = self.turns is not None and group in self.turns.taken_over
-        return folder / "taken-over" if taken_over else folder
 
     @contextlib.contextmanager
     def _sharing(self, pcs: Sequence[PlannedCase]) -> Iterator[None]:
         """The programs the cases' cold calls compile, shared with the run's other
         processes in a folder of their own (see `compilation.sharing_compiles`)."""
-        folder = self._folder(pcs)
-        if folder is None:
+        if self.shared_compiles is None:
             yield
             return
+        name = hashlib.sha256("|".join(group_key(pcs)).encode()).hexdigest()[:16]
         # Devices and modes get subfolders of their own (`opening._cold_first_calls`).
-        with compilation.sharing_compiles(folder):
+        with compilation.sharing_compiles(self.shared_compiles / name):
             yield
-
-    def _opened(self, pcs: Sequence[PlannedCase], measured: list[Measurement]) -> None:
-        """The process leading the group (it compares outputs) tells the process beside
-        it, which may follow it, that it has opened it (`overlap.Peer.opened`)."""
-        if self.turns is not None and self.check_outputs:
-            self.turns.peer.opened(group_key(pcs), measured)
-
-    def _leader(self, pcs: Sequence[PlannedCase]) -> overlap.Opened | None:
-        """Where this process follows the group: the leader's message (`Turns.leader`)."""
-        return None if self.turns is None else self.turns.leader(pcs)
-
-    def _skips(self, leader: overlap.Opened | None) -> Skips | None:
-        """The modes to leave out: `skip`, and where this process follows the group, those
-        its leader left out (unless `retry_timeouts`)."""
-        if leader is None or self.config.retry_timeouts:
-            return self.skip
-        return {**(self.skip or {}), **leader.skips}
-
-    def _recorded(
-        self, leader: overlap.Opened | None, measured: list[Measurement]
-    ) -> list[Measurement]:
-        """What the run records of a group (`Turns.recorded`)."""
-        return measured if self.turns is None else self.turns.recorded(leader, measured)
 
     @property
     def spreads_rounds(self) -> bool:
@@ -289,9 +248,7 @@ class InProcessExecutor:
         config = self.config
         report = _keeping_stop_handlers(report)
         split_calls = timeline.SPLIT_CALLS if config.time_split else 0
-        leader = self._leader(pcs)
-        skip = self._skips(leader)
-        check_outputs = self.check_outputs and leader is None
+        skip, check_outputs = self.skip, self.check_outputs
         if not self.spreads_rounds:
 
             def whole() -> list[Measurement]:
@@ -305,10 +262,7 @@ class InProcessExecutor:
                         skip=skip,
                     )
 
-            result, _ = self.guarded(pcs, whole)
-            if leader is None:
-                self._opened(pcs, result)
-            return self._recorded(leader, result), None
+            return self.guarded(pcs, whole)[0], None
         opened: list[CaseSession] = []
 
         def first_round() -> list[Measurement]:
@@ -322,10 +276,7 @@ class InProcessExecutor:
             opened.append(session)
             return session.measurements()
 
-        # With rounds the first process leads every group (`overlap.takes_turns`).
         result, finished = self.guarded(pcs, first_round)
-        if leader is None:
-            self._opened(pcs, result)
         return result, _LiveSession(self, pcs, opened[0]) if finished else None
 
     def guarded(

@@ -29,19 +29,20 @@ from typing import Any
 
 from jitbench.config import RunConfig
 from jitbench.errors import ConfigError
-from jitbench.results import Run
-from jitbench.results.merge import pool_runs
+from jitbench.results import Measurement, Run
+from jitbench.results.merge import pool_case, pool_runs, processes_in
 from jitbench.results.model import Selection
 from jitbench.runner.allocation import CaseKey, cases_for_another_process
-from jitbench.runner.events import ProcessStarted, RunEvent, RunInterrupted, WorkerProgress
-from jitbench.runner.worker import Worker, start_worker
-
-#: What a worker process runs (`Worker.order`): (connection, selection as dicts, config
-#: as a dict, the folder of the programs the first process compiled or None, the keys of
-#: the cases to measure or None for all; keywords: `scheduler.measure_selection`'s). It
-#: measures the selection and sends ("ok", the run's JSON text), ("refused", a
-#: JitbenchError's message) or ("error", text) back.
-WorkerTarget = Callable[..., None]
+from jitbench.runner.events import (
+    CaseFinished,
+    CasePooled,
+    ProcessStarted,
+    RunEvent,
+    RunInterrupted,
+    WorkerProgress,
+)
+from jitbench.runner.overlap import SideBySide
+from jitbench.runner.worker import OnCase, Worker, WorkerTarget, start_worker
 
 #: Further processes a case may get beyond the run's `--processes` (where its interval is
 #: wide: `allocation.cases_for_another_process`).
@@ -52,6 +53,12 @@ EXTRA_PROCESSES = 2
 #: are wide everywhere, on a busy machine, takes a third longer, not twice as long. Two
 #: extra processes side by side spend it once.
 EXTRA_TIME_SHARE = 0.3
+
+#: What the parent's own process measures (`first(on_event)`), and what a worker is
+#: ordered to measure after it (`order(the first process's run, the cases or None for
+#: all)`: a `WorkerTarget` and its arguments after the connection).
+First = Callable[[Callable[[RunEvent], None]], Run]
+Order = Callable[[Run, Sequence[CaseKey] | None], tuple[WorkerTarget, tuple[Any, ...]]]
 
 
 def jax_processes_at_once(config: RunConfig) -> int:
@@ -83,7 +90,7 @@ def worker_args(
     shared_compiles: str | None = None,
     cases: Sequence[CaseKey] | None = None,
 ) -> tuple[Any, ...]:
-    """What a `WorkerTarget` gets after its connection."""
+    """What `scheduler.measure_selection` gets after its connection."""
     return (
         [s.to_dict() for s in selection],
         config.to_dict(),
@@ -92,55 +99,92 @@ def worker_args(
     )
 
 
-def run_worker(
-    selection: Sequence[Selection],
-    config: RunConfig,
-    *,
-    target: WorkerTarget,
-    shared_compiles: str | None = None,
-    cases: Sequence[CaseKey] | None = None,
-    on_progress: Callable[[int, int], None] | None = None,
-) -> Run:
-    """Measure the selected workloads (only the `cases` of them, if given) in a fresh
-    worker process running `target`; its run (`Worker.result`).
+def run_worker(target: WorkerTarget, args: Sequence[Any], on_case: OnCase) -> Run:
+    """A fresh worker process ordered to run `target(its connection, *args)`; its run
+    (each case as it finishes to `on_case`)."""
+    return start_worker().order(target, *args).result(on_case)
 
-    Raises:
-        WorkerError: the worker failed or died.
-    """
-    worker = start_worker().order(target, *worker_args(selection, config, shared_compiles, cases))
-    return worker.result(on_progress)
+
+class CaseShares:
+    """Each case's measurements from every process, pooled case by case as they arrive
+    (`merge.pool_case`, the pooling of the run itself): a `CasePooled` once the run's own
+    processes have all sent theirs, and again with each extra process's, so that the
+    progress line quotes the figures the table will show. The first process's come from
+    its events (`first`), the workers' from their channel (`add`); the second process
+    beside the first is heard between the first's cases (`beside`)."""
+
+    def __init__(
+        self,
+        emit: Callable[[RunEvent], None],
+        processes: int,
+        beside: Callable[[], Worker | None] = lambda: None,
+    ) -> None:
+        self._emit, self._processes, self._beside = emit, processes, beside
+        self._parts: dict[CaseKey, list[Sequence[Measurement]]] = {}
+        self._index: dict[CaseKey, tuple[int, int]] = {}
+
+    def first(self, event: RunEvent) -> None:
+        """The first process's event, passed on; a finished case is its share."""
+        self._emit(event)
+        if isinstance(event, CaseFinished) and event.measurements:
+            self._index[event.case.key] = (event.index, event.total)
+            self.add(event.index, event.total, list(event.measurements))
+            if (beside := self._beside()) is not None:
+                beside.cases(self.add)
+
+    def seed(self, run: Run) -> None:
+        """The cases of `run` that no event brought (measured in an earlier session of a
+        resumed run): their share."""
+        earlier: dict[CaseKey, list[Measurement]] = {}
+        for m in run.measurements:
+            if m.case.key not in self._parts:
+                earlier.setdefault(m.case.key, []).append(m)
+        for key, measured in earlier.items():
+            self._parts[key] = [measured]
+
+    def worker(self, index: int, total: int, measured: list[Measurement]) -> None:
+        """A worker's case, heard as it waits for the worker's run: its pace too."""
+        self._emit(WorkerProgress(index + 1, total))
+        self.add(index, total, measured)
+
+    def add(self, index: int, total: int, measured: list[Measurement]) -> None:
+        """A worker's share of a case (`index` of `total` in its order)."""
+        if not measured:
+            return
+        key = measured[0].case.key
+        parts = self._parts.setdefault(key, [])
+        parts.append(measured)
+        if sum(processes_in(part) for part in parts) >= self._processes:
+            at, of = self._index.get(key, (index, total))
+            self._emit(CasePooled(measured[0].case, at, of, tuple(pool_case(parts))))
 
 
 def run_in_processes(
-    first: Callable[[], Run],
-    selection: Sequence[Selection],
+    first: First,
+    order: Order,
     config: RunConfig,
     *,
     on_event: Callable[[RunEvent], None] | None = None,
     checkpoint: Callable[[Run], None] | None = None,
-    worker: Callable[..., Run],
-    beside: Callable[[], Worker | None] | None = None,
-    second_part: Callable[[Run], Run] = lambda run: run,
-    pair: Callable[[Sequence[CaseKey]], list[Run]] | None = None,
+    side: SideBySide | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Run:
-    """`first()` measures the run in this process; then `config.processes - 1` workers
-    (`worker(selection, config)`, e.g. `run_worker` with the scheduler's target) measure
-    it again, one after another (the first of them `beside()`, where `first()` started it to
-    measure at the same time: `overlap`; its run is the run's second part as
-    `second_part(run)` has it), and the runs are pooled under the first run's
-    id (`results.merge.pool_runs`), with the last process's machine state after it. A
-    checkpoint follows each worker. Where `first()` returns a resumed run that already
-    pooled some workers, only the workers after them run.
+    """`first(on_event)` measures the run in this process; then `config.processes - 1`
+    workers measure it again, one after another, each ordered as `order` says (the first
+    of them beside this process where `side` started it in `first`: `overlap`), and the
+    runs are pooled under the first run's id (`results.merge.pool_runs`), with the last
+    process's machine state after it. Each case's shares are pooled as they arrive too,
+    for the progress line (`CaseShares`). A checkpoint follows each worker. Where
+    `first` returns a resumed run that already pooled some workers, only the workers
+    after them run.
 
-    Then, unless the run is a smoke run (`config.quick`), extra workers (`worker(selection,
-    config, cases=keys)`) measure the cases `allocation.cases_for_another_process` picks
-    from the pooled run, up to `EXTRA_PROCESSES` more per case, within `EXTRA_TIME_SHARE`
-    of the wall time the processes before took (`clock`); the checkpoint of the last process is
-    the complete run. A resumed run goes on with the extra processes it lacks (without a
-    time limit where its first processes ran in another session). With `pair` (a run
-    whose first two overlapped), two extra processes at a time measure the cases side by
-    side (`pair(keys)` returns both runs), where two more are allowed.
+    Then, unless the run is a smoke run (`config.quick`), extra workers measure the cases
+    `allocation.cases_for_another_process` picks from the pooled run, up to
+    `EXTRA_PROCESSES` more per case, within `EXTRA_TIME_SHARE` of the wall time the
+    processes before took (`clock`); the checkpoint of the last process is the complete
+    run. A resumed run goes on with the extra processes it lacks (without a time limit
+    where its first processes ran in another session). With `side`, two extra processes
+    at a time measure the cases side by side, where two more are allowed.
 
     Raises:
         RunInterrupted: on Ctrl-C or a stop signal; it carries the pooled partial run.
@@ -148,14 +192,24 @@ def run_in_processes(
     """
     emit = on_event or (lambda _e: None)
     save = checkpoint or (lambda _r: None)
+    shares = CaseShares(emit, config.processes, lambda: None if side is None else side.second())
     started = clock()
     try:
-        parts = [first()]
-    except BaseException:  # the process beside it would wait for it for ever
-        if beside is not None and (started_beside := beside()) is not None:
-            started_beside.stop()
+        parts = [first(shares.first)]
+    except BaseException:  # the process beside it would measure on for nothing
+        if side is not None and (beside := side.second()) is not None:
+            beside.stop()
         raise
-    second = beside() if beside is not None else None
+    second = None if side is None else side.second()
+    shares.seed(parts[0])
+
+    def interrupted(exc: KeyboardInterrupt) -> RunInterrupted:
+        if second is not None:
+            second.stop()
+        partial = replace(_pooled(parts), complete=False)
+        save(partial)
+        return RunInterrupted(partial, exc)
+
     try:
         # The wall time of the run's own processes in this session (the second beside the
         # first counted once): the extra processes' allowance is a share of it.
@@ -166,22 +220,17 @@ def run_in_processes(
         most = config.processes + extra
 
         def measure(index: int, total: int, cases: Sequence[CaseKey] | None) -> Run:
-            count = None if cases is None else len(cases)
-            emit(ProcessStarted(index=index, total=total, cases=count))
+            emit(
+                ProcessStarted(
+                    index=index, total=total, cases=None if cases is None else len(cases)
+                )
+            )
             try:
                 if index == 2 and second is not None:
-                    return second_part(
-                        second.result(lambda done, total: emit(WorkerProgress(done, total)))
-                    )
-                if cases is None:
-                    return worker(selection, config)
-                return worker(selection, config, cases=cases)
+                    return second.result(shares.worker)
+                return run_worker(*order(parts[0], cases), shares.worker)
             except KeyboardInterrupt as exc:
-                if second is not None:
-                    second.stop()
-                partial = replace(_pooled(parts), complete=False)
-                save(partial)
-                raise RunInterrupted(partial, exc) from None
+                raise interrupted(exc) from None
 
         def wanted(pooled: Run, spent_s: float) -> list[CaseKey]:
             keys = cases_for_another_process(pooled, most=most)
@@ -198,9 +247,7 @@ def run_in_processes(
             parts.append(measure(index, config.processes, None))
             wall = clock() - began  # beside the first: the time it ran on after it
             own_s += wall
-            took = wall
-            if index == 2 and second is not None:  # its time from its start, less its waits
-                took = clock() - second.started - second.waited_s
+            took = clock() - second.started if index == 2 and second is not None else wall
             per_case_s = took / max(1, len(parts[-1].cases()))
             pooled = _pooled(parts)
             if index < config.processes:
@@ -211,14 +258,12 @@ def run_in_processes(
             save(replace(pooled, complete=not keys))
         while keys:
             began = clock()
-            if pair is not None and most - index >= 2:  # two at once, on a core each
+            if side is not None and most - index >= 2:  # two at once, on a core each
                 emit(ProcessStarted(index=index + 2, total=index + 2, cases=len(keys), together=2))
                 try:
-                    parts.extend(pair(keys))
+                    parts.extend(side.pair(*order(parts[0], keys), shares.worker))
                 except KeyboardInterrupt as exc:
-                    partial = replace(_pooled(parts), complete=False)
-                    save(partial)
-                    raise RunInterrupted(partial, exc) from None
+                    raise interrupted(exc) from None
                 index += 2
             else:
                 index += 1
@@ -230,7 +275,7 @@ def run_in_processes(
             keys = wanted(pooled, extra_s)
             save(replace(pooled, complete=not keys))
         return replace(pooled, complete=all(p.complete for p in parts))
-    finally:  # on every way out: a follower left behind would wait for ever
+    finally:  # on every way out: a process beside left behind would measure on
         if second is not None:
             second.stop()
 

@@ -23,7 +23,7 @@ from jitbench.measure.faults import Skips, skips_from_json, skips_to_json, timed
 from jitbench.measure.opening import PlannedCase, planned_case_record
 from jitbench.measure.session import StepReport
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Measurement, Run, dump_run
+from jitbench.results import Case, Measurement, Run, dump_run, measurement_to_dict
 from jitbench.results.analysis import judgement
 from jitbench.results.analysis.machine import MachineState
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
@@ -38,7 +38,6 @@ from jitbench.runner.events import (
     RunEvent,
     RunInterrupted,
     RunStarted,
-    WorkerProgress,
     WorkloadsLeftOut,
 )
 from jitbench.runner.executors import Executor, LiveCase, executor_for
@@ -54,15 +53,13 @@ from jitbench.runner.plan import (
     workloads_left_out,
 )
 from jitbench.runner.processes import (
-    WorkerTarget,
     jax_processes_at_once,
     require_suite_files,
     run_in_processes,
-    run_worker,
     worker_args,
 )
 from jitbench.runner.signals import raise_if_stop_requested
-from jitbench.runner.worker import Worker
+from jitbench.runner.worker import Worker, WorkerTarget
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601
@@ -156,65 +153,34 @@ def run_workloads(
         # The workers load the programs the first process compiled (and timed) instead of
         # compiling them again: a folder per group of cases, gone with the run.
         with tempfile.TemporaryDirectory(prefix="jitbench-compiles-") as shared:
-            first: Callable[[], Run]
-            side = None if cores is None else SideBySide(cores, config, standby)
-            # A resumed run that pooled some worker processes already holds every case of
-            # the first process: only the workers it lacks are left.
-            if resume is not None and resume.processes >= 2:
-                first = functools.partial(_resumed_whole, resume, clock)
-            else:
-                first = functools.partial(
-                    measure,
+            side = None if cores is None else SideBySide(cores, standby)
+            selection = selection_of(workloads)
+
+            def first(on_first: Callable[[RunEvent], None]) -> Run:
+                # A resumed run that pooled some worker processes already holds every case
+                # of the first process: only the workers it lacks are left.
+                if resume is not None and resume.processes >= 2:
+                    return _resumed_whole(resume, clock)
+                return measure(
+                    on_event=on_first,
                     shared_compiles=Path(shared),
                     plan=config.plan.for_process(config.processes),
                     processes=config.processes,
                     placement=None
                     if side is None
-                    else side.first(
-                        measure_selection, worker_args(selection_of(workloads), config, shared)
-                    ),
+                    else side.first(measure_selection, worker_args(selection, config)),
                 )
-            firsts: list[Run] = []
 
-            def first_kept() -> Run:
-                firsts.append(first())
-                return firsts[0]
-
-            def later(
-                cases: Sequence[CaseKey] | None = None,
+            def order(
+                first_run: Run, cases: Sequence[CaseKey] | None
             ) -> tuple[WorkerTarget, tuple[Any, ...]]:
                 # A mode that ran past --timeout in the first process is not paid for again.
-                skip = {} if config.retry_timeouts else timed_out_modes(firsts[0])
+                skip = {} if config.retry_timeouts else timed_out_modes(first_run)
                 target = functools.partial(measure_selection, skip=skips_to_json(skip))
-                return target, worker_args(selection_of(workloads), config, shared, cases)
-
-            def worker(
-                selection: Sequence[Selection],
-                settings: RunConfig,
-                cases: Sequence[CaseKey] | None = None,
-            ) -> Run:
-                target, _ = later()
-                return run_worker(
-                    selection,
-                    settings,
-                    target=target,
-                    shared_compiles=shared,
-                    cases=cases,
-                    on_progress=None
-                    if on_event is None
-                    else lambda done, total: on_event(WorkerProgress(done, total)),
-                )
+                return target, worker_args(selection, config, shared, cases)
 
             pooled = run_in_processes(
-                first_kept,
-                selection_of(workloads),
-                config,
-                on_event=on_event,
-                checkpoint=checkpoint,
-                worker=worker,
-                beside=None if side is None else side.second,
-                second_part=(lambda run: run) if side is None else side.second_part,
-                pair=None if side is None else lambda cases: side.pair(*later(cases)),
+                first, order, config, on_event=on_event, checkpoint=checkpoint, side=side
             )
         # What the first process judged on its share (the CI target but in a smoke run,
         # jit slower, eager dispatch-bound, outliers, size order) judged again on every
@@ -291,9 +257,8 @@ def _measure_once(
             cases = [pc for pc in cases if case_key(pc) in picked]
         if (left_out := workloads_left_out(workloads, cases)) and on_event is not None:
             on_event(WorkloadsLeftOut(left_out, config.sizes))
-        turns = None
         if placement is not None:
-            cases, turns = placement.arrange(cases)
+            placement.begin()
         if resume is not None:
             record = resume.config
             start = replace(
@@ -315,7 +280,6 @@ def _measure_once(
             shared_compiles=shared_compiles,
             check_outputs=check_outputs,
             skip=skip,
-            turns=turns,
             peer=None if placement is None else placement.peer,
         )
         run = schedule(
@@ -490,10 +454,10 @@ def measure_selection(
     """A `--processes` worker's order (`runner.worker`): find the selected workloads again, measure
     them all once (or only the `cases`, by key: an extra process) in this fresh process
     (loading the programs the run's leading processes left in `shared_compiles`; leaving
-    out the modes `skip` names), send the run back. With `placement` (what
-    `overlap.SideBySide` ordered), it measures side by side with another process
-    (`overlap.for_worker`). Only a worker measuring alone reports its progress (the
-    parent's estimate reads it only once its own measuring is done)."""
+    out the modes `skip` names), send each case as it finishes it (the parent pools it
+    with the other processes' shares: `processes.CaseShares`), then the run. With
+    `placement` (what `overlap.SideBySide` ordered), it measures side by side with
+    another process (`overlap.for_worker`)."""
     try:
         settings = RunConfig.from_dict(config)
         workloads = workloads_for_selection(
@@ -505,35 +469,34 @@ def measure_selection(
             )
         )
 
-        def progress(event: RunEvent) -> None:  # the parent's estimate learns our pace
+        def progress(event: RunEvent) -> None:
             if isinstance(event, CaseFinished):
-                conn.send(("progress", (event.index + 1, event.total)))
+                shared = [measurement_to_dict(m) for m in event.measurements]
+                conn.send(("case", (event.index, event.total, shared)))
 
         # Where it measures and beside whom, over its channel to the parent.
-        placed = overlap.for_worker(placement, Channel(conn), settings)
+        placed = overlap.for_worker(placement, Channel(conn))
 
         run = _measure_once(
             workloads,
             replace(settings, processes=1),
             plan=settings.plan.for_process(settings.processes),
-            on_event=progress if placed is None else None,
+            on_event=progress,
             checkpoint=None,
             run_id=None,
             resume=None,
             clock=utc_now,
             shared_compiles=Path(shared_compiles) if shared_compiles else None,
-            # The first process times the compiles (repeated too, with --rounds) and
-            # checks the outputs of the programs it compiled, which the worker loads;
-            # beside it, taking turns, the worker does so for the groups it leads.
-            repeat_compiles=not shared_compiles,
-            check_outputs=not shared_compiles or (placed is not None and placed.compares_outputs),
+            # The first process times the compiles again (with --rounds) and checks the
+            # outputs of the programs it compiled, which a later worker loads; the worker
+            # beside it compiles and checks its own.
+            repeat_compiles=False,
+            check_outputs=not shared_compiles,
             only=None if cases is None else [_case_key(key) for key in cases],
             skip=skips_from_json(skip),
             placement=placed,
         )
-        if shared_compiles:
-            # Its cold calls loaded the programs of the groups' leaders: no compiles. Those
-            # of the groups it led itself went with their messages (`overlap.Peer.opened`).
+        if shared_compiles:  # its cold calls loaded the first process's programs: no compiles
             run = replace(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )

@@ -40,14 +40,22 @@ from pathlib import Path
 from typing import Any
 
 from jitbench.errors import JitbenchError
-from jitbench.results import Run, run_from_dict
+from jitbench.results import Measurement, Run, measurement_from_dict, run_from_dict
 from jitbench.runner.channel import Channel
 from jitbench.runner.signals import signals_ignored
 
 #: What a worker ordered to measure a selection says to the parent of itself
-#: (`Worker.result`): its progress, the seconds it waited for the first process, its run,
-#: or why it has none.
-_ANSWERS = frozenset({"progress", "waited", "ok", "refused", "error"})
+#: (`Worker.result`): each case as it finishes it, then its run, or why it has none.
+_ANSWERS = frozenset({"case", "ok", "refused", "error"})
+
+#: What a worker process runs (`Worker.order`): a module-level function of its connection
+#: and JSON-able arguments (`scheduler.measure_selection`, `child.measure_group`,
+#: `ab.serve.serve`).
+WorkerTarget = Callable[..., None]
+
+#: What the parent hears of each case a worker finishes (`Worker.result`, `Worker.cases`):
+#: its index and the worker's case count, and the worker's measurements of it.
+OnCase = Callable[[int, int, list[Measurement]], None]
 
 
 class WorkerError(JitbenchError):
@@ -66,8 +74,6 @@ class Worker:
         self._stopped = False
         #: time.monotonic() when it was given its work.
         self.started = time.monotonic()
-        #: Seconds it waited for the first process (a process beside it: `overlap`).
-        self.waited_s = 0.0
 
     @property
     def pid(self) -> int:
@@ -88,9 +94,15 @@ class Worker:
         self.started = time.monotonic()
         return self
 
-    def result(self, on_progress: Callable[[int, int], None] | None = None) -> Run:
-        """The run it was ordered to measure, once it sends it (progress as it goes to
-        `on_progress`); it is ended then.
+    def cases(self, on_case: OnCase) -> None:
+        """Hand `on_case` the cases it has finished since the last call, without waiting."""
+        with suppress(EOFError):
+            while (message := self.channel.receive({"case"}, limit_s=0)) is not None:
+                _hand(on_case, message[1])
+
+    def result(self, on_case: OnCase | None = None) -> Run:
+        """The run it was ordered to measure, once it sends it (each case as it finishes
+        to `on_case`); it is ended then.
 
         Raises:
             WorkerError: the worker failed or died.
@@ -98,15 +110,12 @@ class Worker:
         try:
             try:
                 # A stop signal is obeyed at once (the worker is ended below).
-                while True:  # ("progress", (cases done, cases)) as it goes, for the estimate
+                while True:
                     kind, body = self.channel.receive(_ANSWERS) or ("error", "no answer")
-                    if kind == "waited":
-                        self.waited_s = float(body)
-                        continue
-                    if kind != "progress":
+                    if kind != "case":
                         break
-                    if on_progress is not None:
-                        on_progress(*body)
+                    if on_case is not None:
+                        _hand(on_case, body)
             except EOFError:
                 self.stop()
                 raise WorkerError(
@@ -233,6 +242,12 @@ def worker_main(conn: Connection) -> None:
         return
     target, args = order
     target(conn, *args)
+
+
+def _hand(on_case: OnCase, body: Any) -> None:
+    """`on_case` told of a case as a worker sends it: (index, total, measurement dicts)."""
+    index, total, measured = body
+    on_case(index, total, [measurement_from_dict(d) for d in measured])
 
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>

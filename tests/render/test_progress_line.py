@@ -62,4 +62,6 @@ def test_every_process_share_is_the_table_s_figure() -> None:
         assert t is not None and f"{mode.value} {fmt.seconds(t.value)}" in line
     assert "process" not in line
     assert plain_case_line([numpy, jit], processes=3).endswith("(first 2 of 3 processes)")
+    # More than the run's own: an extra process measured it again.
+    assert plain_case_line([numpy, jit], processes=1).endswith(" (2 processes)")
     assert plain_case_line([]) == ""

@@ -1,5 +1,5 @@
-"""The second process measuring beside the first: when a run overlaps, how the two take
-turns to lead the groups, and how a follower keeps to its leader's pace and timeouts."""
+"""The second process measuring beside the first: when a run overlaps, how processes side
+by side meet and end together, and a real overlapping run."""
 
 from __future__ import annotations
 
@@ -10,24 +10,16 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import jax
 import pytest
 
 from jitbench import Mode, RunConfig, load_run, workload
 from jitbench.errors import ConfigError
-from jitbench.measure import diagnose
-from jitbench.measure.devices import resolve_devices
-from jitbench.measure.faults import skips_to_json
 from jitbench.measure.threads import allowed_cores
-from jitbench.results import Measurement, Status
+from jitbench.results import Status
 from jitbench.results.files import load_programs
 from jitbench.runner import overlap
 from jitbench.runner.channel import Channel
-from jitbench.runner.executors import InProcessExecutor
-from jitbench.runner.overlap import Turns
-from jitbench.runner.plan import PlannedCase, case_key, group_cases, plan_cases
 from tests.conftest import run_cli
-from tests.runner.test_allocation import run_of
 
 TWO_CORES = len(allowed_cores()) >= 2
 
@@ -72,12 +64,12 @@ def test_one_process_no_overlap_or_a_resume_measure_in_turn() -> None:
     assert overlap.plan_overlap(RunConfig(overlap=True), resuming=True) is None
 
 
-def test_rounds_with_a_timeout_measure_in_turn() -> None:
+def test_rounds_with_a_timeout_may_overlap() -> None:
+    """Each process measures every case on its own (no group waits for another's mark),
+    so a mode reaching --timeout in a later round is each process's own to record."""
     rounds = RunConfig(timeout_s=5.0)
     rounds = replace(rounds, plan=replace(rounds.plan, rounds=3))
-    assert overlap.plan_overlap(rounds, resuming=False) is None
-    with pytest.raises(ConfigError, match="--rounds and --timeout"):
-        overlap.plan_overlap(replace(rounds, overlap=True), resuming=False)
+    assert overlap.may_overlap(rounds) is TWO_CORES
 
 
 def test_a_default_run_overlaps_on_two_cores_one_each() -> None:
@@ -98,13 +90,6 @@ def test_the_config_records_overlap_and_older_files_measured_in_turn() -> None:
         RunConfig(overlap="yes")  # type: ignore[arg-type]
 
 
-def _twice(config: RunConfig) -> tuple[RunConfig, list[jax.Device], PlannedCase]:
-    """`config`, the default devices and the one planned case of `twice`."""
-    devices = resolve_devices([])
-    [planned] = plan_cases([twice], config, devices)
-    return config, devices, planned
-
-
 def _peers() -> tuple[overlap.Peer, overlap.Peer]:
     """Two ends of one channel, as the first process and the second have (here, both in
     this process)."""
@@ -112,148 +97,6 @@ def _peers() -> tuple[overlap.Peer, overlap.Peer]:
     return overlap.Peer(Channel(here)), overlap.Peer(Channel(there))
 
 
-def _following(
-    planned: PlannedCase, peer: overlap.Peer, *, followed: list[Measurement] | None = None
-) -> Turns:
-    """Turns that follow the group of `planned`, led by `peer`."""
-    return Turns(frozenset({overlap.group_key([planned])}), peer, followed)
-
-
-def _leading(peer: overlap.Peer) -> Turns:
-    """Turns that follow no group: this process leads every one and tells `peer`."""
-    return Turns(frozenset(), peer)
-
-
-def test_the_leader_tells_its_peer_of_each_group_and_a_follower_waits_for_it(
-    tmp_path: Path,
-) -> None:
-    config, devices, planned = _twice(RunConfig.quick_settings())
-    leader, hearer = _peers()
-    lead = InProcessExecutor(config, devices, shared_compiles=tmp_path, turns=_leading(leader))
-    result, _ = lead.measure([planned])
-    assert {m.status for m in result} == {Status.OK}
-    message = hearer.channel.receive({overlap.OPENED}, limit_s=5)
-    assert message is not None
-    kind, body = message
-    assert body["group"] == list(overlap.group_key([planned]))
-    assert body["skips"] == []  # nothing timed out
-    assert len(body["measurements"]) == len(result)  # for the first process to record
-    # The follower waits while the message is away, and goes on once it comes.
-    late, waiting = _peers()
-    writer = threading.Timer(0.2, lambda: late.channel.send(kind, body))
-    follower = InProcessExecutor(
-        config,
-        devices,
-        shared_compiles=tmp_path,
-        check_outputs=False,
-        turns=_following(planned, waiting),
-    )
-    began = time.monotonic()
-    writer.start()
-    result, _ = follower.measure([planned])
-    writer.join()
-    assert time.monotonic() - began >= 0.2 and waiting.waited_s > 0
-    assert {m.status for m in result} == {Status.OK}
-    # A follower tells its peer nothing.
-    assert late.channel.receive({overlap.OPENED}, limit_s=0.1) is None
-
-
-def test_the_two_take_turns_to_lead_pairs_of_groups() -> None:
-    config = RunConfig(sizes=("S", "M", "L"))
-    groups = group_cases(plan_cases([triple], config, resolve_devices([])))
-    keys = [overlap.group_key(g) for g in groups]
-    first = overlap.led_groups(groups, second=False, turns=True)
-    second = overlap.led_groups(groups, second=True, turns=True)
-    assert first == {keys[0], keys[2]} and second == {keys[1]}
-    # The second leads one group of each pair while the first leads the other.
-    assert [pc.size for pc in overlap.turn_order(groups)] == ["M", "S", "L"]
-    # Without turns (--rounds), the first leads every group.
-    assert overlap.led_groups(groups, second=False, turns=False) == set(keys)
-    assert overlap.led_groups(groups, second=True, turns=False) == set()
-    with_rounds = replace(config, plan=replace(config.plan, rounds=2))
-    assert overlap.takes_turns(config) and not overlap.takes_turns(with_rounds)
-
-
-def test_the_first_process_records_what_the_leader_measured_and_keeps_its_own(
-    tmp_path: Path,
-) -> None:
-    config, devices, planned = _twice(RunConfig.quick_settings())
-    leader, first_peer = _peers()
-    lead = InProcessExecutor(config, devices, shared_compiles=tmp_path, turns=_leading(leader))
-    led, _ = lead.measure([planned])
-    own: list[Measurement] = []
-    first = InProcessExecutor(
-        config,
-        devices,
-        shared_compiles=tmp_path,
-        turns=_following(planned, first_peer, followed=own),
-    )
-    recorded, _ = first.measure([planned])
-    # The run's part 0 holds the leader's measurements, with the compiles it timed ...
-    assert [m.samples_s for m in recorded] == [m.samples_s for m in led]
-    jit = next(m for m in recorded if m.mode is Mode.JIT)
-    assert jit.compile is not None and jit.compile.compile_count == 1
-    assert jit.compile.program_text  # lent by the follower: a message carries no program text
-    # ... and the first's own, programs loaded (no compiles), are the run's second part.
-    assert {m.mode for m in own} == {m.mode for m in led}
-    assert all(m.compile is None for m in own)
-    part = overlap.second_part(run_of(*led), own)
-    assert part.measurements == tuple(own)
-
-
-def test_a_follower_whose_leader_died_leads_the_group_itself(tmp_path: Path) -> None:
-    config, devices, planned = _twice(RunConfig.quick_settings())
-    # The leader compiled and kept its programs, then died before it said so.
-    InProcessExecutor(config, devices, shared_compiles=tmp_path).measure([planned])
-    here, there = multiprocessing.Pipe()
-    here.close()
-    own: list[Measurement] = []
-    first = InProcessExecutor(
-        config,
-        devices,
-        shared_compiles=tmp_path,
-        turns=_following(planned, overlap.Peer(Channel(there)), followed=own),
-    )
-    result, _ = first.measure([planned])  # no message comes: it does not wait for ever
-    assert {m.status for m in result} == {Status.OK} and own == []
-    # Compiled here, in a folder of its own: not a load of what the dead leader left.
-    jit = next(m for m in result if m.mode is Mode.JIT)
-    assert jit.compile is not None and jit.compile.compile_count == 1
-
-
-@pytest.mark.parametrize("retry", [False, True])
-def test_a_follower_leaves_out_a_mode_that_timed_out_in_the_first_process(
-    tmp_path: Path, retry: bool
-) -> None:
-    config, devices, planned = _twice(RunConfig.quick_settings(timeout_s=5.0, retry_timeouts=retry))
-    leader, hearer = _peers()
-    InProcessExecutor(config, devices, shared_compiles=tmp_path, turns=_leading(leader)).measure(
-        [planned]
-    )
-    message = hearer.channel.receive({overlap.OPENED}, limit_s=5)
-    assert message is not None
-    why = "eager exceeded --timeout 5 s"
-    body = {**message[1], "skips": skips_to_json({(case_key(planned), Mode.EAGER): why})}
-    late, waiting = _peers()
-    late.channel.send(overlap.OPENED, body)
-    follower = InProcessExecutor(
-        config,
-        devices,
-        shared_compiles=tmp_path,
-        check_outputs=False,
-        turns=_following(planned, waiting),
-    )
-    result, _ = follower.measure([planned])
-    eager = next(m for m in result if m.mode is Mode.EAGER)
-    if retry:
-        assert eager.status is Status.OK
-    else:
-        assert eager.status is Status.SKIPPED
-        assert eager.diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
-        assert why in eager.diagnostics[0].message
-
-
-# Right at S, wrong on the JAX side at M: the group the second process leads.
 TURNS_SUITE = """
 from jitbench import workload
 
@@ -284,7 +127,7 @@ def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_anoth
     assert run.config.settings is not None and run.config.settings.overlap is True
     assert run.processes == 2
     status = {(m.case.size, m.mode): m.status for m in run.measurements}
-    # S was led by the first process, M by the second, which compared its outputs too.
+    # Each process compared its own outputs: M's mismatch is the run's.
     assert {status["S", mode] for mode in (Mode.NUMPY, Mode.EAGER, Mode.JIT)} == {Status.OK}
     assert status["M", Mode.NUMPY] is Status.OK
     assert status["M", Mode.EAGER] is status["M", Mode.JIT] is Status.MISMATCH
@@ -292,10 +135,11 @@ def test_a_real_overlapping_run_pools_both_processes_and_counts_neither_as_anoth
     # Each process's snapshots count both processes' cores as jitbench's.
     for snapshot in ("machine_before", "machine_after"):
         assert run.environment[snapshot]["cores_used"] == 2
-    # One compile per program, timed by the process that led its group (the other loaded
-    # it); its text kept for the program gate.
+    # Each process compiled its own program: both cold compiles pooled, the text kept for
+    # the program gate.
     [jit] = [m for m in run.measurements if m.mode is Mode.JIT and m.ok]
     assert jit.compile is not None and jit.compile.compile_count == 1
+    assert jit.compile.compile_repeats_s is not None and len(jit.compile.compile_repeats_s) == 2
     assert {key.split("|")[1] for key in load_programs(path)} == {"S", "M"}
 
 
@@ -384,8 +228,11 @@ def test_two_real_extra_processes_measure_side_by_side_on_a_core_each(tiny_suite
     cores = overlap.plan_overlap(replace(config, overlap=True), resuming=False)
     assert cores is not None
     key = ("double", "S", "cpu:0", "float32")
-    side = overlap.SideBySide(cores, config, None)
-    runs = side.pair(measure_selection, worker_args(selection_of([double]), config, None, [key]))
+    side = overlap.SideBySide(cores, None)
+    told: list[tuple[str, ...]] = []
+    args = worker_args(selection_of([double]), config, None, [key])
+    runs = side.pair(measure_selection, args, lambda i, n, ms: told.append(ms[0].case.key))
+    assert told == [key, key]  # each case as it finished, from both
     assert [[c.key for c in run.cases()] for run in runs] == [[key], [key]]
     for run in runs:
         assert {m.status for m in run.measurements} == {Status.OK}

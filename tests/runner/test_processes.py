@@ -10,6 +10,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,12 +19,41 @@ from jitbench.results import dump_run, run_from_dict
 from jitbench.results.analysis import analyse
 from jitbench.results.merge import pool_runs
 from jitbench.results.model import Selection
+from jitbench.runner import processes
 from jitbench.runner.events import ProcessStarted, RunInterrupted
 from jitbench.runner.processes import run_in_processes
 from tests.conftest import REPO, TINY_SUITE, run_cli
 from tests.results.test_codec import make_run
 
 SELECTION = (Selection(workload="w", suite="/nowhere/suite.py"),)
+
+
+class _Side:
+    """What `run_in_processes` asks of an overlapping run's `SideBySide`, here: the second
+    process (`beside`) and the extra processes two at a time (`pair(cases)`)."""
+
+    def __init__(self, beside=None, pair=None):  # type: ignore[no-untyped-def]
+        self.beside, self._pair = beside, pair
+
+    def second(self):  # type: ignore[no-untyped-def]
+        return self.beside
+
+    def pair(self, target, cases, on_case):  # type: ignore[no-untyped-def]
+        return self._pair(cases)
+
+
+def _pooled_here(first, config, *, worker, side=None, **kwargs):  # type: ignore[no-untyped-def]
+    """`run_in_processes` with `first()` as the first process and `worker(cases)` measuring
+    in this process in place of each worker process."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(processes, "run_worker", lambda target, cases, on_case: worker(cases))
+        return run_in_processes(
+            lambda _on_event: first(),
+            lambda _first_run, cases: (None, cases),
+            config,
+            side=side,
+            **kwargs,
+        )
 
 
 def _part(factor: float, run_id: str = "r1"):  # type: ignore[no-untyped-def]
@@ -39,20 +69,19 @@ def test_parts_are_pooled_with_each_process_share_checkpointed_and_announced() -
     saved = []
     calls = []
 
-    def worker(selection, config):  # type: ignore[no-untyped-def]
-        calls.append((selection, config.processes))
+    def worker(cases=None):  # type: ignore[no-untyped-def]
+        calls.append(cases)
         # (Its speedups are the first's, its times 1.2x: no case asks for an extra process.)
         return _part(1.2, run_id="worker")
 
-    run = run_in_processes(
+    run = _pooled_here(
         lambda: _part(1.0),
-        SELECTION,
         RunConfig(processes=3),
         on_event=events.append,
         checkpoint=saved.append,
         worker=worker,
     )
-    assert calls == [(SELECTION, 3), (SELECTION, 3)]
+    assert calls == [None, None]
     assert events == [ProcessStarted(index=2, total=3), ProcessStarted(index=3, total=3)]
     assert [r.complete for r in saved] == [False, True]
     assert run.run_id == "r1" and run.processes == 3
@@ -65,11 +94,10 @@ def test_the_pooled_run_says_how_the_machine_was_after_the_last_process() -> Non
         return replace(run, environment={**run.environment, "machine_after": after})
 
     first = with_load(_part(1.0), 0.5)
-    run = run_in_processes(
+    run = _pooled_here(
         lambda: first,
-        SELECTION,
         RunConfig(processes=2),
-        worker=lambda selection, config: with_load(_part(1.2, run_id="worker"), 7.0),
+        worker=lambda cases=None: with_load(_part(1.2, run_id="worker"), 7.0),
     )
     assert run.run_id == "r1"
     assert run.environment["machine_after"] == {"load_1min": 7.0}
@@ -79,13 +107,12 @@ def test_the_pooled_run_says_how_the_machine_was_after_the_last_process() -> Non
 def test_an_interrupt_in_a_worker_keeps_the_processes_measured_so_far() -> None:
     saved = []
 
-    def worker(selection, config):  # type: ignore[no-untyped-def]
+    def worker(cases=None):  # type: ignore[no-untyped-def]
         raise KeyboardInterrupt
 
     with pytest.raises(RunInterrupted) as info:
-        run_in_processes(
+        _pooled_here(
             lambda: _part(1.0),
-            SELECTION,
             RunConfig(processes=2),
             checkpoint=saved.append,
             worker=worker,
@@ -99,19 +126,20 @@ def test_a_resumed_run_that_pooled_some_workers_measures_only_the_others() -> No
     saved: list[object] = []
     events: list[object] = []
 
-    def worker(selection, config):  # type: ignore[no-untyped-def]
-        calls.append(config.processes)
-        return _part(1.2, run_id="worker")
+    def worker_of(processes: int):  # type: ignore[no-untyped-def]
+        def worker(cases=None):  # type: ignore[no-untyped-def]
+            calls.append(processes)
+            return _part(1.2, run_id="worker")
 
-    run = run_in_processes(
-        lambda: run_in_processes(
-            lambda: _part(1.0), SELECTION, RunConfig(processes=2), worker=worker
-        ),  # processes 1 and 2 of 3, pooled (as a partial run's file holds them)
-        SELECTION,
+        return worker
+
+    run = _pooled_here(
+        lambda: _pooled_here(lambda: _part(1.0), RunConfig(processes=2), worker=worker_of(2)),
+        # processes 1 and 2 of 3, pooled (as a partial run's file holds them)
         RunConfig(processes=3),
         on_event=events.append,
         checkpoint=saved.append,
-        worker=worker,
+        worker=worker_of(3),
     )
     assert calls == [2, 3] and events == [ProcessStarted(index=3, total=3)]
     assert [r.complete for r in saved] == [True]
@@ -134,13 +162,13 @@ def _resumable_processes(
         budgets.append(plan.budget_s)
         return real_schedule(cases, *args, plan=plan, **kwargs)
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
-        workers.append(config.processes)
+    def worker_here(target, args, on_case):  # type: ignore[no-untyped-def]
+        workers.append(args[1]["processes"])
         stop()
-        return worker_in_this_process(selection, config, target, shared_compiles, cases)
+        return worker_in_this_process(target, args, on_case)
 
     monkeypatch.setattr(scheduler, "schedule", spy)
-    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    monkeypatch.setattr(processes, "run_worker", worker_here)
     return budgets, workers
 
 
@@ -243,12 +271,13 @@ def test_real_run_in_two_processes_pools_both_and_widens_nothing_it_cannot_see(
     assert all(len(m.run_sample_counts) == 2 for m in run.measurements if m.ok)
     jit = analyse(run).speedup(run.cases()[0].key, Mode.JIT)
     assert jit is not None and jit.low is not None and jit.low < jit.value < jit.high
-    # The worker loaded the program the first process compiled: its cold call is no
-    # compile, so the compiles are the first process's three (with rounds: 1 + 2 repeats).
+    # The compiles are the first process's three (with rounds: 1 + 2 repeats); a worker
+    # after it loads its program (no compile), the one beside it compiles its own (one).
     [compiled] = [m for m in run.measurements if m.mode is Mode.JIT]
     assert compiled.compile is not None and compiled.compile.compile_count == 1
     assert compiled.compile.compile_repeats_s is not None
-    assert len(compiled.compile.compile_repeats_s) == 3
+    beside = run.config.settings.overlap
+    assert len(compiled.compile.compile_repeats_s) == (4 if beside else 3)
     assert min(compiled.compile.compile_repeats_s) > 0
 
 
@@ -273,22 +302,26 @@ class _Conn:
     """What `measure_selection` sends to, in this process (a pipe would fill up unread)."""
 
     def __init__(self) -> None:
-        self.sent: list[tuple[str, str]] = []
+        self.sent: list[tuple[str, Any]] = []
 
-    def send(self, message: tuple[str, str]) -> None:
+    def send(self, message: tuple[str, Any]) -> None:
         self.sent.append(message)
 
     def close(self) -> None:
         pass
 
 
-def worker_in_this_process(selection, config, target, shared_compiles=None, cases=None):  # type: ignore[no-untyped-def]
-    """Run a worker's `target` here, as `run_worker` would in a spawned process (the same
-    arguments, the same answer on its connection), and return its run."""
+def worker_in_this_process(target, args, on_case=None):  # type: ignore[no-untyped-def]
+    """Run a worker's `target` here, as `processes.run_worker` would in a spawned process
+    (the same arguments, the same messages on its connection), and return its run."""
+    from jitbench.results import measurement_from_dict
+
     conn = _Conn()
-    keys = None if cases is None else [list(key) for key in cases]
-    target(conn, [s.to_dict() for s in selection], config.to_dict(), shared_compiles, keys)
-    [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
+    target(conn, *args)
+    for kind, body in conn.sent:
+        if kind == "case" and on_case is not None:
+            on_case(body[0], body[1], [measurement_from_dict(d) for d in body[2]])
+    [(kind, body)] = [m for m in conn.sent if m[0] != "case"]
     assert kind == "ok", body
     return run_from_dict(json.loads(body))
 
@@ -338,15 +371,14 @@ def test_only_the_first_process_compares_the_outputs_with_numpy(
     inputs: it does not compare them again, and the first process's mismatch stands."""
     import jitbench
     from jitbench.results import Status
-    from jitbench.runner import scheduler
 
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
-        workers.append(worker_in_this_process(selection, config, target, shared_compiles, cases))
+    def worker_here(target, args, on_case):  # type: ignore[no-untyped-def]
+        workers.append(worker_in_this_process(target, args, on_case))
         return workers[-1]
 
-    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    monkeypatch.setattr(processes, "run_worker", worker_here)
     config = RunConfig.quick_settings(processes=2, overlap=False)
     run = jitbench.run(["wrong_in_jit"], suites=[tiny_suite], config=config)
     assert {m.mode: m.status for m in run.measurements if m.mode is not Mode.NUMPY} == {
@@ -381,7 +413,6 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     against: the worker must not spend a call of the NumPy side on nothing."""
     import jitbench
     from jitbench.results import Status
-    from jitbench.runner import scheduler
 
     suite = tmp_path / "counting.py"
     suite.write_text(COUNTING_SUITE)
@@ -389,13 +420,13 @@ def test_a_worker_of_a_jit_only_run_never_calls_the_numpy_side(
     monkeypatch.setenv("JITBENCH_TEST_NUMPY_CALLS", str(calls))
     in_worker: list[int] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
+    def worker_here(target, args, on_case):  # type: ignore[no-untyped-def]
         before = len(calls.read_text().splitlines())
-        run = worker_in_this_process(selection, config, target, shared_compiles, cases)
+        run = worker_in_this_process(target, args, on_case)
         in_worker.append(len(calls.read_text().splitlines()) - before)
         return run
 
-    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    monkeypatch.setattr(processes, "run_worker", worker_here)
     config = RunConfig.quick_settings(processes=2, modes=(Mode.JIT,), overlap=False)
     run = jitbench.run(["counted"], suites=[suite], config=config)
     [m] = run.measurements
@@ -580,15 +611,14 @@ def test_cases_with_wide_intervals_are_measured_in_extra_processes_up_to_the_mos
         clock.now += 6.0
         return runs[0]
 
-    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+    def worker(cases=None):  # type: ignore[no-untyped-def]
         calls.append(cases)
         part = runs[len(calls)]
         clock.now += 1.0 * (len(part.cases()) if cases is None else len(cases))
         return part if cases is None else _only(part, set(cases))
 
-    run = run_in_processes(
+    run = _pooled_here(
         first,
-        SELECTION,
         RunConfig(processes=2),
         on_event=events.append,
         checkpoint=saved.append,
@@ -622,7 +652,7 @@ def test_where_the_first_two_overlapped_two_extra_processes_measure_side_by_side
         clock.now += 6.0
         return runs[0]
 
-    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+    def worker(cases=None):  # type: ignore[no-untyped-def]
         calls.append(cases)
         clock.now += len(runs[1].cases())
         return runs[1]
@@ -632,13 +662,12 @@ def test_where_the_first_two_overlapped_two_extra_processes_measure_side_by_side
         clock.now += 1.0 * len(cases)  # both at once: one's time
         return [_only(runs[2], set(cases)), _only(runs[3], set(cases))]
 
-    run = run_in_processes(
+    run = _pooled_here(
         first,
-        SELECTION,
         RunConfig(processes=2),
         on_event=events.append,
         worker=worker,
-        pair=pair,
+        side=_Side(pair=pair),
         clock=clock,
     )
     assert calls == [None] and pairs == [[wild]]
@@ -662,29 +691,29 @@ def test_extra_processes_stay_within_their_share_of_the_runs_time() -> None:
         clock.now += 6.0
         return runs[0]
 
-    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+    def worker(cases=None):  # type: ignore[no-untyped-def]
         calls.append(cases)
         part = runs[len(calls)]
         clock.now += 5.0 if cases is not None else len(part.cases())
         return part if cases is None else _only(part, set(cases))
 
-    run = run_in_processes(first, SELECTION, RunConfig(processes=2), worker=worker, clock=clock)
+    run = _pooled_here(first, RunConfig(processes=2), worker=worker, clock=clock)
     assert calls == [None, [wild]]
     assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {3}
 
 
-def test_a_second_process_beside_the_first_counts_once_in_the_allowance() -> None:
-    """The first process took 20 s with the second beside it, which measured for 8 of them
-    (4 s a case) and finished with it: the run's own wall time is 20 s, not 28, so the
-    extra processes may take 6 s: one more process for the wild case (4 s), not two."""
-    runs, wild, _ = _processes([1.0, 1.3, 1.15, 1.15])
+def test_the_second_beside_the_first_is_process_two_and_the_extra_processes_pair_up() -> None:
+    """The second process measured beside the first (started 6 s into its 20): its run is
+    the run's second part, asked for once the first is done, and the wild case's extra
+    processes come two at a time (`pair`), each a part of the pooled run."""
+    runs, wild, calm = _processes([1.0, 1.3, 1.15, 1.15])
     clock = _Clock()
-    calls: list[object] = []
+    pairs: list[object] = []
 
     class Beside:  # a Worker that finished with the first process
-        started, waited_s, pid = 0.0, 12.0, 12345
+        started, pid = 6.0, 12345
 
-        def result(self, on_progress=None):  # type: ignore[no-untyped-def]
+        def result(self, on_case=None):  # type: ignore[no-untyped-def]
             return runs[1]
 
         def alive(self) -> bool:
@@ -697,33 +726,81 @@ def test_a_second_process_beside_the_first_counts_once_in_the_allowance() -> Non
         clock.now += 20.0
         return runs[0]
 
-    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
-        calls.append(cases)
-        clock.now += 4.0
-        return _only(runs[1 + len(calls)], set(cases))
+    def pair(cases):  # type: ignore[no-untyped-def]
+        pairs.append(list(cases))
+        clock.now += 2.0
+        return [_only(runs[2], set(cases)), _only(runs[3], set(cases))]
 
-    run = run_in_processes(
+    def no_worker(cases=None):  # type: ignore[no-untyped-def]
+        raise AssertionError("the second is the one beside the first; extras pair up")
+
+    run = _pooled_here(
         first,
-        SELECTION,
         RunConfig(processes=2),
-        worker=worker,
-        beside=lambda: Beside(),  # type: ignore[arg-type, return-value]
+        worker=no_worker,
+        side=_Side(beside=Beside(), pair=pair),
         clock=clock,
     )
-    assert calls == [[wild]]
-    assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {3}
+    assert pairs == [[wild]]
+    counts = {m.case.key: len(m.run_sample_counts) for m in run.measurements}
+    assert counts[wild] == 4 and counts[calm] == 2
+
+
+def test_each_cases_pooled_line_quotes_the_figures_of_the_run_it_ends_in() -> None:
+    """The parent pools each case's shares as they arrive (the first process's from its
+    events, the workers' from their channel): the last line printed for each case, once
+    every process measuring it has sent its share (the wild case's again after each extra
+    process), quotes the times the pooled run's table shows."""
+    from jitbench import formatting as fmt
+    from jitbench.render.progress_line import plain_case_line
+    from jitbench.runner.events import CaseFinished, CasePooled
+
+    runs, wild, calm = _processes([1.0, 1.6, 1.3, 1.3])
+    events: list[object] = []
+    told: list[object] = []
+
+    def first(on_event):  # type: ignore[no-untyped-def]
+        for i, case in enumerate(runs[0].cases()):
+            ms = tuple(m for m in runs[0].measurements if m.case == case)
+            on_event(CaseFinished(case, i, len(runs[0].cases()), ms))
+        return runs[0]
+
+    def run_worker(target, cases, on_case):  # type: ignore[no-untyped-def]
+        told.append(cases)
+        part = runs[len(told)] if cases is None else _only(runs[len(told)], set(cases))
+        for i, case in enumerate(part.cases()):
+            on_case(i, len(part.cases()), [m for m in part.measurements if m.case == case])
+        return part
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(processes, "run_worker", run_worker)
+        run = run_in_processes(
+            first, lambda _run, cases: (None, cases), RunConfig(processes=2),
+            on_event=events.append, clock=_Clock(),
+        )  # fmt: skip
+    pooled = [e for e in events if isinstance(e, CasePooled)]
+    last = {e.case.key: e for e in pooled}
+    assert len(last) == len(run.cases()) and told == [None, [wild], [wild]]
+    assert [e.case.key for e in pooled].count(wild) == 3  # with 2, then 3, then 4
+    assert [e.case.key for e in pooled].count(calm) == 1
+    figures = analyse(run)
+    for key, event in last.items():
+        line = plain_case_line(event.measurements, processes=2)
+        for m in event.measurements:
+            shown = figures.time(key, m.mode)
+            assert shown is not None and f"{m.mode.value} {fmt.seconds(shown.value)}" in line
 
 
 def test_a_smoke_run_gets_no_extra_process() -> None:
     runs, _, _ = _processes([1.0, 1.3])
     calls: list[object] = []
 
-    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+    def worker(cases=None):  # type: ignore[no-untyped-def]
         calls.append(cases)
         return runs[1]
 
     config = replace(RunConfig.quick_settings(), processes=2)
-    run = run_in_processes(lambda: runs[0], SELECTION, config, worker=worker, clock=_Clock())
+    run = _pooled_here(lambda: runs[0], config, worker=worker, clock=_Clock())
     assert calls == [None] and run.processes == 2
 
 
@@ -733,11 +810,11 @@ def test_a_resumed_run_goes_on_with_the_extra_processes_it_lacks() -> None:
     both = pool_runs(runs[:2])
     calls: list[object] = []
 
-    def worker(selection, config, cases=None):  # type: ignore[no-untyped-def]
+    def worker(cases=None):  # type: ignore[no-untyped-def]
         calls.append(cases)
         return _only(runs[1 + len(calls)], set(cases))
 
-    run = run_in_processes(lambda: both, SELECTION, RunConfig(processes=2), worker=worker)
+    run = _pooled_here(lambda: both, RunConfig(processes=2), worker=worker)
     assert calls == [[wild], [wild]] and run.complete
     assert {len(m.run_sample_counts) for m in run.measurements if m.case.key == wild} == {4}
 
@@ -756,7 +833,7 @@ def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -
     measure_selection(
         conn, [s.to_dict() for s in selection_of([double])], quick.to_dict(), None, [key]
     )
-    [(kind, body)] = [m for m in conn.sent if m[0] != "progress"]
+    [(kind, body)] = [m for m in conn.sent if m[0] != "case"]
     assert kind == "ok", body
     run = run_from_dict(json.loads(body))
     assert [c.key for c in run.cases()] == [tuple(key)]
@@ -790,17 +867,16 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
     import jitbench
     from jitbench.measure import diagnose
     from jitbench.results import Status
-    from jitbench.runner import scheduler
 
     suite = tmp_path / "slow_suite.py"
     suite.write_text(SLOW_EAGER_SUITE)
     workers: list[jitbench.Run] = []
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
-        workers.append(worker_in_this_process(selection, config, target, shared_compiles, cases))
+    def worker_here(target, args, on_case):  # type: ignore[no-untyped-def]
+        workers.append(worker_in_this_process(target, args, on_case))
         return workers[-1]
 
-    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    monkeypatch.setattr(processes, "run_worker", worker_here)
     config = RunConfig.quick_settings(
         processes=2, timeout_s=0.3, retry_timeouts=retry, overlap=False
     )
@@ -854,17 +930,16 @@ def test_a_worker_loads_the_inputs_the_first_process_made_where_they_pickle(
     worker loads what the first made; inputs that do not pickle are made by each."""
     import jitbench
     from jitbench.results import Status
-    from jitbench.runner import scheduler
 
     suite = tmp_path / "inputs_suite.py"
     suite.write_text(INPUT_COUNTING_SUITE)
     calls = tmp_path / "input_calls"
     monkeypatch.setenv("JITBENCH_TEST_INPUT_CALLS", str(calls))
 
-    def worker_here(selection, config, *, target, shared_compiles=None, cases=None, **_):  # type: ignore[no-untyped-def]
-        return worker_in_this_process(selection, config, target, shared_compiles, cases)
+    def worker_here(target, args, on_case):  # type: ignore[no-untyped-def]
+        return worker_in_this_process(target, args, on_case)
 
-    monkeypatch.setattr(scheduler, "run_worker", worker_here)
+    monkeypatch.setattr(processes, "run_worker", worker_here)
     config = RunConfig.quick_settings(processes=2, sizes=("S", "M"), overlap=False)
     run = jitbench.run([name], suites=[suite], config=config)
     assert {m.status for m in run.measurements} == {Status.OK}

@@ -1,0 +1,35 @@
+"""`run`'s plain progress lines (no terminal): what each finished case's line quotes."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitbench.cli.progress import RunProgress
+from jitbench.config import Mode
+from jitbench.runner.events import CaseFinished, CasePooled, RunStarted
+from tests.render.test_progress_line import CASE, measured
+
+
+@pytest.mark.parametrize("beside", [True, False])
+def test_a_run_in_processes_prints_each_case_with_every_process_share(
+    capsys: pytest.CaptureFixture[str], beside: bool
+) -> None:
+    """Beside the second process, a case's line waits for the pooled shares (the table's
+    figures); one after another, the first process's line says whose it is, and the
+    pooled line follows as the worker measures."""
+    first = (measured(Mode.NUMPY, [[1e-3] * 5]), measured(Mode.JIT, [[1e-4] * 5]))
+    both = (
+        measured(Mode.NUMPY, [[1e-3] * 5, [1.5e-3] * 5]),
+        measured(Mode.JIT, [[1e-4] * 5, [1.5e-4] * 5]),
+    )
+    show = RunProgress()
+    show(RunStarted("r", total_cases=1, processes=2, beside=beside))
+    show(CaseFinished(CASE, 0, 1, first))
+    show(CasePooled(CASE, 0, 1, both))
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("[1/1]")]
+    pooled = "[1/1] softmax[S] cpu:0 float32: numpy 1.22 ms, jit 122 µs ("
+    if beside:
+        assert len(lines) == 1 and lines[0].startswith(pooled)
+    else:
+        assert len(lines) == 2 and "(first of 2 processes)" in lines[0]
+        assert lines[1].startswith(pooled) and "processes" not in lines[1]
