@@ -214,6 +214,30 @@ class CaseAnalysis:
         return None
 
     @property
+    def arithmetic_intensity(self) -> float | None:
+        """XLA's flops ÷ bytes accessed of the jit program (FLOP/byte): the roofline's x.
+        None where jit has no `achieved_flops_per_s` or either count is not positive."""
+        jit = self.get(Mode.JIT)
+        c = jit.measurement.compile if jit is not None else None
+        if jit is None or c is None or jit.achieved_flops_per_s is None:
+            return None
+        if not (c.flops and c.flops > 0 and c.bytes_accessed and c.bytes_accessed > 0):
+            return None
+        return c.flops / c.bytes_accessed
+
+    def achieved_flops_per_s(self, mode: Mode | str) -> float | None:
+        """The jit program's flop count over `mode`'s shown time: the rate each mode does
+        the same work at (the roofline's y). For jit, `ModeFigure.achieved_flops_per_s`
+        itself, so the chart and the tables quote one figure; None where jit has none (a
+        failed or mismatched jit: its program is not the work NumPy does), without an
+        `arithmetic_intensity`, or where `mode` has no shown time."""
+        jit, f = self.get(Mode.JIT), self.get(mode)
+        if jit is None or f is None or self.arithmetic_intensity is None:
+            return None
+        c = jit.measurement.compile
+        return f._per_call(c.flops if c is not None else None)
+
+    @property
     def broken(self) -> bool:
         """Every mode measured raised an error, NumPy included: the workload is broken,
         which is no finding about JAX. Timeouts are left out (they depend on --timeout as
