@@ -64,8 +64,8 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
             ratios.append(
                 (fmt.ratio_ci(r.value, r.low, r.high) if r else "—") + f" {marks}" * bool(marks)
             )
-        jit = run.get(case.key, Mode.JIT)
-        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        jit = c.get(Mode.JIT)
+        compile_s = jit.compile_s if jit else None
         cells = [
             fmt.md_code(case.workload),
             fmt.md_escape(_size_cell(case)),

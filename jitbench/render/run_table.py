@@ -330,9 +330,7 @@ def summary_table(run: Run, *, sizes: Collection[str] = ()) -> Table:
         assert c is not None
         by_mode = {m: run.get(case.key, m) for m in Mode}
         jit = c.get(Mode.JIT)
-        compile_s = (
-            jit.measurement.compile.total_compile_s if jit and jit.measurement.compile else None
-        )
+        compile_s = jit.compile_s if jit else None
         notes = case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES)
         apart = process_figures_text(c)
         table.add_row(
@@ -632,8 +630,8 @@ def _compact_layout(
         c = figures.case(case)
         assert c is not None
         by_mode = {m: run.get(case.key, m) for m in Mode}
-        jit = by_mode[Mode.JIT]
-        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        jit_f = c.get(Mode.JIT)
+        compile_s = jit_f.compile_s if jit_f else None
         seconds, nbytes = transfer_of(run, case.key)
         back_s, back_bytes = transfer_back_of(run, case.key)
         note = compact_notes(by_mode.values())

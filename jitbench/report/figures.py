@@ -472,9 +472,10 @@ def _category_margin(labels: Sequence[str]) -> int:
 
 
 def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> Figure:
-    """jit's cold compile (trace + lower + XLA compile), its cold first call and its
-    steady-state time per call, per case on `device` (default: preset sizes), on a log
-    axis in seconds so a slow compile does not flatten the others. The break-even call
+    """jit's cold compile (`ModeFigure.compile_s`: trace + lower + XLA compile, the median
+    of its cold compiles), its cold first call and its steady-state time per call, per
+    case on `device` (default: preset sizes), on a log axis in seconds so a slow compile
+    does not flatten the others. The break-even call
     count and the stage split are in the hover text (and the table). Failed or mismatched
     jit cases get a red note, no bars."""
     if cases is None:
@@ -490,8 +491,8 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
         m = run.get(case.key, Mode.JIT)
         c = m.compile if m is not None else None
         shown = m is not None and m.status is Status.OK and c is not None
-        total = c.total_compile_s if shown and c else None
-        compile_s.append(total)
+        jit = analyse(run).figure(case, Mode.JIT) if shown else None
+        compile_s.append(jit.compile_s if jit is not None else None)
         first.append(c.first_call_s if shown and c else None)
         t = analyse(run).time(case, Mode.JIT) if shown else None
         steady.append(t.value if t is not None else None)

@@ -124,6 +124,15 @@ class ModeFigure:
         return marks + (fmt.OVER_EAGER_MARK if self.over is Mode.EAGER else "")
 
     @property
+    def compile_s(self) -> float | None:
+        """The mode's cold compile figure (trace + lower + XLA compile, seconds): the
+        median of every cold compile measured (`estimates.compile_figure`: the processes',
+        the repeats' and asv's), the one figure every table, chart, `compare`, asv's
+        `track_compile_s`, break-even and the JSON quote. None without a compile
+        breakdown (NumPy, eager)."""
+        return estimates.compile_figure(self.measurement.compile)
+
+    @property
     def achieved_flops_per_s(self) -> float | None:
         """XLA's flop count of the compiled program over the shown time per call. None
         without a cost analysis or a time, for a failed mode, and for a program with
@@ -165,8 +174,8 @@ class CaseAnalysis:
     case: Case
     figures: Mapping[Mode, ModeFigure]
     #: Calls after which jit's cold compile is paid back versus the baseline (NumPy, or
-    #: eager with no NumPy side), from the shown times: compile s / (baseline time − jit
-    #: time); inf when jit is not faster.
+    #: eager with no NumPy side), from the shown times: jit's `ModeFigure.compile_s` /
+    #: (baseline time − jit time); inf when jit is not faster.
     break_even_calls: float | None = None
     #: eager time / jit time (how far dispatch slows eager), from the shown times.
     eager_over_jit: Estimate | None = None
@@ -677,7 +686,7 @@ def _break_even(
 ) -> float | None:
     if jit is None or numpy_t is None or jit_t is None or not jit.ok or jit.compile is None:
         return None
-    compile_s = jit.compile.total_compile_s
+    compile_s = estimates.compile_figure(jit.compile)  # `ModeFigure.compile_s`
     if compile_s is None:
         return None
     saved = numpy_t.value - jit_t.value
