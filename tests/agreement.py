@@ -271,18 +271,21 @@ def check_compile(run: Run) -> int:
         for k, r in _by_case(rows, run).items():
             assert r[column] == fmt.seconds(expected[k]), (k, r[column], expected[k])
             checked += 1
-    for r in csv.DictReader(io.StringIO(run_csv(run))):
-        k = (r["workload"], r["size"], r["device"])
-        if k in _by_case([r], run):
-            want = expected[k]
-            assert (float(r["jit_compile_s"]) if r["jit_compile_s"] else None) == want, r
+    # The CSVs hold a row per case (per measurement on the page), in the run's order; a
+    # hostile name is written escaped, so rows are matched by position, not by name.
+    rows = list(csv.DictReader(io.StringIO(run_csv(run))))
+    assert len(rows) == len(run.cases())
+    for case, r in zip(run.cases(), rows, strict=True):
+        got = float(r["jit_compile_s"]) if r["jit_compile_s"] else None
+        assert got == by_key.get(case.key), (case, got)
     for row in table.case_rows(run):
         assert row.cells["compile"].sort == by_key.get(row.case.key), row.case
-    for r in csv.DictReader(io.StringIO(table.run_csv(run))):
-        if r["mode"] == "jit":
-            key = (r["workload"], r["size"], r["device"], r["dtype"])
+    rows = list(csv.DictReader(io.StringIO(table.run_csv(run))))
+    assert len(rows) == len(run.measurements)
+    for m, r in zip(run.measurements, rows, strict=True):
+        if m.mode is Mode.JIT:
             got = float(r["compile_s"]) if r["compile_s"] else None
-            assert got == by_key.get(key), (key, got)  # type: ignore[arg-type]
+            assert got == by_key.get(m.case.key), (m.case, got)
     for m in run_to_dict(run)["measurements"]:
         shown = m.get("figures")
         if shown and m["mode"] == "jit":
