@@ -8,7 +8,6 @@ imports it.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,6 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from jitbench.cli.common import split_list
+from jitbench.cli.options import TableFormat
 from jitbench.config import ALL_MODES, RunConfig, SamplingPlan, parse_mode, parse_threads
 from jitbench.errors import ConfigError, unknown_name_message
 
@@ -40,13 +40,8 @@ SETTINGS = (
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
-class RunFormat(str, enum.Enum):
-    """How `run` prints its table on stdout: `wide` is the terminal table with every column."""
-
-    TABLE = "table"
-    WIDE = "wide"
-    MARKDOWN = "markdown"
-    CSV = "csv"
+#: How `run` prints its table on stdout: the formats `report`, `compare` and `ab` take.
+RunFormat = TableFormat
 
 
 def _typed(name: str, text: str, default: object) -> object:

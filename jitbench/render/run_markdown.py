@@ -40,7 +40,7 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
     A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
     without a trustworthy value shows `—`; a marked one (`run_table.speedup_marks`) is
     explained under the table. The notes are the diagnostic codes of the row, as the
-    terminal's compact table writes them (`noisy` aside: the JSON and `--wide` have it).
+    terminal's compact table writes them (`noisy` aside: the JSON and `--format wide` have it).
     """
     lines = [HEADER]
     figures = analyse(run)

@@ -1,7 +1,7 @@
 """Rich renderables for the terminal: the run tables, their footers and the run's problems.
 
 Two run tables: `compact_table` (the default: one row per case, fitted to the terminal's
-width, from a roomy layout down to one that fits 80 columns) and `summary_table` (`--wide`:
+width, from a roomy layout down to one that fits 80 columns) and `summary_table` (`--format wide`:
 every figure in full). Builders return rich objects; printing is the CLI's job.
 """
 
@@ -711,7 +711,8 @@ def compact_table(
     bytes, and a short note (`compact_notes`). Drawn in the roomiest layout that fits
     `width` columns without breaking a word (None: no limit): tighter layouts drop spaces,
     move the notes under the table behind a superscript mark on the case, shorten the
-    speedups, drop the transfer bytes and then D→H. `summary_table` is the full table (`--wide`)."""
+    speedups, drop the transfer bytes and then D→H. `summary_table` is the full table
+    (`--format wide`)."""
     layouts = [lambda layout=layout: _compact_layout(run, layout, sizes) for layout in _LAYOUTS]
     # The title above the table, not in it: a table's title wraps at the table's width,
     # which cut "1 thread (core 0; openblas 1)" into four lines over a NumPy-only table.
@@ -747,7 +748,7 @@ def problems(run: Run, *, detailed: bool = False) -> list[str]:
     wrong and the hint), then one per warning diagnostic of the others (e.g. a large
     jaxpr); more than `MAX_PROCESS_WARNINGS` `processes-disagree` warnings are one line
     naming their measurements. Brief by default (a note's first clause, cut to fit one
-    line under the table); `detailed` gives each whole message and its hint (`--wide`;
+    line under the table); `detailed` gives each whole message and its hint (`--format wide`;
     the HTML and JSON keep them too)."""
     lines = []
 
