@@ -153,7 +153,8 @@ def case_columns(run: Run) -> list[Column]:
                     f"{mode.value} host · device",
                     True,
                     f"{mode.value}: host dispatch and device execution per call, from a "
-                    "jax.profiler trace of a few calls (time_split); the larger bounds the call",
+                    "jax.profiler trace of a few calls (--setting time_split=true); the larger "
+                    "bounds the call",
                 )
             )
     cols.append(Column("notes", "notes", title="diagnostic codes by mode; details per case"))
