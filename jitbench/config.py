@@ -12,6 +12,7 @@ import enum
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, replace
+from types import MappingProxyType
 from typing import Any
 
 from jitbench.errors import ConfigError, unknown_name_message
@@ -323,6 +324,20 @@ class SamplingPlan:
             budget_s=self.budget_s / processes,
             floor_samples=max(1, math.ceil(self.floor_samples / processes)),
         )
+
+
+#: The `SamplingPlan` fields that have a `jitbench run` option of their own, and that
+#: option, in `--help`'s order; every other field is `--setting NAME=VALUE`. The one table
+#: the CLI (which refuses these in `--setting`) and a resume's refusal (which names what
+#: changed as the user typed it: `runner.plan.changed_settings`) both read.
+PLAN_OPTIONS: Mapping[str, str] = MappingProxyType(
+    {
+        "budget_s": "--budget",
+        "min_samples": "--min-samples",
+        "rounds": "--rounds",
+        "clock": "--clock",
+    }
+)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -77,10 +77,10 @@ def check_analysis(run: Run) -> None:
             assert eager is not None and jit is not None and eager.time and jit.time
             assert close(c.eager_over_jit.value, eager.time.value / jit.time.value, EXACT)
         if c.break_even_calls is not None and jit is not None and jit.measurement.compile:
+            # Break-even pays back the compile figure the tables show beside it.
             saved = base.time.value - jit.time.value  # type: ignore[union-attr]
-            total = jit.measurement.compile.total_compile_s
-            assert total is not None
-            expected = total / saved if saved > 0 else math.inf
+            assert jit.compile_s is not None
+            expected = jit.compile_s / saved if saved > 0 else math.inf
             assert close(c.break_even_calls, expected, EXACT)
     for g in figures.geomeans(run.cases()):
         values = [
@@ -202,10 +202,111 @@ def check_terminal(run: Run) -> int:
     return checked
 
 
+def _table_rows(lines: Sequence[str], head: str, sep: str) -> list[dict[str, str]]:
+    """A printed table's rows as {header: cell}: the header line is the one holding
+    `head`, cells split on `sep`; continuation lines (folded notes: no first cell) and
+    lines of another width (a hostile name holding `sep`) are left out."""
+    split = [[c.strip() for c in line.split(sep)] for line in lines]
+    found = [cells for cells in split if head in cells]
+    if not found:
+        return []
+    headers = found[0]
+    return [
+        dict(zip(headers, cells, strict=True))
+        for cells in split
+        if len(cells) == len(headers) and cells != headers and cells[1] and "---" not in cells[1]
+    ]
+
+
+def terminal_rows(run: Run) -> list[dict[str, str]]:
+    """The rows of the `--format wide` table as {header: cell}."""
+    console = Console(width=400, record=True, color_system=None, file=io.StringIO())
+    console.print(summary_table(run))
+    lines = console.export_text().splitlines()
+    heads = [line.replace("┃", "│") for line in lines if line.startswith("┃")]
+    body = [line for line in lines if line.startswith("│")]
+    return _table_rows([*heads, *body], "workload", "│")
+
+
+def markdown_rows(run: Run) -> list[dict[str, str]]:
+    """The rows of `run_markdown` as {header: cell} (the size cell as the case's size)."""
+    rows = _table_rows(run_markdown(run).splitlines(), "workload", "|")
+    for r in rows:
+        r["size"] = r["size"].split(" (")[0]
+        r["workload"] = r["workload"].strip("`")
+    return rows
+
+
+def _by_case(rows: Sequence[dict[str, str]], run: Run) -> dict[tuple[str, ...], dict[str, str]]:
+    """`rows` by (workload, size, device), where exactly one row and one case has it."""
+    seen: dict[tuple[str, ...], list[dict[str, str]]] = {}
+    for r in rows:
+        seen.setdefault((r["workload"], r["size"], r["device"]), []).append(r)
+    cases: dict[tuple[str, ...], int] = {}
+    for c in run.cases():
+        k = (c.workload, c.size, c.device)
+        cases[k] = cases.get(k, 0) + 1
+    return {k: rs[0] for k, rs in seen.items() if len(rs) == 1 and cases.get(k) == 1}
+
+
+def check_compile(run: Run) -> int:
+    """jit's compile figure (`ModeFigure.compile_s`, the median of every cold compile)
+    is what every reader shows: the wide terminal table, markdown and CSV, the HTML
+    table and its CSV, the compile chart, the run JSON's figures, bench()'s summary and
+    `compare`'s compile change. Returns how many cases it checked."""
+    from jitbench.gate import compare
+    from jitbench.interactive.one_call import BenchResult
+    from jitbench.render.bench_summary import summary_text
+
+    figures = analyse(run)
+    expected: dict[tuple[str, ...], float | None] = {}
+    by_key: dict[tuple[str, str, str, str], float] = {}
+    for c in figures:
+        jit = c.get(Mode.JIT)
+        compile_s = jit.compile_s if jit is not None else None
+        expected[(c.case.workload, c.case.size, c.case.device)] = compile_s
+        if compile_s is not None:
+            by_key[c.case.key] = compile_s
+    checked = 0
+    for rows, column in ((terminal_rows(run), "jit compile"), (markdown_rows(run), "jit compile")):
+        for k, r in _by_case(rows, run).items():
+            assert r[column] == fmt.seconds(expected[k]), (k, r[column], expected[k])
+            checked += 1
+    # The CSVs hold a row per case (per measurement on the page), in the run's order; a
+    # hostile name is written escaped, so rows are matched by position, not by name.
+    rows = list(csv.DictReader(io.StringIO(run_csv(run))))
+    assert len(rows) == len(run.cases())
+    for case, r in zip(run.cases(), rows, strict=True):
+        got = float(r["jit_compile_s"]) if r["jit_compile_s"] else None
+        assert got == by_key.get(case.key), (case, got)
+    for row in table.case_rows(run):
+        assert row.cells["compile"].sort == by_key.get(row.case.key), row.case
+    rows = list(csv.DictReader(io.StringIO(table.run_csv(run))))
+    assert len(rows) == len(run.measurements)
+    for m, r in zip(run.measurements, rows, strict=True):
+        if m.mode is Mode.JIT:
+            got = float(r["compile_s"]) if r["compile_s"] else None
+            assert got == by_key.get(m.case.key), (m.case, got)
+    for m in run_to_dict(run)["measurements"]:
+        shown = m.get("figures")
+        if shown and m["mode"] == "jit":
+            key = tuple(m["case"][k] for k in ("workload", "size", "device", "dtype"))
+            assert shown.get("compile_s") == by_key.get(key), key  # type: ignore[arg-type]
+    lines = summary_text(BenchResult(run=run, name="run")).splitlines()
+    said = sorted(line.strip().split(";")[0] for line in lines if line.startswith("  jit compile "))
+    assert said == sorted(f"jit compile {fmt.seconds(x)}" for x in by_key.values())
+    for e in compare(run, run).entries:
+        if e.mode is Mode.JIT and e.compile is not None:
+            assert e.compile.base_s == e.compile.new_s == by_key[e.key], e.key
+    return checked
+
+
 def check_numpy_one_series(run: Run) -> None:
     """NumPy is host code, measured once per case whatever the devices: every device's
     NumPy row of a workload × size × dtype shows the same time and interval (an extra
-    process that measured one device's copy again counts for every copy)."""
+    process that measured one device's copy again counts for every copy), in the
+    analysis and in the terminal's wide table, markdown, CSV, the HTML table and its CSV
+    and the run JSON."""
     figures = analyse(run)
     shown: dict[tuple[str, str, str], list[object]] = {}
     for c in figures:
@@ -215,6 +316,42 @@ def check_numpy_one_series(run: Run) -> None:
             shown.setdefault(host, []).append(f.time)
     for host, times in shown.items():
         assert all(t == times[0] for t in times), (host, times)
+    dtype = {
+        (c.case.workload, c.case.size, c.case.device): c.case.dtype
+        for c in figures
+        if (f := c.get(Mode.NUMPY)) is not None and f.ok and f.time is not None
+    }
+
+    def same(found: dict[tuple[str, ...], set[object]], where: str) -> None:
+        for host, values in found.items():
+            assert len(values) == 1, (where, host, values)
+
+    for where, rows, column in (
+        ("terminal", terminal_rows(run), "numpy"),
+        ("markdown", markdown_rows(run), "NumPy"),
+        ("csv", list(csv.DictReader(io.StringIO(run_csv(run)))), "numpy_s"),
+    ):
+        found: dict[tuple[str, ...], set[object]] = {}
+        for k, r in _by_case(rows, run).items():
+            if k in dtype:
+                found.setdefault((k[0], k[1], dtype[k]), set()).add(r[column])
+        same(found, where)
+    page: dict[tuple[str, ...], set[object]] = {}
+    for row in table.case_rows(run):
+        if (numpy := row.cells["numpy"].sort) is not None:
+            page.setdefault((row.case.workload, row.case.size, row.case.dtype), set()).add(numpy)
+    same(page, "page")
+    page_csv: dict[tuple[str, ...], set[object]] = {}
+    for r in csv.DictReader(io.StringIO(table.run_csv(run))):
+        if r["mode"] == "numpy" and r["time_s"]:
+            page_csv.setdefault((r["workload"], r["size"], r["dtype"]), set()).add(r["time_s"])
+    same(page_csv, "page csv")
+    json_times: dict[tuple[str, ...], set[object]] = {}
+    for m in run_to_dict(run)["measurements"]:
+        if m["mode"] == "numpy" and m.get("figures") and m["status"] == "ok":
+            host = tuple(m["case"][k] for k in ("workload", "size", "dtype"))
+            json_times.setdefault(host, set()).add(m["figures"]["time_s"]["value"])
+    same(json_times, "json")
 
 
 def check_progress_line(run: Run) -> None:
@@ -246,6 +383,7 @@ CHECKS = (
     check_page,
     check_markdown,
     check_terminal,
+    check_compile,
     check_numpy_one_series,
     check_progress_line,
 )

@@ -323,3 +323,24 @@ def test_run_workloads_refuses_what_is_not_a_list_of_workloads(given, words, con
 
     workloads = _sized("only_s", "S") if given == "one" else given
     refused(lambda: run_workloads(workloads, config), "workloads takes a list", *words)
+
+
+def test_one_table_names_the_plan_fields_with_an_option_of_their_own() -> None:
+    """`config.PLAN_OPTIONS` is the table `run`'s `--setting` refuses and a resume's
+    refusal names from: every entry a plan field and an option `run` takes, and a
+    resume that changed one names that option (a changed clock was '--setting clock',
+    which `--setting` refuses, from a second table that lacked it)."""
+    from dataclasses import fields
+
+    from jitbench.config import PLAN_OPTIONS
+    from jitbench.runner.plan import changed_settings
+    from tools.option_counts import command_surfaces
+
+    run_options = next(s for s in command_surfaces() if s.name == "run").options
+    assert set(PLAN_OPTIONS) <= {f.name for f in fields(SamplingPlan)}
+    assert set(PLAN_OPTIONS.values()) <= set(run_options)
+    plan = replace(SamplingPlan(), clock="cpu", budget_s=3.0, precision=0.02)
+    assert changed_settings(RunConfig(plan=plan)) == ["--budget", "--clock", "--setting precision"]
+    for name, option in PLAN_OPTIONS.items():
+        said = invoke("run", *QUICK, "--setting", f"{name}=1", "double")
+        assert said.exit_code == 2 and f"has an option of its own: {option}" in said.output

@@ -79,8 +79,9 @@ class PreparedCase:
         call: zero-argument call that returns when the output is ready (the timed call).
         first_call_s: cold first call (trace + compile + run, caches cleared) for eager
             and jit; None for numpy.
-        compile_s: cold trace + lower + XLA compile seconds for jit (what `jitbench run`
-            reports as "jit compile"), the median of `compile_repeats_s`; None otherwise.
+        compile_s: cold trace + lower + XLA compile seconds for jit, the median of
+            `compile_repeats_s` (`estimates.compile_figure`: the figure `jitbench run`'s
+            "jit compile" shows, `ModeFigure.compile_s`); None otherwise.
         compile_repeats_s: every cold compile measured (`COMPILE_REPEATS` of them).
         compile_count: XLA compiles the cold first call triggered; None for numpy.
         calls_per_sample: calls in one timed sample, from jitbench's calibration (one

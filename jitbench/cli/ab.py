@@ -21,7 +21,6 @@ from jitbench.cli.options import (
     MarkdownOpt,
     MeasureThreadsOpt,
     OutputFormatOpt,
-    OutputWideOpt,
     PAdjustOpt,
     SelectKeywordOpt,
     SelectSuiteOpt,
@@ -86,7 +85,6 @@ def ab_cmd(
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     changes_only: ChangesOnlyOpt = False,
-    wide: OutputWideOpt = False,
     table_format: OutputFormatOpt = TableFormat.TABLE,
 ) -> None:
     """Measure two revisions, or two Python environments, now and interleaved, and gate
@@ -152,8 +150,8 @@ def ab_cmd(
             json_path=json_path,
             html=html,
             changes_only=changes_only,
-            wide=wide,
-            table_format=table_format,
+            wide=table_format is TableFormat.WIDE,
+            table_format=table_format.printed,
             allow_inconclusive=allow_inconclusive,
             runs_out=out,
         )

@@ -251,10 +251,18 @@ def _to_setting(name: str) -> str:
     return f"is `--setting {name}=VALUE` now (docs/reference/settings.md says what it does)."
 
 
+#: The wide table is a format of the terminal's table, as markdown and CSV are formats.
+_TO_WIDE = "is `--format wide` now."
+
 #: Options a command no longer takes, and what to type instead: one line and exit 2, not
 #: click's "No such option" (docs/reference/cli.md, "Options that moved").
 RETIRED_OPTIONS: dict[str, dict[str, str]] = {
-    "compare": dict.fromkeys(("--rev", "--rev-new", "--python-base", "--python-new"), _TO_AB),
+    "compare": {
+        **dict.fromkeys(("--rev", "--rev-new", "--python-base", "--python-new"), _TO_AB),
+        "--wide": _TO_WIDE,
+    },
+    "ab": {"--wide": _TO_WIDE},
+    "report": {"--wide": _TO_WIDE},
     "run": {
         **dict.fromkeys(
             ("--baseline", "--fail-on-regression", "--allow-inconclusive"), _TO_COMPARE
@@ -264,7 +272,7 @@ RETIRED_OPTIONS: dict[str, dict[str, str]] = {
         "--sweep": "is `--setting sweep=true` now.",
         "--time-split": "is `--setting time_split=true` now.",
         "--retry-timeouts": "is `--setting retry_timeouts=true` now (with --timeout).",
-        "--wide": "is `--format wide` now.",
+        "--wide": _TO_WIDE,
         "--coordinator": "is the JAX_COORDINATOR_ADDRESS=HOST:PORT variable now (JAX reads it).",
         "--num-processes": "is the N of `--process-id I/N` now (e.g. --process-id 0/2).",
     },
@@ -517,7 +525,7 @@ def print_fitted(
     colour; piped, as plain text without trailing spaces, at that width or (no $COLUMNS)
     at the renderable's natural width, so nothing is cut or padded.
 
-    `natural` (`--wide`): at its natural width (`build(None)`) whatever the terminal's or
+    `natural` (`--format wide`): at its natural width (`build(None)`) whatever the terminal's or
     $COLUMNS: a table of every column squeezed into 80 or 120 columns would cut its
     figures; a terminal narrower than the table wraps its lines instead (`| less -S`)."""
     from rich.segment import Segments

@@ -23,7 +23,6 @@ from jitbench.cli.options import (
     JsonOpt,
     MarkdownOpt,
     OutputFormatOpt,
-    OutputWideOpt,
     PAdjustOpt,
     TableFormat,
     ThresholdOpt,
@@ -78,7 +77,6 @@ def compare_cmd(
     json_path: JsonOpt = None,
     html: HtmlOpt = None,
     changes_only: ChangesOnlyOpt = False,
-    wide: OutputWideOpt = False,
     table_format: OutputFormatOpt = TableFormat.TABLE,
 ) -> None:
     """Compare two stored runs: exit 1 on a regression, 4 when the gate is inconclusive,
@@ -141,8 +139,8 @@ def compare_cmd(
             json_path=json_path,
             html=html,
             changes_only=changes_only,
-            wide=wide,
-            table_format=table_format,
+            wide=table_format is TableFormat.WIDE,
+            table_format=table_format.printed,
             allow_inconclusive=allow_inconclusive,
             stored=(base, new),
         )

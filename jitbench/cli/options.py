@@ -49,32 +49,37 @@ ThreadsOpt = Annotated[
         show_default=True,
     ),
 ]
-WideOpt = Annotated[
-    bool,
-    typer.Option(
-        "--wide",
-        help="The full table (every column, full intervals) at its natural width, instead "
-        "of the compact one that fits the terminal (pipe it to `less -S`).",
-    ),
-]
 
 
 class TableFormat(str, enum.Enum):
-    """How a command prints its table on stdout."""
+    """How a command prints its table on stdout: `wide` is the terminal table with every
+    column and full intervals at its natural width (`run`, `report`, `compare`, `ab`)."""
 
     TABLE = "table"
+    WIDE = "wide"
     MARKDOWN = "markdown"
     CSV = "csv"
+
+    @property
+    def terminal(self) -> bool:
+        """The terminal's table, compact or wide (not markdown or CSV)."""
+        return self in (TableFormat.TABLE, TableFormat.WIDE)
+
+    @property
+    def printed(self) -> TableFormat:
+        """The format a printer takes with `wide` apart: the wide table is a table."""
+        return TableFormat.TABLE if self is TableFormat.WIDE else self
 
 
 FormatOpt = Annotated[
     TableFormat,
     typer.Option(
         "--format",
-        metavar="table|markdown|csv",
-        help="table: for a terminal (plain text when piped, fitted to $COLUMNS); markdown: "
-        "a GitHub table; csv: one row per line, raw numbers in seconds, for a spreadsheet "
-        "or pandas.",
+        metavar="table|wide|markdown|csv",
+        help="table: for a terminal (compact, plain text when piped, fitted to $COLUMNS); "
+        "wide: every column and full intervals at the natural width (pipe it to `less -S`); "
+        "markdown: a GitHub table; csv: one row per line, raw numbers in seconds, for a "
+        "spreadsheet or pandas.",
         case_sensitive=False,
     ),
 ]
@@ -229,7 +234,6 @@ SelectSuiteOpt = in_panel(SuiteOpt, SELECTION)
 SelectKeywordOpt = in_panel(KeywordOpt, SELECTION)
 MeasureThreadsOpt = in_panel(ThreadsOpt, MEASURING)
 GateAllowInconclusiveOpt = in_panel(AllowInconclusiveOpt, "Gate")
-OutputWideOpt = in_panel(WideOpt, "Output")
 OutputFormatOpt = in_panel(FormatOpt, "Output")
 ClockOpt = Annotated[
     str,

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from jitbench.cli.common import app, err, escape, handles_errors, kept, out, say, split_list
-from jitbench.cli.options import OutOpt, TableFormat, WideOpt
+from jitbench.cli.options import OutOpt, TableFormat
 from jitbench.cli.output import console_footers, print_run_table, write_output
 from jitbench.errors import ConfigError, ResultsFormatError
 
@@ -49,14 +49,14 @@ def report_cmd(
         TableFormat | None,
         typer.Option(
             "--format",
-            metavar="table|markdown|csv",
+            metavar="table|wide|markdown|csv",
             help="Print each run's table on stdout instead of writing HTML: table (as `jitbench "
-            "run` shows it, fitted to the terminal or $COLUMNS), markdown or csv.",
+            "run` shows it, fitted to the terminal or $COLUMNS), wide (every column at its "
+            "natural width), markdown or csv.",
             case_sensitive=False,
             show_default=False,
         ),
     ] = None,
-    wide: WideOpt = False,
     merge_processes: Annotated[
         bool,
         typer.Option(
@@ -85,8 +85,9 @@ def report_cmd(
       jitbench report reports/runs/RUN.json --markdown - -s M
     # one multi-host run: each process's file joined into one page
       jitbench report host0.json host1.json --merge-processes
-    # the terminal table of a run again, 80 columns wide, or as CSV
+    # the terminal table of a run again, 80 columns wide, every column, or as CSV
       COLUMNS=80 jitbench report reports/runs/RUN.json --format table
+      jitbench report reports/runs/RUN.json --format wide | less -S
       jitbench report reports/runs/RUN.json --format csv > run.csv
     """
     if markdown is not None and table_format is not None:
@@ -137,8 +138,9 @@ def report_cmd(
         check_sizes(loaded, chosen)
     if table_format is not None:
         for run in loaded:
-            print_run_table(run, wide=wide, table_format=table_format, sizes=chosen)
-            if table_format is TableFormat.TABLE:
+            wide = table_format is TableFormat.WIDE
+            print_run_table(run, wide=wide, table_format=table_format.printed, sizes=chosen)
+            if table_format.terminal:
                 for line in console_footers(run):
                     say(f"[dim]{escape(line)}[/]")
         return

@@ -8,7 +8,6 @@ imports it.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import fields, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -16,37 +15,33 @@ from typing import Annotated, Any
 import typer
 
 from jitbench.cli.common import split_list
-from jitbench.config import ALL_MODES, RunConfig, SamplingPlan, parse_mode, parse_threads
+from jitbench.cli.options import TableFormat
+from jitbench.config import (
+    ALL_MODES,
+    PLAN_OPTIONS,
+    RunConfig,
+    SamplingPlan,
+    parse_mode,
+    parse_threads,
+)
 from jitbench.errors import ConfigError, unknown_name_message
 
 _PLAN = SamplingPlan()
 _QUICK = RunConfig.quick_settings()
 _DEFAULT = RunConfig()
 
-#: The fields that have an option of their own, and that option (`--setting` refuses them).
-OWN_OPTIONS = {
-    "budget_s": "--budget",
-    "min_samples": "--min-samples",
-    "rounds": "--rounds",
-    "clock": "--clock",
-}
 #: The fields of `RunConfig` itself (not its plan) that `--setting` sets.
 RUN_SETTINGS = ("seed", "sweep", "time_split", "retry_timeouts")
 #: Every name `--setting` takes: the plan's fields without an option, then the run's.
 SETTINGS = (
-    *(f.name for f in fields(SamplingPlan) if f.name not in OWN_OPTIONS),
+    *(f.name for f in fields(SamplingPlan) if f.name not in PLAN_OPTIONS),
     *RUN_SETTINGS,
 )
 _TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
 
 
-class RunFormat(str, enum.Enum):
-    """How `run` prints its table on stdout: `wide` is the terminal table with every column."""
-
-    TABLE = "table"
-    WIDE = "wide"
-    MARKDOWN = "markdown"
-    CSV = "csv"
+#: How `run` prints its table on stdout: the formats `report`, `compare` and `ab` take.
+RunFormat = TableFormat
 
 
 def _typed(name: str, text: str, default: object) -> object:
@@ -81,8 +76,8 @@ def parse_settings(given: list[str] | None) -> dict[str, object]:
             raise ConfigError(
                 f"--setting takes NAME=VALUE (e.g. --setting precision=0.02), got {item!r}."
             )
-        if name in OWN_OPTIONS:
-            raise ConfigError(f"{name} has an option of its own: {OWN_OPTIONS[name]}.")
+        if name in PLAN_OPTIONS:
+            raise ConfigError(f"{name} has an option of its own: {PLAN_OPTIONS[name]}.")
         if name not in SETTINGS:
             raise ConfigError(unknown_name_message("setting", name, SETTINGS, known_as="settings"))
         settings[name] = _typed(name, text.strip(), defaults[name])

@@ -38,7 +38,7 @@ from jitbench.gate.pooling import pooling_notes
 from jitbench.gate.program import explain, program_change_of
 from jitbench.results import Measurement, Mode, Run, is_host_copy
 from jitbench.results.analysis import RunAnalysis, analyse
-from jitbench.results.analysis.estimates import compile_figure, time_estimate
+from jitbench.results.analysis.estimates import compile_figure, time_estimate, time_ratio
 
 #: Prior degrees of freedom of a case's between-run variance in the run-level test: the
 #: typical spread of the case's mode counts as ten runs' worth of evidence (`compare_runs`).
@@ -372,10 +372,8 @@ def compare_measurements(
     if spread is not None:
         timing = compare_runs(base, new, spread, run_prior_variance, thresholds)
     else:
-        ratio = (
-            new_shown.seconds / base_shown.seconds
-            if base_shown and new_shown and base_shown.seconds > 0
-            else None
+        ratio = time_ratio(
+            base_shown.seconds if base_shown else None, new_shown.seconds if new_shown else None
         )
         timing = compare_timing(base.samples_s, new.samples_s, thresholds, shown_ratio=ratio)
     said = explain(

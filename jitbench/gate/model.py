@@ -16,6 +16,7 @@ from typing import Any
 from jitbench.errors import ConfigError
 from jitbench.gate.program import ProgramChange
 from jitbench.results import Measurement, Mode
+from jitbench.results.analysis import time_ratio
 
 COMPARISON_SCHEMA_ID = "jitbench.comparison"
 # 1.1: compile count and p_value; 1.2: each entry's base_s/new_s (the figures its ratio
@@ -237,6 +238,13 @@ class Entry:
     @property
     def key(self) -> CaseKey:
         return (self.workload, self.size, self.device, self.dtype)
+
+    @property
+    def shown_ratio(self) -> float | None:
+        """new / base of the times the runs show (`results.analysis.time_ratio`, the
+        figure a comparison page quotes where the gate judged nothing): `ratio` itself
+        unless paired rounds decide (`jitbench ab`). None without both times."""
+        return time_ratio(self.base_s, self.new_s)
 
     @property
     def p_judged(self) -> float | None:

@@ -194,11 +194,11 @@ def _times_disagree(e: Entry, ratio: float) -> str:
     """A note when the sides' shown times (the table's columns) moved against the paired
     ratio, which decides: the rounds' drift falls unevenly on the two sides' medians and
     cancels only in each round's ratio."""
-    b, n = e.base_s, e.new_s
-    if not (b and n) or (n / b - 1) * (ratio - 1) >= 0:
+    shown = e.shown_ratio
+    if shown is None or (shown - 1) * (ratio - 1) >= 0:
         return ""
     return (
-        f"the times moved the other way ({fmt.seconds(b)} → {fmt.seconds(n)}); the "
+        f"the times moved the other way ({fmt.seconds(e.base_s)} → {fmt.seconds(e.new_s)}); the "
         "per-round ratios decide"
     )
 

@@ -152,7 +152,7 @@ def explain(
     return program.text if program.changed else ""
 
 
-#: Lines of a program diff a terminal shows under `--wide` (the file has them all).
+#: Lines of a program diff a terminal shows under `--format wide` (the file has them all).
 DIFF_PREVIEW_LINES = 20
 
 

@@ -63,8 +63,7 @@ def _case_lines(c: CaseAnalysis, *, several: bool) -> list[str]:
     for mode, f in shown:
         lines.append(f"  {mode.value:<6} {_time(f):>{width}}   {_speedup(c, f)}".rstrip())
     jit = c.get(Mode.JIT)
-    compile_info = jit.measurement.compile if jit is not None else None
-    total = compile_info.total_compile_s if compile_info is not None else None
+    total = jit.compile_s if jit is not None else None
     if total is not None:
         tail = ""
         if c.break_even_calls is not None:

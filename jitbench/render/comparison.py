@@ -173,7 +173,7 @@ def _title(cmp: Comparison) -> str:
 
 def comparison_table(cmp: Comparison, *, all_rows: bool = True) -> Table:
     """One row per case × mode: medians, ratio with CI, p-value, compile change, verdict
-    (the full table, `--wide`).
+    (the full table, `--format wide`).
 
     With `all_rows=False`, unchanged rows are left out.
     """
@@ -343,7 +343,7 @@ def compact_comparison_table(
     """One row per case × mode: base and new medians, the change, its p-value, the jit
     compile time's change, the verdict and a note; in the roomiest layout whose narrowest
     rendering fits `width` (None: no limit). Notes move under the table behind a [n]
-    marker when they do not fit. `comparison_table` is the full table (`--wide`)."""
+    marker when they do not fit. `comparison_table` is the full table (`--format wide`)."""
     entries = [e for e in cmp.entries if _shown(e, all_rows)]
     layouts = [lambda layout=layout: _compact_layout(cmp, entries, layout) for layout in _LAYOUTS]
     return fit_first(layouts, width)
@@ -514,7 +514,7 @@ def program_diff_lines(
     preview: int = 0,
 ) -> list[str]:
     """What the terminal shows of the program diffs written (`paths`: program key → the
-    file, as shown): one line a changed program, and with `preview` (`--wide`) that many
+    file, as shown): one line a changed program, and with `preview` (`--format wide`) that many
     first lines of its diff (`diffs`) under it."""
     lines: list[str] = []
     for key, path in paths.items():

@@ -77,8 +77,8 @@ def run_csv(run: Run, *, sizes: Collection[str] = ()) -> str:
             ratios += [_number(x) for x in parts]
             headline.append("" if r is None else str(bool(f and f.headline)).lower())
             apart.append(";".join(_number(x) for x in (f.process_speedups if f else ())))
-        jit = by_mode[Mode.JIT]
-        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        jit = shown[Mode.JIT]
+        compile_s = jit.compile_s if jit else None
         transfer_s, transfer_bytes = transfer_of(run, case.key)
         back_s, back_bytes = transfer_back_of(run, case.key)
         peak = run.device_peak(case.key)

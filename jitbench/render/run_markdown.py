@@ -40,7 +40,7 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
     A mode that did not produce a time shows its status (`error`, `mismatch`, …); a ratio
     without a trustworthy value shows `—`; a marked one (`run_table.speedup_marks`) is
     explained under the table. The notes are the diagnostic codes of the row, as the
-    terminal's compact table writes them (`noisy` aside: the JSON and `--wide` have it).
+    terminal's compact table writes them (`noisy` aside: the JSON and `--format wide` have it).
     """
     lines = [HEADER]
     figures = analyse(run)
@@ -64,8 +64,8 @@ def run_markdown(run: Run, *, sizes: Collection[str] = ()) -> str:
             ratios.append(
                 (fmt.ratio_ci(r.value, r.low, r.high) if r else "—") + f" {marks}" * bool(marks)
             )
-        jit = run.get(case.key, Mode.JIT)
-        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        jit = c.get(Mode.JIT)
+        compile_s = jit.compile_s if jit else None
         cells = [
             fmt.md_code(case.workload),
             fmt.md_escape(_size_cell(case)),

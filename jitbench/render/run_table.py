@@ -1,7 +1,7 @@
 """Rich renderables for the terminal: the run tables, their footers and the run's problems.
 
 Two run tables: `compact_table` (the default: one row per case, fitted to the terminal's
-width, from a roomy layout down to one that fits 80 columns) and `summary_table` (`--wide`:
+width, from a roomy layout down to one that fits 80 columns) and `summary_table` (`--format wide`:
 every figure in full). Builders return rich objects; printing is the CLI's job.
 """
 
@@ -330,9 +330,7 @@ def summary_table(run: Run, *, sizes: Collection[str] = ()) -> Table:
         assert c is not None
         by_mode = {m: run.get(case.key, m) for m in Mode}
         jit = c.get(Mode.JIT)
-        compile_s = (
-            jit.measurement.compile.total_compile_s if jit and jit.measurement.compile else None
-        )
+        compile_s = jit.compile_s if jit else None
         notes = case_notes(by_mode.values(), sep="\n", skip=FOOTER_CODES)
         apart = process_figures_text(c)
         table.add_row(
@@ -632,8 +630,8 @@ def _compact_layout(
         c = figures.case(case)
         assert c is not None
         by_mode = {m: run.get(case.key, m) for m in Mode}
-        jit = by_mode[Mode.JIT]
-        compile_s = jit.compile.total_compile_s if jit and jit.compile else None
+        jit_f = c.get(Mode.JIT)
+        compile_s = jit_f.compile_s if jit_f else None
         seconds, nbytes = transfer_of(run, case.key)
         back_s, back_bytes = transfer_back_of(run, case.key)
         note = compact_notes(by_mode.values())
@@ -713,7 +711,8 @@ def compact_table(
     bytes, and a short note (`compact_notes`). Drawn in the roomiest layout that fits
     `width` columns without breaking a word (None: no limit): tighter layouts drop spaces,
     move the notes under the table behind a superscript mark on the case, shorten the
-    speedups, drop the transfer bytes and then D→H. `summary_table` is the full table (`--wide`)."""
+    speedups, drop the transfer bytes and then D→H. `summary_table` is the full table
+    (`--format wide`)."""
     layouts = [lambda layout=layout: _compact_layout(run, layout, sizes) for layout in _LAYOUTS]
     # The title above the table, not in it: a table's title wraps at the table's width,
     # which cut "1 thread (core 0; openblas 1)" into four lines over a NumPy-only table.
@@ -749,7 +748,7 @@ def problems(run: Run, *, detailed: bool = False) -> list[str]:
     wrong and the hint), then one per warning diagnostic of the others (e.g. a large
     jaxpr); more than `MAX_PROCESS_WARNINGS` `processes-disagree` warnings are one line
     naming their measurements. Brief by default (a note's first clause, cut to fit one
-    line under the table); `detailed` gives each whole message and its hint (`--wide`;
+    line under the table); `detailed` gives each whole message and its hint (`--format wide`;
     the HTML and JSON keep them too)."""
     lines = []
 

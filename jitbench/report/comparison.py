@@ -20,7 +20,7 @@ from jitbench.report import data, figures
 from jitbench.report.data import plot_text
 from jitbench.report.figures import Figure, trace
 from jitbench.results import Case, Measurement, Mode, Run, safe_file_stem
-from jitbench.results.analysis import Estimate, analyse
+from jitbench.results.analysis import Estimate, analyse, time_ratio
 
 #: One colour per run on side-by-side charts (the first is the baseline).
 RUN_COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3")
@@ -191,9 +191,9 @@ def _change(
         )
     base_t, new_t = times
     if base is not None and new is not None and base.ok and new.ok and base_t and new_t:
-        # Not judged (another device): the quotient of the two times shown beside it.
-        r = new_t.value / base_t.value if base_t.value > 0 else math.nan
-        if math.isfinite(r) and r > 0:
+        # Not judged (another device): the change of the two times shown beside it.
+        r = time_ratio(base_t.value, new_t.value)
+        if r is not None:
             return Change(r, None, None, None, note=why)
     return Change(None, None, None, None, note=why)
 

@@ -472,9 +472,10 @@ def _category_margin(labels: Sequence[str]) -> int:
 
 
 def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None) -> Figure:
-    """jit's cold compile (trace + lower + XLA compile), its cold first call and its
-    steady-state time per call, per case on `device` (default: preset sizes), on a log
-    axis in seconds so a slow compile does not flatten the others. The break-even call
+    """jit's cold compile (`ModeFigure.compile_s`: trace + lower + XLA compile, the median
+    of its cold compiles), its cold first call and its steady-state time per call, per
+    case on `device` (default: preset sizes), on a log axis in seconds so a slow compile
+    does not flatten the others. The break-even call
     count and the stage split are in the hover text (and the table). Failed or mismatched
     jit cases get a red note, no bars."""
     if cases is None:
@@ -490,8 +491,8 @@ def compile_figure(run: Run, device: str, *, cases: Sequence[Case] | None = None
         m = run.get(case.key, Mode.JIT)
         c = m.compile if m is not None else None
         shown = m is not None and m.status is Status.OK and c is not None
-        total = c.total_compile_s if shown and c else None
-        compile_s.append(total)
+        jit = analyse(run).figure(case, Mode.JIT) if shown else None
+        compile_s.append(jit.compile_s if jit is not None else None)
         first.append(c.first_call_s if shown and c else None)
         t = analyse(run).time(case, Mode.JIT) if shown else None
         steady.append(t.value if t is not None else None)
@@ -860,24 +861,21 @@ def distribution_figure(run: Run, case: Case) -> Figure | None:
 def roofline_figure(run: Run, device: str) -> Figure | None:
     """Achieved GFLOP/s against arithmetic intensity (XLA's flops ÷ bytes accessed of the
     jit program) for each mode, log–log, with the empirical roofs this run reached (the
-    best bandwidth and the best rate seen, not the hardware's peaks). Cases whose program
-    has loops (XLA counts a loop body once) or lacks a cost analysis are left out; None
-    when no case has both figures."""
+    best bandwidth and the best rate seen, not the hardware's peaks). Each point is the
+    analysis layer's `CaseAnalysis.achieved_flops_per_s` (jit's: the tables' GFLOP/s).
+    Cases whose program has loops (XLA counts a loop body once), lacks a cost analysis
+    or failed are left out; None when no case has both figures."""
     points: dict[Mode, list[tuple[float, float, str]]] = {}
     for case in data.headline_cases(run, device)[0]:
-        jit = run.get(case.key, Mode.JIT)
-        c = jit.compile if jit is not None else None
-        if c is None or c.has_loops or not c.flops or not c.bytes_accessed:
+        figures = analyse(run).case(case)
+        intensity = figures.arithmetic_intensity if figures is not None else None
+        if figures is None or intensity is None:
             continue
-        intensity = c.flops / c.bytes_accessed
         for mode in ALL_MODES:
-            t = analyse(run).time(case, mode)
-            m = run.get(case.key, mode)
-            if m is None or not m.ok or t is None or not t.value > 0:
-                continue
-            points.setdefault(mode, []).append(
-                (intensity, c.flops / t.value / 1e9, plot_text(data.case_label(case)))
-            )
+            rate = figures.achieved_flops_per_s(mode)
+            if rate is not None:
+                label = plot_text(data.case_label(case))
+                points.setdefault(mode, []).append((intensity, rate / 1e9, label))
     if Mode.JIT not in points:
         return None
     fig = Draft()

@@ -147,8 +147,9 @@ def _sharding_to_dict(info: ShardingInfo) -> dict[str, Any]:
 def _with_figures(figures: RunAnalysis, m: Measurement) -> dict[str, Any]:
     """A measurement's JSON form with the figures every reader shows of it ("figures":
     the time per call and the speedup over NumPy with their intervals, each process's
-    own; a sharded one also "scaling"), written for readers such as jq and ignored on
-    load: they are recomputed from the samples by `jitbench.results.analysis`."""
+    own, jit's compile figure; a sharded one also "scaling"), written for readers such
+    as jq and ignored on load: they are recomputed from the samples by
+    `jitbench.results.analysis`."""
     d = measurement_to_dict(m)
     case = figures.case(m.case.key)
     shown = case.get(m.mode) if case is not None else None
@@ -162,6 +163,8 @@ def _with_figures(figures: RunAnalysis, m: Measurement) -> dict[str, Any]:
             "process_speedups": [_finite_or_none(x) for x in shown.process_speedups],
             "headline": shown.headline,
         }
+        if shown.compile_s is not None:  # jit's (and sharded's): the tables' compile column
+            d["figures"]["compile_s"] = _finite_or_none(shown.compile_s)
     scaling = case.scaling if case is not None and m.mode is Mode.SHARDED else None
     if scaling is not None:
         d["scaling"] = {

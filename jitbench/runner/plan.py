@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jax
 
-from jitbench.config import RunConfig, SamplingPlan
+from jitbench.config import PLAN_OPTIONS, RunConfig, SamplingPlan
 from jitbench.errors import ConfigError, SuiteError, close_names
 from jitbench.measure.devices import device_label
 from jitbench.measure.opening import PlannedCase
@@ -286,12 +286,6 @@ _RECORDED_OPTIONS = (
     ("time_split", "--setting time_split"),
     ("label", "--label"),
 )
-_PLAN_OPTIONS = {
-    "budget_s": "--budget",
-    "precision": "--setting precision",
-    "min_samples": "--min-samples",
-    "rounds": "--rounds",
-}
 
 
 def changed_settings(requested: RunConfig) -> list[str]:
@@ -310,8 +304,8 @@ def changed_settings(requested: RunConfig) -> list[str]:
     ]
     if "min_samples" in plan_changed and "max_samples" in plan_changed:
         plan_changed.remove("max_samples")  # --min-samples raises the cap with it
-    changed += [opt for name, opt in _PLAN_OPTIONS.items() if name in plan_changed]
-    changed += [f"--setting {name}" for name in plan_changed if name not in _PLAN_OPTIONS]
+    changed += [opt for name, opt in PLAN_OPTIONS.items() if name in plan_changed]
+    changed += [f"--setting {name}" for name in plan_changed if name not in PLAN_OPTIONS]
     if requested.quick:
         changed.append("--quick")
     if requested.seed != base.seed:

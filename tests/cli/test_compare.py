@@ -391,6 +391,15 @@ def test_an_option_run_no_longer_takes_names_its_replacement(args, instead, tmp_
     assert not out.exists()
 
 
+@pytest.mark.parametrize("command", [["compare", "a.json", "b.json"], ["ab"], ["report", "a.json"]])
+def test_wide_is_a_format_in_every_command(command, tmp_path):
+    """`--wide` is `--format wide` in `run`, `report`, `compare` and `ab` alike: the old
+    option is one line naming it, exit 2, before any file is read."""
+    result = runner.invoke(app, [*command, "--wide"])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip() == f"error: jitbench {command[0]} --wide is `--format wide` now."
+
+
 def test_a_gate_that_compared_nothing_exits_2(good_run, tmp_path, tiny_suite):
     """The baseline measured `double` at S, this run at M: with nothing in common
     the gate would pass, having checked nothing."""
@@ -450,7 +459,9 @@ def test_fail_on_program_gates_a_changed_program(tmp_path: Path) -> None:
     a.write_text(dump_run(base))
     b.write_text(dump_run(changed))
     runner = CliRunner()
-    reported = runner.invoke(app, ["compare", str(a), str(b), "--wide", "--allow-inconclusive"])
+    reported = runner.invoke(
+        app, ["compare", str(a), str(b), "--format", "wide", "--allow-inconclusive"]
+    )
     assert "program changed: bytes accessed +100 %" in reported.output, reported.output
     gated = runner.invoke(
         app, ["compare", str(a), str(b), "--fail-on", "program", "--allow-inconclusive"]
@@ -505,7 +516,7 @@ def test_ab_needs_its_sides_and_refuses_a_bad_output_first(tmp_path: Path, monke
 
 def test_a_changed_programs_diff_is_written_and_named_in_every_format(tmp_path: Path) -> None:
     """Stored runs with their programs beside them: the changed jit programs' diffs go to
-    files beside the new run, named after the table, previewed under --wide, listed in the
+    files beside the new run, named after the table, previewed under --format wide, listed in the
     markdown and shown folded on the HTML page; unchanged programs get none."""
     from tests.gate.builders import with_program_text
 
@@ -528,7 +539,7 @@ def test_a_changed_programs_diff_is_written_and_named_in_every_format(tmp_path: 
     runner = CliRunner()
     md, page = tmp_path / "gate.md", tmp_path / "gate.html"
     args = ["compare", str(a), str(b), "--allow-inconclusive", "--markdown", str(md)]
-    result = runner.invoke(app, [*args, "--html", str(page), "--wide"])
+    result = runner.invoke(app, [*args, "--html", str(page), "--format", "wide"])
     assert result.exit_code == 0, result.output
     diffs = sorted((tmp_path / "b").glob("*.diffs/*.diff"))
     jit_cases = [m for m in changed.measurements if m.mode is Mode.JIT and m.compile]
@@ -536,7 +547,7 @@ def test_a_changed_programs_diff_is_written_and_named_in_every_format(tmp_path: 
     assert diffs[0].read_text().startswith("--- jitbench program base ")
     assert "-  ROOT %v1 = f32[8] add(%v2, %v3)" in diffs[0].read_text()
     assert result.output.count("program diff of ") == len(diffs)
-    assert "+  ROOT %v1 = f32[8] multiply(%v2, %v3)" in result.output  # --wide: a preview
+    assert "+  ROOT %v1 = f32[8] multiply(%v2, %v3)" in result.output  # wide: a preview
     assert "### Program diffs" in md.read_text() and diffs[0].name in md.read_text()
     html = page.read_text()
     assert 'class="program-diff"' in html and "f32[8] multiply(%v2, %v3)" in html

@@ -59,9 +59,9 @@ def test_report_prints_hostile_names_as_escapes(hostile: tuple[Path, Path], fmt:
     assert "\\x1b" in result.stdout  # shown as an escape (rich drops a bare BEL)
 
 
-@pytest.mark.parametrize("fmt", ["table", "markdown", "csv"])
+@pytest.mark.parametrize("fmt", ["table", "wide", "markdown", "csv"])
 def test_compare_prints_hostile_names_as_escapes(hostile: tuple[Path, Path], fmt: str) -> None:
-    result = CliRunner().invoke(app, ["compare", *map(str, hostile), "--format", fmt, "--wide"])
+    result = CliRunner().invoke(app, ["compare", *map(str, hostile), "--format", fmt])
     assert result.exit_code in (0, 4), result.output
     _clean(result.stdout)
     _clean(result.stderr)

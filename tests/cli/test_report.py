@@ -45,8 +45,8 @@ def test_sizes_filter_every_format(two_sizes: Path) -> None:
     sizes = [row["size"] for row in csv.DictReader(io.StringIO(result.stdout))]
     assert sizes == ["M", "M"]
 
-    for wide in ((), ("--wide",)):
-        table = report(two_sizes, "--format", "table", "-s", "S", *wide)
+    for layout in ("table", "wide"):
+        table = report(two_sizes, "--format", layout, "-s", "S")
         assert table.exit_code == 0, table.output
         assert "double" in table.stdout and " M " not in table.stdout
 

@@ -115,13 +115,13 @@ def test_compare_in_a_terminal_fits_and_cuts_nothing(columns: int) -> None:
 @pytest.mark.e2e  # a real process in a pseudo-terminal
 @pytest.mark.parametrize(
     "args",
-    [["report", str(FIXTURE), "--format", "table"], ["compare", str(FIXTURE), str(FIXTURE)]],
+    [["report", str(FIXTURE)], ["compare", str(FIXTURE), str(FIXTURE)]],
     ids=["report", "compare"],
 )
 def test_the_wide_table_in_a_narrow_terminal_cuts_nothing(args: list[str]) -> None:
-    """`--wide` is every column at its natural width: in an 80-column terminal its lines
-    run past the edge (the terminal wraps them), and no figure is cut to "…"."""
-    code, shown = in_pty([*args, "--wide"], 80, cwd=REPO)
+    """`--format wide` is every column at its natural width: in an 80-column terminal its
+    lines run past the edge (the terminal wraps them), and no figure is cut to "…"."""
+    code, shown = in_pty([*args, "--format", "wide"], 80, cwd=REPO)
     assert code == 0, shown
     assert "…" not in shown, shown
     assert max(cell_len(line) for line in shown.splitlines()) > 80
@@ -235,7 +235,7 @@ def test_report_prints_a_runs_table_again_in_every_format() -> None:
     _check_fits(table, 80)
     assert "double S" in table and "cumulative S" in table
     assert all(line == line.rstrip() for line in table.splitlines())
-    wide = piped("--format", "table", "--wide", COLUMNS="80")  # every column, nothing cut
+    wide = piped("--format", "wide", COLUMNS="80")  # every column, nothing cut
     assert "GFLOP/s" in wide and "workload" in wide and "…" not in wide
     assert max(cell_len(line) for line in wide.splitlines()) > 80
     rows = list(csv.DictReader(io.StringIO(piped("--format", "csv"))))

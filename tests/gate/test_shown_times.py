@@ -15,7 +15,7 @@ from jitbench.gate import compare
 from jitbench.render.comparison import comparison_csv
 from jitbench.report.comparison import align
 from jitbench.results import Mode
-from jitbench.results.analysis import analyse
+from jitbench.results.analysis import analyse, time_ratio
 from tests.gate.builders import make_run, meas, spread
 
 ORDER = (3, 7, 1, 9, 0, 5, 2, 8, 4, 6)  # jit's rounds out of step with NumPy's
@@ -58,6 +58,29 @@ def test_compare_shows_the_runs_times_and_their_quotient(processes):
     page = next(r for r in align([base, new], [cmp]).rows if r.mode is Mode.JIT)
     assert page.times[0].value == pytest.approx(base_s, rel=1e-12)
     assert page.changes[0].ratio == pytest.approx(page.times[1].value / page.times[0].value)
+
+
+def _on(run, device: str):
+    ms = tuple(replace(m, case=replace(m.case, device=device)) for m in run.measurements)
+    return replace(run, measurements=ms)
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_a_pair_the_gate_did_not_judge_quotes_the_gates_figure(processes):
+    """Runs on two devices are aligned by workload on the page, with no verdict: its
+    change is `time_ratio` of the shown times, the figure the gate's entry quotes
+    (`Entry.shown_ratio`, its `ratio`) for the same runs on one device."""
+    base, new = _run("b", 4e-4, processes), _run("n", 5e-4, processes)
+    elsewhere = _on(new, "gpu:0")
+    page = next(
+        r for r in align([base, elsewhere], [compare(base, elsewhere)]).rows if r.mode is Mode.JIT
+    )
+    change = page.changes[0]
+    assert change is not None and change.verdict is None and "different devices" in change.note
+    e = next(e for e in compare(base, new).entries if e.mode is Mode.JIT)
+    assert e.shown_ratio == time_ratio(e.base_s, e.new_s)
+    assert change.ratio == e.shown_ratio
+    assert e.ratio == pytest.approx(e.shown_ratio, rel=1e-12)
 
 
 def test_the_note_gives_the_range_of_processes_the_cases_had():

@@ -160,6 +160,40 @@ def test_distribution_roofline_and_memory(run: Run) -> None:
     ]
 
 
+def test_the_roofline_draws_the_analysis_layers_rates(run: Run) -> None:
+    """Each point is `CaseAnalysis.achieved_flops_per_s`, jit's the tables' GFLOP/s
+    (`ModeFigure.achieved_flops_per_s`); a mismatched jit's program is no work to rate
+    NumPy's or eager's time by, so its case has no point (the table shows none either)."""
+    roof = checked(figures.roofline_figure(run, "cpu:0"))
+    assert roof is not None
+    drawn = {
+        (t.name, label.split("<br>")[0]): (x, y)
+        for t in roof.data
+        if t.mode == "markers"
+        for x, y, label in zip(t.x, t.y, t.hovertext, strict=True)
+    }
+    expected = {}
+    for case in data.headline_cases(run, "cpu:0")[0]:
+        c = analyse(run).case(case)
+        assert c is not None
+        for mode in Mode:
+            rate = c.achieved_flops_per_s(mode)
+            if rate is not None:
+                expected[(mode.value, data.plot_text(data.case_label(case)))] = (
+                    c.arithmetic_intensity,
+                    rate / 1e9,
+                )
+    wrong = data.plot_text(data.case_label(_case(run, "wrong_in_jit")))
+    assert not any(name == wrong for _, name in drawn)
+    assert drawn == expected
+    double = analyse(run).case(_case(run, "double"))
+    assert double is not None
+    jit = double.get(Mode.JIT)
+    assert jit is not None and jit.achieved_flops_per_s is not None
+    label = data.plot_text(data.case_label(double.case))
+    assert drawn[("jit", label)][1] == jit.achieved_flops_per_s / 1e9
+
+
 def test_sizes_sort_as_a_reader_expects() -> None:
     run = seed_run()
     s, m = (next(c for c in run.cases() if c.size == x) for x in ("S", "M"))

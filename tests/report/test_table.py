@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -204,3 +205,24 @@ def test_sweep_points_do_not_stretch_the_heatmaps_colour_scale() -> None:
     )
     with_sweep = replace(run, measurements=(*run.measurements, *sweep))
     assert [h.legend for h in table.heatmaps(with_sweep)] == [h.legend for h in table.heatmaps(run)]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_host_device_split_column_names_the_setting_that_makes_it() -> None:
+    """The page's `time_split` columns name what `run` takes for them now, and no page
+    kept in reports/examples names an option `run` no longer takes (the H200 pages said
+    '(--time-split)' after the option became `--setting time_split=true`); `jitbench
+    report reports/examples` renders them again."""
+    from jitbench.cli.common import RETIRED_OPTIONS
+
+    example = load_run(ROOT / "reports" / "examples" / "runs" / "20261126T044455Z-f00e30.json")
+    titles = [c.title for c in table.case_columns(example) if c.key.endswith("_split")]
+    assert titles and all("(--setting time_split=true)" in t for t in titles)
+    retired = set(RETIRED_OPTIONS["run"])
+    pages = sorted((ROOT / "reports" / "examples").rglob("*.html"))
+    assert pages
+    for page in pages:
+        named = set(re.findall(r"--[a-z][a-z0-9-]*", page.read_text("utf-8")))
+        assert not named & retired, (page.name, named & retired)

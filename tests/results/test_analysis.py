@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from jitbench import formatting as fmt
 from jitbench.config import JAX_MODES, Mode, RunConfig
 from jitbench.report import table
-from jitbench.results import Case, Measurement, Run, Status, load_run
+from jitbench.results import Case, CompileInfo, Measurement, Run, Status, load_run
 from jitbench.results.analysis import analyse
 from jitbench.results.model import RecordedConfig
-from tests.agreement import CHECKS, check_markdown, check_terminal
+from tests.agreement import CHECKS, check_compile, check_markdown, check_terminal
 
 ROOT = Path(__file__).resolve().parents[2]
 STORED = sorted(
@@ -61,6 +61,8 @@ def runs(draw: st.DrawFn) -> Run:
                 speed = base / draw(st.floats(0.05, 50.0))
                 parts = _parts(draw, rounds, speed)
                 m = _measurement(case, mode, parts, rounds)
+                if mode is Mode.JIT:
+                    m = replace(m, compile=draw(_compiles()))
                 measurements.append(replace(m, status=status) if status is not Status.OK else m)
     return Run(
         run_id="generated",
@@ -69,6 +71,24 @@ def runs(draw: st.DrawFn) -> Run:
         complete=True,
         environment={},
         measurements=tuple(measurements),
+    )
+
+
+@st.composite
+def _compiles(draw: st.DrawFn) -> CompileInfo | None:
+    """jit's cold compile: none, one (its stages), or several (each process's, the
+    repeats) whose median is not the one the stages are of."""
+    if draw(st.booleans()) and draw(st.booleans()):
+        return None
+    stage = st.floats(1e-4, 1.0)
+    trace_s, lower_s, compile_s = draw(stage), draw(stage), draw(stage)
+    repeats = draw(st.lists(st.floats(1e-3, 3.0), max_size=5))
+    total = trace_s + lower_s + compile_s
+    return CompileInfo(
+        trace_s=trace_s,
+        lower_s=lower_s,
+        compile_s=compile_s,
+        compile_repeats_s=(total, *repeats) if repeats else (),
     )
 
 
@@ -110,6 +130,8 @@ def test_figures_agree_in_every_format_on_stored_runs(path: Path) -> None:
     speedups = sum(f.speedup is not None for c in analyse(run) for f in c.figures.values())
     # the display checks parsed every speedup the tables show (they can fail)
     assert check_markdown(run) == check_terminal(run) == speedups
+    # the compile column was read in both tables, a row each (it can fail)
+    assert check_compile(run) == 2 * len(run.cases())
 
 
 def test_processes_that_disagree_are_marked_faded_and_left_out() -> None:

@@ -6,7 +6,7 @@ side agree by construction: a speedup is the quotient of the two times shown bes
 and break-even follows from the same times.
 """
 
-from jitbench.results.analysis.estimates import PROCESS_PRIOR_DF, Estimate
+from jitbench.results.analysis.estimates import PROCESS_PRIOR_DF, Estimate, time_ratio
 from jitbench.results.analysis.figures import (
     PROCESS_SPLIT_FACTOR,
     WIDE_FACTOR,
@@ -33,4 +33,5 @@ __all__ = [
     "Scaling",
     "analyse",
     "analyse_case",
+    "time_ratio",
 ]

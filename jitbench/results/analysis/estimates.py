@@ -47,6 +47,17 @@ def compile_figure(info: CompileInfo | None) -> float | None:
     return info.total_compile_s
 
 
+def time_ratio(base_s: float | None, new_s: float | None) -> float | None:
+    """new ÷ base of two times per call as their runs show them (above 1 is slower):
+    the change the gate judges (`gate.Entry.ratio`, unless paired rounds decide) and the
+    one a comparison page quotes where the gate judged nothing (another device). None
+    unless both are positive and the quotient is finite."""
+    if base_s is None or new_s is None or not (base_s > 0 and new_s > 0):
+        return None
+    r = new_s / base_s
+    return r if math.isfinite(r) and r > 0 else None
+
+
 def process_medians(m: Measurement) -> tuple[float, ...]:
     """Each process's median of `m`'s samples (one median for a one-process run); empty
     when nothing was sampled."""

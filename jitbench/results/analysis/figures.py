@@ -124,6 +124,15 @@ class ModeFigure:
         return marks + (fmt.OVER_EAGER_MARK if self.over is Mode.EAGER else "")
 
     @property
+    def compile_s(self) -> float | None:
+        """The mode's cold compile figure (trace + lower + XLA compile, seconds): the
+        median of every cold compile measured (`estimates.compile_figure`: the processes',
+        the repeats' and asv's), the one figure every table, chart, `compare`, asv's
+        `track_compile_s`, break-even and the JSON quote. None without a compile
+        breakdown (NumPy, eager)."""
+        return estimates.compile_figure(self.measurement.compile)
+
+    @property
     def achieved_flops_per_s(self) -> float | None:
         """XLA's flop count of the compiled program over the shown time per call. None
         without a cost analysis or a time, for a failed mode, and for a program with
@@ -165,8 +174,8 @@ class CaseAnalysis:
     case: Case
     figures: Mapping[Mode, ModeFigure]
     #: Calls after which jit's cold compile is paid back versus the baseline (NumPy, or
-    #: eager with no NumPy side), from the shown times: compile s / (baseline time − jit
-    #: time); inf when jit is not faster.
+    #: eager with no NumPy side), from the shown times: jit's `ModeFigure.compile_s` /
+    #: (baseline time − jit time); inf when jit is not faster.
     break_even_calls: float | None = None
     #: eager time / jit time (how far dispatch slows eager), from the shown times.
     eager_over_jit: Estimate | None = None
@@ -212,6 +221,30 @@ class CaseAnalysis:
         if (base, mode) == (Mode.JIT, Mode.SHARDED) and self.scaling is not None:
             return self.scaling.speedup
         return None
+
+    @property
+    def arithmetic_intensity(self) -> float | None:
+        """XLA's flops ÷ bytes accessed of the jit program (FLOP/byte): the roofline's x.
+        None where jit has no `achieved_flops_per_s` or either count is not positive."""
+        jit = self.get(Mode.JIT)
+        c = jit.measurement.compile if jit is not None else None
+        if jit is None or c is None or jit.achieved_flops_per_s is None:
+            return None
+        if not (c.flops and c.flops > 0 and c.bytes_accessed and c.bytes_accessed > 0):
+            return None
+        return c.flops / c.bytes_accessed
+
+    def achieved_flops_per_s(self, mode: Mode | str) -> float | None:
+        """The jit program's flop count over `mode`'s shown time: the rate each mode does
+        the same work at (the roofline's y). For jit, `ModeFigure.achieved_flops_per_s`
+        itself, so the chart and the tables quote one figure; None where jit has none (a
+        failed or mismatched jit: its program is not the work NumPy does), without an
+        `arithmetic_intensity`, or where `mode` has no shown time."""
+        jit, f = self.get(Mode.JIT), self.get(mode)
+        if jit is None or f is None or self.arithmetic_intensity is None:
+            return None
+        c = jit.measurement.compile
+        return f._per_call(c.flops if c is not None else None)
 
     @property
     def broken(self) -> bool:
@@ -653,7 +686,7 @@ def _break_even(
 ) -> float | None:
     if jit is None or numpy_t is None or jit_t is None or not jit.ok or jit.compile is None:
         return None
-    compile_s = jit.compile.total_compile_s
+    compile_s = estimates.compile_figure(jit.compile)  # `ModeFigure.compile_s`
     if compile_s is None:
         return None
     saved = numpy_t.value - jit_t.value
