@@ -122,10 +122,10 @@ class BenchResult:
         return self.case(size).speedup(mode, over=over)
 
     def compile_s(self, size: str | None = None) -> float | None:
-        """jit's cold compile (trace + lower + XLA compile), seconds."""
+        """jit's cold compile (trace + lower + XLA compile), seconds: the median of the
+        cold compiles, the figure the summary and a run's table show."""
         f = self.case(size).get(Mode.JIT)
-        c = f.measurement.compile if f is not None else None
-        return c.total_compile_s if c is not None else None
+        return f.compile_s if f is not None else None
 
     def break_even_calls(self, size: str | None = None) -> float | None:
         """Calls after which jit's compile is paid back versus NumPy (inf: never)."""

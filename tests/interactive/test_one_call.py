@@ -14,6 +14,7 @@ import pytest
 
 import jitbench
 from jitbench import Mode, bench
+from jitbench import formatting as fmt
 from jitbench.errors import ConfigError
 from jitbench.results import load_run
 from jitbench.results.analysis import Estimate, analyse
@@ -45,6 +46,7 @@ def test_an_xp_function_is_measured_in_three_modes_and_agrees_with_itself() -> N
     text = str(r)
     assert text.startswith("selu: jitbench, 1 process") and "vs NumPy" in text
     assert "jit compile" in text and repr(r) == text
+    assert f"jit compile {fmt.seconds(r.compile_s())}" in text  # type: ignore[arg-type]
     html = r._repr_html_()
     assert "<table" in html and "<svg" in html and "<script" not in html
 
