@@ -42,6 +42,25 @@ def snapshot() -> dict[str, Any]:
     return found
 
 
+def portable() -> dict[str, Any]:
+    """The watched options whose values another process can take (a bool, a number, a
+    string; not a device): what a worker is started with (`runner.worker`), so that it
+    measures as the process that started it would, whatever set them (a notebook cell, a
+    script's top level, guarded or not). Empty where this process has not loaded JAX."""
+    import sys
+
+    if "jax" not in sys.modules:
+        return {}
+    return {k: v for k, v in snapshot().items() if isinstance(v, (bool, int, float, str))}
+
+
+def apply(options: dict[str, Any]) -> None:
+    """Set each of `options` (`portable`'s) that this JAX has and accepts."""
+    for name, value in options.items():
+        with contextlib.suppress(Exception):
+            jax.config.update(name, value)
+
+
 @contextlib.contextmanager
 def kept(on_change: Callable[[Changes], None]) -> Iterator[None]:
     """Run the block; restore every watched option it changed and tell `on_change`

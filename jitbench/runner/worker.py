@@ -1,28 +1,22 @@
 """The one worker process: every process of a run that measures, but the first.
 
-The run's parent plans, schedules and collects; each other measuring process (a
-`--processes` worker one after another, the second beside the first, an extra process
-alone or one of a pair, the `--isolate` child of one group of cases) is this same worker,
-started by `start_worker` (spawned: a fresh interpreter, without the caller's
-`__main__` where it has no guard) and told what to measure afterwards, on the one
+The parent plans, schedules and collects; each other measuring process (a `--processes`
+worker one after another, the second beside the first, an extra process alone or one of
+a pair, the `--isolate` child of one group, a side of `ab`) is this same worker, started
+by `start_worker` as a command (`Command`: `python -m jitbench.runner.worker FD`, this
+Python and path, or an `ab` side's) and told what to measure afterwards on the one
 channel it shares with the parent (`runner.channel`). Started before its work is known,
 it loads JAX and the measuring code meanwhile (`api.run` starts the second process so,
-while the suites are found); ordered, it runs the order's module-level function with
-its end of the channel and the order's JSON-able arguments
-(`scheduler.measure_selection`, `child.measure_group`), or ends when dismissed.
-
-A worker ignores SIGINT (the parent decides what a Ctrl-C means and ends it), leads a
-process group of its own (whatever its workload starts is ended with it: `Worker.stop`)
-and dies with its parent, even when the parent is killed with SIGKILL
-(`die_with_parent`). An `ab` side's worker is the same worker in another Python or with
-another revision's code on its path (`start_worker(command=...)`: `python -m
-jitbench.runner.worker`, the channel on an inherited socket), ordered to serve that side
-(`ab.serve`).
+while the suites are found); ordered, it takes the parent's JAX options and runs the
+order's module-level function with its end of the channel and the order's arguments
+(`scheduler.measure_selection`, `child.measure_group`, `ab.serve.serve`), or ends when
+dismissed. It ignores SIGINT (the parent decides what a Ctrl-C means), leads a session
+of its own (whatever its workload starts is ended with it: `Worker.stop`) and dies with
+its parent, even one killed with SIGKILL (`die_with_parent`).
 """
 
 from __future__ import annotations
 
-import ast
 import ctypes
 import json
 import multiprocessing
@@ -32,11 +26,9 @@ import subprocess
 import sys
 import threading
 import time
-import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from multiprocessing.connection import Connection, wait
-from pathlib import Path
+from collections.abc import Callable
+from contextlib import suppress
+from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.errors import JitbenchError
@@ -67,9 +59,10 @@ class Worker:
     gives it its work, `result` waits for the run it measures, `stop` ends it (and what
     its workload started), `dismiss` ends one never ordered."""
 
-    def __init__(self, proc: Any, channel: Channel) -> None:
+    def __init__(self, proc: Any, channel: Channel, jax_options: bool = False) -> None:
         self._proc = proc
         self.channel = channel
+        self._jax_options = jax_options
         self._ordered = False
         self._stopped = False
         #: time.monotonic() when it was given its work.
@@ -88,8 +81,12 @@ class Worker:
 
     def order(self, target: Callable[..., None], *args: Any) -> Worker:
         """Have it run `target(its connection, *args)` (`target` module-level, so that the
-        worker can import it; `args` picklable); returns self."""
-        self.channel.send("order", (target, args))
+        worker can import it; `args` picklable), with this process's JAX options where
+        it was started `here`; returns self."""
+        from jitbench.measure import jax_config
+
+        options = jax_config.portable() if self._jax_options else {}
+        self.channel.send("order", (target, args, options))
         self._ordered = True
         self.started = time.monotonic()
         return self
@@ -159,30 +156,44 @@ class Worker:
 
 def start_worker(command: Command | None = None) -> Worker:
     """Start a worker process that loads what measuring needs and waits for its order
-    (`Worker.order`): spawned from this interpreter, or as `command` says (another Python,
-    another path: an `ab` side)."""
-    if command is not None:
-        return command.start()
-    ctx = multiprocessing.get_context("spawn")
-    here, there = ctx.Pipe()
-    proc = ctx.Process(target=worker_main, args=(there,), name="jitbench-worker")
-    with spawning_quietly():
-        proc.start()
-    there.close()
-    return Worker(proc, Channel(here, proc.is_alive))
+    (`Worker.order`): this Python with this process's path (`Command.here`), or as
+    `command` says (another Python, another path: an `ab` side)."""
+    return (command or Command.here()).start()
 
 
 class Command:
     """A worker started as `python -m jitbench.runner.worker FD` (`python`, in `cwd`, with
-    `env`, its output to `log`), its end of the channel the inherited socket FD: a Python
-    other than this one, or a path that puts another jitbench first."""
+    `env`, its output to `log`, None: this process's), its end of the channel the
+    inherited socket FD, in a session of its own (a terminal's Ctrl-C is the parent's
+    to act on, and whatever its workload starts is ended with it: `Worker.stop`).
 
-    def __init__(self, python: str, *, env: dict[str, str], cwd: str, log: Any) -> None:
+    Started so, a worker runs nothing of the caller's main script (spawn ran it again, so
+    an unguarded script that called `jitbench.run()` ran again inside it), and it takes
+    the parent's JAX options with its order (`here`: `jax_config.portable`), guarded
+    script, notebook or not."""
+
+    def __init__(
+        self,
+        python: str,
+        *,
+        env: dict[str, str],
+        cwd: str,
+        log: Any = None,
+        jax_options: bool = False,
+    ) -> None:
         self.python, self.env, self.cwd, self.log = python, env, cwd, log
+        self.jax_options = jax_options
+
+    @classmethod
+    def here(cls) -> Command:
+        """This interpreter, this process's import path and folder, its JAX options."""
+        path = [entry or os.getcwd() for entry in sys.path]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+        return cls(sys.executable, env=env, cwd=os.getcwd(), jax_options=True)
 
     def start(self) -> Worker:
         here, there = multiprocessing.Pipe()
-        with signals_ignored():  # a signal landing mid-start leaves no half-started child
+        with signals_ignored():  # a stop arriving mid-start is obeyed once it is over
             proc = subprocess.Popen(
                 [self.python, "-m", "jitbench.runner.worker", str(there.fileno())],
                 pass_fds=(there.fileno(),),
@@ -191,10 +202,11 @@ class Command:
                 stderr=self.log,
                 cwd=self.cwd,
                 env=self.env,
+                start_new_session=True,
             )
         there.close()
         process = _Started(proc)
-        return Worker(process, Channel(here, process.is_alive))
+        return Worker(process, Channel(here, process.is_alive), self.jax_options)
 
 
 class _Started:
@@ -221,18 +233,13 @@ class _Started:
 
 
 def worker_main(conn: Connection) -> None:
-    """The worker (a spawned child): ready itself (see the module), then run the `(target,
-    args)` it is ordered, or end when dismissed."""
-    # The parent decides what a Ctrl-C means (it ends this process); a terminal SIGINT
-    # reaches the whole process group, so ignore it here.
+    """The worker: ready itself (see the module), then run the `(target, args)` it is
+    ordered, with the parent's JAX options where it sends them, or end when dismissed."""
+    # The parent decides what a Ctrl-C means (it ends this process).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # A process group of its own: whatever the workload starts (a `subprocess`, a pool)
-    # is in it, and the parent ends the whole group with the worker (`_end_group`).
-    with suppress(OSError):
-        os.setsid()
     die_with_parent()
     # JAX, NumPy and the measuring code, loaded now: what makes a worker's start slow.
-    import jitbench.measure.opening  # noqa: F401
+    from jitbench.measure import jax_config, opening  # noqa: F401
 
     try:
         kind, order = conn.recv()
@@ -240,7 +247,8 @@ def worker_main(conn: Connection) -> None:
         return
     if kind != "order":
         return
-    target, args = order
+    target, args, options = order
+    jax_config.apply(options)
     target(conn, *args)
 
 
@@ -254,113 +262,26 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def die_with_parent() -> None:
-    """Make this process (a worker) end when its parent does, even by SIGKILL.
-
-    On Linux the kernel sends SIGKILL when the parent dies (prctl PR_SET_PDEATHSIG);
-    elsewhere, or if that call fails, a spawned worker's daemon thread waits on the
-    parent's sentinel (a pipe the parent holds open) and ends the process when it closes.
-    A parent already gone by the time this runs ends the process at once.
-    """
+    """Make this process (a worker) end when its parent does, even by SIGKILL: on Linux
+    the kernel sends SIGKILL (prctl PR_SET_PDEATHSIG); elsewhere, or if that call fails,
+    a daemon thread sees the parent gone (a new parent pid) within a second. A parent
+    already gone by the time this runs ends the process at once."""
+    parent = os.getppid()
     if sys.platform.startswith("linux"):
         with suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    parent = multiprocessing.parent_process()
-    if parent is None:  # a `Command`'s: its parent's death is the kernel's to tell
-        if os.getppid() == 1:
-            os._exit(1)
-        return
-    if not parent.is_alive():
+    if parent == 1:
         os._exit(1)
-    sentinel = parent.sentinel
-    if sentinel is None:
-        return
 
     def exit_when_parent_dies() -> None:
-        wait([sentinel])
+        while os.getppid() == parent:
+            time.sleep(1.0)
         os._exit(1)
 
     threading.Thread(
         target=exit_when_parent_dies, name="jitbench-parent-watch", daemon=True
     ).start()
-
-
-@contextmanager
-def spawning_quietly() -> Iterator[None]:
-    """Start a child with SIGINT ignored (an ignored signal survives exec, so a Ctrl-C
-    during the child's start-up does not print a traceback from it) and SIGTERM and
-    SIGHUP held back in this process until the start is over (`signals_ignored`).
-
-    `Process.start` writes the child's start-up data down a pipe after the exec; a SIGTERM
-    that raised in the middle of that write left the child reading a cut-off pickle, and
-    it printed `EOFError: Ran out of input` with a traceback beside jitbench's own
-    "partial run" message. Held back, the signal lands right after `start` returns, and
-    the child is killed cleanly. The child also starts without the caller's main module
-    (`main_module_hidden`).
-    """
-    if threading.current_thread() is not threading.main_thread():
-        with main_module_hidden():
-            yield
-        return
-    with signals_ignored(), main_module_hidden():
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            yield
-        finally:
-            signal.signal(signal.SIGINT, previous)
-
-
-_MAIN_SWAP = threading.Lock()  # one spawn at a time sees the placeholder `__main__`
-
-
-@contextmanager
-def main_module_hidden() -> Iterator[None]:
-    """While a spawned child starts, show multiprocessing an empty `__main__`, where the
-    caller's main script has no `if __name__ == "__main__":` guard.
-
-    *spawn* runs the parent's main script again in the child, so an unguarded script that
-    calls `jitbench.run()` would start the run again inside the worker, which
-    multiprocessing refuses (the worker died with exit code 1). jitbench's children import
-    their targets from jitbench and find workloads by suite file, so they need nothing of
-    such a script. A guarded script is left as it is: its top level (a `jax.config`
-    update, say) runs in the child too, as it always has.
-    """
-    main = sys.modules.get("__main__")
-    spec = getattr(main, "__spec__", None)
-    path = getattr(spec, "origin", None) or getattr(main, "__file__", None)
-    if main is None or not path or _guarded(str(path)):
-        yield
-        return
-    with _MAIN_SWAP:
-        sys.modules["__main__"] = types.ModuleType("__main__")
-        try:
-            yield
-        finally:
-            sys.modules["__main__"] = main
-
-
-def _guarded(path: str) -> bool:
-    """Whether the script at `path` has a top-level `if __name__ == "__main__":` (or
-    cannot be read, when it is left alone as before). A script that is no file (`python -`
-    reading stdin names it '<stdin>') has none, nor one that is not Python (`ipython
-    script.ipy`, whose `%` magics IPython translates): spawn would fail to run either again."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return False
-    except (OSError, UnicodeDecodeError, ValueError):
-        return True
-    try:
-        tree = ast.parse(text, filename=path)
-    except (SyntaxError, ValueError):  # the child's Python could not run it either
-        return False
-    for node in tree.body:
-        test = node.test if isinstance(node, ast.If) else None
-        if isinstance(test, ast.Compare) and len(test.comparators) == 1:
-            sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
-            if sides in ({"__name__", "'__main__'"}, {"__name__", '"__main__"'}):
-                return True
-    return False
 
 
 def _end_group(pid: int | None) -> None:

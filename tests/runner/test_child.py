@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -206,17 +205,15 @@ def _hang_spec() -> dict[str, object]:
 @pytest.mark.e2e
 def test_a_child_past_its_timeout_is_killed() -> None:
     # The default run's check of the isolated timeout (the CLI's, with --timeout 4, is e2e).
-    import multiprocessing
 
     failure = child.run_in_child(_hang_spec(), timeout_s=0.5)
     assert isinstance(failure, child.ChildFailure), failure
     assert failure.status is Status.TIMEOUT
     assert failure.error.message == "case exceeded --timeout 0.5 s; child process killed"
-    assert multiprocessing.active_children() == []
+    assert _own_children() == []
 
 
 def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
-    import multiprocessing
 
     from jitbench.runner import signals
 
@@ -228,36 +225,41 @@ def test_a_swallowed_stop_is_obeyed_while_waiting_on_a_child() -> None:
             child.run_in_child(spec, timeout_s=20)  # the child would hang for 20 s
         waited = time.monotonic() - started
     assert waited < 5, f"the stop took {waited:.1f} s"
-    assert multiprocessing.active_children() == []  # the child was killed
+    assert _own_children() == []  # the child was killed
 
 
-@pytest.mark.e2e  # a child process signalled while it starts
-def test_a_stop_signal_during_a_childs_start_waits_until_the_start_is_over() -> None:
-    """A SIGTERM that arrives while `Process.start` writes the child's start-up data is
-    held back until the write is done (it used to cut the write and make the child print a
-    traceback), then delivered; the child starts with the default SIGTERM."""
-    import multiprocessing
-
-    arrived: list[str] = []
-    previous = signal.signal(signal.SIGTERM, lambda *_: arrived.append("term"))
+@pytest.mark.e2e  # a worker process started
+def test_a_worker_starts_with_the_default_sigterm_whatever_the_parents_handler() -> None:
+    """A worker is a fresh program (`worker.Command`): the parent's Python handler for
+    SIGTERM (jitbench's stop, or a caller's) is not its own; ended, it is reaped."""
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        ctx = multiprocessing.get_context("spawn")
-        receiver, sender = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_report_sigterm_handler, args=(sender,))
-        with worker.spawning_quietly():
-            # To the main thread, where Python runs handlers (see test_signals).
-            signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)
-            proc.start()
-            assert arrived == []  # held back while the child starts
-        assert arrived == ["term"]  # and delivered as soon as it has
-        sender.close()
-        in_child = receiver.recv()
-        proc.join(60)
+        started = worker.start_worker()
+        started.order(_report_sigterm_handler)
+        kind, body = started.channel.receive({"handler"}, limit_s=120) or ("", "")
+        started.stop()
     finally:
         signal.signal(signal.SIGTERM, previous)
-    assert in_child == "default"
-    assert proc.exitcode == 0
+    assert (kind, body) == ("handler", "default")
+    assert _own_children() == []
 
 
-def _report_sigterm_handler(conn) -> None:  # a spawned child
-    conn.send("default" if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL else "other")
+def _report_sigterm_handler(conn) -> None:  # type: ignore[no-untyped-def]  # in a worker
+    default = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+    conn.send(("handler", "default" if default else "other"))
+
+
+def _own_children() -> list[int]:
+    """The pids of this process's children still there (a worker not ended and reaped)."""
+    import os
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == os.getpid():
+            found.append(int(stat.parent.name))
+    return found

@@ -560,13 +560,54 @@ def test_an_ipython_script_runs_its_workers(tmp_path: Path) -> None:
     assert proc.stdout.splitlines()[-1] == "processes 2", proc.stdout[-2000:]
 
 
+PRECISION_SUITE = """
+import os
+import jax
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={"S": {"n": 8}})
+def noted(xp, x):
+    with open(os.environ["JITBENCH_TEST_PRECISION"], "a") as f:
+        f.write(f"{os.getpid()} {jax.config.jax_default_matmul_precision}\\n")
+    return x * 2.0
+"""
+
+
 @pytest.mark.e2e
-def test_a_guarded_scripts_top_level_runs_in_the_worker_as_spawn_does(tmp_path: Path) -> None:
-    """A guarded script's top level (a jax.config update, say) reaches the worker."""
-    proc, marker = _run_script(tmp_path, guarded=True)
+@pytest.mark.parametrize("guarded", [True, False])
+def test_a_scripts_jax_options_reach_the_worker_and_its_top_level_runs_once(
+    tmp_path: Path, guarded: bool
+) -> None:
+    """A script's `jax.config.update` at its top level, guarded or not, is the worker's
+    option too (the order carries the parent's), and the script runs once: no worker runs
+    it again."""
+    suite = tmp_path / "noted.py"
+    suite.write_text(PRECISION_SUITE)
+    notes, marker = tmp_path / "precision", tmp_path / "imported"
+    call = (
+        "run = jitbench.run(['noted'], suites=[SUITE], "
+        "config=RunConfig.quick_settings(processes=2))\n"
+    )
+    body = "if __name__ == '__main__':\n" + textwrap.indent(call, "    ") if guarded else call
+    script = tmp_path / "bench.py"
+    script.write_text(
+        "import jax\nimport jitbench\nfrom jitbench import RunConfig\n"
+        "jax.config.update('jax_default_matmul_precision', 'highest')\n"
+        f"SUITE = {str(suite)!r}\n"
+        f"with open({str(marker)!r}, 'a') as f:\n    f.write('imported\\n')\n" + body
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env["JITBENCH_TEST_PRECISION"] = str(notes)
+    proc = subprocess.run(
+        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines() == ["processes 2"]
-    assert marker.read_text().splitlines() == ["imported", "imported"]
+    assert marker.read_text().splitlines() == ["imported"]
+    seen = {line.split()[0]: line.split()[1] for line in notes.read_text().splitlines()}
+    assert len(seen) == 2 and set(seen.values()) == {"highest"}, seen
 
 
 class _Clock:
