@@ -50,12 +50,13 @@ from jitbench.results import (
 from jitbench.results.model import new_run_id
 from jitbench.runner import overlap
 from jitbench.runner.events import KernelsLeftOut, RunEvent, RunInterrupted, SuiteSkipped
-from jitbench.runner.plan import changed_settings, settings_for_resume, workloads_for_resume
+from jitbench.runner.plan import changed_settings, settings_for_resume
 from jitbench.runner.processes import jax_processes_at_once
 from jitbench.runner.scheduler import run_workloads
 from jitbench.runner.signals import signals_ignored
 from jitbench.runner.worker import Worker, start_worker
 from jitbench.suite.discovery import discover
+from jitbench.suite.selection import workloads_for_resume
 from jitbench.suite.workload import Workload
 
 

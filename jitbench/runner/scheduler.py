@@ -46,10 +46,7 @@ from jitbench.runner.plan import (
     case_key,
     group_cases,
     plan_cases,
-    selection_of,
     suite_float_width,
-    workload_list,
-    workloads_for_selection,
     workloads_left_out,
 )
 from jitbench.runner.processes import (
@@ -60,6 +57,7 @@ from jitbench.runner.processes import (
 )
 from jitbench.runner.signals import raise_if_stop_requested
 from jitbench.runner.worker import Worker, WorkerTarget
+from jitbench.suite.selection import selection_of, workload_list, workloads_for_selection
 from jitbench.suite.workload import Workload
 
 Clock = Callable[[], str]  # the current UTC time, ISO 8601

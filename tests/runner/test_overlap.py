@@ -218,10 +218,10 @@ def test_a_standby_worker_not_given_work_ends_when_dismissed() -> None:
 def test_two_real_extra_processes_measure_side_by_side_on_a_core_each(tiny_suite: Path) -> None:
     """A pair of worker processes (`SideBySide.pair`): each pinned to a core of its own,
     both measure the cases they are given, and each counts both cores as jitbench's."""
-    from jitbench.runner.plan import selection_of
     from jitbench.runner.processes import worker_args
     from jitbench.runner.scheduler import measure_selection
     from jitbench.suite.discovery import discover
+    from jitbench.suite.selection import selection_of
 
     [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
     config = RunConfig.quick_settings(sizes=("S",), processes=2)

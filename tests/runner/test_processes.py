@@ -863,9 +863,9 @@ def test_a_resumed_run_goes_on_with_the_extra_processes_it_lacks() -> None:
 def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -> None:
     """`measure_selection` with case keys measures those alone (double at S, not at M)."""
     from jitbench.results import run_from_dict
-    from jitbench.runner.plan import selection_of
     from jitbench.runner.scheduler import measure_selection
     from jitbench.suite.discovery import discover
+    from jitbench.suite.selection import selection_of
 
     [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
     quick = RunConfig.quick_settings(sizes=("S", "M"))

@@ -15,9 +15,9 @@ from jitbench import Mode, RunConfig, Status
 from jitbench.errors import SuiteError
 from jitbench.results.model import Selection
 from jitbench.runner.events import FloatWidthChosen, KernelsLeftOut
-from jitbench.runner.plan import workloads_for_selection
 from jitbench.suite import npbench
 from jitbench.suite.discovery import discover, suite_of
+from jitbench.suite.selection import workloads_for_selection
 from tests.faults import invoke
 
 KERNELS: dict[str, dict[str, object]] = {
