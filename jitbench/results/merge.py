@@ -52,8 +52,8 @@ def pool_measurements(ms: Sequence[Measurement], *, sample_from: Sequence[bool])
         )
         keeper = replace(keeper, compile=replace(keeper.compile, compile_repeats_s=repeats))
     if keeper.compile is not None and keeper.compile.program_text is None:
-        # Only the first process keeps its program's text (the workers' runs come back as
-        # JSON, without it): the same code, so any process's text is the program's.
+        # Some processes keep no text (one that loaded another's program, an --isolate
+        # child's JSON): the same code, so any process's text is the program's.
         text = next(
             (m.compile.program_text for m, _ in ok if m.compile and m.compile.program_text),
             None,

@@ -91,12 +91,7 @@ def worker_args(
     cases: Sequence[CaseKey] | None = None,
 ) -> tuple[Any, ...]:
     """What `scheduler.measure_selection` gets after its connection."""
-    return (
-        [s.to_dict() for s in selection],
-        config.to_dict(),
-        shared_compiles,
-        None if cases is None else [list(key) for key in cases],
-    )
+    return (tuple(selection), config, shared_compiles, None if cases is None else tuple(cases))
 
 
 def run_worker(target: WorkerTarget, args: Sequence[Any], on_case: OnCase) -> Run:

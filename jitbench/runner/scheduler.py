@@ -19,11 +19,11 @@ from jitbench.config import RunConfig, SamplingPlan
 from jitbench.errors import JitbenchError
 from jitbench.measure import diagnose, environment, machine
 from jitbench.measure.devices import resolve_devices, share_gpu_memory, x64_enabled
-from jitbench.measure.faults import Skips, skips_from_json, skips_to_json, timed_out_skips
+from jitbench.measure.faults import Skips, timed_out_skips
 from jitbench.measure.opening import PlannedCase, planned_case_record
 from jitbench.measure.session import StepReport
 from jitbench.measure.threads import limited_threads
-from jitbench.results import Case, Measurement, Run, dump_run, measurement_to_dict
+from jitbench.results import Case, Measurement, Run
 from jitbench.results.analysis import judgement
 from jitbench.results.analysis.machine import MachineState
 from jitbench.results.model import RecordedConfig, Selection, new_run_id, utc_now
@@ -174,7 +174,7 @@ def run_workloads(
             ) -> tuple[WorkerTarget, tuple[Any, ...]]:
                 # A mode that ran past --timeout in the first process is not paid for again.
                 skip = {} if config.retry_timeouts else timed_out_modes(first_run)
-                target = functools.partial(measure_selection, skip=skips_to_json(skip))
+                target = functools.partial(measure_selection, skip=skip)
                 return target, worker_args(selection, config, shared, cases)
 
             pooled = run_in_processes(
@@ -442,11 +442,11 @@ def schedule(
 
 def measure_selection(
     conn: Connection,
-    selection: list[dict[str, Any]],
-    config: dict[str, Any],
+    selection: Sequence[Selection],
+    settings: RunConfig,
     shared_compiles: str | None = None,
-    cases: list[list[str]] | None = None,
-    skip: list[dict[str, Any]] | None = None,
+    cases: Sequence[CaseKey] | None = None,
+    skip: Skips | None = None,
     placement: dict[str, Any] | None = None,
 ) -> None:
     """A `--processes` worker's order (`runner.worker`): find the selected workloads again, measure
@@ -457,20 +457,11 @@ def measure_selection(
     `placement` (what `overlap.SideBySide` ordered), it measures side by side with
     another process (`overlap.for_worker`)."""
     try:
-        settings = RunConfig.from_dict(config)
-        workloads = workloads_for_selection(
-            tuple(
-                Selection(
-                    workload=s["workload"], suite=s["suite"], suite_sha256=s.get("suite_sha256")
-                )
-                for s in selection
-            )
-        )
+        workloads = workloads_for_selection(selection)
 
         def progress(event: RunEvent) -> None:
             if isinstance(event, CaseFinished):
-                shared = [measurement_to_dict(m) for m in event.measurements]
-                conn.send(("case", (event.index, event.total, shared)))
+                conn.send(("case", (event.index, event.total, event.measurements)))
 
         # Where it measures and beside whom, over its channel to the parent.
         placed = overlap.for_worker(placement, Channel(conn))
@@ -490,24 +481,18 @@ def measure_selection(
             # beside it compiles and checks its own.
             repeat_compiles=False,
             check_outputs=not shared_compiles,
-            only=None if cases is None else [_case_key(key) for key in cases],
-            skip=skips_from_json(skip),
+            only=cases,
+            skip=skip,
             placement=placed,
         )
         if shared_compiles:  # its cold calls loaded the first process's programs: no compiles
             run = replace(
                 run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
             )
-        conn.send(("ok", dump_run(run, figures=False)))  # loading recomputes them
+        conn.send(("ok", run))
     except JitbenchError as exc:  # a refusal whose message names the cause and the fix
         conn.send(("refused", str(exc)))
     except BaseException as exc:  # report anything, then exit
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
         conn.close()
-
-
-def _case_key(key: list[str]) -> CaseKey:
-    """A case key as a worker receives it (a list) as `Case.key` has it (a tuple)."""
-    workload, size, device, dtype = key
-    return (workload, size, device, dtype)

@@ -18,7 +18,6 @@ its parent, even one killed with SIGKILL (`die_with_parent`).
 from __future__ import annotations
 
 import ctypes
-import json
 import multiprocessing
 import os
 import signal
@@ -32,12 +31,13 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from jitbench.errors import JitbenchError
-from jitbench.results import Measurement, Run, measurement_from_dict, run_from_dict
+from jitbench.results import Measurement, Run
 from jitbench.runner.channel import Channel
 from jitbench.runner.signals import signals_ignored
 
 #: What a worker ordered to measure a selection says to the parent of itself
-#: (`Worker.result`): each case as it finishes it, then its run, or why it has none.
+#: (`Worker.result`): each case as it finishes it, then its run, or why it has none
+#: (objects, pickled: the worker is this jitbench, started `Command.here`).
 _ANSWERS = frozenset({"case", "ok", "refused", "error"})
 
 #: What a worker process runs (`Worker.order`): a module-level function of its connection
@@ -59,7 +59,9 @@ class Worker:
     gives it its work, `result` waits for the run it measures, `stop` ends it (and what
     its workload started), `dismiss` ends one never ordered."""
 
-    def __init__(self, proc: Any, channel: Channel, jax_options: bool = False) -> None:
+    def __init__(
+        self, proc: subprocess.Popen[bytes], channel: Channel, jax_options: bool = False
+    ) -> None:
         self._proc = proc
         self.channel = channel
         self._jax_options = jax_options
@@ -70,14 +72,14 @@ class Worker:
 
     @property
     def pid(self) -> int:
-        return int(self._proc.pid)
+        return self._proc.pid
 
     @property
     def exitcode(self) -> int | None:
-        return self._proc.exitcode  # type: ignore[no-any-return]
+        return self._proc.poll()
 
     def alive(self) -> bool:
-        return bool(self._proc.is_alive())
+        return self._proc.poll() is None
 
     def order(self, target: Callable[..., None], *args: Any) -> Worker:
         """Have it run `target(its connection, *args)` (`target` module-level, so that the
@@ -127,7 +129,8 @@ class Worker:
             raise WorkerError(
                 f"a worker process failed: {body}; run without --processes to see where."
             )
-        return run_from_dict(json.loads(body), source="a worker process's run")
+        assert isinstance(body, Run)
+        return body
 
     def stop(self) -> None:
         """End it, and what is left of its process group (`_end_group`), if it still
@@ -136,15 +139,19 @@ class Worker:
             return
         self._stopped = True
         _end_group(self._proc.pid)  # first: nothing has reaped it yet
-        if self._proc.is_alive():
+        with suppress(ProcessLookupError):
             self._proc.kill()
-        self._proc.join(10)
+        self._join(10)
         self.channel.close()
 
     def end(self, limit_s: float) -> None:
         """Wait at most `limit_s` for it to end by itself (told to), then `stop` it."""
-        self._proc.join(limit_s)
+        self._join(limit_s)
         self.stop()
+
+    def _join(self, limit_s: float) -> None:
+        with suppress(subprocess.TimeoutExpired):
+            self._proc.wait(limit_s)
 
     def dismiss(self) -> None:
         """End it, unless it was given work (whoever ordered it ends it then)."""
@@ -205,31 +212,7 @@ class Command:
                 start_new_session=True,
             )
         there.close()
-        process = _Started(proc)
-        return Worker(process, Channel(here, process.is_alive), self.jax_options)
-
-
-class _Started:
-    """A `Command`'s process, seen as the `multiprocessing.Process` a `Worker` holds."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self._proc = proc
-        self.pid = proc.pid
-
-    @property
-    def exitcode(self) -> int | None:
-        return self._proc.poll()
-
-    def is_alive(self) -> bool:
-        return self._proc.poll() is None
-
-    def kill(self) -> None:
-        with suppress(ProcessLookupError):
-            self._proc.kill()
-
-    def join(self, timeout: float | None = None) -> None:
-        with suppress(subprocess.TimeoutExpired):
-            self._proc.wait(timeout)
+        return Worker(proc, Channel(here, lambda: proc.poll() is None), self.jax_options)
 
 
 def worker_main(conn: Connection) -> None:
@@ -253,9 +236,9 @@ def worker_main(conn: Connection) -> None:
 
 
 def _hand(on_case: OnCase, body: Any) -> None:
-    """`on_case` told of a case as a worker sends it: (index, total, measurement dicts)."""
+    """`on_case` told of a case as a worker sends it: (index, total, measurements)."""
     index, total, measured = body
-    on_case(index, total, [measurement_from_dict(d) for d in measured])
+    on_case(index, total, list(measured))
 
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>

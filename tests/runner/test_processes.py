@@ -163,7 +163,7 @@ def _resumable_processes(
         return real_schedule(cases, *args, plan=plan, **kwargs)
 
     def worker_here(target, args, on_case):  # type: ignore[no-untyped-def]
-        workers.append(args[1]["processes"])
+        workers.append(args[1].processes)
         stop()
         return worker_in_this_process(target, args, on_case)
 
@@ -314,16 +314,14 @@ class _Conn:
 def worker_in_this_process(target, args, on_case=None):  # type: ignore[no-untyped-def]
     """Run a worker's `target` here, as `processes.run_worker` would in a spawned process
     (the same arguments, the same messages on its connection), and return its run."""
-    from jitbench.results import measurement_from_dict
-
     conn = _Conn()
     target(conn, *args)
     for kind, body in conn.sent:
         if kind == "case" and on_case is not None:
-            on_case(body[0], body[1], [measurement_from_dict(d) for d in body[2]])
+            on_case(body[0], body[1], list(body[2]))
     [(kind, body)] = [m for m in conn.sent if m[0] != "case"]
     assert kind == "ok", body
-    return run_from_dict(json.loads(body))
+    return body
 
 
 def test_each_process_samples_with_its_share_of_the_cases_budget(
@@ -862,7 +860,6 @@ def test_a_resumed_run_goes_on_with_the_extra_processes_it_lacks() -> None:
 
 def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -> None:
     """`measure_selection` with case keys measures those alone (double at S, not at M)."""
-    from jitbench.results import run_from_dict
     from jitbench.runner.scheduler import measure_selection
     from jitbench.suite.discovery import discover
     from jitbench.suite.selection import selection_of
@@ -870,14 +867,11 @@ def test_an_extra_worker_measures_only_the_cases_it_is_given(tiny_suite: Path) -
     [double] = [w for name, w in discover([tiny_suite]).workloads.items() if name == "double"]
     quick = RunConfig.quick_settings(sizes=("S", "M"))
     conn = _Conn()
-    key = ["double", "S", "cpu:0", "float32"]
-    measure_selection(
-        conn, [s.to_dict() for s in selection_of([double])], quick.to_dict(), None, [key]
-    )
-    [(kind, body)] = [m for m in conn.sent if m[0] != "case"]
-    assert kind == "ok", body
-    run = run_from_dict(json.loads(body))
-    assert [c.key for c in run.cases()] == [tuple(key)]
+    key = ("double", "S", "cpu:0", "float32")
+    measure_selection(conn, selection_of([double]), quick, None, [key])
+    [(kind, run)] = [m for m in conn.sent if m[0] != "case"]
+    assert kind == "ok", run
+    assert [c.key for c in run.cases()] == [key]
 
 
 SLOW_EAGER_SUITE = """
