@@ -5,11 +5,11 @@ so its faults cost only that case (`--isolate`).
 (`runner.worker`, ordered to run `measure_group`): a crash (`os.abort()`, a segfault), a
 hang or an out-of-memory kill costs only that case. The child re-discovers the workload by
 suite file path and name, readies itself (imports JAX and the statistics, warms the
-backend up), says it is ready, then measures and sends its measurements back as JSON
-dicts; the parent ends it (and what its workload started) when the case's time limit
-passes, or at once when the run is stopped (SIGTERM, Ctrl-C). The limit counts from
-"ready", so the child's start-up is not charged to the case. A child dies with its parent,
-even when the parent is killed with SIGKILL (`worker.die_with_parent`).
+backend up), says it is ready, then measures and sends its measurements back; the parent
+ends it (and what its workload started) when the case's time limit passes, or at once
+when the run is stopped (SIGTERM, Ctrl-C). The limit counts from "ready", so the child's
+start-up is not charged to the case. A child dies with its parent, even when the parent
+is killed with SIGKILL (`worker.die_with_parent`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
-from jitbench.results import ErrorInfo, Status
+from jitbench.results import ErrorInfo, Measurement, Status
 from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, refuse_forks
 from jitbench.runner.worker import start_worker
 
@@ -50,11 +50,9 @@ def _exception_dict(exc: BaseException) -> dict[str, str]:
 
 
 def measure_group(conn: Connection, spec: Mapping[str, Any]) -> None:
-    """A worker's order under `--isolate`: find the workload, measure the case, send
-    dicts back."""
+    """A worker's order under `--isolate`: find the workload, measure the case, send its
+    measurements back."""
     try:
-        from jitbench import results
-        from jitbench.config import RunConfig
         from jitbench.measure import devices, faults, opening, timeline
         from jitbench.measure.threads import limited_threads
         from jitbench.runner.warmup import warm_up
@@ -65,11 +63,10 @@ def measure_group(conn: Connection, spec: Mapping[str, Any]) -> None:
         ]
         if not found:
             raise LookupError(f"workload {spec['workload']!r} not found in {spec['suite']}")
-        config = RunConfig.from_dict(spec["config"])
+        config = spec["config"]
         # The child inherits the parent's pinned cores; the BLAS pool sizes it sets itself.
         with devices.x64_enabled(config.x64), limited_threads(config.threads):
-            labels = spec["devices"] if "devices" in spec else [spec["device"]]
-            chosen = [devices.resolve_devices([label])[0] for label in labels]
+            chosen = [devices.resolve_devices([label])[0] for label in spec["devices"]]
             warm_up(chosen)
             conn.send(("ready", None))
             planned = [
@@ -84,13 +81,13 @@ def measure_group(conn: Connection, spec: Mapping[str, Any]) -> None:
                 planned,
                 config,
                 split_calls=split_calls,
-                skip=faults.skips_from_json(spec.get("skip")),
+                skip=spec.get("skip"),
             )
         if forks_made():
             exc = fork_error()
             faults.add_hint(exc, FORK_HINT)
             raise exc
-        conn.send(("result", [results.measurement_to_dict(m) for m in measured]))
+        conn.send(("result", measured))
     except BaseException as exc:  # report anything, even SystemExit, to the parent
         with suppress(Exception):  # the pipe may be gone; the parent sees EOF then
             conn.send(("error", _exception_dict(exc)))
@@ -125,19 +122,19 @@ def _death_message(exitcode: int | None) -> ErrorInfo:
 
 def run_in_child(
     spec: Mapping[str, Any], *, timeout_s: float | None
-) -> list[dict[str, Any]] | ChildFailure:
+) -> list[Measurement] | ChildFailure:
     """Measure one case in a fresh worker process (`measure_group`).
 
     Args:
-        spec: JSON-able description of the case: suite (file path), workload (name), size,
-            params, devices (labels such as "cpu:0"; or one label under device), dtype and
-            config (`RunConfig.to_dict`).
+        spec: the case: suite (file path), workload (name), size, params, devices
+            (labels such as "cpu:0"), dtype, config (a RunConfig) and skip (Skips, or
+            none).
         timeout_s: seconds the case may take once the child is ready (its imports and
             backend start-up are not counted); None for no limit.
 
     Returns:
-        The measurements as dicts (`results.measurement_from_dict` reads them), or a
-        ChildFailure when the child crashed, was killed, timed out or could not start.
+        The measurements, or a ChildFailure when the child crashed, was killed, timed
+        out or could not start.
     """
     worker = start_worker().order(measure_group, dict(spec))
     limit = timeout_s if timeout_s is not None and 0 < timeout_s < math.inf else None

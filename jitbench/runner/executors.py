@@ -29,7 +29,7 @@ from jitbench.config import Mode, RunConfig
 from jitbench.errors import ConfigError
 from jitbench.measure import compilation, timeline
 from jitbench.measure.devices import device_label
-from jitbench.measure.faults import Skips, add_hint, error_info, skips_to_json
+from jitbench.measure.faults import Skips, add_hint, error_info
 from jitbench.measure.opening import (
     PlannedCase,
     measure_cases,
@@ -37,7 +37,7 @@ from jitbench.measure.opening import (
     planned_case_record,
 )
 from jitbench.measure.session import CaseSession, StepReport
-from jitbench.results import ErrorInfo, Measurement, Status, measurement_from_dict
+from jitbench.results import ErrorInfo, Measurement, Status
 from jitbench.runner import child, overlap
 from jitbench.runner.deadline import CaseTimeout, deadline
 from jitbench.runner.forks import FORK_HINT, fork_error, forks_made, forks_refused
@@ -377,9 +377,7 @@ class ChildProcessExecutor:
                 "--isolate.",
             )
             return failed_case(pcs, config.modes, Status.ERROR, error), None
-        spec = child_spec(pcs, config, suite)
-        if self.skip:
-            spec["skip"] = skips_to_json(self.skip)
+        spec = {**child_spec(pcs, config, suite), "skip": self.skip}
         outcome = child.run_in_child(
             spec, timeout_s=group_timeout(config.timeout_s, len(pcs), len(config.modes))
         )
@@ -390,12 +388,12 @@ class ChildProcessExecutor:
                 whole = _timeout_error(config.timeout_s, len(pcs), len(config.modes), isolated=True)
                 error = replace(whole, message=whole.message + "; child process killed")
             return failed_case(pcs, config.modes, outcome.status, error), None
-        return [measurement_from_dict(d) for d in outcome], None
+        return outcome, None
 
 
 def child_spec(pcs: Sequence[PlannedCase], config: RunConfig, suite: str) -> dict[str, Any]:
     """What a child process needs to find and measure the cases `pcs` (one workload × size
-    × dtype on one or more devices) again (JSON-able)."""
+    × dtype on one or more devices) again."""
     pc = pcs[0]
     return {
         "suite": suite,
@@ -404,5 +402,5 @@ def child_spec(pcs: Sequence[PlannedCase], config: RunConfig, suite: str) -> dic
         "params": dict(pc.params),
         "devices": [device_label(p.device) for p in pcs],
         "dtype": pc.dtype,
-        "config": config.to_dict(),
+        "config": config,
     }

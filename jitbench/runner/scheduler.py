@@ -158,7 +158,7 @@ def run_workloads(
                 # A resumed run that pooled some worker processes already holds every case
                 # of the first process: only the workers it lacks are left.
                 if resume is not None and resume.processes >= 2:
-                    return _resumed_whole(resume, clock)
+                    return replace(_resumed(resume, clock), complete=True)
                 return measure(
                     on_event=on_first,
                     shared_compiles=Path(shared),
@@ -173,7 +173,7 @@ def run_workloads(
                 first_run: Run, cases: Sequence[CaseKey] | None
             ) -> tuple[WorkerTarget, tuple[Any, ...]]:
                 # A mode that ran past --timeout in the first process is not paid for again.
-                skip = {} if config.retry_timeouts else timed_out_modes(first_run)
+                skip = {} if config.retry_timeouts else timed_out_skips(first_run.measurements)
                 target = functools.partial(measure_selection, skip=skip)
                 return target, worker_args(selection, config, shared, cases)
 
@@ -192,22 +192,10 @@ def run_workloads(
     return measure()
 
 
-def timed_out_modes(run: Run) -> Skips:
-    """The JAX modes of `run`'s cases that ran past --timeout (or reached it while sampling),
-    with what happened: a later `--processes` worker leaves them out (`retry_timeouts`
-    measures them again)."""
-    return timed_out_skips(run.measurements)
-
-
-def _resumed_whole(resume: Run, clock: Clock) -> Run:
-    """A partial run whose first process (and some workers) finished, resumed now: the
-    part of the run the remaining worker processes are pooled with."""
+def _resumed(resume: Run, clock: Clock) -> Run:
+    """A partial run resumed now: its record says when."""
     record = resume.config
-    return replace(
-        resume,
-        complete=True,
-        config=replace(record, resumed_at=(*record.resumed_at, clock())),
-    )
+    return replace(resume, config=replace(record, resumed_at=(*record.resumed_at, clock())))
 
 
 def _measure_once(
@@ -236,7 +224,7 @@ def _measure_once(
     what this process samples with, where it is a share of `config.plan` (one process of
     several); the run records `config`. `processes` is how many processes the run is
     announced to measure in (`RunStarted`), this one included. The modes of cases `skip`
-    names are left out (`timed_out_modes`). `placement` is where this process measures
+    names are left out (`faults.timed_out_skips`). `placement` is where this process measures
     and beside whom, where other processes of the run measure at the same time
     (`overlap.Placement`); else it pins the least busy cores and measures alone."""
     probe = machine.QUICK_PROBE_SAMPLES if config.quick else machine.PROBE_SAMPLES
@@ -258,10 +246,7 @@ def _measure_once(
         if placement is not None:
             placement.begin()
         if resume is not None:
-            record = resume.config
-            start = replace(
-                resume, config=replace(record, resumed_at=(*record.resumed_at, clock()))
-            )
+            start = _resumed(resume, clock)
         else:
             start = Run(
                 run_id=run_id or new_run_id(),

@@ -13,12 +13,12 @@ from jitbench import workload
 from jitbench.config import RunConfig
 from jitbench.measure import diagnose
 from jitbench.measure.devices import resolve_devices
+from jitbench.measure.faults import timed_out_skips
 from jitbench.measure.limits import RETRY_INTERVAL_S as RETRY_S
 from jitbench.measure.limits import ModeLimit, ModeTimeout, doing
 from jitbench.measure.opening import measure_cases
 from jitbench.results import Mode, Status
 from jitbench.runner.plan import plan_cases
-from jitbench.runner.scheduler import timed_out_modes
 from tests.conftest import alarm_raises_inside_an_exit
 
 
@@ -73,8 +73,7 @@ def test_a_mode_past_its_limit_is_stopped_and_the_others_keep_their_figures() ->
     assert "--modes numpy,jit" in eager.hint
     assert eager.diagnostics[0].code == diagnose.MODE_TIMEOUT  # the reason before any note
     # A later --processes worker leaves it out, saying why.
-    run_like = type("R", (), {"measurements": tuple(ms.values())})()
-    skips = timed_out_modes(run_like)
+    skips = timed_out_skips(tuple(ms.values()))
     assert list(skips) == [(eager.case.key, Mode.EAGER)]
     again = {m.mode: m for m in measure_cases(pcs, config, skip=skips)}
     assert again[Mode.EAGER].status is Status.SKIPPED and again[Mode.JIT].ok

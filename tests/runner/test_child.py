@@ -198,7 +198,7 @@ def _hang_spec() -> dict[str, object]:
         "params": {"n": 32},
         "devices": ["cpu:0"],
         "dtype": "float32",
-        "config": RunConfig.quick_settings().to_dict(),
+        "config": RunConfig.quick_settings(),
     }
 
 
