@@ -1,13 +1,12 @@
 """The one message channel between the run's parent process and a worker process.
 
 A duplex pipe (`multiprocessing.Pipe`) carrying `(kind, body)` messages both ways: the
-worker's orders, its progress and run, and the coordination of two processes measuring
-side by side (`runner.overlap`: ready, a group opened, done), so that no process watches a
-folder for another's files. Once `listening`, each end takes in what arrives in a thread
-of its own: a sender never waits on a receiver that is busy measuring (two processes
-beside each other, each sending the other a group's measurements, would block each other
-once the pipe's buffer filled), and `receive` waits for one kind of message while the
-others are held for a later call.
+worker's order, each case it finishes and its run, and what processes measuring side by
+side say (`runner.overlap`: started, done), so that no process watches a folder for
+another's files. Once `listening`, each end takes in what arrives in a thread of its own:
+a sender never waits on a receiver that is busy measuring (a worker's cases would block
+it once the pipe's buffer filled while the parent measures), and `receive` waits for
+some kinds of message while the others are held for a later call.
 """
 
 from __future__ import annotations
@@ -70,17 +69,10 @@ class Channel:
             return False
         return True
 
-    def receive(
-        self,
-        kinds: Collection[str],
-        *,
-        limit_s: float | None = None,
-        match: Callable[[Any], bool] = lambda _body: True,
-    ) -> Message | None:
-        """The next message of one of `kinds` whose body `match`es (others are held for a
-        later call); None when `limit_s` passes first (0: look only at what has arrived).
-        A stop a signal asked for is raised while it waits
-        (`signals.raise_if_stop_requested`).
+    def receive(self, kinds: Collection[str], *, limit_s: float | None = None) -> Message | None:
+        """The next message of one of `kinds` (others are held for a later call); None
+        when `limit_s` passes first (0: look only at what has arrived). A stop a signal
+        asked for is raised while it waits (`signals.raise_if_stop_requested`).
 
         Raises:
             EOFError: the other end ended without sending one.
@@ -93,7 +85,7 @@ class Channel:
                     self._held.append(arrived)
                 self._closed = True
         for index, message in enumerate(self._held):
-            if message[0] in kinds and match(message[1]):
+            if message[0] in kinds:
                 return self._held.pop(index)
         end = None if limit_s is None else time.monotonic() + limit_s
         gone_since: float | None = None
@@ -115,7 +107,7 @@ class Channel:
             if arrived is None:
                 self._closed = True
                 raise EOFError
-            if arrived[0] in kinds and match(arrived[1]):
+            if arrived[0] in kinds:
                 return arrived
             self._held.append(arrived)
         return None

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -41,7 +42,7 @@ from jitbench.runner.signals import signals_ignored
 _ANSWERS = frozenset({"case", "ok", "refused", "error"})
 
 #: What a worker process runs (`Worker.order`): a module-level function of its connection
-#: and JSON-able arguments (`scheduler.measure_selection`, `child.measure_group`,
+#: and picklable arguments (`scheduler.measure_selection`, `child.measure_group`,
 #: `ab.serve.serve`).
 WorkerTarget = Callable[..., None]
 
@@ -168,6 +169,7 @@ def start_worker(command: Command | None = None) -> Worker:
     return (command or Command.here()).start()
 
 
+@dataclass(frozen=True)
 class Command:
     """A worker started as `python -m jitbench.runner.worker FD` (`python`, in `cwd`, with
     `env`, its output to `log`, None: this process's), its end of the channel the
@@ -179,17 +181,11 @@ class Command:
     the parent's JAX options with its order (`here`: `jax_config.portable`), guarded
     script, notebook or not."""
 
-    def __init__(
-        self,
-        python: str,
-        *,
-        env: dict[str, str],
-        cwd: str,
-        log: Any = None,
-        jax_options: bool = False,
-    ) -> None:
-        self.python, self.env, self.cwd, self.log = python, env, cwd, log
-        self.jax_options = jax_options
+    python: str
+    env: dict[str, str]
+    cwd: str
+    log: Any = None
+    jax_options: bool = False
 
     @classmethod
     def here(cls) -> Command:
