@@ -30,6 +30,18 @@ def seconds(value: float | None, *, digits: int = 3, compact: bool = False) -> s
     return f"{value / 1e-9:.{digits}g}{space}ns"
 
 
+def eta(seconds: float | None) -> str:
+    """'ETA 1:05', 'ETA 0:07', 'ETA 1:02:03'; '' when unknown."""
+    if seconds is None:
+        return ""
+    total = max(0, round(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"ETA {hours}:{minutes:02d}:{secs:02d}"
+    return f"ETA {minutes}:{secs:02d}"
+
+
 def peak_bytes(value: int | None, exact: bool) -> str:
     """A memory peak: '12 MiB', or '≤ 12 MiB' where it is only an upper bound."""
     return "—" if value is None else ("" if exact else "≤ ") + bytes_(value)

@@ -11,6 +11,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
+from jitbench import formatting as fmt
 from jitbench.cli.common import err, escape, progress_console
 
 if TYPE_CHECKING:
@@ -87,7 +88,6 @@ class RunProgress:
         if not force and now - self._drawn_at < REDRAW_S:
             return
         self._drawn_at = now
-        from jitbench.runner.progress import eta_text
 
         est = self.estimate
         self.progress.update(
@@ -95,7 +95,7 @@ class RunProgress:
             completed=est.fraction(),
             description=escape(est.description()),
             cases=f"{est.done_cases}/{est.total_cases}",
-            eta=eta_text(est.eta_s()),
+            eta=fmt.eta(est.eta_s()),
         )
         self.progress.refresh()
 
@@ -114,7 +114,6 @@ class RunProgress:
             SuiteSkipped,
             WorkloadsLeftOut,
         )
-        from jitbench.runner.progress import eta_text
 
         self.estimate.update(event)
         if isinstance(event, SuiteSkipped):
@@ -144,7 +143,7 @@ class RunProgress:
                 self.task = self.progress.add_task("", total=1.0, cases="", eta="")
                 self._draw(force=True)
             else:
-                plan = eta_text(self.estimate.eta_s()).replace("ETA", "about")
+                plan = fmt.eta(self.estimate.eta_s()).replace("ETA", "about")
                 if done or event.redone_cases:
                     again = (
                         f", {event.redone_cases} measured again (the run stopped between "
@@ -180,7 +179,7 @@ class RunProgress:
                 self._print(escape(line))
                 self._draw(force=True)
             else:
-                eta = eta_text(self.estimate.eta_s())
+                eta = fmt.eta(self.estimate.eta_s())
                 err.print(
                     f"[{event.index + 1}/{event.total}] {escape(line)} ({eta})",
                     highlight=False,

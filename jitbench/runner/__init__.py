@@ -1,7 +1,7 @@
-"""Run many cases, one module per job.
-
-`plan` (the cases a config asks for; what a resume finishes), `scheduler` (the loop over
-cases and rounds, checkpoints, resume), `executors` (measure a case in this process or in a
-child), `child` (the child process), `deadline` (a case's time limit in this process),
-`warmup` (readying a process), `signals` (SIGINT/SIGTERM as a clean stop), `events`.
+"""Run many cases, one module per job: `plan` (the cases, their groups, a resume's
+settings), `scheduler` (the loop over cases and rounds, checkpoints), `executors` (a case
+in this process or in an `--isolate` `child`), `processes` (the workers, pooled case by
+case), `overlap` (the second beside the first), `worker` and `channel` (the one worker
+process and its pipe), `allocation`, `progress`, `events`, `signals`, `deadline`,
+`forks`, `warmup`.
 """

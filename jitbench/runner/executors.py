@@ -47,24 +47,6 @@ from jitbench.runner.warmup import warm_up
 from jitbench.suite.discovery import suite_of
 
 
-class LiveCase(Protocol):
-    """Cases (one workload × size × dtype on one or more devices) whose first sampling
-    round is taken and whose session is still open."""
-
-    @property
-    def sampling(self) -> bool:
-        """Whether any mode can still be sampled."""
-        ...
-
-    def next_round(self, report: StepReport | None = None) -> list[Measurement]:
-        """Take one more sampling round; the cases' measurements so far."""
-        ...
-
-    def repeat_compile(self, report: StepReport | None = None) -> list[Measurement]:
-        """Measure the cold jit compile once more; the cases' measurements so far."""
-        ...
-
-
 class Executor(Protocol):
     """Measures planned cases for the scheduler."""
 
@@ -277,7 +259,7 @@ class InProcessExecutor:
             return session.measurements()
 
         result, finished = self.guarded(pcs, first_round)
-        return result, _LiveSession(self, pcs, opened[0]) if finished else None
+        return result, LiveCase(self, pcs, opened[0]) if finished else None
 
     def guarded(
         self, pcs: Sequence[PlannedCase], work: Callable[[], list[Measurement]]
@@ -318,8 +300,11 @@ class InProcessExecutor:
 
 
 @dataclass
-class _LiveSession:
-    """In-process cases between rounds; each step is guarded like the first."""
+class LiveCase:
+    """Cases (one workload × size × dtype on one or more devices) whose first sampling
+    round is taken in this process and whose session is still open: the scheduler asks
+    it for the next rounds and the repeated cold compiles, each step guarded like the
+    first."""
 
     executor: InProcessExecutor
     pcs: Sequence[PlannedCase]
@@ -327,9 +312,12 @@ class _LiveSession:
 
     @property
     def sampling(self) -> bool:
+        """Whether any mode can still be sampled."""
         return bool(self.session.runnable)
 
     def next_round(self, report: StepReport | None = None) -> list[Measurement]:
+        """Take one more sampling round; the cases' measurements so far."""
+
         def sample() -> list[Measurement]:
             with self.executor._sharing(self.pcs):  # its re-warm loads the kept programs
                 self.session.sample(self.executor.config.plan.for_round(), report=report)
@@ -338,7 +326,9 @@ class _LiveSession:
         return self.executor.guarded(self.pcs, sample)[0]
 
     def repeat_compile(self, report: StepReport | None = None) -> list[Measurement]:
-        # After the last round: clearing JAX's caches then costs no re-warm.
+        """Measure the cold jit compile once more (after the last round: clearing JAX's
+        caches then costs no re-warm); the cases' measurements so far."""
+
         def again() -> list[Measurement]:
             self.session.repeat_compile(report=report)
             return self.session.measurements()

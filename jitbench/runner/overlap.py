@@ -27,7 +27,7 @@ import contextlib
 import functools
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from jitbench.config import RunConfig
@@ -65,45 +65,36 @@ class OverlapPlan:
         return len(self.first) + len(self.second)
 
 
+@dataclass
 class Placement:
     """Where one process of the run measures and beside whom: all that the scheduler is
     told of measuring side by side. Made here: `SideBySide.first` for the parent's own
     process, `for_worker` in a worker.
 
-    `cores` are the cores to pin to; `peer` is met before the first case (`Peer.meet`:
-    the second, or one of a pair; the first met its second when it started it);
-    `announces_second` says whether the run's second process measures at the same time
-    as this one (`RunStarted.beside`)."""
+    `cores` are the cores to pin to, `cores_used` those of every process side by side;
+    `begin` is called once the process's cases are planned, before its first snapshot
+    (the first process starts the second there: its start-up would disturb both); `peer`
+    is met before the first case (`Peer.meet`: the second, or one of a pair; the first
+    met its second when it started it); `pids` are the others'; `announces_second` says
+    whether the run's second process measures at the same time (`RunStarted.beside`)."""
 
-    def __init__(
-        self,
-        cores: frozenset[int],
-        cores_used: int,
-        *,
-        begin: Callable[[], None] = lambda: None,
-        peer: Peer | None = None,
-        pids: Sequence[int] = (),
-        announces_second: bool = False,
-    ) -> None:
-        self.cores = cores
-        self.peer = peer
-        self.announces_second = announces_second
-        self.begin = begin
-        """Called once this process's cases are planned, before its first snapshot: the
-        first process starts the second here (its start-up would disturb both)."""
-        self._cores_used = cores_used
-        self._pids = list(pids)
+    cores: frozenset[int]
+    cores_used: int
+    begin: Callable[[], None] = lambda: None
+    peer: Peer | None = None
+    pids: list[int] = field(default_factory=list)
+    announces_second: bool = False
 
     def snapshot_options(self) -> dict[str, Any]:
         """What the machine's snapshots are told (`machine.capture`): the cores all the
         processes side by side use (none of them is "another process", and no core is
         left free), and their pids (an extra process of a pair learns the other's only as
         both start: its first snapshot, which the pooled run does not keep, counts it)."""
-        return {"cores_used": self._cores_used, "exclude_pids": (os.getpid(), *self._pids)}
+        return {"cores_used": self.cores_used, "exclude_pids": (os.getpid(), *self.pids)}
 
     def met(self, pids: Sequence[int]) -> None:
         """The pids of the processes this one met (`Peer.meet`)."""
-        self._pids.extend(pids)
+        self.pids.extend(pids)
 
     def finish(self) -> None:
         """After the last case, before the last snapshot: one of a pair waits for the
@@ -119,9 +110,8 @@ def for_worker(spec: dict[str, Any] | None, channel: Channel) -> Placement | Non
         return None
     cores = frozenset(spec["cores"])
     together = bool(spec.get("together"))
-    pids = () if together else (spec["first_pid"],)
-    peer = Peer(channel, together=together)
-    return Placement(cores, 2 * len(cores), peer=peer, pids=pids)
+    pids = [] if together else [spec["first_pid"]]
+    return Placement(cores, 2 * len(cores), peer=Peer(channel, together=together), pids=pids)
 
 
 class SideBySide:

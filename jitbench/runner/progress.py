@@ -295,18 +295,6 @@ class ProgressEstimate:
         return self.label or self.step
 
 
-def eta_text(seconds: float | None) -> str:
-    """'ETA 1:05', 'ETA 0:07', 'ETA 1:02:03'; '' when unknown."""
-    if seconds is None:
-        return ""
-    total = max(0, round(seconds))
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"ETA {hours}:{minutes:02d}:{secs:02d}"
-    return f"ETA {minutes}:{secs:02d}"
-
-
 def _numbers(last: int, together: int) -> str:
     """'3' or, for processes side by side, '3 and 4'."""
     if together <= 1:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from jitbench.formatting import eta as eta_text
 from jitbench.results import Case
 from jitbench.runner.events import (
     CaseFinished,
@@ -14,7 +15,7 @@ from jitbench.runner.events import (
     RoundStarted,
     RunStarted,
 )
-from jitbench.runner.progress import OVERHEAD_PRIOR_S, ProgressEstimate, eta_text
+from jitbench.runner.progress import OVERHEAD_PRIOR_S, ProgressEstimate
 
 
 class Clock:
