@@ -468,30 +468,48 @@ def test_a_suite_edited_during_a_run_stops_it_with_the_cause_and_keeps_the_first
     assert {m.case.workload for m in saved[-1].measurements} == {"double"}
 
 
+PRECISION_SUITE = """
+import os
+import jax
+from jitbench import workload
+
+def vec(rng, *, dtype, n):
+    return (rng.standard_normal(n).astype(dtype),)
+
+@workload(inputs=vec, sizes={"S": {"n": 8}})
+def noted(xp, x):
+    with open(os.environ["JITBENCH_TEST_PRECISION"], "a") as f:
+        f.write(f"{os.getpid()} {jax.config.jax_default_matmul_precision}\\n")
+    return x * 2.0
+"""
+
+
 def _run_script(
     tmp_path: Path, guarded: bool, *, stdin: bool = False
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """A user's script that calls jitbench.run() in two processes, with or without an
-    `if __name__ == "__main__":` guard (from a file, or piped to `python -`); its top
-    level appends a line to a marker file each time it runs."""
-    suite = tmp_path / "tiny.py"
-    suite.write_text(TINY_SUITE)
-    marker = tmp_path / "imported"
+) -> tuple[subprocess.CompletedProcess[str], Path, dict[str, str]]:
+    """A user's script that sets a JAX option at its top level and calls jitbench.run() in
+    two processes, with or without an `if __name__ == "__main__":` guard (from a file, or
+    piped to `python -`); its top level appends a line to a marker file each time it
+    runs, and its workload notes each process's option (pid -> value)."""
+    suite = tmp_path / "noted.py"
+    suite.write_text(PRECISION_SUITE)
+    marker, notes = tmp_path / "imported", tmp_path / "precision"
     call = (
-        "run = jitbench.run(['double'], suites=[SUITE], "
+        "run = jitbench.run(['noted'], suites=[SUITE], "
         "config=RunConfig.quick_settings(processes=2))\n"
         "print('processes', run.processes)\n"
     )
     body = "if __name__ == '__main__':\n" + textwrap.indent(call, "    ") if guarded else call
     script = tmp_path / "bench.py"
     script.write_text(
-        "import jitbench\n"
-        "from jitbench import RunConfig\n"
+        "import jax\nimport jitbench\nfrom jitbench import RunConfig\n"
+        "jax.config.update('jax_default_matmul_precision', 'highest')\n"
         f"SUITE = {str(suite)!r}\n"
         f"with open({str(marker)!r}, 'a') as f:\n"
         "    f.write('imported\\n')\n" + body
     )
     env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
+    env["JITBENCH_TEST_PRECISION"] = str(notes)
     command = [sys.executable, "-"] if stdin else [sys.executable, str(script)]
     proc = subprocess.run(
         command,
@@ -501,27 +519,24 @@ def _run_script(
         text=True,
         timeout=300,
     )
-    return proc, marker
+    lines = notes.read_text().splitlines() if notes.exists() else []
+    return proc, marker, {line.split()[0]: line.split()[1] for line in lines}
 
 
 @pytest.mark.e2e
-def test_a_script_without_a_main_guard_runs_in_two_processes(tmp_path: Path) -> None:
-    """*spawn* runs the parent's main script again in each child; for a script without a
-    guard a worker must not, or the user's `jitbench.run()` starts again inside it."""
-    proc, marker = _run_script(tmp_path, guarded=False)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.splitlines() == ["processes 2"]
-    assert marker.read_text().splitlines() == ["imported"]  # the worker did not run it
-
-
-@pytest.mark.e2e
-def test_a_script_piped_to_python_runs_in_two_processes(tmp_path: Path) -> None:
-    """`python - < bench.py`: the main script is '<stdin>', which spawn cannot run again
-    in the worker (it looked for a file of that name, and the worker died)."""
-    proc, marker = _run_script(tmp_path, guarded=False, stdin=True)
+@pytest.mark.parametrize(("guarded", "stdin"), [(False, False), (True, False), (False, True)])
+def test_a_script_runs_in_two_processes_once_with_its_jax_options_in_both(
+    tmp_path: Path, guarded: bool, stdin: bool
+) -> None:
+    """A script calling `jitbench.run()`, guarded or not, or piped to `python -` (its main
+    is '<stdin>'): the workers are started as commands, so none runs the script again
+    (spawn did, and an unguarded one started the run again inside its worker), and each
+    takes the script's top-level `jax.config.update` with its order."""
+    proc, marker, seen = _run_script(tmp_path, guarded=guarded, stdin=stdin)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.splitlines() == ["processes 2"]
     assert marker.read_text().splitlines() == ["imported"]
+    assert len(seen) == 2 and set(seen.values()) == {"highest"}, seen
 
 
 IPYTHON_SCRIPT = """\
@@ -556,56 +571,6 @@ def test_an_ipython_script_runs_its_workers(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "worker process died" not in proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-1] == "processes 2", proc.stdout[-2000:]
-
-
-PRECISION_SUITE = """
-import os
-import jax
-from jitbench import workload
-
-def vec(rng, *, dtype, n):
-    return (rng.standard_normal(n).astype(dtype),)
-
-@workload(inputs=vec, sizes={"S": {"n": 8}})
-def noted(xp, x):
-    with open(os.environ["JITBENCH_TEST_PRECISION"], "a") as f:
-        f.write(f"{os.getpid()} {jax.config.jax_default_matmul_precision}\\n")
-    return x * 2.0
-"""
-
-
-@pytest.mark.e2e
-@pytest.mark.parametrize("guarded", [True, False])
-def test_a_scripts_jax_options_reach_the_worker_and_its_top_level_runs_once(
-    tmp_path: Path, guarded: bool
-) -> None:
-    """A script's `jax.config.update` at its top level, guarded or not, is the worker's
-    option too (the order carries the parent's), and the script runs once: no worker runs
-    it again."""
-    suite = tmp_path / "noted.py"
-    suite.write_text(PRECISION_SUITE)
-    notes, marker = tmp_path / "precision", tmp_path / "imported"
-    call = (
-        "run = jitbench.run(['noted'], suites=[SUITE], "
-        "config=RunConfig.quick_settings(processes=2))\n"
-    )
-    body = "if __name__ == '__main__':\n" + textwrap.indent(call, "    ") if guarded else call
-    script = tmp_path / "bench.py"
-    script.write_text(
-        "import jax\nimport jitbench\nfrom jitbench import RunConfig\n"
-        "jax.config.update('jax_default_matmul_precision', 'highest')\n"
-        f"SUITE = {str(suite)!r}\n"
-        f"with open({str(marker)!r}, 'a') as f:\n    f.write('imported\\n')\n" + body
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "JAX_PLATFORMS": "cpu"}
-    env["JITBENCH_TEST_PRECISION"] = str(notes)
-    proc = subprocess.run(
-        [sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert marker.read_text().splitlines() == ["imported"]
-    seen = {line.split()[0]: line.split()[1] for line in notes.read_text().splitlines()}
-    assert len(seen) == 2 and set(seen.values()) == {"highest"}, seen
 
 
 class _Clock:
