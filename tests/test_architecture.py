@@ -8,6 +8,7 @@ upward dependency, and it also rejects import cycles between modules.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,43 @@ def test_the_walker_sees_lazy_and_relative_imports() -> None:
     )
     found = {_resolve(n) for n in _imports_of(source, "jitbench.measure.timer", False)}
     assert found == {"jitbench.formatting", "jitbench", "jitbench.report.pages", "jitbench.gate"}
+
+
+#: A docstring says what and why in a few lines; the longer why goes to the methodology
+#: pages. The code names no machine and no date: figures from a machine live in the
+#: validation pages, with the command, date, machine and commit that made them.
+DOCSTRING_LINES = 40
+MACHINE_OR_DATE = re.compile(r"\b20[12]\d-[01]\d-[0-3]\d\b|\bvCPUs?\b|\bdevelopment VM\b|\bXeon\b")
+
+
+def _long_docstrings(source: str) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            doc = node.body[0] if node.body else None
+            if isinstance(doc, ast.Expr) and isinstance(doc.value, ast.Constant):
+                lines = (doc.end_lineno or doc.lineno) - doc.lineno + 1
+                if isinstance(doc.value.value, str) and lines > DOCSTRING_LINES:
+                    found.append((getattr(node, "name", "<module>"), lines))
+    return found
+
+
+def test_docstrings_are_short_and_the_code_names_no_machine_or_date() -> None:
+    long, dated = [], []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        source = path.read_text(encoding="utf-8")
+        long += [(path.name, name, n) for name, n in _long_docstrings(source)]
+        dated += [
+            f"{path.name}:{i}: {line.strip()}"
+            for i, line in enumerate(source.splitlines(), 1)
+            if MACHINE_OR_DATE.search(line)
+        ]
+    assert not long, f"docstrings over {DOCSTRING_LINES} lines: {long}"
+    assert not dated, "lines that name a machine or a date:\n" + "\n".join(dated)
+
+
+def test_the_docstring_and_date_checks_can_fail() -> None:
+    long = 'def f():\n    """' + "line\n" * DOCSTRING_LINES + '"""\n'
+    assert _long_docstrings(long) == [("f", DOCSTRING_LINES + 1)]
+    assert MACHINE_OR_DATE.search("# measured 2026-11-30 on the 2-vCPU VM")
+    assert not MACHINE_OR_DATE.search("budget_s = 2.0  # seconds")
