@@ -17,7 +17,7 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 # `measure.devices.check_xla_flags` marks flags that parsed, so no process starts one
 # more interpreter to check them; its own tests set their flags and marks themselves.
 if "XLA_FLAGS" not in os.environ:
-    os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0"
+    os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
     os.environ["JITBENCH_XLA_FLAGS_CHECKED"] = os.environ["XLA_FLAGS"]
 
 # Where PYTHONDONTWRITEBYTECODE is set (as on this project's VMs), every Python the tests
