@@ -11,13 +11,16 @@ from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
-# XLA's backend (LLVM) optimisations off in the tests' processes and the ones they start:
-# most of a real-JAX test's CPU time is XLA compiling tiny programs, and no test needs
-# them fast, only correct (`XLA_FLAGS` given in the environment wins). Marked checked, as
-# `measure.devices.check_xla_flags` marks flags that parsed, so no process starts one
-# more interpreter to check them; its own tests set their flags and marks themselves.
+# XLA's backend (LLVM) optimisations and its CPU fusion emitters off in the tests'
+# processes and the ones they start (the legacy emitters compile a tiny program in half the
+# time): most of a real-JAX test's CPU time was XLA compiling tiny programs, and no test
+# needs them fast, only correct (`XLA_FLAGS` given in the environment wins). Marked
+# checked, as `measure.devices.check_xla_flags` marks flags that parsed, so no process
+# starts one more interpreter to check them; its own tests set their flags and marks.
 if "XLA_FLAGS" not in os.environ:
-    os.environ["XLA_FLAGS"] = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+    os.environ["XLA_FLAGS"] = (
+        "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+    )
     os.environ["JITBENCH_XLA_FLAGS_CHECKED"] = os.environ["XLA_FLAGS"]
 
 # Where PYTHONDONTWRITEBYTECODE is set (as on this project's VMs), every Python the tests
