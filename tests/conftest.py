@@ -11,6 +11,18 @@ from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
+# XLA's backend (LLVM) optimisations and its CPU fusion emitters off in the tests'
+# processes and the ones they start (the legacy emitters compile a tiny program in half the
+# time): most of a real-JAX test's CPU time was XLA compiling tiny programs, and no test
+# needs them fast, only correct (`XLA_FLAGS` given in the environment wins). Marked
+# checked, as `measure.devices.check_xla_flags` marks flags that parsed, so no process
+# starts one more interpreter to check them; its own tests set their flags and marks.
+if "XLA_FLAGS" not in os.environ:
+    os.environ["XLA_FLAGS"] = (
+        "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
+    )
+    os.environ["JITBENCH_XLA_FLAGS_CHECKED"] = os.environ["XLA_FLAGS"]
+
 # Where PYTHONDONTWRITEBYTECODE is set (as on this project's VMs), every Python the tests
 # start compiled jitbench from source again (0.5-0.8 s of CPU apiece), and each xdist worker
 # rewrote every test module's asserts again. They share one bytecode cache outside the
@@ -37,22 +49,61 @@ def repo() -> Path:
 
 #: The noise probe's samples before and after each run the tests measure (see below).
 TESTS_PROBE_SAMPLES = 3
+#: The probe's loop in one sample (the default's tenth: about 0.5 ms).
+TESTS_PROBE_LOOP = 10_000
+#: The window that picks the least busy core for a one-thread run (the default's fifth).
+TESTS_CORE_WINDOW_S = 0.01
 
 
 @pytest.fixture(scope="session", autouse=True)
 def short_noise_probe() -> Iterator[None]:
     """Every run measured in the tests' own processes takes a noise probe of
-    `TESTS_PROBE_SAMPLES` samples before and after it, not `--quick`'s 8 or the default 20:
-    at 5-15 ms a sample the probe was a third of a short run's time, in hundreds of runs.
-    The probe still runs and is recorded (three samples give a robust CV); its own length
-    and figures are tested in tests/measure/test_machine.py, and runs in fresh processes
-    (the e2e tier) take the real one."""
+    `TESTS_PROBE_SAMPLES` samples of `TESTS_PROBE_LOOP` iterations before and after it, not
+    `--quick`'s 8 or the default 20 of 100 000: at 5-15 ms a sample the probe was a third
+    of a short run's time, in hundreds of runs. The probe still runs and is recorded (three
+    samples give a robust CV); its own length and figures are tested in
+    tests/measure/test_machine.py, and runs in fresh processes (the e2e tier) take the
+    real one. The window that picks a one-thread run's core is as short (which core a
+    test's run takes does not matter; a sleep of 50 ms per run did, in a hundred runs)."""
     from jitbench.measure import machine
 
-    saved = machine.PROBE_SAMPLES, machine.QUICK_PROBE_SAMPLES
+    saved = (
+        machine.PROBE_SAMPLES,
+        machine.QUICK_PROBE_SAMPLES,
+        machine.PROBE_LOOP,
+        machine.CORE_WINDOW_S,
+    )
     machine.PROBE_SAMPLES = machine.QUICK_PROBE_SAMPLES = TESTS_PROBE_SAMPLES
+    machine.PROBE_LOOP, machine.CORE_WINDOW_S = TESTS_PROBE_LOOP, TESTS_CORE_WINDOW_S
     yield
-    machine.PROBE_SAMPLES, machine.QUICK_PROBE_SAMPLES = saved
+    (
+        machine.PROBE_SAMPLES,
+        machine.QUICK_PROBE_SAMPLES,
+        machine.PROBE_LOOP,
+        machine.CORE_WINDOW_S,
+    ) = saved
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cli_built_once() -> Iterator[None]:
+    """typer's `CliRunner.invoke(app)` builds the click command of `app` again on every
+    call (13 ms: every command's signature and annotations read again), and the tests
+    invoke the CLI some five hundred times. The command of each app is built once per
+    session instead, by typer's own `get_command`, and invoked as before: the same click
+    command, which keeps no state between invocations."""
+    import typer.testing
+
+    built: dict[int, tuple[object, object]] = {}
+    get_command = typer.testing._get_command
+
+    def once(app):  # type: ignore[no-untyped-def]
+        if id(app) not in built:
+            built[id(app)] = (app, get_command(app))  # the app kept: its id stays its own
+        return built[id(app)][1]
+
+    typer.testing._get_command = once
+    yield
+    typer.testing._get_command = get_command
 
 
 @pytest.fixture(scope="session", autouse=True)

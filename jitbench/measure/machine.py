@@ -163,10 +163,13 @@ def read_governors(sys_root: Path = Path("/sys")) -> tuple[str, ...] | None:
 
 
 def busy_by_core(
-    *, window_s: float = CORE_WINDOW_S, proc: Path = Path("/proc")
+    *, window_s: float | None = None, proc: Path = Path("/proc")
 ) -> dict[int, int] | None:
     """Busy clock ticks of each CPU over a short window (for choosing idle cores); None when
-    /proc/stat cannot be read."""
+    /proc/stat cannot be read. The window is `CORE_WINDOW_S` unless given (read when
+    called, so a test suite can shorten it)."""
+    if window_s is None:
+        window_s = CORE_WINDOW_S
     first = read_cpu_times(proc)
     if not first:
         return None
@@ -183,9 +186,11 @@ def busy_by_core(
 # The noise probe
 
 
-def _spin(n: int = PROBE_LOOP) -> int:
+def _spin(n: int | None = None) -> int:
+    """The probe's fixed loop: `PROBE_LOOP` iterations unless given (read when called, so
+    a test suite can shorten it)."""
     acc = 0
-    for i in range(n):
+    for i in range(PROBE_LOOP if n is None else n):
         acc += i * i
     return acc
 

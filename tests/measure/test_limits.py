@@ -83,7 +83,7 @@ def test_a_mode_past_its_limit_is_stopped_and_the_others_keep_their_figures() ->
 
 def test_a_mode_that_reaches_its_limit_while_sampling_keeps_its_samples() -> None:
     slow = _slow_eager(0.02, "sampled_eager")
-    quick = RunConfig.quick_settings(timeout_s=1.0)
+    quick = RunConfig.quick_settings(timeout_s=0.5)
     plan = replace(quick.plan, budget_s=100.0, floor_samples=500, max_samples=500, precision=1e-12)
     config = replace(quick, plan=plan)
     pcs = plan_cases([slow], config, resolve_devices([]))
