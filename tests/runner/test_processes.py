@@ -878,7 +878,7 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
 
     monkeypatch.setattr(processes, "run_worker", worker_here)
     config = RunConfig.quick_settings(
-        processes=2, timeout_s=0.3, retry_timeouts=retry, overlap=False
+        processes=2, timeout_s=1.0, retry_timeouts=retry, overlap=False
     )
     run = jitbench.run(suites=[suite], config=config)
     statuses = {m.mode: m.status for m in run.measurements}
@@ -890,7 +890,7 @@ def test_a_worker_does_not_pay_again_for_a_mode_that_timed_out(
     else:
         assert eager.status is Status.SKIPPED
         assert eager.diagnostics[0].code == diagnose.TIMED_OUT_BEFORE
-        assert "eager exceeded --timeout 0.3 s" in eager.diagnostics[0].message
+        assert "eager exceeded --timeout 1 s" in eager.diagnostics[0].message
 
 
 INPUT_COUNTING_SUITE = """
