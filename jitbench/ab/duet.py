@@ -152,9 +152,12 @@ class _Worker:
         """The answer to the request `send` sent; the worker is stopped again after it."""
         try:
             try:
-                message = self.worker.channel.receive({"answer"}, limit_s=limit_s)
+                message = self.worker.channel.receive({"answer", "error"}, limit_s=limit_s)
             except EOFError:
                 raise self._died(op) from None
+            if message is not None and message[0] == "error":  # `Channel`: unreadable
+                self.kill()
+                raise DuetError(f"{self.side.name} side ({self.side.label}): {message[1]}")
             if message is None:
                 self.kill()
                 raise DuetError(

@@ -169,11 +169,13 @@ class RunProgress:
             if self.progress is None:
                 err.print(escape(self.estimate.step))
             self._draw(force=True)
-        elif isinstance(event, CaseFinished) and self.estimate.beside:
+        elif isinstance(event, CaseFinished) and self.estimate.beside and self.estimate.rounds == 1:
             self._draw(force=True)  # its line comes once the process beside has it too
         elif isinstance(event, (CaseFinished, CasePooled)):
             line = progress_line.plain_case_line(
-                event.measurements, processes=self.estimate.processes
+                event.measurements,
+                processes=self.estimate.processes,
+                rounds=self.estimate.rounds if isinstance(event, CaseFinished) else 1,
             )
             if self.progress is not None:
                 self._print(escape(line))

@@ -10,6 +10,7 @@ and restores any the block changed, saying which (`diagnose.changed_jax_config`)
 from __future__ import annotations
 
 import contextlib
+import enum
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -43,22 +44,28 @@ def snapshot() -> dict[str, Any]:
 
 
 def portable() -> dict[str, Any]:
-    """The watched options whose values another process can take (a bool, a number, a
-    string; not a device): what a worker is started with (`runner.worker`), so that it
-    measures as the process that started it would, whatever set them (a notebook cell, a
-    script's top level, guarded or not). Empty where this process has not loaded JAX."""
-    import sys
-
-    if "jax" not in sys.modules:
-        return {}
-    return {k: v for k, v in snapshot().items() if isinstance(v, (bool, int, float, str))}
+    """Every JAX option of this process whose value another process can take (a bool, a
+    number, a string, None, an enum's value; not a device): what a worker is started with
+    (`runner.worker`), so that it measures as the process that started it would, whatever
+    set them (a notebook cell, a script's top level, guarded or not)."""
+    values = getattr(jax.config, "values", None) or snapshot()
+    found = {}
+    for name, value in values.items():
+        value = value.value if isinstance(value, enum.Enum) else value
+        if value is None or isinstance(value, (bool, int, float, str)):
+            found[name] = value
+    return found
 
 
 def apply(options: dict[str, Any]) -> None:
-    """Set each of `options` (`portable`'s) that this JAX has and accepts."""
+    """Set each of `options` (another process's `portable`) that differs from this
+    process's own value (its default, or what its environment set: the same environment
+    as the other's), where this JAX has and accepts it."""
+    own = portable()
     for name, value in options.items():
-        with contextlib.suppress(Exception):
-            jax.config.update(name, value)
+        if name in own and own[name] != value:
+            with contextlib.suppress(Exception):
+                jax.config.update(name, value)
 
 
 @contextlib.contextmanager

@@ -18,11 +18,14 @@ from jitbench.results.analysis import analyse_case
 from jitbench.results.merge import processes_in
 
 
-def plain_case_line(measurements: Sequence[Measurement], *, processes: int = 1) -> str:
+def plain_case_line(
+    measurements: Sequence[Measurement], *, processes: int = 1, rounds: int = 1
+) -> str:
     """One finished case: 'label: numpy 655 µs, eager 197 µs, jit 61.9 µs', each mode's
     shown time or its status; '(first of 2 processes)' when the measurements hold fewer
     processes' samples than the run's `processes`, '(3 processes)' when more (extra
-    processes measured the case again)."""
+    processes measured the case again); 'round 1 of 3' where they are the first of the
+    run's `rounds` (a case's line comes after its first round)."""
     c = analyse_case(measurements)
     if c is None:
         return ""
@@ -34,10 +37,11 @@ def plain_case_line(measurements: Sequence[Measurement], *, processes: int = 1) 
         else:
             parts.append(f"{m.mode.value} {m.status.value}")
     line = f"{measurements[0].case.label}: " + ", ".join(parts)
-    held = processes_in(measurements)
+    held, notes = processes_in(measurements), []
     if held < processes:
-        whose = "first" if held == 1 else f"first {held}"
-        line += f" ({whose} of {processes} processes)"
+        notes.append(f"{'first' if held == 1 else f'first {held}'} of {processes} processes")
     elif held > processes:  # an extra process measured it again: the line is its update
-        line += f" ({held} processes)"
-    return line
+        notes.append(f"{held} processes")
+    if rounds > 1:
+        notes.append(f"round 1 of {rounds}")
+    return line + (f" ({', '.join(notes)})" if notes else "")

@@ -59,6 +59,10 @@ class Channel:
             except (EOFError, OSError):
                 self._arrived.put(None)
                 return
+            except Exception as exc:  # a message this process cannot read: the end of it
+                self._arrived.put(("error", f"a message that could not be read: {exc!r}"))
+                self._arrived.put(None)
+                return
             self._arrived.put(message)
 
     def send(self, kind: str, body: Any = None) -> bool:

@@ -113,10 +113,10 @@ class CaseFinished:
 
 @dataclass(frozen=True)
 class CasePooled:
-    """Every process of a `--processes` run so far has measured the case (`index` of
-    `total` in the run's order): `measurements` are all their shares pooled, as the run's
-    table will show them (more processes' than the run's where extra processes measured
-    it again)."""
+    """Another process of a `--processes` run has measured the case (`index` of `total`
+    in the run's order): `measurements` are the shares so far pooled, as the run's table
+    shows them once every process's are in (more processes' than the run's where extra
+    processes measured it again)."""
 
     case: Case
     index: int

@@ -5,7 +5,7 @@ A `--processes` run measures every case in one process, then again in fresh ones
 machine with cores to spare, the second process need not wait for the first to finish:
 it starts with it, pinned to other cores, and the two measure every case at the same
 time, each on its own (its own inputs, compiles and output checks); the first measures
-nothing until the second has started (`Peer.meet`: a spawned interpreter importing JAX
+nothing until the second has started (`Peer.meet`: a fresh interpreter importing JAX
 beside a measuring process slowed its cold compiles twice over). What measuring side by
 side costs the figures is measured on the docs' validation pages ("Overlapping the
 processes").
@@ -249,7 +249,7 @@ class Peer:
         backend up: what is left is waiting and measuring); one of a pair also waits for
         the other, at most `limit_s` (one that died: the run reports it when it asks for
         that one's result). The pids of the others met. Nothing is measured before: a
-        spawned interpreter importing JAX beside a measuring process made the first
+        fresh interpreter importing JAX beside a measuring process made the first
         workload's cold compiles twice as slow, and its noise probe read up to ±26 %."""
         self.channel.send(READY, os.getpid())
         if not self.together:

@@ -102,19 +102,21 @@ def run_worker(target: WorkerTarget, args: Sequence[Any], on_case: OnCase) -> Ru
 
 class CaseShares:
     """Each case's measurements from every process, pooled case by case as they arrive
-    (`merge.pool_case`, the pooling of the run itself): a `CasePooled` once the run's own
-    processes have all sent theirs, and again with each extra process's, so that the
-    progress line quotes the figures the table will show. The first process's come from
-    its events (`first`), the workers' from their channel (`add`); the second process
-    beside the first is heard between the first's cases (`beside`)."""
+    (`merge.pool_case`, the pooling of the run itself): a `CasePooled` with each share
+    after the first, so that the last progress line of a case quotes the figures the
+    table will show. The first process's come from its events (`first`), the workers'
+    from their channel (`add`); the second process beside the first is heard between the
+    first's cases (`beside`). With `lines` False (a run of several rounds, whose cases
+    finish their first round only when they are shared), nothing is pooled."""
 
     def __init__(
         self,
         emit: Callable[[RunEvent], None],
-        processes: int,
         beside: Callable[[], Worker | None] = lambda: None,
+        *,
+        lines: bool = True,
     ) -> None:
-        self._emit, self._processes, self._beside = emit, processes, beside
+        self._emit, self._beside, self._lines = emit, beside, lines
         self._parts: dict[CaseKey, list[Sequence[Measurement]]] = {}
         self._index: dict[CaseKey, tuple[int, int]] = {}
 
@@ -144,12 +146,12 @@ class CaseShares:
 
     def add(self, index: int, total: int, measured: list[Measurement]) -> None:
         """A worker's share of a case (`index` of `total` in its order)."""
-        if not measured:
+        if not measured or not self._lines:
             return
         key = measured[0].case.key
         parts = self._parts.setdefault(key, [])
         parts.append(measured)
-        if sum(processes_in(part) for part in parts) >= self._processes:
+        if sum(processes_in(part) for part in parts) >= 2:
             at, of = self._index.get(key, (index, total))
             self._emit(CasePooled(measured[0].case, at, of, tuple(pool_case(parts))))
 
@@ -187,13 +189,15 @@ def run_in_processes(
     """
     emit = on_event or (lambda _e: None)
     save = checkpoint or (lambda _r: None)
-    shares = CaseShares(emit, config.processes, lambda: None if side is None else side.second())
+    shares = CaseShares(
+        emit, (lambda: None) if side is None else side.second, lines=config.plan.rounds == 1
+    )
     started = clock()
     try:
         parts = [first(shares.first)]
     except BaseException:  # the process beside it would measure on for nothing
-        if side is not None and (beside := side.second()) is not None:
-            beside.stop()
+        if side is not None and (started_beside := side.second()) is not None:
+            started_beside.stop()
         raise
     second = None if side is None else side.second()
     shares.seed(parts[0])

@@ -269,7 +269,10 @@ class ProgressEstimate:
             return left + max(0, after) * self._worker_s(this_process)
         per_process = self._first_process_s or 0.0
         into = now - (self._process_started_at or now)
-        if self._worker_done and self._worker_total:  # the worker's own pace so far
+        if self._worker_done and self._worker_total and self.beside and self.process == 2:
+            # It started with the first: what is left of its cases, at the first's pace.
+            this_left = per_process * (1 - self._worker_done / self._worker_total)
+        elif self._worker_done and self._worker_total:  # the worker's own pace so far
             this_left = max(0.0, into / self._worker_done * self._worker_total - into)
         elif self._process_cases is not None:  # an extra process: its share of the cases
             share = self._process_cases / max(1, self.total_cases)

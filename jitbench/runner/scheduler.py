@@ -444,9 +444,11 @@ def measure_selection(
     try:
         workloads = workloads_for_selection(selection)
 
-        def progress(event: RunEvent) -> None:
+        def progress(event: RunEvent) -> None:  # as the run keeps them (see below)
             if isinstance(event, CaseFinished):
-                conn.send(("case", (event.index, event.total, event.measurements)))
+                kept = tuple(replace(m, compile=None) for m in event.measurements)
+                shared = kept if shared_compiles else event.measurements
+                conn.send(("case", (event.index, event.total, shared)))
 
         # Where it measures and beside whom, over its channel to the parent.
         placed = overlap.for_worker(placement, Channel(conn))

@@ -3,21 +3,23 @@
 The parent plans, schedules and collects; each other measuring process (a `--processes`
 worker one after another, the second beside the first, an extra process alone or one of
 a pair, the `--isolate` child of one group, a side of `ab`) is this same worker, started
-by `start_worker` as a command (`Command`: `python -m jitbench.runner.worker FD`, this
-Python and path, or an `ab` side's) and told what to measure afterwards on the one
-channel it shares with the parent (`runner.channel`). Started before its work is known,
-it loads JAX and the measuring code meanwhile (`api.run` starts the second process so,
-while the suites are found); ordered, it takes the parent's JAX options and runs the
-order's module-level function with its end of the channel and the order's arguments
-(`scheduler.measure_selection`, `child.measure_group`, `ab.serve.serve`), or ends when
-dismissed. It ignores SIGINT (the parent decides what a Ctrl-C means), leads a session
-of its own (whatever its workload starts is ended with it: `Worker.stop`) and dies with
-its parent, even one killed with SIGKILL (`die_with_parent`).
+by `start_worker` as a command (`Command`: a fresh interpreter running `worker_main` on
+the socket it inherits, with this Python and import path, or an `ab` side's) and told
+what to measure afterwards on the one channel it shares with the parent
+(`runner.channel`). Started before its work is known, it loads JAX and the measuring
+code meanwhile (`api.run` starts the second process so, while the suites are found);
+ordered, it takes the parent's JAX options and runs the order's module-level function
+with its end of the channel and the order's arguments (`scheduler.measure_selection`,
+`child.measure_group`, `ab.serve.serve`), or ends when dismissed. It ignores SIGINT (the
+parent decides what a Ctrl-C means), leads a session of its own (whatever its workload
+starts is ended with it: `Worker.stop`) and dies with its parent, even one killed with
+SIGKILL (`die_with_parent`).
 """
 
 from __future__ import annotations
 
 import ctypes
+import json
 import multiprocessing
 import os
 import signal
@@ -86,9 +88,11 @@ class Worker:
         """Have it run `target(its connection, *args)` (`target` module-level, so that the
         worker can import it; `args` picklable), with this process's JAX options where
         it was started `here`; returns self."""
-        from jitbench.measure import jax_config
+        options = {}
+        if self._jax_options:
+            from jitbench.measure import jax_config
 
-        options = jax_config.portable() if self._jax_options else {}
+            options = jax_config.portable()
         self.channel.send("order", (target, args, options))
         self._ordered = True
         self.started = time.monotonic()
@@ -139,7 +143,7 @@ class Worker:
         if self._stopped:
             return
         self._stopped = True
-        _end_group(self._proc.pid)  # first: nothing has reaped it yet
+        _end_group(self._proc.pid)
         with suppress(ProcessLookupError):
             self._proc.kill()
         self._join(10)
@@ -169,12 +173,25 @@ def start_worker(command: Command | None = None) -> Worker:
     return (command or Command.here()).start()
 
 
+#: What a worker's interpreter runs (`python -c`): the import path it is given, if any
+#: (else its own: `python -c` puts its folder first), then `worker_main` on its socket.
+_BOOT = (
+    "import json, os, sys\n"
+    "path = os.environ.pop('JITBENCH_WORKER_PATH', None)\n"
+    "if path is not None: sys.path[:] = json.loads(path)\n"
+    "from multiprocessing.connection import Connection\n"
+    "from jitbench.runner.worker import worker_main\n"
+    "worker_main(Connection(int(sys.argv[1])))\n"
+)
+
+
 @dataclass(frozen=True)
 class Command:
-    """A worker started as `python -m jitbench.runner.worker FD` (`python`, in `cwd`, with
-    `env`, its output to `log`, None: this process's), its end of the channel the
-    inherited socket FD, in a session of its own (a terminal's Ctrl-C is the parent's
-    to act on, and whatever its workload starts is ended with it: `Worker.stop`).
+    """A worker started as a fresh interpreter (`python`, in `cwd`, with `env`, its output
+    to `log`, None: this process's; its import path `path`, else what `python -c` in
+    `cwd` makes of `env`), its end of the channel the inherited socket, in a session of
+    its own (a terminal's Ctrl-C is the parent's to act on, and whatever its workload
+    starts is ended with it: `Worker.stop`).
 
     Started so, a worker runs nothing of the caller's main script (spawn ran it again, so
     an unguarded script that called `jitbench.run()` ran again inside it), and it takes
@@ -186,25 +203,30 @@ class Command:
     cwd: str
     log: Any = None
     jax_options: bool = False
+    path: tuple[str, ...] | None = None
 
     @classmethod
     def here(cls) -> Command:
-        """This interpreter, this process's import path and folder, its JAX options."""
-        path = [entry or os.getcwd() for entry in sys.path]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-        return cls(sys.executable, env=env, cwd=os.getcwd(), jax_options=True)
+        """This interpreter, this process's import path and folder, its JAX options (the
+        environment as it is: a workload's own subprocesses see the caller's PYTHONPATH)."""
+        path = tuple(entry or os.getcwd() for entry in sys.path)
+        env = dict(os.environ)
+        return cls(sys.executable, env=env, cwd=os.getcwd(), jax_options=True, path=path)
 
     def start(self) -> Worker:
         here, there = multiprocessing.Pipe()
+        env = dict(self.env)
+        if self.path is not None:
+            env["JITBENCH_WORKER_PATH"] = json.dumps(list(self.path))
         with signals_ignored():  # a stop arriving mid-start is obeyed once it is over
             proc = subprocess.Popen(
-                [self.python, "-m", "jitbench.runner.worker", str(there.fileno())],
+                [self.python, "-c", _BOOT, str(there.fileno())],
                 pass_fds=(there.fileno(),),
                 stdin=subprocess.DEVNULL,
                 stdout=self.log,
                 stderr=self.log,
                 cwd=self.cwd,
-                env=self.env,
+                env=env,
                 start_new_session=True,
             )
         there.close()
@@ -263,18 +285,11 @@ def die_with_parent() -> None:
     ).start()
 
 
-def _end_group(pid: int | None) -> None:
-    """Kill what is left of the process group the worker `pid` leads (`worker_main` made
-    it): processes the workload started, which would outlive the case's timeout, a stop,
-    or the worker's own end (the worker too, when it is still there). Called before
-    anything reaps the worker, so its id is still its own; a worker that never made its
-    group leaves none to kill."""
-    if pid is None:
-        return
+def _end_group(pid: int) -> None:
+    """Kill what is left of the process group the worker `pid` leads (`Command.start`
+    made it a session's, so the group's id is the worker's pid): processes the workload
+    started, which would outlive the case's timeout, a stop, or the worker's own end (the
+    worker too, when it is still there). The group's id stays the group's while any of
+    it lives, even once the worker is reaped; an empty group leaves none to kill."""
     with suppress(ProcessLookupError, PermissionError):
-        if os.getpgid(pid) == pid:
-            os.killpg(pid, signal.SIGKILL)
-
-
-if __name__ == "__main__":  # a `Command`'s worker: its channel is the socket it inherited
-    worker_main(Connection(int(sys.argv[1])))
+        os.killpg(pid, signal.SIGKILL)

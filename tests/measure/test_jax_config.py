@@ -46,3 +46,25 @@ def test_a_workload_that_turns_x64_on_does_not_leak_into_the_next_case() -> None
         m = run.get(clean.key, mode)
         assert m.ok and "changed-jax-config" not in {d.code for d in m.diagnostics}, mode
     assert jnp.zeros(3).dtype == np.float32
+
+
+def test_a_worker_takes_the_options_its_parent_set_whatever_set_them() -> None:
+    """`portable` carries every option of this process another can take (not only the
+    watched ones: a platform, a cache folder), enums as their values; `apply` sets those
+    that differ from the worker's own."""
+    import jax
+
+    from jitbench.measure import jax_config
+
+    before = jax_config.portable()
+    assert "jax_platforms" in before  # not one of the watched
+    assert isinstance(before["jax_numpy_dtype_promotion"], str)  # an enum, by its value
+    try:
+        jax.config.update("jax_default_device", jax.devices("cpu")[0])
+        assert "jax_default_device" not in jax_config.portable()  # a device stays here
+        jax.config.update("jax_default_device", None)
+        jax_config.apply({**before, "jax_default_matmul_precision": "highest"})
+        assert jax.config.jax_default_matmul_precision == "highest"
+        jax_config.apply({"jax_no_such_option": 1})  # another JAX's: left out
+    finally:
+        jax.config.update("jax_default_matmul_precision", None)

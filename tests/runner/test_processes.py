@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -305,15 +306,16 @@ class _Conn:
         self.sent: list[tuple[str, Any]] = []
 
     def send(self, message: tuple[str, Any]) -> None:
-        self.sent.append(message)
+        self.sent.append(pickle.loads(pickle.dumps(message)))  # as a pipe carries it
 
     def close(self) -> None:
         pass
 
 
 def worker_in_this_process(target, args, on_case=None):  # type: ignore[no-untyped-def]
-    """Run a worker's `target` here, as `processes.run_worker` would in a spawned process
-    (the same arguments, the same messages on its connection), and return its run."""
+    """Run a worker's `target` here, as `processes.run_worker` would in a worker process
+    (the same arguments, the same messages on its connection, pickled), and return its
+    run."""
     conn = _Conn()
     target(conn, *args)
     for kind, body in conn.sent:
