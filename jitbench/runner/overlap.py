@@ -1,24 +1,17 @@
 """The second process of a run measuring beside the first, on cores of its own: the one
 module that knows measuring side by side.
 
-A `--processes` run measures every case in one process, then again in fresh ones. On a
-machine with cores to spare, the second process need not wait for the first to finish:
-it starts with it, pinned to other cores, and the two measure every case at the same
-time, each on its own (its own inputs, compiles and output checks); the first measures
-nothing until the second has started (`Peer.meet`: a fresh interpreter importing JAX
-beside a measuring process slowed its cold compiles twice over). What measuring side by
-side costs the figures is measured on the docs' validation pages ("Overlapping the
-processes").
-
-`plan_overlap` decides whether a run overlaps: CPU devices only (a GPU is one device the
-two processes would share), pinned threads (`--threads N`, not `all`) and twice those
-cores free to pin, a fresh run (not a resume), cases measured in this process (not
-`--isolate`). A third process of `--processes 3` runs after them, alone; the extra
-processes run two at a time, a core each (`runner.processes.run_in_processes`), each
-measuring once both have started and taking its last snapshot once both have finished.
-The processes say all this as messages on the channel each shares with the parent
-(`runner.channel`, the parent passing on a pair's: `pair_up`), never as files. The rest
-of the runner sees a `Placement`; the parent a `SideBySide`.
+The second process starts with the first, pinned to other cores, and the two measure
+every case at the same time, each on its own (inputs, compiles, output checks); the
+first measures nothing until the second has started (`Peer.meet`: a fresh interpreter
+importing JAX beside a measuring process slowed its cold compiles twice over). A run
+overlaps (`plan_overlap`) on CPU devices only (a GPU would be shared), with pinned
+threads (`--threads N`) and twice those cores free, fresh (not a resume) and not
+`--isolate`. A third process runs after them, alone; extra processes run two at a time,
+a core each, starting once both have started and ending together. The processes say so
+on their channels to the parent (which passes on a pair's: `pair_up`), never in files.
+The rest of the runner sees a `Placement`, the parent a `SideBySide`. What it costs the
+figures: docs, validation, "Overlapping the processes".
 """
 
 from __future__ import annotations

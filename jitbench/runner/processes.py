@@ -1,22 +1,14 @@
 """Measure a run in several worker processes and pool them.
 
-Within one process, a case's samples agree with each other more than with another
-process's: the memory layout, where the threads landed and the minute the process ran in
-stay fixed for its life. An interval from one process's samples then describes that
-process, not the next run (docs: validation, "Protocol checks" and "A/A coverage"). With
-`processes=K`, this process measures every case, and K-1 fresh worker processes measure
-every case again (the first of them beside this one where the run overlaps, the others
-after it: `overlap`); the pooled run keeps each process's share of the samples
-(`run_sample_counts`), and `RunAnalysis.speedup` turns the spread between processes into
-the interval (`stats.repeat_interval`).
-
-Then the run spends more where its intervals are widest: the cases that
-`allocation.cases_for_another_process` picks from the pooled run (a wide speedup interval,
-processes that disagree) are measured again in a further worker process, with the same
-share of the budget as every other process, and again, up to `EXTRA_PROCESSES` more than
-K, while the time the extra processes take stays within `EXTRA_TIME_SHARE` of what the
-K processes took. A case's measurements record how many processes measured it
-(`Measurement.run_sample_counts`, one count each).
+A case's samples in one process agree with each other more than with another process's
+(its memory layout, where its threads landed, the minute it ran in), so an interval from
+one process describes that process, not the next run (docs: validation, "A/A
+coverage"). With `processes=K` this process and K-1 fresh workers each measure every
+case (the first worker beside this process where the run overlaps: `overlap`); the
+pooled run keeps each process's share (`Measurement.run_sample_counts`), whose spread
+is the interval (`stats.repeat_interval`). Then the cases whose intervals are widest
+(`allocation.cases_for_another_process`) are measured again by further workers, up to
+`EXTRA_PROCESSES` more, within `EXTRA_TIME_SHARE` of the time the K processes took.
 """
 
 from __future__ import annotations
@@ -62,10 +54,8 @@ Order = Callable[[Run, Sequence[CaseKey] | None], tuple[WorkerTarget, tuple[Any,
 
 
 def jax_processes_at_once(config: RunConfig) -> int:
-    """How many of a run's processes hold a JAX backend at once: the first (idle while the
-    others measure), a `--processes` worker, and with `--isolate` the child measuring a
-    case (`devices.share_gpu_memory`). The extra processes and a standby worker run on CPU
-    devices only beside another."""
+    """How many of a run's processes hold a JAX backend at once (`share_gpu_memory`): the
+    first, a worker and an `--isolate` child (a pair or a standby: CPU devices only)."""
     return 1 + (config.processes > 1) + config.isolate
 
 
@@ -102,12 +92,11 @@ def run_worker(target: WorkerTarget, args: Sequence[Any], on_case: OnCase) -> Ru
 
 class CaseShares:
     """Each case's measurements from every process, pooled case by case as they arrive
-    (`merge.pool_case`, the pooling of the run itself): a `CasePooled` with each share
-    after the first, so that the last progress line of a case quotes the figures the
-    table will show. The first process's come from its events (`first`), the workers'
-    from their channel (`add`); the second process beside the first is heard between the
-    first's cases (`beside`). With `lines` False (a run of several rounds, whose cases
-    finish their first round only when they are shared), nothing is pooled."""
+    (`merge.pool_case`, the run's own pooling): a `CasePooled` with each share after the
+    first, so that a case's last progress line quotes its row's figures. The first
+    process's come from its events (`first`), the workers' from their channels (`add`),
+    the second's beside the first between the first's cases (`beside`). Nothing is
+    pooled without `lines` (a run of rounds shares a case after its first round only)."""
 
     def __init__(
         self,
@@ -168,20 +157,14 @@ def run_in_processes(
 ) -> Run:
     """`first(on_event)` measures the run in this process; then `config.processes - 1`
     workers measure it again, one after another, each ordered as `order` says (the first
-    of them beside this process where `side` started it in `first`: `overlap`), and the
-    runs are pooled under the first run's id (`results.merge.pool_runs`), with the last
-    process's machine state after it. Each case's shares are pooled as they arrive too,
-    for the progress line (`CaseShares`). A checkpoint follows each worker. Where
-    `first` returns a resumed run that already pooled some workers, only the workers
-    after them run.
-
-    Then, unless the run is a smoke run (`config.quick`), extra workers measure the cases
-    `allocation.cases_for_another_process` picks from the pooled run, up to
-    `EXTRA_PROCESSES` more per case, within `EXTRA_TIME_SHARE` of the wall time the
-    processes before took (`clock`); the checkpoint of the last process is the complete
-    run. A resumed run goes on with the extra processes it lacks (without a time limit
-    where its first processes ran in another session). With `side`, two extra processes
-    at a time measure the cases side by side, where two more are allowed.
+    of them beside this process where `side` started it: `overlap`), pooled under the
+    first run's id with the last process's machine state after it; each case's shares
+    are pooled as they arrive too (`CaseShares`), and a checkpoint follows each worker. A
+    resumed `first` that pooled some workers already leaves only the workers after them.
+    Then, but in a smoke run (`config.quick`), extra workers measure the cases
+    `allocation` picks, within `EXTRA_TIME_SHARE` of the wall time before (`clock`;
+    without a limit where a resumed run's first processes ran in another session), two
+    at a time with `side`; the last checkpoint is the complete run.
 
     Raises:
         RunInterrupted: on Ctrl-C or a stop signal; it carries the pooled partial run.
