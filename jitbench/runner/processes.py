@@ -128,12 +128,12 @@ class CaseShares:
         for key, measured in earlier.items():
             self._parts[key] = [measured]
 
-    def worker(self, index: int, total: int, measured: list[Measurement]) -> None:
+    def worker(self, index: int, total: int, measured: Sequence[Measurement]) -> None:
         """A worker's case, heard as it waits for the worker's run: its pace too."""
         self._emit(WorkerProgress(index + 1, total))
         self.add(index, total, measured)
 
-    def add(self, index: int, total: int, measured: list[Measurement]) -> None:
+    def add(self, index: int, total: int, measured: Sequence[Measurement]) -> None:
         """A worker's share of a case (`index` of `total` in its order)."""
         if not measured or not self._lines:
             return

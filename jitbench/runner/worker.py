@@ -25,9 +25,10 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -50,7 +51,7 @@ WorkerTarget = Callable[..., None]
 
 #: What the parent hears of each case a worker finishes (`Worker.result`, `Worker.cases`):
 #: its index and the worker's case count, and the worker's measurements of it.
-OnCase = Callable[[int, int, list[Measurement]], None]
+OnCase = Callable[[int, int, Sequence[Measurement]], None]
 
 
 class WorkerError(JitbenchError):
@@ -102,7 +103,7 @@ class Worker:
         """Hand `on_case` the cases it has finished since the last call, without waiting."""
         with suppress(EOFError):
             while (message := self.channel.receive({"case"}, limit_s=0)) is not None:
-                _hand(on_case, message[1])
+                on_case(*message[1])
 
     def result(self, on_case: OnCase | None = None) -> Run:
         """The run it was ordered to measure, once it sends it (each case as it finishes
@@ -119,7 +120,7 @@ class Worker:
                     if kind != "case":
                         break
                     if on_case is not None:
-                        _hand(on_case, body)
+                        on_case(*body)
             except EOFError:
                 self.stop()
                 raise WorkerError(
@@ -209,9 +210,12 @@ class Command:
     def here(cls) -> Command:
         """This interpreter, this process's import path and folder, its JAX options (the
         environment as it is: a workload's own subprocesses see the caller's PYTHONPATH)."""
-        path = tuple(entry or os.getcwd() for entry in sys.path)
-        env = dict(os.environ)
-        return cls(sys.executable, env=env, cwd=os.getcwd(), jax_options=True, path=path)
+        try:
+            cwd = os.getcwd()
+        except OSError:  # a workload deleted the folder the run started in
+            cwd = tempfile.gettempdir()
+        path = tuple(entry or cwd for entry in sys.path)
+        return cls(sys.executable, env=dict(os.environ), cwd=cwd, jax_options=True, path=path)
 
     def start(self) -> Worker:
         here, there = multiprocessing.Pipe()
@@ -251,12 +255,6 @@ def worker_main(conn: Connection) -> None:
     target, args, options = order
     jax_config.apply(options)
     target(conn, *args)
-
-
-def _hand(on_case: OnCase, body: Any) -> None:
-    """`on_case` told of a case as a worker sends it: (index, total, measurements)."""
-    index, total, measured = body
-    on_case(index, total, list(measured))
 
 
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
