@@ -10,6 +10,7 @@ order and in the messages of two processes side by side.
 from __future__ import annotations
 
 import contextlib
+import traceback
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,8 +21,13 @@ MAX_ERROR_CHARS = 2000
 
 
 def error_info(exc: BaseException) -> ErrorInfo:
-    """An exception as recorded on a measurement: type, message (capped) and a fix hint."""
+    """An exception as recorded on a measurement: type, message (capped) and a fix hint.
+    An exception with no message (a bare `assert`) is named by where it was raised, the
+    innermost frame of its traceback, so the record says which check failed."""
     text = str(exc)
+    if not text and exc.__traceback__ is not None:
+        frame = traceback.extract_tb(exc.__traceback__)[-1]
+        text = f"raised at {frame.filename}:{frame.lineno} ({frame.line or frame.name})"
     if len(text) > MAX_ERROR_CHARS:
         text = text[:MAX_ERROR_CHARS] + " …"
     hint = diagnose.hint_for_exception(exc) or getattr(exc, _HINT_ATTR, "")
