@@ -158,14 +158,14 @@ def main() -> None:
     for name, which in (("selu", "selu"), ("centred_product", "faq")):
         ratios: dict[str, list[float]] = {"numpy": [], "jit": [], "compile": []}
         for _ in range(args.rounds):
-            ours, theirs = jitbench_figures(name, "M"), timeit_figures(which)
+            shown, timed = jitbench_figures(name, "M"), timeit_figures(which)
             for figure, values in ratios.items():
-                values.append(ours[figure] / theirs[figure])
+                values.append(shown[figure] / timed[figure])
             print(
                 f"   {name:16s} "
                 + "   ".join(
-                    f"{figure} {ours[figure] * 1e3:.3f} / {theirs[figure] * 1e3:.3f} ms "
-                    f"{100 * (ours[figure] / theirs[figure] - 1):+5.1f} %"
+                    f"{figure} {shown[figure] * 1e3:.3f} / {timed[figure] * 1e3:.3f} ms "
+                    f"{100 * (shown[figure] / timed[figure] - 1):+5.1f} %"
                     for figure in ratios
                 )
             )
