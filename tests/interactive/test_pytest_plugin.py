@@ -291,8 +291,13 @@ def test_a_save_path_that_cannot_be_written_is_refused_before_the_tests(
 
 
 def test_a_save_that_fails_at_the_end_keeps_the_run_in_a_temporary_file(
-    pytester: pytest.Pytester, tmp_path: Path
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import tempfile
+
+    temp = tmp_path / "temp"  # the system's temp folder, here: nothing is left in /tmp
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
     out = tmp_path / "gone"
     pytester.makeini("[pytest]\n")
     pytester.makepyfile(
@@ -310,7 +315,7 @@ def test_f(jitbench):
     result.stdout.fnmatch_lines(["*could not write * the session's run is saved to * instead"])
     saved = result.stdout.str().split("saved to ")[1].split(" instead")[0]
     assert load_run(saved).cases()[0].workload == "test_late.test_f"
-    Path(saved).unlink()
+    assert Path(saved).parent == temp  # with its programs beside it
 
 
 def test_a_save_path_ending_in_json_is_the_run_file(suite: pytest.Pytester, tmp_path: Path) -> None:
