@@ -43,7 +43,7 @@ from jitbench.config import RunConfig
 from jitbench.errors import ConfigError, JitbenchError
 from jitbench.results import Measurement, Mode, Run
 from jitbench.results.codec import measurement_from_dict
-from jitbench.results.merge import pool_measurements
+from jitbench.results.merge import pool_case
 from jitbench.results.model import RecordedConfig, new_run_id, utc_now
 from jitbench.runner.worker import Command, start_worker
 
@@ -432,19 +432,16 @@ def _with_program(m: Measurement, text: object) -> Measurement:
 
 def _pool(parts: Sequence[Sequence[Measurement]]) -> list[Measurement]:
     """One worker pair's measurements of a case, or several pairs' pooled (in pair order,
-    each pair's samples and compiles a part of their own)."""
+    each pair's samples and compiles a part of their own: `merge.pool_case`); a mode any
+    pair did not measure ok is that pair's measurement."""
     if len(parts) == 1:
         return list(parts[0])
-    by_mode: dict[Mode, list[Measurement]] = {}
+    not_ok: dict[Mode, Measurement] = {}
     for part in parts:
         for m in part:
-            by_mode.setdefault(m.mode, []).append(m)
-    return [
-        pool_measurements(ms, sample_from=[True] * len(ms))
-        if all(m.ok for m in ms)
-        else next(m for m in ms if not m.ok)
-        for ms in by_mode.values()
-    ]
+            if not m.ok:
+                not_ok.setdefault(m.mode, m)
+    return [not_ok.get(m.mode, m) for m in pool_case(parts)]
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping
 
 from jitbench.measure import diagnose
 from jitbench.results import ErrorInfo, Measurement, Mode, Status
@@ -46,18 +45,6 @@ def add_hint(exc: BaseException, hint: str) -> None:
 Skips = Mapping[tuple[tuple[str, ...], Mode], str]
 """Modes of cases left out, and why: (case key, mode) → the reason (`open_cases`'s skip;
 a `--processes` worker's modes that timed out in the first process)."""
-
-
-def skips_to_json(skips: Skips) -> list[dict[str, Any]]:
-    return [
-        {"case": list(key), "mode": mode.value, "why": why} for (key, mode), why in skips.items()
-    ]
-
-
-def skips_from_json(
-    data: Sequence[Mapping[str, Any]] | None,
-) -> dict[tuple[tuple[str, ...], Mode], str]:
-    return {(tuple(d["case"]), Mode(d["mode"])): str(d["why"]) for d in data or ()}
 
 
 def timed_out_skips(measurements: Iterable[Measurement]) -> dict[tuple[tuple[str, ...], Mode], str]:

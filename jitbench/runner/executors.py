@@ -230,7 +230,6 @@ class InProcessExecutor:
         config = self.config
         report = _keeping_stop_handlers(report)
         split_calls = timeline.SPLIT_CALLS if config.time_split else 0
-        skip, check_outputs = self.skip, self.check_outputs
         if not self.spreads_rounds:
 
             def whole() -> list[Measurement]:
@@ -240,8 +239,8 @@ class InProcessExecutor:
                         config,
                         split_calls=split_calls,
                         report=report,
-                        check_outputs=check_outputs,
-                        skip=skip,
+                        check_outputs=self.check_outputs,
+                        skip=self.skip,
                     )
 
             return self.guarded(pcs, whole)[0], None
@@ -250,7 +249,7 @@ class InProcessExecutor:
         def first_round() -> list[Measurement]:
             with self._sharing(pcs):
                 session = open_configured(
-                    pcs, config, report=report, check_outputs=check_outputs, skip=skip
+                    pcs, config, report=report, check_outputs=self.check_outputs, skip=self.skip
                 )
             session.sample(config.plan.for_round(), report=report)
             if split_calls:  # traced once, after the first round: apart from the samples

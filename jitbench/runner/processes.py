@@ -114,7 +114,7 @@ class CaseShares:
         self._emit(event)
         if isinstance(event, CaseFinished) and event.measurements:
             self._index[event.case.key] = (event.index, event.total)
-            self.add(event.index, event.total, list(event.measurements))
+            self.add(event.index, event.total, event.measurements)
             if (beside := self._beside()) is not None:
                 beside.cases(self.add)
 

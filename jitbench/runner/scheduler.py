@@ -434,21 +434,26 @@ def measure_selection(
     skip: Skips | None = None,
     placement: dict[str, Any] | None = None,
 ) -> None:
-    """A `--processes` worker's order (`runner.worker`): find the selected workloads again, measure
-    them all once (or only the `cases`, by key: an extra process) in this fresh process
-    (loading the programs the run's leading processes left in `shared_compiles`; leaving
+    """A `--processes` worker's order (`runner.worker`): find the selected workloads again,
+    measure them all once (or only the `cases`, by key: an extra process) in this fresh
+    process (loading the programs the first process left in `shared_compiles`; leaving
     out the modes `skip` names), send each case as it finishes it (the parent pools it
     with the other processes' shares: `processes.CaseShares`), then the run. With
     `placement` (what `overlap.SideBySide` ordered), it measures side by side with
     another process (`overlap.for_worker`)."""
+
+    def kept(measured: Sequence[Measurement]) -> tuple[Measurement, ...]:
+        # Its cold calls loaded the first process's programs: those are no compiles.
+        if not shared_compiles:
+            return tuple(measured)
+        return tuple(replace(m, compile=None) for m in measured)
+
     try:
         workloads = workloads_for_selection(selection)
 
-        def progress(event: RunEvent) -> None:  # as the run keeps them (see below)
+        def progress(event: RunEvent) -> None:
             if isinstance(event, CaseFinished):
-                kept = tuple(replace(m, compile=None) for m in event.measurements)
-                shared = kept if shared_compiles else event.measurements
-                conn.send(("case", (event.index, event.total, shared)))
+                conn.send(("case", (event.index, event.total, kept(event.measurements))))
 
         # Where it measures and beside whom, over its channel to the parent.
         placed = overlap.for_worker(placement, Channel(conn))
@@ -472,11 +477,7 @@ def measure_selection(
             skip=skip,
             placement=placed,
         )
-        if shared_compiles:  # its cold calls loaded the first process's programs: no compiles
-            run = replace(
-                run, measurements=tuple(replace(m, compile=None) for m in run.measurements)
-            )
-        conn.send(("ok", run))
+        conn.send(("ok", replace(run, measurements=kept(run.measurements))))
     except JitbenchError as exc:  # a refusal whose message names the cause and the fix
         conn.send(("refused", str(exc)))
     except BaseException as exc:  # report anything, then exit

@@ -85,7 +85,7 @@ class Worker:
     def alive(self) -> bool:
         return self._proc.poll() is None
 
-    def order(self, target: Callable[..., None], *args: Any) -> Worker:
+    def order(self, target: WorkerTarget, *args: Any) -> Worker:
         """Have it run `target(its connection, *args)` (`target` module-level, so that the
         worker can import it; `args` picklable), with this process's JAX options where
         it was started `here`; returns self."""
@@ -140,7 +140,7 @@ class Worker:
 
     def stop(self) -> None:
         """End it, and what is left of its process group (`_end_group`), if it still
-        runs; it is reaped either way (once: its pid is not its own after)."""
+        runs; it is reaped either way (once)."""
         if self._stopped:
             return
         self._stopped = True
@@ -263,15 +263,17 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 def die_with_parent() -> None:
     """Make this process (a worker) end when its parent does, even by SIGKILL: on Linux
     the kernel sends SIGKILL (prctl PR_SET_PDEATHSIG); elsewhere, or if that call fails,
-    a daemon thread sees the parent gone (a new parent pid) within a second. A parent
-    already gone by the time this runs ends the process at once."""
+    a daemon thread sees the parent gone (a new parent pid) within a second (not on
+    Linux: a thread waking each second in a measuring process is noise it need not
+    make). A parent already gone by the time this runs ends the process at once."""
     parent = os.getppid()
+    if parent == 1:
+        os._exit(1)
     if sys.platform.startswith("linux"):
         with suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-    if parent == 1:
-        os._exit(1)
+            if libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0:
+                return
 
     def exit_when_parent_dies() -> None:
         while os.getppid() == parent:

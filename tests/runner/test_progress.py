@@ -112,6 +112,26 @@ def test_a_second_process_beside_the_first_adds_no_time_and_a_pair_is_named() ->
     assert "extra processes 4 and 5: 1 case(s)" in est.description()
 
 
+def test_the_second_beside_the_first_is_estimated_from_what_it_has_left() -> None:
+    """Beside the first, the second has measured most of its cases when the first ends:
+    its cases reported since it started say how much is left at the first's pace (3 of
+    4 done: a quarter of the first's 8 s), not a pace counted from the first's end."""
+    from jitbench.runner.events import WorkerProgress
+
+    clock = Clock()
+    est = ProgressEstimate(clock=clock)
+    est.update(RunStarted("r", total_cases=4, budget_s=0.5, processes=2, beside=True))
+    for i in range(4):
+        case = _case(f"c{i}")
+        est.update(CaseStarted(case, i, 4))
+        clock.now += 2.0
+        est.update(CaseFinished(case, i, 4, ()))
+    est.update(ProcessStarted(2, 2))
+    clock.now += 1.0
+    est.update(WorkerProgress(done=3, total=4))
+    assert est.eta_s() == pytest.approx(8.0 * (1 - 3 / 4))
+
+
 def test_an_extra_process_takes_its_share_of_the_cases_time() -> None:
     """An extra process measures the cases whose intervals are widest: 1 of 4 here, so a
     quarter of what the first process took, and nothing after it is foreseen."""
